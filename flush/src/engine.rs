@@ -1,0 +1,354 @@
+//! The one chDB engine of this process and its pool of connections.
+//!
+//! chDB binds one data path per process and, unless told otherwise, installs
+//! process-wide signal handlers. [`Engine::open`] therefore disables the
+//! handlers before the first connect (so the server's own SIGTERM handling
+//! works) and refuses a second data path with [`EngineError::PathConflict`].
+//! Tests share one engine per process and isolate themselves by database.
+//!
+//! All `unsafe` of this crate lives in this module: handing an Arrow batch to
+//! the engine through the C Data Interface.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::{Array, RecordBatch, StructArray};
+use arrow::ffi::{to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use chdb_rust::arrow_stream::{arrow_stream_table_sql, ArrowArray, ArrowSchema};
+use chdb_rust::connection::Connection;
+use chdb_rust::format::OutputFormat;
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{EngineError, Result};
+
+/// How to open the engine.
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineConfig {
+    /// Directory the engine keeps its databases in. Default: `./data/chdb`.
+    pub data_dir: PathBuf,
+    /// Connections in the pool; 0 means one per core. Default: 0.
+    pub connections: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("data/chdb"),
+            connections: 0,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// The pool size this config resolves to.
+    pub fn pool_size(&self) -> usize {
+        if self.connections == 0 {
+            std::thread::available_parallelism().map_or(2, |n| n.get())
+        } else {
+            self.connections
+        }
+    }
+}
+
+/// The engine of this process: a data path and a pool of connections to it.
+/// Cheap to clone; the engine closes when the last clone and every borrowed
+/// connection are gone.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    data_dir: PathBuf,
+    size: usize,
+    idle: Mutex<Vec<Connection>>,
+    returned: Condvar,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("data_dir", &self.inner.data_dir)
+            .field("connections", &self.inner.size)
+            .finish()
+    }
+}
+
+/// What an INSERT reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InsertStats {
+    /// Rows the engine wrote.
+    pub rows_written: u64,
+    /// Bytes the engine wrote.
+    pub bytes_written: u64,
+}
+
+impl Engine {
+    /// Opens the engine on `config.data_dir` (created if missing) with a pool of
+    /// `config.pool_size()` connections.
+    pub fn open(config: &EngineConfig) -> Result<Engine> {
+        let open_err = |message: String| EngineError::Open {
+            path: config.data_dir.display().to_string(),
+            message,
+        };
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| open_err(e.to_string()))?;
+        let data_dir = config
+            .data_dir
+            .canonicalize()
+            .map_err(|e| open_err(e.to_string()))?;
+        // Before the first connect: the host process owns SIGINT/SIGTERM.
+        chdb_rust::runtime::signal_handlers(false);
+
+        let path_arg = format!("--path={}", data_dir.display());
+        let size = config.pool_size().max(1);
+        let mut conns = Vec::with_capacity(size);
+        for _ in 0..size {
+            let conn = Connection::open(&[path_arg.as_str()]).map_err(|e| match e {
+                chdb_rust::error::Error::PathConflict { active, requested } => {
+                    EngineError::PathConflict { active, requested }
+                }
+                chdb_rust::error::Error::EngineShutDown => EngineError::ShutDown,
+                other => open_err(other.to_string()),
+            })?;
+            conns.push(conn);
+        }
+        tracing::info!(path = %data_dir.display(), connections = size, "chDB engine open");
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                data_dir,
+                size,
+                idle: Mutex::new(conns),
+                returned: Condvar::new(),
+            }),
+        })
+    }
+
+    /// The (canonical) data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.data_dir
+    }
+
+    /// Connections in the pool.
+    pub fn pool_size(&self) -> usize {
+        self.inner.size
+    }
+
+    /// Connections idle right now.
+    pub fn idle_connections(&self) -> usize {
+        self.inner.idle.lock().len()
+    }
+
+    /// Borrows a connection, waiting for one to be returned if all are busy.
+    pub fn connection(&self) -> PooledConnection {
+        let mut idle = self.inner.idle.lock();
+        loop {
+            if let Some(conn) = idle.pop() {
+                return PooledConnection {
+                    conn: Some(conn),
+                    engine: self.inner.clone(),
+                };
+            }
+            self.inner.returned.wait(&mut idle);
+        }
+    }
+
+    /// Runs a statement and returns its output in `format`.
+    pub fn query(&self, sql: &str, format: OutputFormat) -> Result<Vec<u8>> {
+        self.connection().query(sql, format)
+    }
+
+    /// Runs a statement and returns its output as text (TabSeparated unless
+    /// the statement says otherwise).
+    pub fn query_text(&self, sql: &str) -> Result<String> {
+        let out = self.query(sql, OutputFormat::TabSeparated)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// Runs a statement for its effect.
+    pub fn execute(&self, sql: &str) -> Result<()> {
+        self.connection().execute(sql)
+    }
+
+    /// Inserts one batch into `table` (a quoted, possibly database-qualified
+    /// name); see [`PooledConnection::insert_batch`].
+    pub fn insert_batch(
+        &self,
+        table: &str,
+        batch: RecordBatch,
+        settings: &[(&str, String)],
+    ) -> Result<InsertStats> {
+        self.connection().insert_batch(table, batch, settings)
+    }
+
+    /// Closes every connection and stops the engine's threads. Fails with the
+    /// count of connections still borrowed elsewhere.
+    pub fn shutdown(self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        {
+            let mut idle = self.inner.idle.lock();
+            while idle.len() < self.inner.size && Instant::now() < deadline {
+                self.inner.returned.wait_for(&mut idle, Duration::from_millis(100));
+            }
+            idle.clear();
+        }
+        if Arc::strong_count(&self.inner) > 1 {
+            // Another clone is alive: closing the engine under it would break it.
+            return Ok(());
+        }
+        chdb_rust::runtime::shutdown().map_err(|e| EngineError::Open {
+            path: self.inner.data_dir.display().to_string(),
+            message: format!("shutdown: {e}"),
+        })
+    }
+}
+
+/// A connection borrowed from the pool; returned on drop.
+pub struct PooledConnection {
+    conn: Option<Connection>,
+    engine: Arc<Inner>,
+}
+
+impl Drop for PooledConnection {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.engine.idle.lock().push(conn);
+            self.engine.returned.notify_one();
+        }
+    }
+}
+
+static ARROW_TABLE_SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl PooledConnection {
+    fn conn(&self) -> &Connection {
+        self.conn.as_ref().expect("connection present until drop")
+    }
+
+    /// Runs a statement and returns its output in `format`.
+    pub fn query(&self, sql: &str, format: OutputFormat) -> Result<Vec<u8>> {
+        let result = self
+            .conn()
+            .query(sql, format)
+            .map_err(|e| EngineError::query(sql, e))?;
+        Ok(result.data_ref().to_vec())
+    }
+
+    /// Runs a statement for its effect.
+    pub fn execute(&self, sql: &str) -> Result<()> {
+        self.conn()
+            .query(sql, OutputFormat::Null)
+            .map(|_| ())
+            .map_err(|e| EngineError::query(sql, e))
+    }
+
+    /// Inserts `batch` into `table` through the Arrow C Data Interface: the
+    /// batch is registered as an `ArrowStream` table function and read by one
+    /// `INSERT … SELECT`, with columns matched by name and `settings` appended
+    /// as a `SETTINGS` clause (e.g. `insert_deduplication_token`).
+    pub fn insert_batch(
+        &self,
+        table: &str,
+        batch: RecordBatch,
+        settings: &[(&str, String)],
+    ) -> Result<InsertStats> {
+        if batch.num_rows() == 0 {
+            return Ok(InsertStats {
+                rows_written: 0,
+                bytes_written: 0,
+            });
+        }
+        let columns = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| quote_ident(f.name()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let struct_array = StructArray::from(batch);
+        let (ffi_array, ffi_schema): (FFI_ArrowArray, FFI_ArrowSchema) =
+            to_ffi(&struct_array.to_data()).map_err(|e| EngineError::Arrow(e.to_string()))?;
+        // SAFETY: both pointers refer to the FFI structs above, which outlive
+        // the registration: the table function is unregistered before they drop.
+        let (schema, array) = unsafe {
+            (
+                ArrowSchema::from_raw(&ffi_schema as *const _ as *mut _),
+                ArrowArray::from_raw(&ffi_array as *const _ as *mut _),
+            )
+        };
+        let name = format!(
+            "chingest_batch_{}",
+            ARROW_TABLE_SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let conn = self.conn();
+        conn.register_arrow_array(&name, &schema, &array)
+            .map_err(|e| EngineError::Arrow(e.to_string()))?;
+        let mut sql = format!(
+            "INSERT INTO {table} ({columns}) SELECT * FROM {}",
+            arrow_stream_table_sql(&name)
+        );
+        if !settings.is_empty() {
+            sql.push_str(" SETTINGS ");
+            let parts: Vec<String> = settings
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
+            sql.push_str(&parts.join(", "));
+        }
+        let outcome = conn.query(&sql, OutputFormat::Null);
+        let unregistered = conn.unregister_arrow_table(&name);
+        drop(ffi_array);
+        drop(ffi_schema);
+        let result = outcome.map_err(|e| EngineError::query(&sql, e))?;
+        unregistered.map_err(|e| EngineError::Arrow(e.to_string()))?;
+        Ok(InsertStats {
+            rows_written: result.rows_written(),
+            bytes_written: result.bytes_written(),
+        })
+    }
+}
+
+/// `name` as a ClickHouse identifier in backticks.
+pub fn quote_ident(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 2);
+    out.push('`');
+    for c in name.chars() {
+        match c {
+            '`' => out.push_str("\\`"),
+            '\\' => out.push_str("\\\\"),
+            _ => out.push(c),
+        }
+    }
+    out.push('`');
+    out
+}
+
+/// `value` as a ClickHouse string literal in single quotes.
+pub fn quote_string(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('\'');
+    for c in value.chars() {
+        match c {
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            _ => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_and_strings_are_escaped() {
+        assert_eq!(quote_ident("cpu"), "`cpu`");
+        assert_eq!(quote_ident("a`b\\c"), "`a\\`b\\\\c`");
+        assert_eq!(quote_string("it's"), "'it\\'s'");
+        assert_eq!(quote_string("a\\b"), "'a\\\\b'");
+    }
+}

@@ -1,0 +1,207 @@
+//! Integration tests for the engine module against the real libchdb.
+//!
+//! One engine per process (chDB binds one data path per process): every test
+//! shares [`engine()`] and works in a database of its own.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use flush::arrow::array::{
+    Float64Array, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt64Array,
+};
+use flush::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use flush::{quote_ident, Engine, EngineConfig, EngineError};
+
+fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<(tempfile::TempDir, Engine)> = OnceLock::new();
+    &ENGINE
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let engine = Engine::open(&EngineConfig {
+                data_dir: dir.path().join("chdb"),
+                connections: 2,
+            })
+            .expect("engine opens");
+            (dir, engine)
+        })
+        .1
+}
+
+/// A fresh database for one test.
+fn database(name: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let db = format!("t_{name}_{}", N.fetch_add(1, Ordering::Relaxed));
+    engine()
+        .execute(&format!("CREATE DATABASE {}", quote_ident(&db)))
+        .expect("create database");
+    db
+}
+
+#[test]
+fn arrow_batches_round_trip_exactly() {
+    let db = database("roundtrip");
+    let table = format!("{}.{}", quote_ident(&db), quote_ident("points"));
+    engine()
+        .execute(&format!(
+            "CREATE TABLE {table} (series_id UInt64, time DateTime64(9), host LowCardinality(String), \
+             value Float64, count Int64) ENGINE = MergeTree ORDER BY (series_id, time)"
+        ))
+        .unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("series_id", DataType::UInt64, false),
+        // Timestamp(ns, UTC), not Int64: the engine reads a plain integer into
+        // DateTime64 as seconds.
+        Field::new(
+            "time",
+            DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            false,
+        ),
+        Field::new("host", DataType::Utf8, false),
+        Field::new("value", DataType::Float64, false),
+        Field::new("count", DataType::Int64, false),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(UInt64Array::from(vec![u64::MAX, 1, 2])),
+            Arc::new(
+                TimestampNanosecondArray::from(vec![1_700_000_000_123_456_789, 1, 0])
+                    .with_timezone("UTC"),
+            ),
+            Arc::new(StringArray::from(vec!["a'b", "line\nbreak", ""])),
+            Arc::new(Float64Array::from(vec![1.5, -0.0, 1e300])),
+            Arc::new(Int64Array::from(vec![i64::MIN, i64::MAX, 0])),
+        ],
+    )
+    .unwrap();
+    let stats = engine().insert_batch(&table, batch, &[]).unwrap();
+    assert_eq!(stats.rows_written, 3);
+
+    // TabSeparated: exact decimal text for 64-bit values; escapes \n and '.
+    let out = engine()
+        .query_text(&format!(
+            "SELECT series_id, toUnixTimestamp64Nano(time) AS t, host, value, count \
+             FROM {table} ORDER BY series_id"
+        ))
+        .unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "1\t1\tline\\nbreak\t-0\t{max}\n\
+             2\t0\t\t1e300\t0\n\
+             {umax}\t1700000000123456789\ta\\'b\t1.5\t{min}\n",
+            max = i64::MAX,
+            min = i64::MIN,
+            umax = u64::MAX
+        )
+    );
+}
+
+#[test]
+fn columns_are_matched_by_name_not_position() {
+    let db = database("byname");
+    let table = format!("{}.t", quote_ident(&db));
+    engine()
+        .execute(&format!(
+            "CREATE TABLE {table} (a Int64, b String) ENGINE = MergeTree ORDER BY a"
+        ))
+        .unwrap();
+    // Batch columns in the opposite order of the table's.
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("b", DataType::Utf8, false),
+        Field::new("a", DataType::Int64, false),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(StringArray::from(vec!["x"])),
+            Arc::new(Int64Array::from(vec![7])),
+        ],
+    )
+    .unwrap();
+    engine().insert_batch(&table, batch, &[]).unwrap();
+    assert_eq!(engine().query_text(&format!("SELECT a, b FROM {table}")).unwrap(), "7\tx\n");
+}
+
+#[test]
+fn bad_sql_is_an_error_with_the_engine_message() {
+    let err = engine().execute("SELECT FROM WHERE ,").unwrap_err();
+    match &err {
+        EngineError::Query { message, statement } => {
+            assert!(message.contains("Syntax error"), "engine message: {message}");
+            assert_eq!(statement, "SELECT FROM WHERE ,");
+        }
+        other => panic!("expected a query error, got {other:?}"),
+    }
+    let err = engine()
+        .execute("SELECT * FROM no_such_db_anywhere.t")
+        .unwrap_err();
+    assert!(
+        err.engine_message().unwrap().contains("no_such_db_anywhere"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_insert_into_a_missing_column_fails_cleanly() {
+    let db = database("missingcol");
+    let table = format!("{}.t", quote_ident(&db));
+    engine()
+        .execute(&format!("CREATE TABLE {table} (a Int64) ENGINE = MergeTree ORDER BY a"))
+        .unwrap();
+    let schema = Arc::new(Schema::new(vec![Field::new("zzz", DataType::Int64, false)]));
+    let batch =
+        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![1]))]).unwrap();
+    let err = engine().insert_batch(&table, batch, &[]).unwrap_err();
+    assert!(err.engine_message().is_some(), "{err}");
+    // The connection is still usable afterwards.
+    assert_eq!(engine().query_text(&format!("SELECT count() FROM {table}")).unwrap(), "0\n");
+}
+
+#[test]
+fn insert_settings_reach_the_engine() {
+    let db = database("dedup");
+    let table = format!("{}.t", quote_ident(&db));
+    engine()
+        .execute(&format!(
+            "CREATE TABLE {table} (a Int64) ENGINE = MergeTree ORDER BY a \
+             SETTINGS non_replicated_deduplication_window = 100"
+        ))
+        .unwrap();
+    let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, false)]));
+    let batch =
+        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![1, 2, 3]))]).unwrap();
+    let token = [("insert_deduplication_token", "'seq-1-3'".to_string())];
+    engine().insert_batch(&table, batch.clone(), &token).unwrap();
+    engine().insert_batch(&table, batch, &token).unwrap();
+    assert_eq!(engine().query_text(&format!("SELECT count() FROM {table}")).unwrap(), "3\n");
+}
+
+#[test]
+fn the_pool_serves_concurrent_users() {
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            std::thread::spawn(move || {
+                engine()
+                    .query_text(&format!("SELECT {i} + sleepEachRow(0.01) FROM numbers(3) LIMIT 1"))
+                    .unwrap()
+            })
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        assert_eq!(h.join().unwrap(), format!("{i}\n"));
+    }
+    assert_eq!(engine().idle_connections(), engine().pool_size());
+}
+
+#[test]
+fn a_second_data_path_in_one_process_is_refused() {
+    let _ = engine();
+    let other = tempfile::tempdir().unwrap();
+    let err = Engine::open(&EngineConfig {
+        data_dir: other.path().to_path_buf(),
+        connections: 1,
+    })
+    .unwrap_err();
+    assert!(matches!(err, EngineError::PathConflict { .. }), "{err:?}");
+}

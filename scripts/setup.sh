@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Prepares a machine to build and run chingest. Idempotent and quiet when
+# everything is already in place; every failure says what failed and how to fix it.
+#
+#   scripts/setup.sh                 install apt packages, fetch the engine, write .cargo/config.toml
+#   scripts/setup.sh --test-deps     also the Python clients the HTTP tests drive
+#   scripts/setup.sh --save-rocksdb  keep the RocksDB static library cargo just built
+#
+# Caches live outside the checkout, under $CHINGEST_CACHE_DIR
+# (default ${XDG_CACHE_HOME:-~/.cache}/chingest):
+#   engine/<version>/libchdb.so       the embedded ClickHouse engine (from npm)
+#   rocksdb/<librocksdb-sys version>/ a prebuilt librocksdb.a (saves ~20 min a clean build)
+#   venv/                             Python clients for the tests
+#   target-ci/                        cargo's target dir when CI=true
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${CHINGEST_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/chingest}
+
+# The engine: keep these three in step.
+ENGINE_PACKAGE=@chdb/lib-linux-x64-gnu
+ENGINE_VERSION=26.7.3-stable.1
+ENGINE_SHA256=36ad4e999882821ef13cf2d0f52c93f48e6ee1b4498b35a201c23ce4b8d15bf5
+ENGINE_DIR=$CACHE/engine/$ENGINE_VERSION
+
+# The RocksDB binding whose static library may be cached (see Cargo.lock).
+ROCKSDB_SYS_VERSION=$(awk '/^name = "librocksdb-sys"/{getline; gsub(/version = |"/,""); print; exit}' "$ROOT/Cargo.lock" 2>/dev/null || true)
+ROCKSDB_DIR=$CACHE/rocksdb/${ROCKSDB_SYS_VERSION:-unknown}
+
+APT_PACKAGES=(libclang-dev libssl-dev pkg-config)
+
+die() { echo "setup: $*" >&2; exit 1; }
+say() { echo "setup: $*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else die "need root to run '$*' (install sudo or run as root)"; fi
+}
+
+ensure_apt_packages() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get: install them with your package manager"
+  say "installing ${missing[*]} with apt-get"
+  as_root apt-get update -qq >/dev/null \
+    || die "apt-get update failed: check the network to the Debian mirrors"
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null \
+    || die "apt-get install ${missing[*]} failed"
+}
+
+ensure_engine() {
+  if [ -f "$ENGINE_DIR/.complete" ] && [ -f "$ENGINE_DIR/libchdb.so" ]; then return 0; fi
+  command -v npm >/dev/null || die "npm is needed to fetch the engine ($ENGINE_PACKAGE@$ENGINE_VERSION): apt-get install npm"
+  say "fetching the engine $ENGINE_PACKAGE@$ENGINE_VERSION (~180 MB download, 566 MB unpacked)"
+  local staging="$CACHE/engine/.staging.$$"
+  rm -rf "$staging"; mkdir -p "$staging"
+  trap 'rm -rf "$staging"' RETURN
+  (cd "$staging" && npm pack --silent "$ENGINE_PACKAGE@$ENGINE_VERSION" >/dev/null 2>"$staging/npm.log") \
+    || die "npm pack $ENGINE_PACKAGE@$ENGINE_VERSION failed (no network to the npm registry?): $(tail -n 3 "$staging/npm.log")"
+  tar -xzf "$staging"/*.tgz -C "$staging" || die "could not unpack the engine package"
+  local sum; sum=$(sha256sum "$staging/package/libchdb.so" | cut -d' ' -f1)
+  [ "$sum" = "$ENGINE_SHA256" ] || die "libchdb.so checksum mismatch: got $sum, want $ENGINE_SHA256"
+  mkdir -p "$ENGINE_DIR"
+  mv "$staging/package/libchdb.so" "$ENGINE_DIR/libchdb.so"
+  echo "$ENGINE_SHA256" > "$ENGINE_DIR/.complete"
+  say "engine cached at $ENGINE_DIR"
+}
+
+target_dir() {
+  if [ "${CI:-}" = "true" ]; then echo "$CACHE/target-ci"; else echo "$ROOT/target"; fi
+}
+
+write_cargo_config() {
+  local rocksdb_env=""
+  if [ -f "$ROCKSDB_DIR/librocksdb.a" ]; then
+    rocksdb_env=$(printf 'ROCKSDB_LIB_DIR = "%s"\nROCKSDB_STATIC = "1"\n' "$ROCKSDB_DIR")
+  fi
+  local want; want=$(cat <<CONF
+# Written by scripts/setup.sh; do not edit (it is rewritten on every setup).
+[build]
+target-dir = "$(target_dir)"
+
+[env]
+CHDB_LIB_DIR = "$ENGINE_DIR"
+CHDB_INCLUDE_DIR = "$ROOT/flush/include"
+$rocksdb_env
+CONF
+)
+  mkdir -p "$ROOT/.cargo"
+  if [ ! -f "$ROOT/.cargo/config.toml" ] || [ "$(cat "$ROOT/.cargo/config.toml")" != "$want" ]; then
+    printf '%s\n' "$want" > "$ROOT/.cargo/config.toml"
+  fi
+}
+
+save_rocksdb() {
+  [ -f "$ROCKSDB_DIR/librocksdb.a" ] && return 0
+  local lib
+  lib=$(ls -t "$(target_dir)"/*/build/librocksdb-sys-*/out/librocksdb.a 2>/dev/null | head -n 1 || true)
+  [ -n "$lib" ] || return 0
+  mkdir -p "$ROCKSDB_DIR"
+  cp "$lib" "$ROCKSDB_DIR/librocksdb.a.tmp" && mv "$ROCKSDB_DIR/librocksdb.a.tmp" "$ROCKSDB_DIR/librocksdb.a"
+  say "cached RocksDB's static library at $ROCKSDB_DIR (later clean builds link it)"
+  write_cargo_config
+}
+
+ensure_test_deps() {
+  ensure_apt_packages python3-venv
+  local venv="$CACHE/venv"
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import influxdb, influxdb_client' 2>/dev/null; then
+    say "installing the Python InfluxDB clients into $venv"
+    python3 -m venv "$venv" || die "python3 -m venv failed: apt-get install python3-venv"
+    "$venv/bin/pip" install -q 'influxdb==5.3.2' 'influxdb-client==1.49.0' \
+      || die "pip install influxdb influxdb-client failed (no network to PyPI?)"
+  fi
+}
+
+case "${1:-}" in
+  --save-rocksdb) save_rocksdb; exit 0 ;;
+esac
+
+command -v cargo >/dev/null || die "cargo not found: install Rust with rustup (https://rustup.rs)"
+ensure_apt_packages "${APT_PACKAGES[@]}"
+ensure_engine
+write_cargo_config
+if [ "${1:-}" = "--test-deps" ]; then ensure_test_deps; fi
