@@ -1,10 +1,6 @@
-//! Integration tests for the engine module against the real libchdb.
-//!
-//! One engine per process (chDB binds one data path per process): every test
-//! shares [`engine()`] and works in a database of its own.
+//! The engine module against the real libchdb.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use flush::arrow::array::{
     Float64Array, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt64Array,
@@ -12,30 +8,7 @@ use flush::arrow::array::{
 use flush::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use flush::{quote_ident, Engine, EngineConfig, EngineError};
 
-fn engine() -> &'static Engine {
-    static ENGINE: OnceLock<(tempfile::TempDir, Engine)> = OnceLock::new();
-    &ENGINE
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().expect("temp dir");
-            let engine = Engine::open(&EngineConfig {
-                data_dir: dir.path().join("chdb"),
-                connections: 2,
-            })
-            .expect("engine opens");
-            (dir, engine)
-        })
-        .1
-}
-
-/// A fresh database for one test.
-fn database(name: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let db = format!("t_{name}_{}", N.fetch_add(1, Ordering::Relaxed));
-    engine()
-        .execute(&format!("CREATE DATABASE {}", quote_ident(&db)))
-        .expect("create database");
-    db
-}
+use crate::{database, engine};
 
 #[test]
 fn arrow_batches_round_trip_exactly() {

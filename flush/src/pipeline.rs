@@ -1,0 +1,636 @@
+//! The flusher: committed WAL entries → coalesced Arrow batches → chDB.
+//!
+//! One coordinator thread receives committed entries in sequence order (from
+//! the WAL writer, with their in-memory batches attached), buffers them per
+//! (database, measurement) and hands a buffer to a worker when it reaches
+//! `max_points_per_batch` or `max_age_ms`. Workers (one per engine connection)
+//! create tables and columns on demand and insert; distinct measurements flush
+//! in parallel, one job per measurement at a time (so DDL and inserts of one
+//! table never race).
+//!
+//! The WAL's flushed sequence advances over the contiguous prefix of entries
+//! all of whose parts are in the engine. Tables set `fsync_after_insert`, so
+//! "in the engine" means durable there before the WAL forgets it.
+//!
+//! Exactly once across crashes: every row carries `__seq`, and an INSERT is a
+//! single block into an unpartitioned MergeTree, i.e. one part, atomically.
+//! On start-up the replayed entries whose `(table, __seq)` is already in the
+//! engine (a crash between the insert and `mark_flushed`) are skipped, and
+//! only the others are inserted.
+//!
+//! A failed insert is retried with exponential back-off, forever, and
+//! surfaced through [`FlushStatus`], a log line and
+//! `chingest_flush_failures_total`; data is never dropped.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use arrow::array::{AsArray, RecordBatch, StringArray, UInt64Array};
+use arrow::datatypes::{DataType, Field, Schema};
+use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
+use parking_lot::Mutex;
+
+use crate::engine::{quote_string, Engine};
+use crate::error::{EngineError, Result};
+use crate::table::{self, coalesce, qualified, ColumnKind, Part, TableCache};
+
+/// Flusher settings.
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FlushConfig {
+    /// A measurement's buffer is flushed once it holds this many points.
+    /// Default: 200,000 (the engine has a fixed cost of ~8–10 ms per INSERT).
+    pub max_points_per_batch: usize,
+    /// ... or once its oldest point has waited this long. Default: 1000 ms.
+    pub max_age_ms: u64,
+    /// First retry delay after a failed insert; doubles up to `retry_max_ms`.
+    /// Default: 100 ms.
+    pub retry_initial_ms: u64,
+    /// Longest retry delay. Default: 10,000 ms.
+    pub retry_max_ms: u64,
+}
+
+impl Default for FlushConfig {
+    fn default() -> Self {
+        Self {
+            max_points_per_batch: 200_000,
+            max_age_ms: 1000,
+            retry_initial_ms: 100,
+            retry_max_ms: 10_000,
+        }
+    }
+}
+
+impl FlushConfig {
+    /// Checks the settings make sense.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.max_points_per_batch == 0 {
+            return Err("flush.max_points_per_batch must be at least 1".into());
+        }
+        if self.retry_initial_ms == 0 || self.retry_max_ms < self.retry_initial_ms {
+            return Err("flush.retry_initial_ms must be ≥ 1 and ≤ flush.retry_max_ms".into());
+        }
+        Ok(())
+    }
+}
+
+/// One committed request as the flusher receives it: its database and one
+/// batch per measurement (ingest's layout: `time` Int64 ns, `series_id`,
+/// non-null Utf8 tags, nullable fields).
+#[derive(Debug, Clone, Default)]
+pub struct FlushWrite {
+    /// chingest database.
+    pub db: String,
+    /// (measurement, batch) pairs.
+    pub tables: Vec<(String, RecordBatch)>,
+}
+
+impl FlushWrite {
+    /// Points in all tables.
+    pub fn points(&self) -> u64 {
+        self.tables.iter().map(|(_, b)| b.num_rows() as u64).sum()
+    }
+}
+
+/// Where the flusher reports the flushed watermark (the WAL).
+pub type MarkFlushed = Box<dyn Fn(u64) -> std::result::Result<(), String> + Send + Sync>;
+
+/// What the flusher is doing, for /health and metrics.
+#[derive(Debug, Clone, Default)]
+pub struct FlushStatus {
+    /// Points buffered or being inserted.
+    pub pending_points: u64,
+    /// Inserts running now.
+    pub jobs_in_flight: usize,
+    /// Failures since the last success.
+    pub consecutive_failures: u64,
+    /// The last failure's message, cleared by a success.
+    pub last_error: Option<String>,
+    /// Highest sequence whose whole prefix is in the engine.
+    pub flushed_seq: u64,
+    /// Points inserted since start.
+    pub points_flushed: u64,
+}
+
+/// The running flusher.
+pub struct Flusher {
+    status: Arc<Mutex<FlushStatus>>,
+    coordinator: Option<JoinHandle<()>>,
+    workers: Vec<JoinHandle<()>>,
+    tables: Arc<Mutex<TableCache>>,
+}
+
+/// What the flusher resumes from at start-up.
+#[derive(Debug, Default)]
+pub struct Resume {
+    /// The WAL's durable flushed sequence.
+    pub flushed_seq: u64,
+    /// Unflushed entries read back from the WAL, in sequence order.
+    pub entries: Vec<(u64, FlushWrite)>,
+    /// Sequences above `flushed_seq` that will never arrive (corrupt,
+    /// missing or undecodable entries, already reported by the caller).
+    pub skip: Vec<RangeInclusive<u64>>,
+}
+
+type Key = (String, String);
+
+struct Job {
+    key: Key,
+    parts: Vec<Part>,
+}
+
+struct JobDone {
+    key: Key,
+    parts: Vec<Part>,
+    outcome: Result<()>,
+}
+
+impl Flusher {
+    /// Starts the flusher: first re-inserts what `resume` holds that the engine
+    /// lacks, then consumes `committed` until it disconnects.
+    pub fn start(
+        engine: Engine,
+        config: FlushConfig,
+        committed: Receiver<wal_input::Input>,
+        resume: Resume,
+        mark_flushed: MarkFlushed,
+    ) -> Result<Flusher> {
+        let status = Arc::new(Mutex::new(FlushStatus {
+            flushed_seq: resume.flushed_seq,
+            ..Default::default()
+        }));
+        let tables = Arc::new(Mutex::new(TableCache::default()));
+        let workers_n = engine.pool_size().max(1);
+        let (job_tx, job_rx) = bounded::<Job>(workers_n);
+        let (done_tx, done_rx) = unbounded::<JobDone>();
+
+        let mut tracker = Tracker::new(resume.flushed_seq);
+        for r in &resume.skip {
+            for seq in r.clone() {
+                tracker.done.insert(seq);
+            }
+        }
+        let mut coordinator = Coordinator {
+            config: config.clone(),
+            buffers: HashMap::new(),
+            in_flight: HashSet::new(),
+            retry_at: HashMap::new(),
+            backoff: HashMap::new(),
+            tracker,
+            status: status.clone(),
+            mark_flushed,
+            job_tx,
+        };
+        let replay = already_in_engine(&engine, &resume.entries)?;
+        for (seq, write) in resume.entries {
+            coordinator.add(seq, write, &replay);
+        }
+        coordinator.advance();
+
+        let mut workers = Vec::with_capacity(workers_n);
+        for i in 0..workers_n {
+            let (engine, job_rx, done_tx, tables, status) =
+                (engine.clone(), job_rx.clone(), done_tx.clone(), tables.clone(), status.clone());
+            workers.push(
+                std::thread::Builder::new()
+                    .name(format!("chingest-flush-{i}"))
+                    .spawn(move || worker(engine, job_rx, done_tx, tables, status))
+                    .expect("spawn flush worker"),
+            );
+        }
+        drop(done_tx);
+        let coordinator = std::thread::Builder::new()
+            .name("chingest-flush".into())
+            .spawn(move || coordinator.run(committed, done_rx))
+            .expect("spawn flush coordinator");
+        Ok(Flusher {
+            status,
+            coordinator: Some(coordinator),
+            workers,
+            tables,
+        })
+    }
+
+    /// A snapshot of the flusher's state.
+    pub fn status(&self) -> FlushStatus {
+        self.status.lock().clone()
+    }
+
+    /// Forgets cached table state of `db` (call after dropping it).
+    pub fn forget_database(&self, db: &str) {
+        self.tables.lock().forget_database(db);
+    }
+
+    /// Waits until the committed channel has disconnected (the WAL shut down)
+    /// and everything received is in the engine and marked flushed.
+    pub fn join(mut self) {
+        if let Some(c) = self.coordinator.take() {
+            let _ = c.join();
+        }
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+/// The committed-entry type the flusher consumes.
+pub mod wal_input {
+    /// A committed WAL entry carrying its in-memory batches.
+    pub type Input = wal::Committed<super::FlushWrite>;
+}
+
+/// Which (database, measurement, seq) of `entries` the engine already holds.
+fn already_in_engine(
+    engine: &Engine,
+    entries: &[(u64, FlushWrite)],
+) -> Result<HashSet<(String, String, u64)>> {
+    let mut ranges: HashMap<Key, (u64, u64)> = HashMap::new();
+    for (seq, w) in entries {
+        for (m, _) in &w.tables {
+            let r = ranges.entry((w.db.clone(), m.clone())).or_insert((*seq, *seq));
+            r.0 = r.0.min(*seq);
+            r.1 = r.1.max(*seq);
+        }
+    }
+    let mut present = HashSet::new();
+    for ((db, m), (lo, hi)) in ranges {
+        let exists = engine.query_text(&format!(
+            "SELECT count() FROM system.tables WHERE database = {} AND name = {}",
+            quote_string(&db),
+            quote_string(&m)
+        ))?;
+        if exists.trim() == "0" {
+            continue;
+        }
+        let seqs = engine.query_text(&format!(
+            "SELECT DISTINCT `__seq` FROM {} WHERE `__seq` BETWEEN {lo} AND {hi}",
+            qualified(&db, &m)
+        ))?;
+        for s in seqs.lines().filter_map(|l| l.trim().parse::<u64>().ok()) {
+            present.insert((db.clone(), m.clone(), s));
+        }
+    }
+    if !present.is_empty() {
+        tracing::info!(parts = present.len(), "replay: skipping parts the engine already holds");
+    }
+    Ok(present)
+}
+
+/// Tracks which sequences are wholly in the engine and the contiguous prefix.
+struct Tracker {
+    /// Last sequence of the contiguous flushed prefix.
+    watermark: u64,
+    remaining: HashMap<u64, usize>,
+    done: BTreeSet<u64>,
+}
+
+impl Tracker {
+    fn new(flushed: u64) -> Self {
+        Self { watermark: flushed, remaining: HashMap::new(), done: BTreeSet::new() }
+    }
+
+    fn register(&mut self, seq: u64, parts: usize) {
+        if parts == 0 {
+            self.done.insert(seq);
+        } else {
+            self.remaining.insert(seq, parts);
+        }
+    }
+
+    fn part_done(&mut self, seq: u64) {
+        if let Some(n) = self.remaining.get_mut(&seq) {
+            *n -= 1;
+            if *n == 0 {
+                self.remaining.remove(&seq);
+                self.done.insert(seq);
+            }
+        }
+    }
+
+    /// Advances the watermark; returns it if it moved.
+    fn advance(&mut self) -> Option<u64> {
+        let before = self.watermark;
+        while self.done.remove(&(self.watermark + 1)) {
+            self.watermark += 1;
+        }
+        // Sequences at or below the watermark can linger only from `skip`.
+        while let Some(&first) = self.done.first() {
+            if first <= self.watermark {
+                self.done.remove(&first);
+            } else {
+                break;
+            }
+        }
+        (self.watermark > before).then_some(self.watermark)
+    }
+}
+
+#[derive(Default)]
+struct Buffer {
+    parts: VecDeque<Part>,
+    points: usize,
+    oldest: Option<Instant>,
+}
+
+struct Coordinator {
+    config: FlushConfig,
+    buffers: HashMap<Key, Buffer>,
+    in_flight: HashSet<Key>,
+    retry_at: HashMap<Key, Instant>,
+    backoff: HashMap<Key, Duration>,
+    tracker: Tracker,
+    status: Arc<Mutex<FlushStatus>>,
+    mark_flushed: MarkFlushed,
+    job_tx: Sender<Job>,
+}
+
+impl Coordinator {
+    fn add(&mut self, seq: u64, write: FlushWrite, skip: &HashSet<(String, String, u64)>) {
+        let mut parts = 0;
+        let now = Instant::now();
+        let mut points = 0;
+        for (m, batch) in write.tables {
+            if batch.num_rows() == 0 || skip.contains(&(write.db.clone(), m.clone(), seq)) {
+                continue;
+            }
+            parts += 1;
+            points += batch.num_rows() as u64;
+            let buf = self.buffers.entry((write.db.clone(), m)).or_default();
+            buf.points += batch.num_rows();
+            buf.oldest.get_or_insert(now);
+            buf.parts.push_back(Part { seq, batch });
+        }
+        self.tracker.register(seq, parts);
+        self.status.lock().pending_points += points;
+    }
+
+    fn run(mut self, committed: Receiver<wal_input::Input>, done: Receiver<JobDone>) {
+        let tick = Duration::from_millis(20);
+        let mut open = true;
+        loop {
+            select! {
+                recv(committed) -> msg => match msg {
+                    Ok(c) => {
+                        self.add(c.seq, c.attachment, &HashSet::new());
+                        // Drain whatever else is ready without waiting.
+                        while let Ok(c) = committed.try_recv() {
+                            self.add(c.seq, c.attachment, &HashSet::new());
+                        }
+                    }
+                    Err(_) => open = false,
+                },
+                recv(done) -> msg => if let Ok(d) = msg { self.finished(d) },
+                default(tick) => {}
+            }
+            // A disconnected channel is always ready; stop selecting on it.
+            if !open {
+                while let Ok(d) = done.recv_timeout(tick) {
+                    self.finished(d);
+                }
+            }
+            self.advance();
+            self.dispatch(!open);
+            if !open && self.buffers.values().all(|b| b.parts.is_empty()) && self.in_flight.is_empty() {
+                break;
+            }
+            metrics::gauge!("chingest_flush_pending_points").set(self.status.lock().pending_points as f64);
+        }
+        self.advance();
+        drop(self.job_tx);
+        tracing::info!(flushed_seq = self.tracker.watermark, "flusher stopped");
+    }
+
+    fn advance(&mut self) {
+        if let Some(seq) = self.tracker.advance() {
+            match (self.mark_flushed)(seq) {
+                Ok(()) => self.status.lock().flushed_seq = seq,
+                Err(e) => {
+                    // The engine has the rows; the WAL keeps them a while longer
+                    // and a restart skips them (`__seq` check). Not data loss.
+                    tracing::error!(seq, error = %e, "could not advance the WAL's flushed sequence");
+                }
+            }
+        }
+    }
+
+    fn dispatch(&mut self, closing: bool) {
+        let now = Instant::now();
+        let max_age = Duration::from_millis(self.config.max_age_ms);
+        let mut ready: Vec<Key> = self
+            .buffers
+            .iter()
+            .filter(|(k, b)| {
+                !b.parts.is_empty()
+                    && !self.in_flight.contains(*k)
+                    && self.retry_at.get(*k).is_none_or(|t| *t <= now)
+                    && (closing
+                        || b.points >= self.config.max_points_per_batch
+                        || b.oldest.is_some_and(|o| now.duration_since(o) >= max_age))
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        // Oldest first, so one hot measurement cannot starve the others.
+        ready.sort_by_key(|k| self.buffers[k].oldest);
+        for key in ready {
+            let buf = self.buffers.get_mut(&key).expect("ready key");
+            // Take whole parts up to the batch size (at least one).
+            let mut parts = Vec::new();
+            let mut points = 0;
+            while let Some(p) = buf.parts.front() {
+                let n = p.batch.num_rows();
+                if !parts.is_empty() && points + n > self.config.max_points_per_batch {
+                    break;
+                }
+                points += n;
+                parts.push(buf.parts.pop_front().expect("front exists"));
+            }
+            buf.points -= points;
+            buf.oldest = if buf.parts.is_empty() { None } else { Some(now) };
+            match self.job_tx.try_send(Job { key: key.clone(), parts }) {
+                Ok(()) => {
+                    self.in_flight.insert(key);
+                }
+                Err(e) => {
+                    // Every worker busy: put the parts back and try next tick.
+                    let job = e.into_inner();
+                    let buf = self.buffers.get_mut(&key).expect("ready key");
+                    for p in job.parts.into_iter().rev() {
+                        buf.points += p.batch.num_rows();
+                        buf.parts.push_front(p);
+                    }
+                    buf.oldest.get_or_insert(now);
+                    break;
+                }
+            }
+        }
+        let in_flight = self.in_flight.len();
+        self.status.lock().jobs_in_flight = in_flight;
+    }
+
+    fn finished(&mut self, d: JobDone) {
+        self.in_flight.remove(&d.key);
+        match d.outcome {
+            Ok(()) => {
+                self.backoff.remove(&d.key);
+                self.retry_at.remove(&d.key);
+                let points: u64 = d.parts.iter().map(|p| p.batch.num_rows() as u64).sum();
+                for p in &d.parts {
+                    self.tracker.part_done(p.seq);
+                }
+                let mut st = self.status.lock();
+                st.pending_points = st.pending_points.saturating_sub(points);
+                st.points_flushed += points;
+                st.consecutive_failures = 0;
+                st.last_error = None;
+            }
+            Err(e) => {
+                let delay = self
+                    .backoff
+                    .get(&d.key)
+                    .map_or(Duration::from_millis(self.config.retry_initial_ms), |d| {
+                        (*d * 2).min(Duration::from_millis(self.config.retry_max_ms))
+                    });
+                self.backoff.insert(d.key.clone(), delay);
+                self.retry_at.insert(d.key.clone(), Instant::now() + delay);
+                metrics::counter!("chingest_flush_failures_total").increment(1);
+                tracing::error!(db = %d.key.0, measurement = %d.key.1, retry_in_ms = delay.as_millis() as u64,
+                    error = %e, "flush failed; will retry");
+                {
+                    let mut st = self.status.lock();
+                    st.consecutive_failures += 1;
+                    st.last_error = Some(format!("{}.{}: {e}", d.key.0, d.key.1));
+                }
+                let buf = self.buffers.entry(d.key).or_default();
+                for p in d.parts.into_iter().rev() {
+                    buf.points += p.batch.num_rows();
+                    buf.parts.push_front(p);
+                }
+                buf.oldest.get_or_insert(Instant::now());
+            }
+        }
+    }
+}
+
+fn worker(
+    engine: Engine,
+    jobs: Receiver<Job>,
+    done: Sender<JobDone>,
+    tables: Arc<Mutex<TableCache>>,
+    _status: Arc<Mutex<FlushStatus>>,
+) {
+    for job in jobs {
+        let start = Instant::now();
+        let outcome = insert_job(&engine, &job, &tables);
+        metrics::histogram!("chingest_flush_batch_seconds").record(start.elapsed().as_secs_f64());
+        let _ = done.send(JobDone { key: job.key, parts: job.parts, outcome });
+    }
+}
+
+fn insert_job(engine: &Engine, job: &Job, tables: &Mutex<TableCache>) -> Result<()> {
+    let (db, measurement) = &job.key;
+    let build = Instant::now();
+    let (batch, columns) = coalesce(&job.parts)?;
+    metrics::histogram!("chingest_flush_arrow_build_seconds").record(build.elapsed().as_secs_f64());
+    let conn = engine.connection();
+    tables.lock().ensure(&conn, db, measurement, &columns)?;
+    let rows = batch.num_rows();
+    let series = new_series(&batch, &columns);
+    let insert = Instant::now();
+    // One block → one part → atomic: keeps replay's `__seq` check exact.
+    let settings = [
+        ("max_insert_block_size", (rows + 1).to_string()),
+        ("min_insert_block_size_rows", "0".to_string()),
+        ("min_insert_block_size_bytes", "0".to_string()),
+    ];
+    conn.insert_batch(&qualified(db, measurement), batch, &settings)?;
+    metrics::histogram!("chingest_chdb_insert_seconds").record(insert.elapsed().as_secs_f64());
+    metrics::histogram!("chingest_flush_batch_points").record(rows as f64);
+    metrics::counter!("chingest_flush_points_total").increment(rows as u64);
+    if let Some(series) = series {
+        let series = with_measurement(series, measurement)?;
+        conn.insert_batch(&qualified(db, table::SERIES_TABLE), series, &[])?;
+    }
+    Ok(())
+}
+
+/// The distinct series of `batch` as (series_id, series_key) rows, where the
+/// key is `tag=value` pairs sorted by tag, comma-separated, empty tags omitted.
+fn new_series(batch: &RecordBatch, columns: &[(String, ColumnKind)]) -> Option<RecordBatch> {
+    let ids = batch.column_by_name(table::SERIES_ID)?.as_primitive::<arrow::datatypes::UInt64Type>();
+    let mut tags: Vec<(&str, &StringArray)> = columns
+        .iter()
+        .filter(|(_, k)| *k == ColumnKind::Tag)
+        .filter_map(|(n, _)| Some((n.as_str(), batch.column_by_name(n)?.as_string::<i32>())))
+        .collect();
+    tags.sort_by_key(|(n, _)| *n);
+    let mut seen = HashSet::new();
+    let mut out_ids = Vec::new();
+    let mut out_keys = Vec::new();
+    for row in 0..batch.num_rows() {
+        let id = ids.value(row);
+        if !seen.insert(id) {
+            continue;
+        }
+        let key = tags
+            .iter()
+            .filter(|(_, a)| !a.value(row).is_empty())
+            .map(|(n, a)| format!("{n}={}", a.value(row)))
+            .collect::<Vec<_>>()
+            .join(",");
+        out_ids.push(id);
+        out_keys.push(key);
+    }
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("series_id", DataType::UInt64, false),
+        Field::new("series_key", DataType::Utf8, false),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![Arc::new(UInt64Array::from(out_ids)), Arc::new(StringArray::from(out_keys))],
+    )
+    .ok()
+}
+
+fn with_measurement(series: RecordBatch, measurement: &str) -> Result<RecordBatch> {
+    let n = series.num_rows();
+    let mut fields: Vec<Field> = series.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new("measurement", DataType::Utf8, false));
+    let mut cols = series.columns().to_vec();
+    cols.push(Arc::new(StringArray::from_iter_values(std::iter::repeat_n(measurement, n))));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(|e| EngineError::Arrow(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watermark_moves_over_the_contiguous_prefix_only() {
+        let mut t = Tracker::new(10);
+        t.register(11, 2);
+        t.register(12, 1);
+        t.register(13, 0);
+        assert_eq!(t.advance(), None);
+        t.part_done(12);
+        assert_eq!(t.advance(), None, "11 is still missing a part");
+        t.part_done(11);
+        assert_eq!(t.advance(), None);
+        t.part_done(11);
+        assert_eq!(t.advance(), Some(13));
+        assert!(t.done.is_empty() && t.remaining.is_empty());
+    }
+
+    #[test]
+    fn skipped_sequences_count_as_done() {
+        let mut t = Tracker::new(0);
+        t.done.insert(1);
+        t.done.insert(2);
+        t.register(3, 1);
+        assert_eq!(t.advance(), Some(2));
+        t.part_done(3);
+        assert_eq!(t.advance(), Some(3));
+    }
+}

@@ -1,0 +1,376 @@
+//! WAL → flusher → chDB, end to end, with a real RocksDB WAL.
+
+use std::io::Cursor;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::unbounded;
+use flush::arrow::array::{
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
+};
+use flush::arrow::datatypes::{DataType, Field, Schema};
+use flush::arrow::ipc::{reader::StreamReader, writer::StreamWriter};
+use flush::table::{merged_select, table_columns};
+use flush::{quote_ident, FlushConfig, FlushWrite, Flusher, Resume};
+use wal::{Entry, Wal, WalConfig};
+
+use crate::{database_name, engine};
+
+/// A column of a test batch.
+enum Col {
+    Tag(&'static str, Vec<&'static str>),
+    F(&'static str, Vec<Option<f64>>),
+    I(&'static str, Vec<Option<i64>>),
+    U(&'static str, Vec<Option<u64>>),
+    S(&'static str, Vec<Option<&'static str>>),
+    B(&'static str, Vec<Option<bool>>),
+}
+
+/// A batch in ingest's layout.
+fn batch(times: Vec<i64>, series: Vec<u64>, cols: Vec<Col>) -> RecordBatch {
+    let mut fields = vec![
+        Field::new("time", DataType::Int64, false),
+        Field::new("series_id", DataType::UInt64, false),
+    ];
+    let mut arrays: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(times)),
+        Arc::new(UInt64Array::from(series)),
+    ];
+    for c in cols {
+        let (f, a): (Field, ArrayRef) = match c {
+            Col::Tag(n, v) => (Field::new(n, DataType::Utf8, false), Arc::new(StringArray::from(v))),
+            Col::F(n, v) => (Field::new(n, DataType::Float64, true), Arc::new(Float64Array::from(v))),
+            Col::I(n, v) => (Field::new(n, DataType::Int64, true), Arc::new(Int64Array::from(v))),
+            Col::U(n, v) => (Field::new(n, DataType::UInt64, true), Arc::new(UInt64Array::from(v))),
+            Col::S(n, v) => (Field::new(n, DataType::Utf8, true), Arc::new(StringArray::from(v))),
+            Col::B(n, v) => (Field::new(n, DataType::Boolean, true), Arc::new(BooleanArray::from(v))),
+        };
+        fields.push(f);
+        arrays.push(a);
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).unwrap()
+}
+
+/// The test's own WAL payload: db, then per table its name and Arrow IPC
+/// stream (the server uses ingest::wire; the flusher never sees payloads).
+fn encode(w: &FlushWrite) -> Vec<u8> {
+    let mut out = Vec::new();
+    let put = |out: &mut Vec<u8>, b: &[u8]| {
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(b);
+    };
+    put(&mut out, w.db.as_bytes());
+    for (m, b) in &w.tables {
+        put(&mut out, m.as_bytes());
+        let mut ipc = Vec::new();
+        let mut wr = StreamWriter::try_new(&mut ipc, b.schema_ref()).unwrap();
+        wr.write(b).unwrap();
+        wr.finish().unwrap();
+        drop(wr);
+        put(&mut out, &ipc);
+    }
+    out
+}
+
+fn decode(payload: &[u8]) -> FlushWrite {
+    let mut p = payload;
+    let mut take = move || {
+        let n = u32::from_le_bytes(p[..4].try_into().unwrap()) as usize;
+        let v = p[4..4 + n].to_vec();
+        p = &p[4 + n..];
+        (v, p.is_empty())
+    };
+    let (db, mut end) = take();
+    let db = String::from_utf8(db).unwrap();
+    let mut tables = Vec::new();
+    while !end {
+        let (m, _) = take();
+        let (ipc, e) = take();
+        end = e;
+        let mut r = StreamReader::try_new(Cursor::new(ipc), None).unwrap();
+        tables.push((String::from_utf8(m).unwrap(), r.next().unwrap().unwrap()));
+    }
+    FlushWrite { db, tables }
+}
+
+/// A WAL and a flusher over it, on `dir`.
+struct Stack {
+    wal: Arc<Wal<FlushWrite>>,
+    flusher: Option<Flusher>,
+}
+
+impl Stack {
+    /// Opens the WAL on `dir` and starts a flusher that resumes from it.
+    /// `mark` false simulates a crash between the engine insert and the WAL's
+    /// flushed-sequence update: the flusher never tells the WAL.
+    fn open(dir: &std::path::Path, mark: bool, config: FlushConfig) -> Stack {
+        let (tx, rx) = unbounded();
+        let (wal, recovery) = Wal::open(WalConfig::new(dir), tx).unwrap();
+        let wal = Arc::new(wal);
+        let resume = Resume {
+            flushed_seq: recovery.flushed_seq,
+            entries: recovery.entries.iter().map(|e| (e.seq, decode(&e.payload))).collect(),
+            skip: recovery.unreplayable().collect(),
+        };
+        let w = wal.clone();
+        let flusher = Flusher::start(
+            engine().clone(),
+            config,
+            rx,
+            resume,
+            Box::new(move |seq| if mark { w.mark_flushed(seq).map_err(|e| e.to_string()) } else { Ok(()) }),
+        )
+        .unwrap();
+        Stack { wal, flusher: Some(flusher) }
+    }
+
+    fn write(&self, w: FlushWrite) -> u64 {
+        let points = w.points();
+        let payload = encode(&w);
+        self.wal
+            .submit(Entry { payload, points, meta: vec![], attachment: w })
+            .unwrap()
+            .wait()
+            .unwrap()
+    }
+
+    /// Waits until the flusher has everything up to `seq` in the engine.
+    fn wait_flushed(&self, seq: u64) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let st = self.flusher.as_ref().unwrap().status();
+            if st.flushed_seq >= seq {
+                return;
+            }
+            assert!(Instant::now() < deadline, "not flushed in time: {st:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn close(mut self) {
+        self.wal.shutdown();
+        self.flusher.take().unwrap().join();
+    }
+}
+
+fn fast() -> FlushConfig {
+    FlushConfig { max_age_ms: 50, ..Default::default() }
+}
+
+fn q(sql: &str) -> String {
+    engine().query_text(sql).unwrap()
+}
+
+#[test]
+fn points_are_queryable_with_exact_values_and_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database_name("exact");
+    let stack = Stack::open(dir.path(), true, fast());
+    let seq = stack.write(FlushWrite {
+        db: db.clone(),
+        tables: vec![(
+            "m".into(),
+            batch(
+                vec![1_700_000_000_123_456_789, -1, 0],
+                vec![1, 2, 3],
+                vec![
+                    Col::Tag("host", vec!["a", "b", ""]),
+                    Col::F("f", vec![Some(1.5), Some(-0.0), None]),
+                    Col::I("i", vec![Some(i64::MIN), Some(i64::MAX), None]),
+                    Col::U("u", vec![Some(u64::MAX), Some(0), None]),
+                    Col::S("s", vec![Some("quote \" and 'single'"), Some("new\nline"), None]),
+                    Col::B("b", vec![Some(true), Some(false), None]),
+                ],
+            ),
+        )],
+    });
+    stack.wait_flushed(seq);
+    let table = format!("{}.m", quote_ident(&db));
+    assert_eq!(
+        q(&format!(
+            "SELECT toUnixTimestamp64Nano(time), series_id, host, f, i, u, s, b, toTypeName(i), toTypeName(b) \
+             FROM {table} ORDER BY series_id"
+        )),
+        format!(
+            "1700000000123456789\t1\ta\t1.5\t{imin}\t{umax}\tquote \" and \\'single\\'\ttrue\tNullable(Int64)\tNullable(Bool)\n\
+             -1\t2\tb\t-0\t{imax}\t0\tnew\\nline\tfalse\tNullable(Int64)\tNullable(Bool)\n\
+             0\t3\t\t\\N\t\\N\t\\N\t\\N\t\\N\tNullable(Int64)\tNullable(Bool)\n",
+            imin = i64::MIN,
+            imax = i64::MAX,
+            umax = u64::MAX
+        )
+    );
+    assert_eq!(stack.wal.stats().flushed_seq, seq);
+    assert_eq!(stack.wal.stats().unflushed_points, 0);
+    // The series table knows both tagged series.
+    assert_eq!(
+        q(&format!("SELECT series_id, measurement, series_key FROM {}.__series FINAL ORDER BY series_id", quote_ident(&db))),
+        "1\tm\thost=a\n2\tm\thost=b\n3\tm\t\n"
+    );
+    stack.close();
+}
+
+#[test]
+fn schema_evolution_multiple_databases_and_measurements() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db1, db2) = (database_name("evo"), database_name("evo"));
+    let stack = Stack::open(dir.path(), true, fast());
+    stack.write(FlushWrite {
+        db: db1.clone(),
+        tables: vec![
+            ("cpu".into(), batch(vec![1], vec![1], vec![Col::Tag("host", vec!["a"]), Col::F("usage", vec![Some(1.0)])])),
+            ("mem".into(), batch(vec![1], vec![2], vec![Col::I("free", vec![Some(10)])])),
+        ],
+    });
+    stack.write(FlushWrite {
+        db: db2.clone(),
+        tables: vec![("cpu".into(), batch(vec![5], vec![9], vec![Col::B("up", vec![Some(true)])]))],
+    });
+    let seq = stack.write(FlushWrite {
+        db: db1.clone(),
+        tables: vec![(
+            "cpu".into(),
+            batch(
+                vec![2],
+                vec![3],
+                vec![Col::Tag("region", vec!["eu"]), Col::S("note", vec![Some("new")])],
+            ),
+        )],
+    });
+    stack.wait_flushed(seq);
+    assert_eq!(
+        q(&format!(
+            "SELECT toUnixTimestamp64Nano(time), host, region, usage, note FROM {}.cpu ORDER BY time",
+            quote_ident(&db1)
+        )),
+        "1\ta\t\t1\t\\N\n2\t\teu\t\\N\tnew\n"
+    );
+    assert_eq!(q(&format!("SELECT free FROM {}.mem", quote_ident(&db1))), "10\n");
+    assert_eq!(q(&format!("SELECT up FROM {}.cpu", quote_ident(&db2))), "true\n");
+    stack.close();
+}
+
+#[test]
+fn a_later_write_of_the_same_point_wins_field_by_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database_name("identity");
+    let stack = Stack::open(dir.path(), true, fast());
+    // Request 1: the point (host=a, t=100) is row 2 and carries usage and idle.
+    stack.write(FlushWrite {
+        db: db.clone(),
+        tables: vec![(
+            "cpu".into(),
+            batch(
+                vec![10, 20, 100],
+                vec![7, 7, 7],
+                vec![
+                    Col::Tag("host", vec!["a", "a", "a"]),
+                    Col::F("usage", vec![Some(0.1), Some(0.2), Some(1.0)]),
+                    Col::F("idle", vec![Some(9.0), Some(9.0), Some(5.0)]),
+                ],
+            ),
+        )],
+    });
+    // Request 2: the same point as row 0, overwriting only usage.
+    let seq = stack.write(FlushWrite {
+        db: db.clone(),
+        tables: vec![(
+            "cpu".into(),
+            batch(vec![100], vec![7], vec![Col::Tag("host", vec!["a"]), Col::F("usage", vec![Some(2.0)])]),
+        )],
+    });
+    stack.wait_flushed(seq);
+    let conn = engine().connection();
+    let cols = table_columns(&conn, &db, "cpu").unwrap();
+    drop(conn);
+    let merged = merged_select(&db, "cpu", &cols);
+    assert_eq!(
+        q(&format!("SELECT toUnixTimestamp64Nano(time), host, usage, idle FROM ({merged}) ORDER BY time")),
+        "10\ta\t0.1\t9\n20\ta\t0.2\t9\n100\ta\t2\t5\n"
+    );
+    // The raw table keeps both writes (4 rows); the read form merges them.
+    assert_eq!(q(&format!("SELECT count() FROM {}.cpu", quote_ident(&db))), "4\n");
+    stack.close();
+}
+
+#[test]
+fn replay_after_a_crash_between_insert_and_mark_is_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database_name("replay");
+    let table = format!("{}.cpu", quote_ident(&db));
+    let write = |n: i64| FlushWrite {
+        db: db.clone(),
+        tables: vec![(
+            "cpu".into(),
+            batch(
+                (0..n).map(|i| i * 1000).collect(),
+                (0..n as u64).collect(),
+                vec![Col::F("usage", (0..n).map(|i| Some(i as f64)).collect())],
+            ),
+        )],
+    };
+    // First life: everything reaches the engine, the WAL is never told.
+    let stack = Stack::open(dir.path(), false, fast());
+    stack.write(write(100));
+    let last = stack.write(write(50));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while q(&format!("SELECT count() FROM {table}")) != "150\n" {
+        assert!(Instant::now() < deadline, "rows never reached the engine");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(stack.wal.stats().flushed_seq, 0, "the crash window: engine has it, WAL does not know");
+    stack.close();
+
+    // Second life: the WAL replays both entries; the engine already has them.
+    let stack = Stack::open(dir.path(), true, fast());
+    stack.wait_flushed(last);
+    assert_eq!(q(&format!("SELECT count(), sum(usage) FROM {table}")), "150\n6175\n".replace("\n6175", "\t6175"));
+    // A new write after recovery flushes normally.
+    let seq = stack.write(write(10));
+    assert!(seq > last);
+    stack.wait_flushed(seq);
+    assert_eq!(q(&format!("SELECT count() FROM {table}")), "160\n");
+    assert_eq!(stack.wal.stats().unflushed_entries, 0);
+    stack.close();
+}
+
+#[test]
+fn a_flush_failure_is_retried_until_the_engine_accepts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database_name("retry");
+    let table = format!("{}.cpu", quote_ident(&db));
+    let stack = Stack::open(
+        dir.path(),
+        true,
+        FlushConfig { max_age_ms: 20, retry_initial_ms: 20, retry_max_ms: 100, ..Default::default() },
+    );
+    let one = |v: f64, t: i64| FlushWrite {
+        db: db.clone(),
+        tables: vec![("cpu".into(), batch(vec![t], vec![1], vec![Col::F("usage", vec![Some(v)])]))],
+    };
+    let first = stack.write(one(1.0, 1));
+    stack.wait_flushed(first);
+    // Make the engine refuse the next insert.
+    engine()
+        .execute(&format!("ALTER TABLE {table} ADD CONSTRAINT positive CHECK usage > 0"))
+        .unwrap();
+    let bad = stack.write(one(-5.0, 2));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let st = loop {
+        let st = stack.flusher.as_ref().unwrap().status();
+        if st.consecutive_failures >= 2 {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "the failure never surfaced: {st:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(st.last_error.as_deref().unwrap().contains("positive"), "{st:?}");
+    assert_eq!(st.flushed_seq, first, "nothing past the failing entry is marked flushed");
+    assert_eq!(stack.wal.stats().unflushed_points, 1);
+    // The operator fixes the engine; the retry gets the point in.
+    engine().execute(&format!("ALTER TABLE {table} DROP CONSTRAINT positive")).unwrap();
+    stack.wait_flushed(bad);
+    assert_eq!(q(&format!("SELECT usage FROM {table} ORDER BY time")), "1\n-5\n");
+    assert!(stack.flusher.as_ref().unwrap().status().last_error.is_none());
+    stack.close();
+}
