@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Once, Weak};
 use std::time::{Duration, Instant};
 
 use arrow::array::{Array, RecordBatch, StructArray};
@@ -116,14 +116,19 @@ impl Engine {
             conns.push(conn);
         }
         tracing::info!(path = %data_dir.display(), connections = size, "chDB engine open");
-        Ok(Engine {
-            inner: Arc::new(Inner {
-                data_dir,
-                size,
-                idle: Mutex::new(conns),
-                returned: Condvar::new(),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            data_dir,
+            size,
+            idle: Mutex::new(conns),
+            returned: Condvar::new(),
+        });
+        *LIVE.lock() = Arc::downgrade(&inner);
+        static REGISTER: Once = Once::new();
+        // SAFETY: registering a plain `extern "C" fn` with no captured state.
+        REGISTER.call_once(|| unsafe {
+            libc::atexit(close_at_exit);
+        });
+        Ok(Engine { inner })
     }
 
     /// The (canonical) data directory.
@@ -202,6 +207,25 @@ impl Engine {
             path: self.inner.data_dir.display().to_string(),
             message: format!("shutdown: {e}"),
         })
+    }
+}
+
+/// The engine of this process, if one is open, for [`close_at_exit`].
+static LIVE: Mutex<Weak<Inner>> = Mutex::new(Weak::new());
+
+/// Runs before libchdb's own exit handlers (atexit runs handlers in reverse
+/// order of registration, and libchdb registered its handlers when it was
+/// loaded): closes the idle connections and stops the engine's threads.
+/// Without it, a process that exits with the engine still open (a test
+/// binary's static engine, a server that returns from `main`) can crash in
+/// the engine's global destructors while its background threads still run.
+extern "C" fn close_at_exit() {
+    let Some(inner) = LIVE.lock().upgrade() else { return };
+    let idle = std::mem::take(&mut *inner.idle.lock());
+    let all_idle = idle.len() == inner.size;
+    drop(idle);
+    if all_idle {
+        let _ = chdb_rust::runtime::shutdown();
     }
 }
 

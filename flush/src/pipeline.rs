@@ -51,6 +51,8 @@ pub struct FlushConfig {
     pub retry_initial_ms: u64,
     /// Longest retry delay. Default: 10,000 ms.
     pub retry_max_ms: u64,
+    /// Insert workers; 0 means one per engine connection. Default: 0.
+    pub workers: usize,
 }
 
 impl Default for FlushConfig {
@@ -60,6 +62,7 @@ impl Default for FlushConfig {
             max_age_ms: 1000,
             retry_initial_ms: 100,
             retry_max_ms: 10_000,
+            workers: 0,
         }
     }
 }
@@ -150,11 +153,14 @@ struct JobDone {
 
 impl Flusher {
     /// Starts the flusher: first re-inserts what `resume` holds that the engine
-    /// lacks, then consumes `committed` until it disconnects.
-    pub fn start(
+    /// lacks, then consumes `committed` (each message unpacked by `unpack` into
+    /// its sequence number and write, e.g. the WAL's `Committed<FlushWrite>`)
+    /// until it disconnects. Messages must arrive in sequence order, gap-free.
+    pub fn start<M: Send + 'static>(
         engine: Engine,
         config: FlushConfig,
-        committed: Receiver<wal_input::Input>,
+        committed: Receiver<M>,
+        unpack: fn(M) -> (u64, FlushWrite),
         resume: Resume,
         mark_flushed: MarkFlushed,
     ) -> Result<Flusher> {
@@ -163,7 +169,11 @@ impl Flusher {
             ..Default::default()
         }));
         let tables = Arc::new(Mutex::new(TableCache::default()));
-        let workers_n = engine.pool_size().max(1);
+        let workers_n = match config.workers {
+            0 => engine.pool_size(),
+            n => n.min(engine.pool_size()),
+        }
+        .max(1);
         let (job_tx, job_rx) = bounded::<Job>(workers_n);
         let (done_tx, done_rx) = unbounded::<JobDone>();
 
@@ -204,7 +214,7 @@ impl Flusher {
         drop(done_tx);
         let coordinator = std::thread::Builder::new()
             .name("chingest-flush".into())
-            .spawn(move || coordinator.run(committed, done_rx))
+            .spawn(move || coordinator.run(committed, unpack, done_rx))
             .expect("spawn flush coordinator");
         Ok(Flusher {
             status,
@@ -234,12 +244,6 @@ impl Flusher {
             let _ = w.join();
         }
     }
-}
-
-/// The committed-entry type the flusher consumes.
-pub mod wal_input {
-    /// A committed WAL entry carrying its in-memory batches.
-    pub type Input = wal::Committed<super::FlushWrite>;
 }
 
 /// Which (database, measurement, seq) of `entries` the engine already holds.
@@ -367,17 +371,20 @@ impl Coordinator {
         self.status.lock().pending_points += points;
     }
 
-    fn run(mut self, committed: Receiver<wal_input::Input>, done: Receiver<JobDone>) {
+    fn run<M>(mut self, committed: Receiver<M>, unpack: fn(M) -> (u64, FlushWrite), done: Receiver<JobDone>) {
+        let none = HashSet::new();
         let tick = Duration::from_millis(20);
         let mut open = true;
         loop {
             select! {
                 recv(committed) -> msg => match msg {
-                    Ok(c) => {
-                        self.add(c.seq, c.attachment, &HashSet::new());
+                    Ok(m) => {
+                        let (seq, write) = unpack(m);
+                        self.add(seq, write, &none);
                         // Drain whatever else is ready without waiting.
-                        while let Ok(c) = committed.try_recv() {
-                            self.add(c.seq, c.attachment, &HashSet::new());
+                        while let Ok(m) = committed.try_recv() {
+                            let (seq, write) = unpack(m);
+                            self.add(seq, write, &none);
                         }
                     }
                     Err(_) => open = false,

@@ -165,10 +165,10 @@ impl TableCache {
             for (name, kind) in columns {
                 ddl.push_str(&format!(", {} {}", quote_ident(name), kind.sql_type()));
             }
+            // No data-skipping indexes: with libchdb 26.7.3 a minmax index
+            // makes the engine crash when its last connection closes.
             ddl.push_str(
-                ", INDEX __time_minmax `time` TYPE minmax GRANULARITY 1, \
-                 INDEX __seq_minmax `__seq` TYPE minmax GRANULARITY 1) \
-                 ENGINE = MergeTree ORDER BY (series_id, time) \
+                ") ENGINE = MergeTree ORDER BY (series_id, time) \
                  SETTINGS fsync_after_insert = 1, fsync_part_directory = 1",
             );
             conn.execute(&ddl)?;

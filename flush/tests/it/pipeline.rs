@@ -117,6 +117,7 @@ impl Stack {
             engine().clone(),
             config,
             rx,
+            |c: wal::Committed<FlushWrite>| (c.seq, c.attachment),
             resume,
             Box::new(move |seq| if mark { w.mark_flushed(seq).map_err(|e| e.to_string()) } else { Ok(()) }),
         )
@@ -314,7 +315,8 @@ fn replay_after_a_crash_between_insert_and_mark_is_exactly_once() {
     stack.write(write(100));
     let last = stack.write(write(50));
     let deadline = Instant::now() + Duration::from_secs(30);
-    while q(&format!("SELECT count() FROM {table}")) != "150\n" {
+    let count = |t: &str| engine().query_text(&format!("SELECT count() FROM {t}")).unwrap_or_default();
+    while count(&table) != "150\n" {
         assert!(Instant::now() < deadline, "rows never reached the engine");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -374,3 +376,4 @@ fn a_flush_failure_is_retried_until_the_engine_accepts_it() {
     assert!(stack.flusher.as_ref().unwrap().status().last_error.is_none());
     stack.close();
 }
+
