@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Every-layer benchmark: engine ceiling (chdb_raw) → flush → end-to-end ramp
+# (open model) + closed-model contrast, then regenerates the report page.
+#
+#   scripts/bench.sh                       full run with the defaults below
+#   RATES=2,4,8 STEP_SECS=5 scripts/bench.sh   a quick smoke run
+#   SKIP_ENGINE=1 scripts/bench.sh         reuse test_results/chdb_raw.json and flush.json
+#   SKIP_CLIENT_CEILING=1                  skip the load generator's own ceiling (ramp against a null sink)
+#
+# Everything is a variable with a default, so the script is easy to adapt:
+#   PORT (18086)  DB (bench)  WRITE_URL (v1 /write on PORT)  TOKEN (none)
+#   RATES requests/s per step (each request carries POINTS points)
+#   STEP_SECS (15)  MAX_IN_FLIGHT (64)  BUDGET_MS (250)  VUS (1,4,16,64)  CLOSED_STEP_SECS (10)
+#   FORMAT (lp | msgpack-row | msgpack-columnar)  GZIP (0)  POINTS (50000)  FILES (16)  HOSTS (1000)  FIELDS (6)
+#   RESULTS (test_results)  REPORT (docs/benchmarks-e2e.md)  SINK_PORT (18087)  CLIENT_RATES (1×,2×,4× the top rate)
+#   SERVER_CONFIG_EXTRA: extra TOML appended to the generated server config
+#   SERVER_CMD: how to start the server; gets the config path appended
+#               (default: "<target>/release/chingest serve --config")
+#   KEEP_TMP=1 keeps the temporary data dir and server log; SKIP_BUILD=1 uses the binaries as they are.
+#
+# All traffic goes to 127.0.0.1. Results land in $RESULTS (relative to the repo root).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+PORT=${PORT:-18086}
+DB=${DB:-bench}
+WRITE_URL=${WRITE_URL:-"http://127.0.0.1:$PORT/write?db=$DB"}
+TOKEN=${TOKEN:-}
+# 50,000 points per request: 4 req/s = 200k points/s ... 48 req/s = 2.4M points/s.
+RATES=${RATES:-4,8,12,16,20,24,28,32,40,48}
+STEP_SECS=${STEP_SECS:-15}
+MAX_IN_FLIGHT=${MAX_IN_FLIGHT:-64}
+BUDGET_MS=${BUDGET_MS:-250}
+VUS=${VUS:-1,4,16,64}
+CLOSED_STEP_SECS=${CLOSED_STEP_SECS:-10}
+FORMAT=${FORMAT:-lp}
+GZIP=${GZIP:-0}
+POINTS=${POINTS:-50000}
+FILES=${FILES:-16}
+HOSTS=${HOSTS:-1000}
+FIELDS=${FIELDS:-6}
+RESULTS=${RESULTS:-test_results}
+REPORT=${REPORT:-docs/benchmarks-e2e.md}
+SKIP_ENGINE=${SKIP_ENGINE:-0}
+SKIP_CLIENT_CEILING=${SKIP_CLIENT_CEILING:-0}
+SINK_PORT=${SINK_PORT:-18087}
+# The client ceiling runs at 1×, 2× and 4× the ramp's highest rate.
+CLIENT_RATES=${CLIENT_RATES:-$(echo "$RATES" | tr ',' '\n' | tail -n 1 | awk '{print $1 "," 2*$1 "," 4*$1}')}
+
+# cargo honours CARGO_TARGET_DIR, then .cargo/config.toml (target/ by default).
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+BIN=$TARGET/release
+SERVER_CMD=${SERVER_CMD:-"$BIN/chingest serve --config"}
+
+say() { echo "bench: $*" >&2; }
+die() { say "$*"; exit 1; }
+command -v curl >/dev/null || die "curl is needed to probe the server (apt-get install curl)"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/chingest-bench.XXXXXX")
+SERVER_PID=
+SINK_PID=
+cleanup() {
+  [ -n "$SINK_PID" ] && kill -TERM "$SINK_PID" 2>/dev/null || true
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    # Graceful shutdown flushes what is buffered; give it time, then insist.
+    for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$SERVER_PID" 2>/dev/null || true
+  fi
+  if [ "${KEEP_TMP:-0}" = 1 ]; then say "kept $TMP"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  say "building release binaries (chingest, chingest-load)"
+  cargo build --release -p chingest -p load
+fi
+
+mkdir -p "$RESULTS"
+RESULTS_ABS=$(cd "$RESULTS" && pwd)
+if [ "$SKIP_ENGINE" != 1 ]; then
+  # Engine benches run before the server starts, so nothing else competes for the cores.
+  say "engine ceiling: cargo bench -p flush --bench chdb_raw"
+  CHDB_RAW_OUT="$RESULTS_ABS" cargo bench -p flush --bench chdb_raw || say "chdb_raw failed: the report will say 'not measured'"
+  if [ -f flush/benches/flush.rs ]; then
+    say "flush: cargo bench -p flush --bench flush"
+    FLUSH_BENCH_OUT="$RESULTS_ABS" cargo bench -p flush --bench flush || say "flush bench failed: the report will say 'not measured'"
+  else
+    say "no flush bench yet (flush/benches/flush.rs): skipped"
+  fi
+fi
+
+LOAD=$BIN/chingest-load
+gz=()
+[ "$GZIP" = 1 ] && gz=(--gzip)
+"$LOAD" gen --out "$TMP/payloads" --format "$FORMAT" "${gz[@]}" --files "$FILES" \
+  --points "$POINTS" --hosts "$HOSTS" --fields "$FIELDS"
+
+wait_ping() { # url pid what
+  for i in $(seq 1 300); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "$1/ping" || true)
+    [ "$code" = 204 ] && return 0
+    kill -0 "$2" 2>/dev/null || return 1
+    [ "$i" = 300 ] && return 1
+    sleep 0.2
+  done
+}
+
+if [ "$SKIP_CLIENT_CEILING" != 1 ]; then
+  # The client's own ceiling on this box: the same ramp (top rates, short steps)
+  # against a null server. If end-to-end gets close to it, the client is the limit.
+  "$LOAD" sink --listen "127.0.0.1:$SINK_PORT" >"$TMP/sink.log" 2>&1 &
+  SINK_PID=$!
+  if wait_ping "http://127.0.0.1:$SINK_PORT" "$SINK_PID"; then
+    say "client ceiling: ramp against the null sink"
+    "$LOAD" ramp --url "http://127.0.0.1:$SINK_PORT/write?db=$DB" --payloads "$TMP/payloads" \
+      --rates "$CLIENT_RATES" --step-secs 5 --max-in-flight "$MAX_IN_FLIGHT" \
+      --budget-ms "$BUDGET_MS" --server-pid "$SINK_PID" --results "$RESULTS" --name client_ceiling >/dev/null
+  else
+    say "sink did not start: client ceiling not measured"
+  fi
+  kill -TERM "$SINK_PID" 2>/dev/null || true
+  wait "$SINK_PID" 2>/dev/null || true
+  SINK_PID=
+fi
+
+cat > "$TMP/chingest.toml" <<EOF
+[server]
+listen = "127.0.0.1:$PORT"
+
+[storage]
+data_dir = "$TMP/data"
+${SERVER_CONFIG_EXTRA:-}
+EOF
+
+say "starting: $SERVER_CMD $TMP/chingest.toml (log: $TMP/server.log)"
+# shellcheck disable=SC2086 # SERVER_CMD is a command line on purpose.
+$SERVER_CMD "$TMP/chingest.toml" >"$TMP/server.log" 2>&1 &
+SERVER_PID=$!
+
+wait_ping "http://127.0.0.1:$PORT" "$SERVER_PID" || {
+  tail -n 30 "$TMP/server.log" >&2
+  die "server did not answer /ping with 204 within 60 s (or exited)"
+}
+say "server up (pid $SERVER_PID)"
+
+auth=()
+[ -n "$TOKEN" ] && auth=(-H "Authorization: Token $TOKEN")
+curl -s -o /dev/null "${auth[@]}" -XPOST "http://127.0.0.1:$PORT/query" \
+  --data-urlencode "q=CREATE DATABASE $DB" || say "CREATE DATABASE $DB failed (continuing)"
+
+tok=()
+[ -n "$TOKEN" ] && tok=(--token "$TOKEN")
+common=(--url "$WRITE_URL" "${tok[@]}" --payloads "$TMP/payloads" --budget-ms "$BUDGET_MS"
+        --server-pid "$SERVER_PID")
+
+say "warm-up (series creation, connection pool): first rate for 5 s, not recorded"
+"$LOAD" ramp "${common[@]}" --rates "${RATES%%,*}" --step-secs 5 \
+  --max-in-flight "$MAX_IN_FLIGHT" --results "$TMP/warmup" >/dev/null
+
+say "open-model ramp: rates $RATES req/s × $POINTS points, $STEP_SECS s each"
+"$LOAD" ramp "${common[@]}" --rates "$RATES" --step-secs "$STEP_SECS" \
+  --max-in-flight "$MAX_IN_FLIGHT" --metrics-url "http://127.0.0.1:$PORT/metrics" \
+  --results "$RESULTS" --name ramp
+
+say "closed-model contrast: users $VUS, $CLOSED_STEP_SECS s each"
+"$LOAD" closed "${common[@]}" --vus "$VUS" --step-secs "$CLOSED_STEP_SECS" \
+  --results "$RESULTS" --name closed
+
+curl -s "http://127.0.0.1:$PORT/metrics" >"$RESULTS/server-metrics.txt" || true
+
+"$LOAD" report --results "$RESULTS" --out "$REPORT"
+say "done: $REPORT"
