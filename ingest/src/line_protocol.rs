@@ -1,0 +1,874 @@
+//! InfluxDB line protocol parser over borrowed bytes.
+//!
+//! Grammar and error texts follow InfluxDB 1.x (`models/points.go`), since chingest keeps v1's
+//! partial-write semantics:
+//!
+//! ```text
+//! measurement[,tag=value...] field=value[,field=value...] [timestamp]
+//! ```
+//!
+//! * Measurement, tag keys, tag values and field keys: a delimiter (`,` ` ` `=`) is escaped when
+//!   the byte before it is a backslash; `\,` `\ ` `\=` unescape, any other backslash is literal.
+//! * String field values: `\"` and `\\` unescape; newlines are allowed inside.
+//! * Floats (`1`, `1.`, `.5`, `-1.5e-3`), integers `1i`, unsigned `1u`, booleans
+//!   `t T true True TRUE f F false False FALSE`.
+//! * A field named `time` is dropped; duplicate fields in one line: the last wins.
+//!
+//! Each line yields a point or a [`LineError`]; a bad line spares its neighbours. Names borrow
+//! the body unless unescaping forces a copy; tags and fields go to the batch's flat pools, so
+//! the common case allocates nothing per point.
+
+use std::borrow::Cow;
+
+use rayon::prelude::*;
+
+use crate::error::LineError;
+use crate::lines::{chunk_bounds, scan_line};
+use crate::point::{
+    fingerprint, is_reserved, less, same, FieldValue, Name, ParsedBatch, PointEntry,
+};
+use crate::precision::Precision;
+use crate::series::series_id_with;
+
+/// Largest allowed size of measurement + tags (Go's `models.MaxKeyLength`).
+pub const MAX_KEY_LENGTH: usize = 65535;
+
+/// Bodies at least this large are split and parsed on the rayon pool.
+pub const DEFAULT_PARALLEL_CHUNK_BYTES: usize = 512 * 1024;
+
+type Reason = Cow<'static, str>;
+
+/// Parses a whole body on the calling thread.
+pub fn parse_lines(body: &[u8], precision: Precision, now_ns: i64) -> ParsedBatch<'_> {
+    let ctx = Ctx::new(precision, now_ns);
+    let mut out = new_batch(body.len());
+    parse_range(body, 0, body.len(), &ctx, &mut out);
+    out
+}
+
+/// Parses a body, splitting it at line boundaries into `chunk_bytes` chunks parsed in
+/// parallel on the current rayon pool; results are in input order.
+pub fn parse_lines_parallel(
+    body: &[u8],
+    precision: Precision,
+    now_ns: i64,
+    chunk_bytes: usize,
+) -> ParsedBatch<'_> {
+    // About one chunk per worker: fewer chunks means less stitching (each later chunk's pools
+    // are moved into the first one's).
+    let per_thread = body.len() / rayon::current_num_threads().max(1) + 1;
+    let bounds = chunk_bounds(body, chunk_bytes.max(per_thread));
+    if bounds.len() <= 2 {
+        return parse_lines(body, precision, now_ns);
+    }
+    let ctx = Ctx::new(precision, now_ns);
+    let parts: Vec<(ParsedBatch<'_>, usize)> = bounds
+        .par_windows(2)
+        .map(|w| {
+            let mut out = new_batch(w[1] - w[0]);
+            let end = parse_range(body, w[0], w[1], &ctx, &mut out);
+            (out, end)
+        })
+        .collect();
+    let mut out = ParsedBatch::default();
+    let mut pos = 0usize;
+    for (i, (part, end)) in parts.into_iter().enumerate() {
+        let (start, soft_end) = (bounds[i], bounds[i + 1]);
+        if start == pos {
+            if i == 0 {
+                out = part;
+            } else {
+                out.append(part);
+            }
+            pos = end;
+        } else if pos < soft_end {
+            // The previous chunk's last line ran past our start (a newline inside a quoted
+            // string): the speculative parse began mid-line; redo it from the true line start.
+            let mut redo = ParsedBatch::default();
+            pos = parse_range(body, pos, soft_end, &ctx, &mut redo);
+            out.append(redo);
+        }
+    }
+    out
+}
+
+fn new_batch<'a>(bytes: usize) -> ParsedBatch<'a> {
+    // A guess from typical line sizes; only capacity, never correctness. Bounded by the body.
+    let lines = bytes / 96 + 1;
+    ParsedBatch::with_capacity(lines, lines * 2, lines * 4)
+}
+
+struct Ctx {
+    precision: Precision,
+    default_time: i64,
+}
+
+impl Ctx {
+    fn new(precision: Precision, now_ns: i64) -> Ctx {
+        Ctx {
+            precision,
+            default_time: precision.truncate(now_ns),
+        }
+    }
+}
+
+/// Parses the lines that start in `[start, soft_end)` into `out`; returns the position after
+/// the last line parsed (>= `soft_end` unless the body ended).
+fn parse_range<'a>(
+    body: &'a [u8],
+    start: usize,
+    soft_end: usize,
+    ctx: &Ctx,
+    out: &mut ParsedBatch<'a>,
+) -> usize {
+    let mut scratch = Vec::with_capacity(256);
+    let mut pos = start;
+    while pos < soft_end && pos < body.len() {
+        let line_start = pos;
+        let s = skip_whitespace(body, pos);
+        if s >= body.len() {
+            return body.len();
+        }
+        match body[s] {
+            b'\n' => {
+                pos = s + 1;
+                continue;
+            }
+            b'#' => {
+                pos = scan_line(body, line_start) + 1;
+                continue;
+            }
+            _ => {}
+        }
+        let (tags0, fields0) = (out.tags.len(), out.fields.len());
+        match parse_point(body, s, ctx, out, &mut scratch) {
+            Ok(end) => pos = end + 1,
+            Err(reason) => {
+                out.tags.truncate(tags0);
+                out.fields.truncate(fields0);
+                let end = scan_line(body, line_start);
+                out.errors.push(LineError {
+                    line: String::from_utf8_lossy(&body[s..end]).into_owned(),
+                    reason: reason.into_owned(),
+                });
+                pos = end + 1;
+            }
+        }
+    }
+    pos.min(body.len())
+}
+
+#[inline]
+fn skip_whitespace(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | 0) {
+        i += 1;
+    }
+    i
+}
+
+// Byte classes for the key scanners (bit set = the scanner must look at the byte).
+const C_COMMA: u8 = 1;
+const C_SPACE: u8 = 2;
+const C_EQ: u8 = 4;
+const C_NL: u8 = 8;
+const C_BSLASH: u8 = 16;
+
+const CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b',' as usize] = C_COMMA;
+    t[b' ' as usize] = C_SPACE;
+    t[b'=' as usize] = C_EQ;
+    t[b'\n' as usize] = C_NL;
+    t[b'\\' as usize] = C_BSLASH;
+    t
+};
+
+/// Scans from `i` to the first unescaped byte whose class is in `stop` (or a real line end).
+/// Returns `(position, saw_backslash)`; position is `b.len()` or the delimiter.
+/// Bit 7 of each byte of the result is set where `w` has byte `c` (exact for the lowest match,
+/// which is all [`scan_key`] uses).
+#[inline(always)]
+fn has_byte(w: u64, c: u8) -> u64 {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let x = w ^ (LO * c as u64);
+    x.wrapping_sub(LO) & !x & HI
+}
+
+/// Scans from `i` to the first unescaped byte whose class is in `stop` (or a real line end).
+/// Returns `(position, saw_backslash)`; position is `b.len()` or the delimiter.
+#[inline(always)]
+fn scan_key(b: &[u8], mut i: usize, stop: u8, line_start: usize) -> (usize, bool) {
+    let mut esc = false;
+    let mask = stop | C_NL | C_BSLASH;
+    loop {
+        // Skip 8 bytes at a time while none of them can matter (SWAR).
+        while i + 8 <= b.len() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[i..i + 8]);
+            let w = u64::from_le_bytes(w);
+            let m = has_byte(w, b',')
+                | has_byte(w, b' ')
+                | has_byte(w, b'=')
+                | has_byte(w, b'\n')
+                | has_byte(w, b'\\');
+            if m != 0 {
+                i += (m.trailing_zeros() >> 3) as usize;
+                break;
+            }
+            i += 8;
+        }
+        if i >= b.len() {
+            return (b.len(), esc);
+        }
+        let cls = CLASS[b[i] as usize] & mask;
+        if cls == 0 {
+            i += 1;
+            continue;
+        }
+        if cls == C_BSLASH {
+            esc = true;
+            i += 1;
+            continue;
+        }
+        if i > 0 && b[i - 1] == b'\\' {
+            // Escaped delimiter (Go checks the previous byte). A newline is special: it ends the
+            // line unless `scanLine` skipped it (an odd run of backslashes before it).
+            if cls == C_NL && !odd_backslashes(b, i, line_start) {
+                return (i, esc);
+            }
+            i += 1;
+            continue;
+        }
+        return (i, esc);
+    }
+}
+
+fn odd_backslashes(b: &[u8], i: usize, line_start: usize) -> bool {
+    let mut n = 0;
+    let mut j = i;
+    while j > line_start && b[j - 1] == b'\\' {
+        n += 1;
+        j -= 1;
+    }
+    n % 2 == 1
+}
+
+/// Unescapes `\,` `\ ` `\=`; other backslashes stay literal.
+fn unescape_key(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'\\' && i + 1 < raw.len() && matches!(raw[i + 1], b',' | b' ' | b'=') {
+            out.push(raw[i + 1]);
+            i += 2;
+        } else {
+            out.push(raw[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+#[inline]
+fn name<'a>(raw: &'a [u8], esc: bool) -> Name<'a> {
+    if esc {
+        Cow::Owned(unescape_key(raw))
+    } else {
+        Cow::Borrowed(raw)
+    }
+}
+
+#[inline]
+fn at_eol(b: &[u8], i: usize) -> bool {
+    i >= b.len() || b[i] == b'\n'
+}
+
+/// Parses one point starting at `s` (first non-whitespace byte of the line). Returns the
+/// index of the terminating newline (or `b.len()`).
+fn parse_point<'a>(
+    b: &'a [u8],
+    s: usize,
+    ctx: &Ctx,
+    out: &mut ParsedBatch<'a>,
+    scratch: &mut Vec<u8>,
+) -> Result<usize, Reason> {
+    // --- measurement
+    if b[s] == b',' {
+        return Err("missing measurement".into());
+    }
+    let (mut i, esc) = scan_key(b, s + 1, C_COMMA | C_SPACE, s);
+    let esc = esc || b[s] == b'\\';
+    if at_eol(b, i) {
+        return Err("missing fields".into());
+    }
+    if esc {
+        out.mark_owned();
+    }
+    let measurement = name(&b[s..i], esc);
+
+    // --- tags
+    let tags_start = out.tags.len();
+    let mut tag_mask = 0u64;
+    let mut sorted = true;
+    if b[i] == b',' {
+        i += 1;
+        loop {
+            // key
+            if at_eol(b, i) || matches!(b[i], b' ' | b',' | b'=') {
+                return Err("missing tag key".into());
+            }
+            let ks = i;
+            let (ke, kesc) = scan_key(b, i + 1, C_COMMA | C_SPACE | C_EQ, s);
+            if at_eol(b, ke) || b[ke] != b'=' {
+                return Err("missing tag value".into());
+            }
+            let kesc = kesc || b[ks] == b'\\';
+            // value
+            let vs = ke + 1;
+            if at_eol(b, vs) || matches!(b[vs], b' ' | b',') {
+                return Err("missing tag value".into());
+            }
+            let (ve, vesc) = scan_key(b, vs + 1, C_COMMA | C_SPACE | C_EQ, s);
+            if at_eol(b, ve) {
+                return Err("missing fields".into());
+            }
+            if b[ve] == b'=' {
+                return Err("invalid tag format".into());
+            }
+            let vesc = vesc || b[vs] == b'\\';
+            if kesc || vesc {
+                out.mark_owned();
+            }
+            let key = name(&b[ks..ke], kesc);
+            tag_mask |= fingerprint(&key);
+            if sorted && out.tags.len() > tags_start {
+                sorted = less(&out.tags[out.tags.len() - 1].0, &key);
+            }
+            out.tags.push((key, name(&b[vs..ve], vesc)));
+            i = ve;
+            if b[i] == b' ' {
+                break;
+            }
+            i += 1;
+        }
+    }
+    let key_len = i - s;
+    if key_len > MAX_KEY_LENGTH {
+        return Err(format!("max key length exceeded: {key_len} > {MAX_KEY_LENGTH}").into());
+    }
+    {
+        let tags = &mut out.tags[tags_start..];
+        if !sorted {
+            tags.sort_unstable_by(|x, y| x.0.cmp(&y.0));
+            if tags.windows(2).any(|w| w[0].0 == w[1].0) {
+                return Err("duplicate tags".into());
+            }
+        }
+        for (k, _) in tags.iter() {
+            if is_reserved(k) {
+                return Err(format!(
+                    "invalid tag key: input tag \"{}\" on measurement \"{}\" is invalid (reserved column name)",
+                    String::from_utf8_lossy(k),
+                    String::from_utf8_lossy(&measurement)
+                )
+                .into());
+            }
+        }
+    }
+
+    // --- fields
+    i = skip_whitespace(b, i);
+    if at_eol(b, i) {
+        return Err("missing fields".into());
+    }
+    let fields_start = out.fields.len();
+    let mut field_mask = 0u64;
+    loop {
+        // field key
+        let ks = i;
+        if b[i] == b'=' {
+            return Err("missing field key".into());
+        }
+        if b[i] == b',' {
+            return Err("invalid field format".into());
+        }
+        let (ke, kesc) = scan_key(b, i + 1, C_COMMA | C_SPACE | C_EQ, s);
+        if at_eol(b, ke) || b[ke] != b'=' {
+            return Err("invalid field format".into());
+        }
+        let kesc = kesc || b[ks] == b'\\';
+        if key_len + 4 + (ke - ks) > MAX_KEY_LENGTH {
+            let sz = key_len + 4 + (ke - ks);
+            return Err(format!("max key length exceeded: {sz} > {MAX_KEY_LENGTH}").into());
+        }
+        // field value
+        let vs = ke + 1;
+        if at_eol(b, vs) || matches!(b[vs], b',' | b' ') {
+            return Err("missing field value".into());
+        }
+        let (value, ve) = match b[vs] {
+            b'0'..=b'9' | b'.' | b'-' | b'N' | b'n' => parse_number(b, vs)?,
+            b'"' => parse_string(b, vs)?,
+            _ => parse_bool(b, vs)?,
+        };
+        if kesc || matches!(value, FieldValue::String(Cow::Owned(_))) {
+            out.mark_owned();
+        }
+        let key = &b[ks..ke];
+        if key == b"time" {
+            // InfluxDB drops a field named `time`; a point left without fields is rejected
+            // later (as a dropped point, like v1's shard does).
+        } else {
+            let key = name(key, kesc);
+            if is_reserved(&key) {
+                return Err(format!(
+                    "invalid field name: input field \"{}\" on measurement \"{}\" is invalid (reserved column name)",
+                    String::from_utf8_lossy(&key),
+                    String::from_utf8_lossy(&measurement)
+                )
+                .into());
+            }
+            let fp = fingerprint(&key);
+            // A field key equal to a tag key would make two columns of one name.
+            if tag_mask & fp != 0 && out.tags[tags_start..].iter().any(|(t, _)| same(t, &key)) {
+                return Err(format!(
+                    "conflicting field and tag key: input field \"{}\" on measurement \"{}\" is also a tag key",
+                    String::from_utf8_lossy(&key),
+                    String::from_utf8_lossy(&measurement)
+                )
+                .into());
+            }
+            // Same field twice in one line: the last one wins (InfluxDB keeps the last).
+            let dup = if field_mask & fp != 0 {
+                out.fields[fields_start..]
+                    .iter_mut()
+                    .find(|(k, _)| same(k, &key))
+            } else {
+                None
+            };
+            match dup {
+                Some(slot) => slot.1 = value,
+                None => out.fields.push((key, value)),
+            }
+            field_mask |= fp;
+        }
+        i = ve;
+        if at_eol(b, i) || b[i] == b' ' {
+            break;
+        }
+        // b[i] == ','
+        i += 1;
+        if at_eol(b, i) || b[i] == b' ' {
+            return Err("invalid field format".into());
+        }
+    }
+
+    // --- timestamp
+    let mut time = ctx.default_time;
+    let mut end = i;
+    if !at_eol(b, i) {
+        let ts = skip_whitespace(b, i);
+        let mut j = ts;
+        while !at_eol(b, j) && b[j] != b' ' {
+            if !(b[j].is_ascii_digit() || (j == ts && b[j] == b'-')) {
+                return Err("bad timestamp".into());
+            }
+            j += 1;
+        }
+        if j > ts {
+            let raw = parse_i64(&b[ts..j]).map_err(|e| -> Reason {
+                format!(
+                    "strconv.ParseInt: parsing \"{}\": {e}",
+                    String::from_utf8_lossy(&b[ts..j])
+                )
+                .into()
+            })?;
+            time = ctx.precision.to_nanos(raw).ok_or_else(|| -> Reason {
+                format!(
+                    "time outside range {} - {}",
+                    crate::precision::MIN_NANO_TIME,
+                    crate::precision::MAX_NANO_TIME
+                )
+                .into()
+            })?;
+            while !at_eol(b, j) {
+                if b[j] != b' ' {
+                    return Err("point is invalid".into());
+                }
+                j += 1;
+            }
+        }
+        end = j;
+    }
+
+    let tags = &out.tags[tags_start..];
+    let series_id = series_id_with(scratch, &measurement, tags);
+    out.points.push(PointEntry {
+        measurement,
+        tags: tags_start as u32..out.tags.len() as u32,
+        fields: fields_start as u32..out.fields.len() as u32,
+        time,
+        series_id,
+    });
+    Ok(end)
+}
+
+/// Error of [`parse_i64`] / [`parse_u64`], worded as Go's `strconv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IntError {
+    Syntax,
+    Range,
+}
+
+impl std::fmt::Display for IntError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            IntError::Syntax => "invalid syntax",
+            IntError::Range => "value out of range",
+        })
+    }
+}
+
+fn parse_u64(d: &[u8]) -> Result<u64, IntError> {
+    if d.is_empty() {
+        return Err(IntError::Syntax);
+    }
+    if d.len() <= 19 {
+        // Up to 19 digits cannot overflow a u64: no checks in the loop.
+        let mut v: u64 = 0;
+        for &c in d {
+            let x = c.wrapping_sub(b'0');
+            if x > 9 {
+                return Err(IntError::Syntax);
+            }
+            v = v * 10 + x as u64;
+        }
+        return Ok(v);
+    }
+    let mut v: u64 = 0;
+    let mut overflow = false;
+    for &c in d {
+        if !c.is_ascii_digit() {
+            return Err(IntError::Syntax);
+        }
+        match v
+            .checked_mul(10)
+            .and_then(|x| x.checked_add((c - b'0') as u64))
+        {
+            Some(x) => v = x,
+            None => overflow = true,
+        }
+    }
+    if overflow {
+        Err(IntError::Range)
+    } else {
+        Ok(v)
+    }
+}
+
+fn parse_i64(d: &[u8]) -> Result<i64, IntError> {
+    let (neg, digits) = match d.first() {
+        Some(b'-') => (true, &d[1..]),
+        _ => (false, d),
+    };
+    let v = parse_u64(digits)?;
+    if neg {
+        if v <= i64::MAX as u64 + 1 {
+            Ok((v as i64).wrapping_neg())
+        } else {
+            Err(IntError::Range)
+        }
+    } else {
+        i64::try_from(v).map_err(|_| IntError::Range)
+    }
+}
+
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// Go's `scanNumber` followed by the value conversion; returns the value and the index after it.
+#[inline]
+fn parse_number(b: &[u8], start: usize) -> Result<(FieldValue<'static>, usize), Reason> {
+    // Fast path for the shapes real payloads use (`123`, `-1.25`, `42i`, `7u`); anything else,
+    // errors included, goes through the exact port of Go's scanner below.
+    let n = b.len();
+    let mut i = start;
+    let neg = b[i] == b'-';
+    if neg {
+        i += 1;
+    }
+    let d0 = i;
+    let mut m: u64 = 0;
+    while i < n && b[i].is_ascii_digit() {
+        m = m.wrapping_mul(10).wrapping_add((b[i] - b'0') as u64);
+        i += 1;
+    }
+    let int_digits = i - d0;
+    let mut frac = 0usize;
+    let mut decimal = false;
+    if i < n && b[i] == b'.' {
+        decimal = true;
+        i += 1;
+        let f0 = i;
+        while i < n && b[i].is_ascii_digit() {
+            m = m.wrapping_mul(10).wrapping_add((b[i] - b'0') as u64);
+            i += 1;
+        }
+        frac = i - f0;
+    }
+    let term = |j: usize| j >= n || matches!(b[j], b',' | b' ' | b'\n');
+    if term(i) {
+        let digits = int_digits + frac;
+        if digits > 0 && digits <= 15 {
+            let v = m as f64 / POW10[frac];
+            return Ok((FieldValue::Float(if neg { -v } else { v }), i));
+        }
+    } else if !decimal && int_digits > 0 && int_digits <= 18 && term(i + 1) {
+        if b[i] == b'i' {
+            let v = m as i64;
+            return Ok((FieldValue::Integer(if neg { -v } else { v }), i + 1));
+        }
+        if b[i] == b'u' && !neg {
+            return Ok((FieldValue::UInteger(m), i + 1));
+        }
+    }
+    parse_number_slow(b, start)
+}
+
+#[cold]
+fn parse_number_slow(b: &[u8], start: usize) -> Result<(FieldValue<'static>, usize), Reason> {
+    let mut i = start;
+    let neg = b[i] == b'-';
+    if neg {
+        i += 1;
+        if i == b.len() {
+            return Err("invalid number".into());
+        }
+    }
+    let (mut is_int, mut is_uint, mut decimal, mut scientific) = (false, false, false, false);
+    // Fast-path accumulation for plain decimals (Clinger: exact when mantissa < 2^53 and the
+    // power of ten is exactly representable).
+    let mut mantissa: u64 = 0;
+    let mut sig_digits = 0u32;
+    let mut frac_digits = 0u32;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b',' | b' ' | b'\n' => break,
+            b'0'..=b'9' => {
+                if sig_digits < 19 {
+                    mantissa = mantissa * 10 + (c - b'0') as u64;
+                    if mantissa != 0 {
+                        sig_digits += 1;
+                    }
+                } else {
+                    sig_digits = u32::MAX / 2; // too long for the fast path
+                }
+                if decimal {
+                    frac_digits += 1;
+                }
+            }
+            b'i' if i > start && !(is_int || is_uint) => is_int = true,
+            b'u' if i > start && !(is_int || is_uint) => is_uint = true,
+            b'.' => {
+                if decimal {
+                    return Err("invalid number".into());
+                }
+                decimal = true;
+            }
+            b'e' | b'E' if i > start => scientific = true,
+            b'+' | b'-' if matches!(b[i - 1], b'e' | b'E') => {}
+            _ => return Err("invalid number".into()),
+        }
+        i += 1;
+    }
+    if (is_int || is_uint) && (decimal || scientific) {
+        return Err("invalid number".into());
+    }
+    let mut numeric = i - start;
+    if is_int {
+        numeric -= 1;
+    }
+    if decimal {
+        numeric -= 1;
+    }
+    if neg {
+        numeric -= 1;
+    }
+    if numeric == 0 {
+        return Err("invalid number".into());
+    }
+    if is_int {
+        if b[i - 1] != b'i' {
+            return Err("invalid number".into());
+        }
+        let text = &b[start..i - 1];
+        return match parse_i64(text) {
+            Ok(v) => Ok((FieldValue::Integer(v), i)),
+            Err(e) => {
+                let t = String::from_utf8_lossy(text);
+                Err(
+                    format!("unable to parse integer {t}: strconv.ParseInt: parsing \"{t}\": {e}")
+                        .into(),
+                )
+            }
+        };
+    }
+    if is_uint {
+        if b[i - 1] != b'u' || neg {
+            return Err("invalid number".into());
+        }
+        let text = &b[start..i - 1];
+        return match parse_u64(text) {
+            Ok(v) => Ok((FieldValue::UInteger(v), i)),
+            Err(e) => {
+                let t = String::from_utf8_lossy(text);
+                Err(format!(
+                    "unable to parse unsigned {t}: strconv.ParseUint: parsing \"{t}\": {e}"
+                )
+                .into())
+            }
+        };
+    }
+    if !scientific && sig_digits <= 15 && (frac_digits as usize) < POW10.len() {
+        let v = mantissa as f64 / POW10[frac_digits as usize];
+        return Ok((FieldValue::Float(if neg { -v } else { v }), i));
+    }
+    let text = std::str::from_utf8(&b[start..i]).map_err(|_| Reason::from("invalid float"))?;
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok((FieldValue::Float(v), i)),
+        _ => Err("invalid float".into()),
+    }
+}
+
+/// Go's `scanBoolean`.
+fn parse_bool(b: &[u8], start: usize) -> Result<(FieldValue<'static>, usize), Reason> {
+    if !matches!(b[start], b't' | b'f' | b'T' | b'F') {
+        return Err("invalid boolean".into());
+    }
+    let mut i = start + 1;
+    while i < b.len() && !matches!(b[i], b',' | b' ' | b'\n') {
+        i += 1;
+    }
+    let v = match &b[start..i] {
+        b"t" | b"T" | b"true" | b"True" | b"TRUE" => true,
+        b"f" | b"F" | b"false" | b"False" | b"FALSE" => false,
+        _ => return Err("invalid boolean".into()),
+    };
+    Ok((FieldValue::Boolean(v), i))
+}
+
+/// A double-quoted string value starting at `start` (the opening quote).
+fn parse_string(b: &[u8], start: usize) -> Result<(FieldValue<'_>, usize), Reason> {
+    let mut i = start + 1;
+    let mut esc = false;
+    loop {
+        match memchr::memchr2(b'"', b'\\', &b[i.min(b.len())..]) {
+            None => return Err("unbalanced quotes".into()),
+            Some(off) => {
+                let j = i + off;
+                if b[j] == b'\\' {
+                    esc = true;
+                    i = j + 2;
+                    if i > b.len() {
+                        return Err("unbalanced quotes".into());
+                    }
+                } else {
+                    let raw = &b[start + 1..j];
+                    let v = if esc {
+                        Cow::Owned(unescape_string(raw))
+                    } else {
+                        Cow::Borrowed(raw)
+                    };
+                    let next = j + 1;
+                    // After the closing quote only a separator may follow.
+                    if !(at_eol(b, next) || matches!(b[next], b',' | b' ')) {
+                        return Err("invalid field format".into());
+                    }
+                    return Ok((FieldValue::String(v), next));
+                }
+            }
+        }
+    }
+}
+
+/// Unescapes `\"` and `\\` in a string field value; other backslashes stay literal.
+fn unescape_string(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'\\' && i + 1 < raw.len() && matches!(raw[i + 1], b'"' | b'\\') {
+            out.push(raw[i + 1]);
+            i += 2;
+        } else {
+            out.push(raw[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Appends `s` escaped for a measurement, tag key, tag value or field key.
+pub fn escape_key(out: &mut Vec<u8>, s: &[u8]) {
+    for &c in s {
+        if matches!(c, b',' | b' ' | b'=') {
+            out.push(b'\\');
+        }
+        out.push(c);
+    }
+}
+
+/// Appends `s` as a double-quoted string field value.
+pub fn escape_string_value(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    for &c in s {
+        if matches!(c, b'"' | b'\\') {
+            out.push(b'\\');
+        }
+        out.push(c);
+    }
+    out.push(b'"');
+}
+
+/// Renders one point as a line of line protocol (no newline); the inverse of the parser for
+/// every value the parser can produce (round-trip tested).
+pub fn render_point<K: AsRef<[u8]>, V: AsRef<[u8]>, F: AsRef<[u8]>>(
+    out: &mut Vec<u8>,
+    measurement: &[u8],
+    tags: &[(K, V)],
+    fields: &[(F, FieldValue<'_>)],
+    time: Option<i64>,
+) {
+    escape_key(out, measurement);
+    for (k, v) in tags {
+        out.push(b',');
+        escape_key(out, k.as_ref());
+        out.push(b'=');
+        escape_key(out, v.as_ref());
+    }
+    out.push(b' ');
+    for (n, (k, v)) in fields.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        escape_key(out, k.as_ref());
+        out.push(b'=');
+        match v {
+            FieldValue::Float(f) => {
+                // `{:?}` keeps full precision and always shows a `.` or exponent.
+                out.extend_from_slice(format!("{f:?}").as_bytes());
+            }
+            FieldValue::Integer(i) => out.extend_from_slice(format!("{i}i").as_bytes()),
+            FieldValue::UInteger(u) => out.extend_from_slice(format!("{u}u").as_bytes()),
+            FieldValue::String(s) => escape_string_value(out, s),
+            FieldValue::Boolean(v) => out.extend_from_slice(if *v { b"true" } else { b"false" }),
+        }
+    }
+    if let Some(t) = time {
+        out.push(b' ');
+        out.extend_from_slice(t.to_string().as_bytes());
+    }
+}
