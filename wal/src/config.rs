@@ -1,0 +1,168 @@
+//! WAL configuration: serde, documented defaults, `validate()`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::WalError;
+
+const MIB: u64 = 1024 * 1024;
+
+/// When an acknowledged entry is durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// Default. Every group is written with `sync = true` (one `fdatasync` of the RocksDB WAL per
+    /// group) before any entry of the group is acknowledged: an acknowledged entry survives a
+    /// process crash, an OS crash and a power loss (given a disk that honours flushes).
+    #[default]
+    Fsync,
+    /// Every group is written to the RocksDB WAL file with `sync = false` before it is
+    /// acknowledged, i.e. it sits in the OS page cache. An acknowledged entry survives a process
+    /// crash (`kill -9`, panic, OOM kill). An OS crash or power loss loses what was written since
+    /// the last sync: the writer syncs the RocksDB WAL every `buffered_sync_interval_ms` (and
+    /// RocksDB syncs it in the background every `wal_bytes_per_sync` bytes), so the window is at
+    /// most about one interval of acknowledged writes. Entries lost that way are wholly lost:
+    /// RocksDB's point-in-time WAL recovery keeps a consistent prefix.
+    Buffered,
+}
+
+/// Configuration of [`crate::Wal`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WalConfig {
+    /// Directory of the RocksDB instance. Default: `data/wal`.
+    pub dir: PathBuf,
+    /// Durability mode. Default: `fsync`.
+    pub durability: Durability,
+    /// Maximum number of entries waiting for the writer; a submit beyond it fails at once with
+    /// `QueueFull`. Default: 1024.
+    pub queue_capacity: usize,
+    /// Maximum payload bytes waiting for the writer (the payloads are already in memory; this
+    /// caps how much memory the queue pins). Default: 512 MiB.
+    pub queue_max_bytes: u64,
+    /// Maximum payload bytes the writer coalesces into one group (one WriteBatch, one sync). A
+    /// single larger entry still forms its own group. Default: 16 MiB.
+    pub group_max_bytes: u64,
+    /// Maximum entries in one group. Default: 1024.
+    pub group_max_entries: usize,
+    /// Largest accepted payload; larger submits fail with `EntryTooLarge`. Default: 256 MiB.
+    pub max_entry_bytes: u64,
+    /// `buffered` mode only: how often the writer syncs the RocksDB WAL; 0 disables the periodic
+    /// sync (then only RocksDB's `wal_bytes_per_sync` background sync bounds the loss window).
+    /// Default: 1000 ms.
+    pub buffered_sync_interval_ms: u64,
+    /// RocksDB memtable size of the entries column family. Default: 128 MiB.
+    pub write_buffer_bytes: u64,
+    /// After this many payload bytes were truncated by `mark_flushed`, a background compaction of
+    /// the truncated key range is started to reclaim disk space early. Default: 1 GiB.
+    pub compact_after_deleted_bytes: u64,
+}
+
+impl Default for WalConfig {
+    fn default() -> Self {
+        WalConfig {
+            dir: PathBuf::from("data/wal"),
+            durability: Durability::Fsync,
+            queue_capacity: 1024,
+            queue_max_bytes: 512 * MIB,
+            group_max_bytes: 16 * MIB,
+            group_max_entries: 1024,
+            max_entry_bytes: 256 * MIB,
+            buffered_sync_interval_ms: 1000,
+            write_buffer_bytes: 128 * MIB,
+            compact_after_deleted_bytes: 1024 * MIB,
+        }
+    }
+}
+
+impl WalConfig {
+    /// A default config rooted at `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        WalConfig {
+            dir: dir.into(),
+            ..WalConfig::default()
+        }
+    }
+
+    /// The periodic sync interval of `buffered` mode, if enabled.
+    pub fn buffered_sync_interval(&self) -> Option<Duration> {
+        match (self.durability, self.buffered_sync_interval_ms) {
+            (Durability::Buffered, ms) if ms > 0 => Some(Duration::from_millis(ms)),
+            _ => None,
+        }
+    }
+
+    /// Checks that the settings are usable together.
+    pub fn validate(&self) -> Result<(), WalError> {
+        let bad = |m: String| Err(WalError::Config(m));
+        if self.dir.as_os_str().is_empty() {
+            return bad("dir is empty".into());
+        }
+        if self.queue_capacity == 0 {
+            return bad("queue_capacity must be at least 1".into());
+        }
+        if self.group_max_entries == 0 {
+            return bad("group_max_entries must be at least 1".into());
+        }
+        if self.group_max_bytes == 0 {
+            return bad("group_max_bytes must be at least 1".into());
+        }
+        // RocksDB values are limited to 4 GiB; keep a margin for the record trailer.
+        if self.max_entry_bytes == 0 || self.max_entry_bytes > 3 * 1024 * MIB {
+            return bad(format!(
+                "max_entry_bytes must be in 1..=3 GiB, got {}",
+                self.max_entry_bytes
+            ));
+        }
+        if self.queue_max_bytes < self.max_entry_bytes {
+            return bad(format!(
+                "queue_max_bytes ({}) must be at least max_entry_bytes ({}) or the largest entry could never be queued",
+                self.queue_max_bytes, self.max_entry_bytes
+            ));
+        }
+        if self.write_buffer_bytes < MIB {
+            return bad(format!(
+                "write_buffer_bytes must be at least 1 MiB, got {}",
+                self.write_buffer_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid_and_fsync() {
+        let c = WalConfig::default();
+        c.validate().unwrap();
+        assert_eq!(c.durability, Durability::Fsync);
+        assert_eq!(c.buffered_sync_interval(), None);
+    }
+
+    #[test]
+    fn rejects_unusable_settings() {
+        let mut c = WalConfig::new("/tmp/x");
+        c.queue_capacity = 0;
+        assert!(matches!(c.validate(), Err(WalError::Config(_))));
+        let mut c = WalConfig::new("/tmp/x");
+        c.queue_max_bytes = c.max_entry_bytes - 1;
+        assert!(matches!(c.validate(), Err(WalError::Config(_))));
+        let mut c = WalConfig::new("");
+        c.dir = PathBuf::new();
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn deserializes_partial_toml_like_json_with_defaults() {
+        let c: WalConfig = serde_json::from_str(r#"{"dir":"/d","durability":"buffered"}"#).unwrap();
+        assert_eq!(c.durability, Durability::Buffered);
+        assert_eq!(c.queue_capacity, 1024);
+        assert_eq!(c.buffered_sync_interval(), Some(Duration::from_secs(1)));
+        assert!(serde_json::from_str::<WalConfig>(r#"{"bogus":1}"#).is_err());
+    }
+}

@@ -1,0 +1,7 @@
+//! Integration tests of the WAL: one binary, a module per concern, a temp dir per test.
+
+mod backpressure;
+mod commit;
+mod crash;
+mod recovery;
+mod util;
