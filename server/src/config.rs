@@ -1,0 +1,561 @@
+//! The server's configuration: a TOML file, then `CHINGEST_<SECTION>__<KEY>`
+//! environment overrides, then [`Config::validate`].
+//!
+//! Every field has a documented default that works on a laptop; an empty file
+//! (or no file) is a valid configuration.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// HTTP front door.
+    pub server: ServerConfig,
+    /// Where data lives.
+    pub storage: StorageConfig,
+    /// Write-ahead log.
+    pub wal: WalSection,
+    /// Flushing to the engine.
+    pub flush: FlushSection,
+    /// Back-pressure and schema limits.
+    pub limits: LimitsConfig,
+    /// Authentication and authorization.
+    pub auth: AuthConfig,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address to listen on. Default: `127.0.0.1:8086`.
+    pub listen: String,
+    /// Largest request body accepted, compressed and again decompressed
+    /// (HTTP 413 beyond). Default: 33554432 (32 MiB).
+    pub max_body_bytes: u64,
+    /// Whole-request deadline (a write answers 503/429 after it). Default: 30.
+    pub request_timeout_secs: u64,
+    /// Time a client has to send its request headers; also how long an idle
+    /// keep-alive connection is kept. Default: 30.
+    pub header_read_timeout_secs: u64,
+    /// Time a client has to send its whole body (HTTP 408 after). Default: 30.
+    pub body_read_timeout_secs: u64,
+    /// Writes to an unknown database create it instead of answering 404.
+    /// Default: false (as InfluxDB).
+    pub auto_create_databases: bool,
+    /// How long shutdown waits for in-flight requests. Default: 30.
+    pub shutdown_grace_secs: u64,
+    /// Log filter (tracing `EnvFilter` syntax); `RUST_LOG` wins when set.
+    /// Default: `info`.
+    pub log: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8086".into(),
+            max_body_bytes: 32 << 20,
+            request_timeout_secs: 30,
+            header_read_timeout_secs: 30,
+            body_read_timeout_secs: 30,
+            auto_create_databases: false,
+            shutdown_grace_secs: 30,
+            log: "info".into(),
+        }
+    }
+}
+
+/// `[storage]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// Root data directory: the WAL lives in `<data_dir>/wal`, the engine in
+    /// `<data_dir>/chdb`. Default: `data`.
+    pub data_dir: PathBuf,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("data"),
+        }
+    }
+}
+
+impl StorageConfig {
+    /// `<data_dir>/wal`.
+    pub fn wal_dir(&self) -> PathBuf {
+        self.data_dir.join("wal")
+    }
+    /// `<data_dir>/chdb`.
+    pub fn engine_dir(&self) -> PathBuf {
+        self.data_dir.join("chdb")
+    }
+}
+
+/// `[wal]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct WalSection {
+    /// `fsync` (every acknowledged write survives power loss) or `buffered`
+    /// (survives a process crash only). Default: `fsync`.
+    pub durability: String,
+    /// Entries the WAL writer may have queued; a full queue answers 503/429.
+    /// Default: 1024.
+    pub queue_capacity: usize,
+}
+
+impl Default for WalSection {
+    fn default() -> Self {
+        Self {
+            durability: "fsync".into(),
+            queue_capacity: 1024,
+        }
+    }
+}
+
+/// `[flush]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct FlushSection {
+    /// Engine connections; 0 = one per core. Default: 0.
+    pub connections: usize,
+    /// Rows buffered per (database, measurement) before an insert. Default: 200000.
+    pub max_points_per_batch: usize,
+    /// Longest a buffered row waits before an insert. Default: 1000.
+    pub max_age_ms: u64,
+}
+
+impl Default for FlushSection {
+    fn default() -> Self {
+        Self {
+            connections: 0,
+            max_points_per_batch: 200_000,
+            max_age_ms: 1000,
+        }
+    }
+}
+
+/// `[limits]`: back-pressure budgets and schema limits (0 = unlimited where noted).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Request body bytes (raw plus decompressed) held in memory at once by
+    /// in-flight writes; beyond it writes answer 503 (v1) / 429 (v2) at once.
+    /// Default: 268435456 (256 MiB).
+    pub max_inflight_bytes: u64,
+    /// Points parsed but not yet acknowledged, across requests; same answer
+    /// beyond it. Default: 5000000.
+    pub max_inflight_points: u64,
+    /// WAL queue depth (entries) beyond which writes are refused; 0 = only the
+    /// WAL's own bound. Default: 0.
+    pub max_wal_queue_depth: u64,
+    /// Points committed to the WAL but not yet in the engine beyond which
+    /// writes are refused; 0 = unlimited. Default: 20000000.
+    pub max_unflushed_points: u64,
+    /// Age of the oldest unflushed WAL entry beyond which writes are refused;
+    /// 0 = unlimited. Default: 120.
+    pub max_flush_lag_secs: u64,
+    /// `Retry-After` sent with 503/429. Default: 1.
+    pub retry_after_secs: u64,
+    /// Threads that parse and encode; 0 = one per core. Default: 0.
+    pub cpu_workers: usize,
+    /// Series per database; 0 = unlimited. Default: 0.
+    pub max_series_per_database: u64,
+    /// Measurements per database; 0 = unlimited. Default: 0.
+    pub max_measurements_per_database: u64,
+    /// Distinct values per tag key; 0 = unlimited. Default: 0.
+    pub max_tag_values_per_key: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_inflight_bytes: 256 << 20,
+            max_inflight_points: 5_000_000,
+            max_wal_queue_depth: 0,
+            max_unflushed_points: 20_000_000,
+            max_flush_lag_secs: 120,
+            retry_after_secs: 1,
+            cpu_workers: 0,
+            max_series_per_database: 0,
+            max_measurements_per_database: 0,
+            max_tag_values_per_key: 0,
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// The CPU pool size this resolves to.
+    pub fn cpu_workers(&self) -> usize {
+        if self.cpu_workers == 0 {
+            std::thread::available_parallelism().map_or(2, |n| n.get())
+        } else {
+            self.cpu_workers
+        }
+    }
+}
+
+/// `[auth]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Require credentials on every endpoint but `/ping` and `/health`.
+    /// Default: false.
+    pub enabled: bool,
+    /// Whether `/metrics` needs credentials too when auth is on. Default: false.
+    pub metrics_require_auth: bool,
+    /// The users (`[[auth.users]]`).
+    pub users: Vec<UserConfig>,
+}
+
+/// One `[[auth.users]]` entry.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct UserConfig {
+    /// User name.
+    pub name: String,
+    /// `sha256$<salt hex>$<digest hex>` as printed by `chingest hash-password`;
+    /// empty = no password login.
+    pub password_hash: String,
+    /// Token digests (`sha256$$<digest hex>` or salted as above) accepted as
+    /// `Authorization: Token <token>`.
+    pub token_hashes: Vec<String>,
+    /// Admin users may create/drop databases and run any SQL.
+    pub admin: bool,
+    /// Databases the user may read (`*` = all).
+    pub read: Vec<String>,
+    /// Databases the user may write (`*` = all).
+    pub write: Vec<String>,
+}
+
+/// A configuration problem found by [`Config::load`] or [`Config::validate`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TOML (or an environment override) did not parse or match.
+    #[error("invalid configuration{}: {message}", origin.as_deref().map(|o| format!(" in {o}")).unwrap_or_default())]
+    Parse {
+        /// The file or variable.
+        origin: Option<String>,
+        /// The parser's message.
+        message: String,
+    },
+    /// A value is out of range.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// The prefix of environment overrides: `CHINGEST_SERVER__LISTEN=0.0.0.0:8086`.
+pub const ENV_PREFIX: &str = "CHINGEST_";
+
+impl Config {
+    /// Reads `path` (if any), applies environment overrides from `env`, validates.
+    pub fn load(
+        path: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let text = match path {
+            Some(p) => std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                path: p.display().to_string(),
+                source,
+            })?,
+            None => String::new(),
+        };
+        let origin = path.map(|p| p.display().to_string());
+        let mut table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| ConfigError::Parse {
+                    origin: origin.clone(),
+                    message: e.to_string(),
+                })?;
+        apply_env(&mut table, env)?;
+        let config: Config =
+            toml::Value::Table(table)
+                .try_into()
+                .map_err(|e: toml::de::Error| ConfigError::Parse {
+                    origin,
+                    message: e.to_string(),
+                })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks ranges and cross-field rules.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        if self.server.listen.parse::<SocketAddr>().is_err() {
+            return bad(format!(
+                "server.listen = {:?} is not an address like 127.0.0.1:8086",
+                self.server.listen
+            ));
+        }
+        if self.server.max_body_bytes == 0 {
+            return bad("server.max_body_bytes must be > 0".into());
+        }
+        if self.server.request_timeout_secs == 0 || self.server.body_read_timeout_secs == 0 {
+            return bad("server timeouts must be > 0".into());
+        }
+        if self.server.header_read_timeout_secs == 0 {
+            return bad("server.header_read_timeout_secs must be > 0".into());
+        }
+        if !matches!(self.wal.durability.as_str(), "fsync" | "buffered") {
+            return bad(format!(
+                "wal.durability = {:?}: expected \"fsync\" or \"buffered\"",
+                self.wal.durability
+            ));
+        }
+        if self.wal.queue_capacity == 0 {
+            return bad("wal.queue_capacity must be > 0".into());
+        }
+        if self.flush.max_points_per_batch == 0 {
+            return bad("flush.max_points_per_batch must be > 0".into());
+        }
+        if self.limits.max_inflight_bytes < self.server.max_body_bytes {
+            return bad(format!(
+                "limits.max_inflight_bytes ({}) must be >= server.max_body_bytes ({}) or no maximal request could ever run",
+                self.limits.max_inflight_bytes, self.server.max_body_bytes
+            ));
+        }
+        if self.limits.max_inflight_points == 0 {
+            return bad("limits.max_inflight_points must be > 0".into());
+        }
+        if self.storage.data_dir.as_os_str().is_empty() {
+            return bad("storage.data_dir must not be empty".into());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for u in &self.auth.users {
+            if u.name.is_empty() {
+                return bad("auth.users: a user has an empty name".into());
+            }
+            if !seen.insert(&u.name) {
+                return bad(format!("auth.users: user {:?} is listed twice", u.name));
+            }
+            for h in std::iter::once(&u.password_hash)
+                .filter(|h| !h.is_empty())
+                .chain(&u.token_hashes)
+            {
+                if crate::auth::SecretHash::parse(h).is_none() {
+                    return bad(format!(
+                        "auth.users {:?}: {:?} is not a hash from `chingest hash-password`",
+                        u.name, h
+                    ));
+                }
+            }
+        }
+        if self.auth.enabled && self.auth.users.is_empty() {
+            return bad("auth.enabled = true but no [[auth.users]] are configured".into());
+        }
+        Ok(())
+    }
+
+    /// The default configuration as annotated TOML (`chingest config --print-default`).
+    pub fn default_toml() -> String {
+        DEFAULT_TOML.to_string()
+    }
+}
+
+/// Applies `CHINGEST_<SECTION>__<KEY>=value` overrides. The value is read as
+/// a TOML value when it parses as one (numbers, booleans, arrays), else as a string.
+fn apply_env(
+    table: &mut toml::Table,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<(), ConfigError> {
+    for (name, raw) in env {
+        let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
+            continue;
+        };
+        // Variables without a section separator (CHINGEST_CACHE_DIR, ...) belong to tools.
+        let Some((section, key)) = rest.split_once("__") else {
+            continue;
+        };
+        let (section, key) = (section.to_ascii_lowercase(), key.to_ascii_lowercase());
+        if section.is_empty() || key.is_empty() {
+            continue;
+        }
+        let value = format!("v = {raw}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(raw.clone()));
+        let entry = table
+            .entry(section.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        match entry {
+            toml::Value::Table(t) => {
+                t.insert(key, value);
+            }
+            _ => {
+                return Err(ConfigError::Parse {
+                    origin: Some(name.clone()),
+                    message: format!("[{section}] is not a table"),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+const DEFAULT_TOML: &str = r#"# chingest configuration. Every key is optional; shown are the defaults.
+# Environment overrides: CHINGEST_<SECTION>__<KEY>=value, e.g.
+#   CHINGEST_SERVER__LISTEN=0.0.0.0:8086  CHINGEST_AUTH__ENABLED=true
+
+[server]
+# Address to listen on.
+listen = "127.0.0.1:8086"
+# Largest request body, compressed and again decompressed (413 beyond). 32 MiB.
+max_body_bytes = 33554432
+# Whole-request deadline in seconds.
+request_timeout_secs = 30
+# Seconds a client has to send its request headers (slow clients are cut off);
+# idle keep-alive connections are closed after it too.
+header_read_timeout_secs = 30
+# Seconds a client has to send its whole body (408 after).
+body_read_timeout_secs = 30
+# Create unknown databases on write instead of answering 404 (InfluxDB: false).
+auto_create_databases = false
+# Seconds shutdown waits for in-flight requests before closing the pipeline.
+shutdown_grace_secs = 30
+# Log filter (tracing EnvFilter syntax); RUST_LOG wins when set.
+log = "info"
+
+[storage]
+# Root of all data: WAL in <data_dir>/wal, engine in <data_dir>/chdb.
+data_dir = "data"
+
+[wal]
+# "fsync": an acknowledged write survives power loss; "buffered": survives a process crash.
+durability = "fsync"
+# Entries the WAL writer may have queued (a full queue answers 503 v1 / 429 v2).
+queue_capacity = 1024
+
+[flush]
+# Engine connections; 0 = one per core.
+connections = 0
+# Rows buffered per (database, measurement) before an insert.
+max_points_per_batch = 200000
+# Longest a buffered row waits before an insert, in milliseconds.
+max_age_ms = 1000
+
+[limits]
+# Body bytes (raw + decompressed) in memory across in-flight writes. 256 MiB.
+max_inflight_bytes = 268435456
+# Parsed, not yet acknowledged points across in-flight writes.
+max_inflight_points = 5000000
+# Refuse writes while the WAL queue holds more entries than this (0 = WAL's own bound).
+max_wal_queue_depth = 0
+# Refuse writes while more points than this wait to reach the engine (0 = unlimited).
+max_unflushed_points = 20000000
+# Refuse writes while the oldest unflushed entry is older than this, seconds (0 = unlimited).
+max_flush_lag_secs = 120
+# Retry-After (seconds) sent with 503/429.
+retry_after_secs = 1
+# Parse/encode threads; 0 = one per core.
+cpu_workers = 0
+# Schema limits; 0 = unlimited. Exceeding one answers 422.
+max_series_per_database = 0
+max_measurements_per_database = 0
+max_tag_values_per_key = 0
+
+[auth]
+# Require credentials everywhere but /ping and /health.
+enabled = false
+# Whether /metrics needs credentials when auth is on.
+metrics_require_auth = false
+# Users; hashes come from `chingest hash-password <secret>`.
+# [[auth.users]]
+# name = "admin"
+# password_hash = "sha256$<salt>$<digest>"
+# token_hashes = ["sha256$<salt>$<digest>"]
+# admin = true
+# read = ["*"]
+# write = ["*"]
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_are_documented_values() {
+        let c = Config::default();
+        assert_eq!(c.server.listen, "127.0.0.1:8086");
+        assert_eq!(c.server.max_body_bytes, 32 << 20);
+        assert!(!c.server.auto_create_databases);
+        assert_eq!(c.storage.data_dir, PathBuf::from("data"));
+        assert_eq!(c.storage.wal_dir(), PathBuf::from("data/wal"));
+        assert_eq!(c.storage.engine_dir(), PathBuf::from("data/chdb"));
+        assert_eq!(c.wal.durability, "fsync");
+        assert_eq!(c.flush.connections, 0);
+        assert_eq!(c.flush.max_points_per_batch, 200_000);
+        assert_eq!(c.flush.max_age_ms, 1000);
+        assert!(!c.auth.enabled);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn printed_default_parses_back_to_default() {
+        let parsed: Config = toml::from_str(&Config::default_toml()).unwrap();
+        assert_eq!(parsed, Config::default());
+    }
+
+    #[test]
+    fn env_overrides_win_over_file_and_parse_types() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("c.toml");
+        std::fs::write(
+            &f,
+            "[server]\nlisten = \"127.0.0.1:1\"\nmax_body_bytes = 5000000000\n",
+        )
+        .unwrap();
+        let c = Config::load(
+            Some(&f),
+            env(&[
+                ("CHINGEST_SERVER__LISTEN", "0.0.0.0:9999"),
+                ("CHINGEST_SERVER__AUTO_CREATE_DATABASES", "true"),
+                ("CHINGEST_STORAGE__DATA_DIR", "/tmp/x y"),
+                ("CHINGEST_LIMITS__MAX_INFLIGHT_BYTES", "6000000000"),
+                ("CHINGEST_CACHE_DIR", "/ignored"),
+                ("OTHER__X", "1"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.server.listen, "0.0.0.0:9999");
+        assert!(c.server.auto_create_databases);
+        assert_eq!(c.server.max_body_bytes, 5_000_000_000);
+        assert_eq!(c.storage.data_dir, PathBuf::from("/tmp/x y"));
+        assert_eq!(c.limits.max_inflight_bytes, 6_000_000_000);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_rejected_with_context() {
+        let e = Config::load(None, env(&[("CHINGEST_SERVER__LISTN", "x")])).unwrap_err();
+        assert!(e.to_string().contains("listn"), "{e}");
+        let e = Config::load(None, env(&[("CHINGEST_SERVER__LISTEN", "nope")])).unwrap_err();
+        assert!(e.to_string().contains("server.listen"), "{e}");
+        let e = Config::load(None, env(&[("CHINGEST_WAL__DURABILITY", "sometimes")])).unwrap_err();
+        assert!(e.to_string().contains("wal.durability"), "{e}");
+        let e = Config::load(None, env(&[("CHINGEST_AUTH__ENABLED", "true")])).unwrap_err();
+        assert!(e.to_string().contains("no [[auth.users]]"), "{e}");
+        let e = Config::load(Some(Path::new("/nonexistent/c.toml")), env(&[])).unwrap_err();
+        assert!(matches!(e, ConfigError::Read { .. }), "{e}");
+    }
+}

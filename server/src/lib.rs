@@ -1,0 +1,281 @@
+//! # chingest: the InfluxDB-compatible HTTP front door
+//!
+//! Brief overview:
+//! - [`app`] builds the axum [`Router`]: `/write` and `/api/v2/write`
+//!   ([`write`]), `/ping`, `/health`, `/metrics`, `/query` ([`query`]) and
+//!   `/api/v1/sql` ([`sql`]), wrapped in request ids and version headers,
+//!   a request deadline ([`limit`]), authentication ([`auth`]) and request
+//!   metrics ([`metrics`]).
+//! - [`run`] opens the storage pipeline ([`pipeline`]: ingest → WAL → flush →
+//!   chDB), serves HTTP/1.1 with header/body read timeouts, and on
+//!   SIGTERM/SIGINT stops accepting, finishes in-flight requests, then commits
+//!   the WAL, flushes to chDB and closes the engine. A second signal exits at
+//!   once (the WAL makes that safe).
+//! - [`config`]: TOML + `CHINGEST_<SECTION>__<KEY>` overrides; [`error`]: the
+//!   one error enum and its v1/v2 JSON shapes.
+#![deny(missing_docs)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::http::{HeaderName, HeaderValue};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use metrics_exporter_prometheus::PrometheusHandle;
+
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod health;
+pub mod limit;
+pub mod metrics;
+pub mod params;
+pub mod ping;
+pub mod pipeline;
+pub mod query;
+pub mod sql;
+pub mod write;
+
+pub use auth::{Authenticator, Identity, SecretHash};
+pub use config::{Config, ConfigError};
+pub use error::{Api, ApiError, V2Error};
+pub use limit::Limits;
+pub use pipeline::{Pipeline, PipelineError, PipelineStats};
+
+/// The InfluxDB version chingest answers as (`X-Influxdb-Version`); clients
+/// gate features on a 1.8-compatible server.
+pub const INFLUXDB_VERSION: &str = concat!("1.8.10-chingest-", env!("CARGO_PKG_VERSION"));
+/// `X-Influxdb-Build`.
+pub const BUILD: &str = concat!("chingest ", env!("CARGO_PKG_VERSION"));
+
+/// Everything a handler needs; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The validated configuration.
+    pub config: Arc<Config>,
+    /// Storage.
+    pub pipeline: Arc<dyn Pipeline>,
+    /// Back-pressure budgets.
+    pub limits: Arc<Limits>,
+    /// Credentials and permissions.
+    pub auth: Arc<Authenticator>,
+    /// Prometheus renderer.
+    pub metrics: PrometheusHandle,
+}
+
+impl AppState {
+    /// State for `config` over `pipeline` (installs the metrics recorder once).
+    pub fn new(config: Config, pipeline: Arc<dyn Pipeline>) -> AppState {
+        AppState {
+            limits: Arc::new(Limits::new(&config.limits)),
+            auth: Arc::new(Authenticator::new(&config.auth)),
+            metrics: metrics::handle(),
+            config: Arc::new(config),
+            pipeline,
+        }
+    }
+}
+
+/// The router with every route and layer.
+pub fn app(state: AppState) -> Router {
+    let timeout = Duration::from_secs(state.config.server.request_timeout_secs);
+    Router::new()
+        .route("/write", post(write::write_v1))
+        .route("/api/v2/write", post(write::write_v2))
+        .route("/ping", get(ping::ping).head(ping::ping))
+        .route("/health", get(health::health))
+        .route("/metrics", get(metrics::metrics))
+        .route("/query", get(query::query).post(query::query))
+        .route("/api/v1/sql", get(sql::sql).post(sql::sql))
+        .route_layer(middleware::from_fn(metrics::track))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            state.auth.clone(),
+            auth::require_auth,
+        ))
+        .layer(middleware::from_fn_with_state(
+            timeout,
+            limit::request_timeout,
+        ))
+        .layer(middleware::from_fn(common_headers))
+        .with_state(state)
+}
+
+async fn not_found(req: Request) -> Response {
+    ApiError::NotFound.into_response_for(Api::for_path(req.uri().path()))
+}
+
+static REQUEST_ID: HeaderName = HeaderName::from_static("request-id");
+static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Middleware: `Request-Id`/`X-Request-Id` (the client's, echoed, or a new
+/// one) and the version headers on every response.
+async fn common_headers(req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get(&REQUEST_ID)
+        .or_else(|| req.headers().get(&X_REQUEST_ID))
+        .filter(|v| !v.is_empty() && v.len() <= 128)
+        .cloned()
+        .unwrap_or_else(new_request_id);
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert(REQUEST_ID.clone(), id.clone());
+    h.insert(X_REQUEST_ID.clone(), id);
+    h.insert(
+        "x-influxdb-version",
+        HeaderValue::from_static(INFLUXDB_VERSION),
+    );
+    h.insert("x-influxdb-build", HeaderValue::from_static(BUILD));
+    resp
+}
+
+/// A random UUID-formatted (v4) request id.
+fn new_request_id() -> HeaderValue {
+    let mut b: [u8; 16] = rand::random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let s = format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    );
+    HeaderValue::from_str(&s).expect("hex is a valid header value")
+}
+
+/// Why [`run`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// Storage could not be opened or closed cleanly.
+    #[error("storage: {0}")]
+    Pipeline(#[from] PipelineError),
+    /// The listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Opens storage, serves until SIGTERM/SIGINT, then shuts down in order.
+pub async fn run(config: Config) -> Result<(), RunError> {
+    let _ = metrics::handle();
+    let open_config = config.clone();
+    let pipeline: Arc<dyn Pipeline> =
+        tokio::task::spawn_blocking(move || open_pipeline(&open_config))
+            .await
+            .map_err(|e| PipelineError::Internal(format!("open task failed: {e}")))??;
+    let addr = config.server.listen.clone();
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(|source| RunError::Bind {
+            addr: addr.clone(),
+            source,
+        })?;
+    tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or(addr), "listening");
+    let header_timeout = Duration::from_secs(config.server.header_read_timeout_secs);
+    let grace = Duration::from_secs(config.server.shutdown_grace_secs);
+    let router = app(AppState::new(config, pipeline.clone()));
+    serve(listener, router, header_timeout, grace, shutdown_signal()).await;
+    tracing::info!("HTTP stopped; committing the WAL and flushing to chDB");
+    let p = pipeline.clone();
+    tokio::task::spawn_blocking(move || p.shutdown())
+        .await
+        .map_err(|e| PipelineError::Internal(format!("shutdown task failed: {e}")))??;
+    tracing::info!("shutdown complete");
+    Ok(())
+}
+
+#[cfg(feature = "storage")]
+fn open_pipeline(config: &Config) -> Result<Arc<dyn Pipeline>, PipelineError> {
+    Ok(Arc::new(pipeline::chdb::ChdbPipeline::open(config)?))
+}
+
+#[cfg(not(feature = "storage"))]
+fn open_pipeline(_config: &Config) -> Result<Arc<dyn Pipeline>, PipelineError> {
+    Err(PipelineError::Unavailable(
+        "this chingest was built without the `storage` feature".into(),
+    ))
+}
+
+/// Serves HTTP/1.1 until `shutdown` resolves, then stops accepting and waits
+/// up to `grace` for in-flight requests.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    header_timeout: Duration,
+    grace: Duration,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // EMFILE and friends: back off instead of spinning.
+                        tracing::warn!("accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let svc = hyper_util::service::TowerToHyperService::new(router.clone());
+                let conn = http.serve_connection(TokioIo::new(stream), svc);
+                let watched = graceful.watch(conn);
+                tokio::spawn(async move {
+                    if let Err(e) = watched.await {
+                        tracing::debug!("connection ended: {e}");
+                    }
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    tracing::info!("no longer accepting connections; finishing in-flight requests");
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("in-flight requests still running after {grace:?}; closing anyway");
+    }
+}
+
+/// Resolves on the first SIGTERM/SIGINT; a second one exits the process at once.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers; stop the server with SIGKILL");
+        return std::future::pending().await;
+    };
+    tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+    tracing::info!("shutdown signal received; send it again to exit immediately");
+    tokio::spawn(async move {
+        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+        tracing::warn!("second signal: exiting now; the WAL replays unflushed writes on start");
+        std::process::exit(130);
+    });
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,285 @@
+//! Back-pressure: budgets that fail fast instead of queueing.
+//!
+//! - in-flight body bytes (raw plus decompressed), a semaphore counted in KiB
+//!   so any configured budget fits the semaphore's `u32` acquisitions;
+//! - in-flight points (parsed but not yet acknowledged);
+//! - storage lag: WAL queue depth, unflushed points, age of the oldest
+//!   unflushed entry, read from [`PipelineStats`].
+//!
+//! Exhaustion answers at once with [`ApiError::Overloaded`] (503 v1 / 429 v2
+//! with `Retry-After`). The CPU pool is a semaphore sized to the cores that is
+//! awaited: the byte budget already bounds how many requests can wait on it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::config::LimitsConfig;
+use crate::error::{Api, ApiError};
+use crate::pipeline::PipelineStats;
+
+const KIB: u64 = 1024;
+
+/// The process's budgets.
+#[derive(Debug)]
+pub struct Limits {
+    config: LimitsConfig,
+    bytes: Arc<Semaphore>,
+    points: Arc<Semaphore>,
+    cpu: Arc<Semaphore>,
+}
+
+fn clamp_permits(n: u64) -> usize {
+    n.min(Semaphore::MAX_PERMITS as u64).min(u32::MAX as u64) as usize
+}
+
+impl Limits {
+    /// Budgets from `[limits]`.
+    pub fn new(config: &LimitsConfig) -> Limits {
+        Limits {
+            bytes: Arc::new(Semaphore::new(clamp_permits(
+                config.max_inflight_bytes.div_ceil(KIB),
+            ))),
+            points: Arc::new(Semaphore::new(clamp_permits(config.max_inflight_points))),
+            cpu: Arc::new(Semaphore::new(config.cpu_workers())),
+            config: config.clone(),
+        }
+    }
+
+    /// An overload answer (counted), with the configured `Retry-After`.
+    pub fn overloaded(&self, reason: impl Into<String>) -> ApiError {
+        metrics::counter!("chingest_backpressure_rejections_total").increment(1);
+        ApiError::Overloaded {
+            reason: reason.into(),
+            retry_after: self.config.retry_after_secs,
+        }
+    }
+
+    /// Refuses when the storage side is behind its limits or unavailable.
+    pub fn check_pipeline(&self, s: &PipelineStats) -> Result<(), ApiError> {
+        if let Some(why) = &s.unavailable {
+            return Err(ApiError::Unavailable(why.clone()));
+        }
+        let c = &self.config;
+        let depth_limit = if c.max_wal_queue_depth > 0 {
+            c.max_wal_queue_depth
+        } else {
+            s.wal_queue_capacity
+        };
+        if depth_limit > 0 && s.wal_queue_depth >= depth_limit {
+            return Err(self.overloaded(format!(
+                "WAL queue depth {} reached its limit {depth_limit}",
+                s.wal_queue_depth
+            )));
+        }
+        if c.max_unflushed_points > 0 && s.unflushed_points >= c.max_unflushed_points {
+            return Err(self.overloaded(format!(
+                "{} points wait to reach the engine (limit {})",
+                s.unflushed_points, c.max_unflushed_points
+            )));
+        }
+        if c.max_flush_lag_secs > 0 && s.oldest_unflushed_secs >= c.max_flush_lag_secs as f64 {
+            return Err(self.overloaded(format!(
+                "flush lag {:.1}s exceeds {}s",
+                s.oldest_unflushed_secs, c.max_flush_lag_secs
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reserves `bytes` of the in-flight budget (grown later with [`BudgetPermit::grow`]).
+    pub fn bytes_permit(&self, bytes: u64) -> Result<BudgetPermit, ApiError> {
+        let mut p = BudgetPermit {
+            permit: None,
+            bytes: 0,
+        };
+        p.grow(self, bytes)?;
+        Ok(p)
+    }
+
+    /// Reserves `points` of the in-flight points budget.
+    pub fn points_permit(&self, points: u64) -> Result<OwnedSemaphorePermit, ApiError> {
+        let n =
+            u32::try_from(points).map_err(|_| self.overloaded("too many points in one request"))?;
+        self.points
+            .clone()
+            .try_acquire_many_owned(n)
+            .map_err(|_| self.overloaded("in-flight points budget exhausted"))
+    }
+
+    /// Waits for a CPU pool slot.
+    pub async fn cpu_permit(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+        self.cpu
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| ApiError::Unavailable("shutting down".into()))
+    }
+
+    /// Bytes currently available in the budget (for tests and /health).
+    pub fn available_bytes(&self) -> u64 {
+        self.bytes.available_permits() as u64 * KIB
+    }
+}
+
+/// Bytes held from the in-flight budget; released on drop.
+#[derive(Debug)]
+pub struct BudgetPermit {
+    permit: Option<OwnedSemaphorePermit>,
+    bytes: u64,
+}
+
+impl BudgetPermit {
+    /// Bytes covered.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Grows the reservation to cover `total` bytes, failing fast.
+    pub fn grow(&mut self, limits: &Limits, total: u64) -> Result<(), ApiError> {
+        let have = self.bytes.div_ceil(KIB);
+        let want = total.div_ceil(KIB).max(have);
+        let extra = want - have;
+        if extra == 0 {
+            self.bytes = self.bytes.max(total);
+            return Ok(());
+        }
+        let extra32 = u32::try_from(extra)
+            .map_err(|_| limits.overloaded("request larger than the in-flight budget"))?;
+        let more = limits
+            .bytes
+            .clone()
+            .try_acquire_many_owned(extra32)
+            .map_err(|_| limits.overloaded("in-flight bytes budget exhausted"))?;
+        match &mut self.permit {
+            Some(p) => p.merge(more),
+            None => self.permit = Some(more),
+        }
+        metrics::gauge!("chingest_inflight_body_bytes").increment((extra * KIB) as f64);
+        self.bytes = total;
+        Ok(())
+    }
+}
+
+impl Drop for BudgetPermit {
+    fn drop(&mut self) {
+        if let Some(p) = &self.permit {
+            metrics::gauge!("chingest_inflight_body_bytes")
+                .decrement((p.num_permits() as u64 * KIB) as f64);
+        }
+    }
+}
+
+/// Middleware: the whole-request deadline.
+pub async fn request_timeout(
+    State(timeout): State<Duration>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let api = Api::for_path(req.uri().path());
+    match tokio::time::timeout(timeout, next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => {
+            metrics::counter!("chingest_http_timeouts_total").increment(1);
+            ApiError::Timeout(timeout.as_secs())
+                .into_response_for(api)
+                .into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(bytes: u64, points: u64) -> Limits {
+        Limits::new(&LimitsConfig {
+            max_inflight_bytes: bytes,
+            max_inflight_points: points,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn byte_budget_fails_fast_and_is_returned_on_drop() {
+        let l = limits(10 * KIB, 100);
+        let mut a = l.bytes_permit(4 * KIB).unwrap();
+        a.grow(&l, 8 * KIB).unwrap();
+        assert_eq!(l.available_bytes(), 2 * KIB);
+        let e = l.bytes_permit(3 * KIB).unwrap_err();
+        assert!(matches!(e, ApiError::Overloaded { .. }), "{e}");
+        drop(a);
+        assert_eq!(l.available_bytes(), 10 * KIB);
+        assert!(l.bytes_permit(10 * KIB).is_ok());
+    }
+
+    #[test]
+    fn growing_to_a_smaller_size_takes_nothing() {
+        let l = limits(10 * KIB, 100);
+        let mut a = l.bytes_permit(5000).unwrap();
+        a.grow(&l, 100).unwrap();
+        assert_eq!(a.bytes(), 5000);
+        assert_eq!(l.available_bytes(), 5 * KIB);
+    }
+
+    #[test]
+    fn points_budget() {
+        let l = limits(KIB, 10);
+        let p = l.points_permit(7).unwrap();
+        assert!(l.points_permit(4).is_err());
+        drop(p);
+        assert!(l.points_permit(10).is_ok());
+    }
+
+    #[test]
+    fn pipeline_lag_limits() {
+        let l = Limits::new(&LimitsConfig {
+            max_unflushed_points: 100,
+            max_flush_lag_secs: 5,
+            ..Default::default()
+        });
+        let ok = PipelineStats {
+            wal_queue_capacity: 4,
+            ..Default::default()
+        };
+        l.check_pipeline(&ok).unwrap();
+        let full = PipelineStats {
+            wal_queue_depth: 4,
+            ..ok.clone()
+        };
+        assert!(l
+            .check_pipeline(&full)
+            .unwrap_err()
+            .to_string()
+            .contains("WAL queue depth 4"));
+        let lag = PipelineStats {
+            unflushed_points: 100,
+            ..ok.clone()
+        };
+        assert!(matches!(
+            l.check_pipeline(&lag),
+            Err(ApiError::Overloaded { .. })
+        ));
+        let old = PipelineStats {
+            oldest_unflushed_secs: 6.0,
+            ..ok.clone()
+        };
+        assert!(l
+            .check_pipeline(&old)
+            .unwrap_err()
+            .to_string()
+            .contains("flush lag"));
+        let down = PipelineStats {
+            unavailable: Some("shutting down".into()),
+            ..ok
+        };
+        assert!(matches!(
+            l.check_pipeline(&down),
+            Err(ApiError::Unavailable(_))
+        ));
+    }
+}

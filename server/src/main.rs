@@ -1,0 +1,100 @@
+//! `chingest`: `serve`, `config --print-default`, `hash-password`.
+//! anyhow lives only here; the library has typed errors.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// chingest: a durable InfluxDB-compatible ingest server on embedded ClickHouse (chDB).
+///
+/// Configuration comes from an optional TOML file (see `chingest config
+/// --print-default` for every option, its default and meaning), then from
+/// environment variables CHINGEST_<SECTION>__<KEY> (e.g.
+/// CHINGEST_SERVER__LISTEN=0.0.0.0:8086, CHINGEST_STORAGE__DATA_DIR=/var/lib/chingest,
+/// CHINGEST_AUTH__ENABLED=true). RUST_LOG overrides the log filter.
+#[derive(Parser)]
+#[command(name = "chingest", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (default: 127.0.0.1:8086, data under ./data).
+    Serve {
+        /// TOML configuration file; every key is optional.
+        #[arg(long, short, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Configuration helpers.
+    Config {
+        /// Print the annotated default configuration.
+        #[arg(long)]
+        print_default: bool,
+        /// Print the effective configuration (file + environment) as TOML.
+        #[arg(long, value_name = "FILE", conflicts_with = "print_default")]
+        check: Option<Option<PathBuf>>,
+    },
+    /// Print a salted hash of a password or token for `[[auth.users]]`.
+    HashPassword {
+        /// The secret to hash.
+        secret: String,
+    },
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("chingest: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve { config } => {
+            let config = chingest::Config::load(config.as_deref(), std::env::vars())?;
+            init_logging(&config.server.log);
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(chingest::run(config))?;
+            // The engine and WAL are closed; don't wait for stray blocking tasks.
+            rt.shutdown_timeout(std::time::Duration::from_secs(1));
+            Ok(())
+        }
+        Command::Config {
+            print_default,
+            check,
+        } => {
+            if print_default || check.is_none() {
+                print!("{}", chingest::Config::default_toml());
+            } else if let Some(path) = check {
+                let config = chingest::Config::load(path.as_deref(), std::env::vars())?;
+                print!("{}", toml::to_string_pretty(&config)?);
+            }
+            Ok(())
+        }
+        Command::HashPassword { secret } => {
+            println!("{}", chingest::SecretHash::new(&secret));
+            Ok(())
+        }
+    }
+}
+
+fn init_logging(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(default))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Logs go to stderr: stdout stays free for `config --print-default` and friends.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .init();
+}

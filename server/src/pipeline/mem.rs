@@ -1,0 +1,198 @@
+//! An in-memory [`Pipeline`] for the HTTP layer's unit tests: lines are
+//! `measurement,tag=v field=1`-ish; a line starting with `!` is invalid and
+//! one starting with `@` breaks a limit.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
+
+use super::*;
+
+#[derive(Default)]
+pub(crate) struct MemPipeline {
+    pub(crate) dbs: Mutex<BTreeMap<String, Vec<String>>>,
+    pub(crate) stats: Mutex<PipelineStats>,
+    pub(crate) queue_full: AtomicBool,
+    pub(crate) commit_delay_ms: std::sync::atomic::AtomicU64,
+}
+
+impl MemPipeline {
+    pub(crate) fn with_db(db: &str) -> MemPipeline {
+        let p = MemPipeline::default();
+        p.dbs.lock().insert(db.to_string(), Vec::new());
+        p
+    }
+    pub(crate) fn lines(&self, db: &str) -> Vec<String> {
+        self.dbs.lock().get(db).cloned().unwrap_or_default()
+    }
+}
+
+struct Pending {
+    db: String,
+    lines: Vec<String>,
+}
+
+impl Pipeline for MemPipeline {
+    fn prepare(&self, req: WriteRequest<'_>) -> Result<Prepared, PipelineError> {
+        let text = std::str::from_utf8(req.body)
+            .map_err(|_| PipelineError::Invalid("not utf-8".into()))?;
+        let mut good = Vec::new();
+        let mut errors = Vec::new();
+        let mut limit = false;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            if line.starts_with('!') {
+                errors.push(format!("unable to parse '{line}': invalid field format"));
+            } else if line.starts_with('@') {
+                limit = true;
+                errors.push(format!("max series per database exceeded: {line}"));
+            } else {
+                good.push(line.to_string());
+            }
+        }
+        let rejection = (!errors.is_empty()).then(|| {
+            let mut message = errors.join("\n");
+            if !good.is_empty() {
+                message = format!("partial write: {message} dropped=0");
+            }
+            Rejection {
+                kind: if limit {
+                    RejectionKind::Limit
+                } else {
+                    RejectionKind::Invalid
+                },
+                message,
+                lines: errors.len() as u64,
+                dropped: 0,
+            }
+        });
+        Ok(Prepared {
+            points: good.len() as u64,
+            payload_bytes: req.body.len() as u64,
+            rejection,
+            inner: Box::new(Pending {
+                db: req.db.to_string(),
+                lines: good,
+            }),
+        })
+    }
+
+    fn commit(&self, prepared: Prepared) -> BoxFuture<Result<(), PipelineError>> {
+        if self.queue_full.load(Ordering::Relaxed) {
+            return Box::pin(async { Err(PipelineError::QueueFull) });
+        }
+        let pending = *prepared.inner.downcast::<Pending>().expect("mem prepared");
+        self.dbs
+            .lock()
+            .entry(pending.db)
+            .or_default()
+            .extend(pending.lines);
+        let delay = self.commit_delay_ms.load(Ordering::Relaxed);
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+            Ok(())
+        })
+    }
+
+    fn database_exists(&self, db: &str) -> bool {
+        self.dbs.lock().contains_key(db)
+    }
+    fn create_database(&self, db: &str) -> Result<(), PipelineError> {
+        self.dbs.lock().entry(db.to_string()).or_default();
+        Ok(())
+    }
+    fn drop_database(&self, db: &str) -> Result<(), PipelineError> {
+        self.dbs.lock().remove(db);
+        Ok(())
+    }
+    fn databases(&self) -> Vec<String> {
+        self.dbs.lock().keys().cloned().collect()
+    }
+    fn schema(&self, db: &str) -> Result<Vec<MeasurementSchema>, PipelineError> {
+        let dbs = self.dbs.lock();
+        let lines = dbs
+            .get(db)
+            .ok_or_else(|| PipelineError::DatabaseNotFound(db.into()))?;
+        let mut out: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+        for l in lines {
+            let (key, fields) = l.split_once(' ').unwrap_or((l, ""));
+            let mut parts = key.split(',');
+            let m = out
+                .entry(parts.next().unwrap_or("").to_string())
+                .or_default();
+            for t in parts {
+                m.0.insert(t.split('=').next().unwrap_or("").to_string());
+            }
+            for f in fields
+                .split(' ')
+                .next()
+                .unwrap_or("")
+                .split(',')
+                .filter(|f| !f.is_empty())
+            {
+                m.1.insert(f.split('=').next().unwrap_or("").to_string());
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|(name, (tags, fields))| MeasurementSchema {
+                name,
+                tag_keys: tags.into_iter().collect(),
+                fields: fields.into_iter().map(|f| (f, FieldType::Float)).collect(),
+            })
+            .collect())
+    }
+    fn series(&self, db: &str, measurement: Option<&str>) -> Result<Vec<String>, PipelineError> {
+        let dbs = self.dbs.lock();
+        let lines = dbs
+            .get(db)
+            .ok_or_else(|| PipelineError::DatabaseNotFound(db.into()))?;
+        let set: BTreeSet<String> = lines
+            .iter()
+            .map(|l| l.split(' ').next().unwrap_or("").to_string())
+            .filter(|k| measurement.is_none_or(|m| k.split(',').next() == Some(m)))
+            .collect();
+        Ok(set.into_iter().collect())
+    }
+    fn tag_values(
+        &self,
+        db: &str,
+        measurement: &str,
+        keys: &[String],
+    ) -> Result<Vec<(String, String)>, PipelineError> {
+        let mut out = BTreeSet::new();
+        for l in self.lines(db) {
+            let key = l.split(' ').next().unwrap_or("");
+            let mut parts = key.split(',');
+            if parts.next() != Some(measurement) {
+                continue;
+            }
+            for t in parts {
+                if let Some((k, v)) = t.split_once('=') {
+                    if keys.iter().any(|w| w == k) && !v.is_empty() {
+                        out.insert((k.to_string(), v.to_string()));
+                    }
+                }
+            }
+        }
+        Ok(out.into_iter().collect())
+    }
+    fn sql(&self, sql: &str, _format: SqlFormat) -> Result<Vec<u8>, PipelineError> {
+        if sql.contains("syntax error") {
+            return Err(PipelineError::Query(
+                "Syntax error: failed at position 1".into(),
+            ));
+        }
+        Ok(format!(
+            "{{\"sql\":{}}}\n",
+            serde_json::Value::String(sql.to_string())
+        )
+        .into_bytes())
+    }
+    fn stats(&self) -> PipelineStats {
+        self.stats.lock().clone()
+    }
+    fn shutdown(&self) -> Result<(), PipelineError> {
+        Ok(())
+    }
+}

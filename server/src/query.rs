@@ -1,0 +1,534 @@
+//! `GET|POST /query`: the InfluxQL statements clients need for schema
+//! management and browsing, answered in the v1 JSON shape.
+//!
+//! `q` comes from the query string or a form body; statements are separated
+//! by `;`. `SHOW` answers come from the catalog; `CREATE`/`DROP DATABASE` go
+//! through the pipeline. Data queries (`SELECT`) are served by `/api/v1/sql`.
+
+use axum::body::Bytes;
+use axum::extract::{Extension, RawQuery, State};
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::auth::Identity;
+use crate::error::ApiError;
+use crate::params::Params;
+use crate::AppState;
+
+/// One parsed statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Statement {
+    /// `CREATE DATABASE name [WITH ...]`
+    CreateDatabase(String),
+    /// `DROP DATABASE name`
+    DropDatabase(String),
+    /// `SHOW DATABASES`
+    ShowDatabases,
+    /// `SHOW RETENTION POLICIES [ON db]`
+    ShowRetentionPolicies(Option<String>),
+    /// `SHOW MEASUREMENTS [ON db]`
+    ShowMeasurements(Option<String>),
+    /// `SHOW TAG KEYS [ON db] [FROM m]`
+    ShowTagKeys(Option<String>, Option<String>),
+    /// `SHOW FIELD KEYS [ON db] [FROM m]`
+    ShowFieldKeys(Option<String>, Option<String>),
+    /// `SHOW SERIES [ON db] [FROM m]`
+    ShowSeries(Option<String>, Option<String>),
+    /// `SHOW TAG VALUES [ON db] [FROM m] WITH KEY = k | WITH KEY IN (k, ...)`
+    ShowTagValues {
+        /// `ON db`.
+        on: Option<String>,
+        /// `FROM m`.
+        from: Option<String>,
+        /// The tag keys.
+        keys: Vec<String>,
+    },
+}
+
+/// Splits on `;` outside quotes; empty statements are skipped.
+pub fn split_statements(q: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut start, mut quote, mut escaped) = (0, None::<char>, false);
+    for (i, c) in q.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match (quote, c) {
+            (Some(_), '\\') => escaped = true,
+            (Some(qc), c) if c == qc => quote = None,
+            (None, '"' | '\'') => quote = Some(c),
+            (None, ';') => {
+                out.push(&q[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&q[start..]);
+    out.into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Tokens: words/identifiers (quoted ones unescaped) and punctuation.
+fn tokens(s: &str) -> Result<Vec<(String, bool)>, String> {
+    let mut out = Vec::new();
+    let mut chars = s.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+        } else if c == '"' || c == '\'' {
+            chars.next();
+            let mut v = String::new();
+            let mut closed = false;
+            while let Some(d) = chars.next() {
+                if d == '\\' {
+                    if let Some(e) = chars.next() {
+                        v.push(e);
+                    }
+                } else if d == c {
+                    closed = true;
+                    break;
+                } else {
+                    v.push(d);
+                }
+            }
+            if !closed {
+                return Err(format!("found unterminated quote {c}{v}"));
+            }
+            out.push((v, true));
+        } else if c.is_alphanumeric() || c == '_' || c == '-' || c == '.' {
+            let mut v = String::new();
+            while let Some(&d) = chars.peek() {
+                if d.is_alphanumeric() || d == '_' || d == '-' || d == '.' {
+                    v.push(d);
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            out.push((v, false));
+        } else {
+            chars.next();
+            out.push((c.to_string(), false));
+        }
+    }
+    Ok(out)
+}
+
+/// Parses one statement.
+pub fn parse_statement(s: &str) -> Result<Statement, String> {
+    let toks = tokens(s)?;
+    let kw = |i: usize| -> String {
+        toks.get(i)
+            .filter(|(_, quoted)| !quoted)
+            .map(|(t, _)| t.to_ascii_uppercase())
+            .unwrap_or_default()
+    };
+    let ident = |i: usize| -> Result<String, String> {
+        match toks.get(i) {
+            Some((t, _)) if !t.is_empty() => Ok(t.clone()),
+            Some((t, _)) => Err(format!("found {t:?}, expected identifier")),
+            None => Err("found EOF, expected identifier".into()),
+        }
+    };
+    // Trailing `ON db` / `FROM m` clauses (in either order); `LIMIT`/`WHERE`... are refused.
+    let clauses = |from: usize| -> Result<(Option<String>, Option<String>), String> {
+        let (mut on, mut m, mut i) = (None, None, from);
+        while i < toks.len() {
+            match kw(i).as_str() {
+                "ON" => on = Some(ident(i + 1)?),
+                "FROM" => m = Some(ident(i + 1)?),
+                other => {
+                    return Err(format!(
+                        "found {other}, expected ON, FROM or EOF (other clauses are not supported)"
+                    ))
+                }
+            }
+            i += 2;
+        }
+        Ok((on, m))
+    };
+    let (a, b, c) = (kw(0), kw(1), kw(2));
+    match (a.as_str(), b.as_str()) {
+        ("CREATE", "DATABASE") => {
+            let name = ident(2)?;
+            // `WITH DURATION ...`: retention is not modelled; accepted for compatibility.
+            if toks.len() > 3 && kw(3) != "WITH" {
+                return Err(format!("found {}, expected WITH or EOF", toks[3].0));
+            }
+            Ok(Statement::CreateDatabase(name))
+        }
+        ("DROP", "DATABASE") => {
+            let name = ident(2)?;
+            if toks.len() > 3 {
+                return Err(format!("found {}, expected EOF", toks[3].0));
+            }
+            Ok(Statement::DropDatabase(name))
+        }
+        ("SHOW", "DATABASES") if toks.len() == 2 => Ok(Statement::ShowDatabases),
+        ("SHOW", "RETENTION") if c == "POLICIES" => {
+            let (on, m) = clauses(3)?;
+            if m.is_some() {
+                return Err("found FROM, expected ON or EOF".into());
+            }
+            Ok(Statement::ShowRetentionPolicies(on))
+        }
+        ("SHOW", "MEASUREMENTS") => {
+            let (on, m) = clauses(2)?;
+            if m.is_some() {
+                return Err("found FROM, expected ON or EOF".into());
+            }
+            Ok(Statement::ShowMeasurements(on))
+        }
+        ("SHOW", "TAG") if c == "KEYS" => clauses(3).map(|(on, m)| Statement::ShowTagKeys(on, m)),
+        ("SHOW", "FIELD") if c == "KEYS" => clauses(3).map(|(on, m)| Statement::ShowFieldKeys(on, m)),
+        ("SHOW", "SERIES") => clauses(2).map(|(on, m)| Statement::ShowSeries(on, m)),
+        ("SHOW", "TAG") if c == "VALUES" => {
+            let (mut on, mut from, mut keys, mut i) = (None, None, Vec::new(), 3);
+            while i < toks.len() {
+                match kw(i).as_str() {
+                    "ON" => {
+                        on = Some(ident(i + 1)?);
+                        i += 2;
+                    }
+                    "FROM" => {
+                        from = Some(ident(i + 1)?);
+                        i += 2;
+                    }
+                    "WITH" if kw(i + 1) == "KEY" => match toks.get(i + 2).map(|t| t.0.as_str()) {
+                        Some("=") => {
+                            keys.push(ident(i + 3)?);
+                            i += 4;
+                        }
+                        Some(_) if kw(i + 2) == "IN" => {
+                            if toks.get(i + 3).map(|t| t.0.as_str()) != Some("(") {
+                                return Err("expected ( after WITH KEY IN".into());
+                            }
+                            i += 4;
+                            loop {
+                                keys.push(ident(i)?);
+                                match toks.get(i + 1).map(|t| t.0.as_str()) {
+                                    Some(",") => i += 2,
+                                    Some(")") => {
+                                        i += 2;
+                                        break;
+                                    }
+                                    _ => return Err("expected , or ) in WITH KEY IN (...)".into()),
+                                }
+                            }
+                        }
+                        _ => return Err("expected = or IN after WITH KEY (regular expressions are not supported)".into()),
+                    },
+                    other => return Err(format!("found {other}, expected ON, FROM, WITH KEY or EOF")),
+                }
+            }
+            if keys.is_empty() {
+                return Err("found EOF, expected WITH KEY".into());
+            }
+            Ok(Statement::ShowTagValues { on, from, keys })
+        }
+        ("SELECT", _) => Err("SELECT is not supported on /query: use POST /api/v1/sql".into()),
+        _ => Err(format!(
+            "found {}, expected CREATE DATABASE, DROP DATABASE or SHOW DATABASES|RETENTION POLICIES|MEASUREMENTS|TAG KEYS|TAG VALUES|FIELD KEYS|SERIES",
+            toks.first().map(|t| t.0.as_str()).unwrap_or("EOF")
+        )),
+    }
+}
+
+/// `GET|POST /query`.
+pub async fn query(
+    State(state): State<AppState>,
+    Extension(id): Extension<Identity>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut params = Params::parse(raw.as_deref().unwrap_or(""));
+    let is_form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    if is_form {
+        params.extend(Params::parse(&String::from_utf8_lossy(&body)));
+    }
+    let Some(q) = params.get_nonempty("q").map(str::to_string) else {
+        return ApiError::Query("missing required parameter \"q\"".into()).into_response();
+    };
+    let db = params.get_nonempty("db").map(str::to_string);
+    let stmts = split_statements(&q);
+    let mut parsed = Vec::with_capacity(stmts.len());
+    for s in &stmts {
+        match parse_statement(s) {
+            Ok(st) => parsed.push(st),
+            Err(e) => return ApiError::Query(format!("error parsing query: {e}")).into_response(),
+        }
+    }
+    let mut results = Vec::with_capacity(parsed.len());
+    for (i, st) in parsed.into_iter().enumerate() {
+        let state = state.clone();
+        let id = id.clone();
+        let db = db.clone();
+        let outcome = tokio::task::spawn_blocking(move || execute(&state, &id, db.as_deref(), st))
+            .await
+            .unwrap_or_else(|e| Err(ApiError::Internal(e.to_string())));
+        let mut r = match outcome {
+            Ok(series) if series.is_empty() => json!({}),
+            Ok(series) => json!({ "series": series }),
+            Err(e @ (ApiError::AuthFailed | ApiError::AuthMissing)) => return e.into_response(),
+            Err(ApiError::Internal(m)) => return ApiError::Internal(m).into_response(),
+            Err(e) => json!({ "error": e.public_message() }),
+        };
+        r["statement_id"] = json!(i);
+        results.push(r);
+    }
+    Json(json!({ "results": results })).into_response()
+}
+
+fn need_db(on: Option<String>, db: Option<&str>) -> Result<String, ApiError> {
+    on.or(db.map(str::to_string))
+        .ok_or_else(|| ApiError::Query("database name required".into()))
+}
+
+fn check_read(id: &Identity, db: &str) -> Result<(), ApiError> {
+    if id.can_read(db) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(format!(
+            "user {:?} is not authorized to read from database {db:?}",
+            id.name()
+        )))
+    }
+}
+
+fn series_obj(name: Option<&str>, columns: &[&str], values: Vec<Value>) -> Value {
+    let mut s = json!({ "columns": columns, "values": values });
+    if let Some(n) = name {
+        s["name"] = json!(n);
+    }
+    s
+}
+
+/// Runs one statement (blocking: may touch the WAL or the engine).
+fn execute(
+    state: &AppState,
+    id: &Identity,
+    db: Option<&str>,
+    st: Statement,
+) -> Result<Vec<Value>, ApiError> {
+    let p = &state.pipeline;
+    match st {
+        Statement::CreateDatabase(name) | Statement::DropDatabase(name)
+            if !id.can_manage_databases() =>
+        {
+            Err(ApiError::Forbidden(format!(
+                "user {:?} is not an admin: cannot create or drop database {name:?}",
+                id.name()
+            )))
+        }
+        Statement::CreateDatabase(name) => {
+            p.create_database(&name)?;
+            Ok(vec![])
+        }
+        Statement::DropDatabase(name) => {
+            p.drop_database(&name)?;
+            Ok(vec![])
+        }
+        Statement::ShowDatabases => {
+            let values = p
+                .databases()
+                .into_iter()
+                .filter(|d| id.can_read(d))
+                .map(|d| json!([d]))
+                .collect();
+            Ok(vec![series_obj(Some("databases"), &["name"], values)])
+        }
+        Statement::ShowRetentionPolicies(on) => {
+            let db = need_db(on, db)?;
+            check_read(id, &db)?;
+            if !p.database_exists(&db) {
+                return Err(ApiError::Query(format!("database not found: {db}")));
+            }
+            Ok(vec![series_obj(
+                None,
+                &[
+                    "name",
+                    "duration",
+                    "shardGroupDuration",
+                    "replicaN",
+                    "default",
+                ],
+                vec![json!(["autogen", "0s", "168h0m0s", 1, true])],
+            )])
+        }
+        Statement::ShowMeasurements(on) => {
+            let db = need_db(on, db)?;
+            check_read(id, &db)?;
+            let values: Vec<Value> = p
+                .schema(&db)?
+                .into_iter()
+                .map(|m| json!([m.name]))
+                .collect();
+            if values.is_empty() {
+                return Ok(vec![]);
+            }
+            Ok(vec![series_obj(Some("measurements"), &["name"], values)])
+        }
+        Statement::ShowTagKeys(on, from) => {
+            let db = need_db(on, db)?;
+            check_read(id, &db)?;
+            Ok(p.schema(&db)?
+                .into_iter()
+                .filter(|m| from.as_deref().is_none_or(|f| f == m.name))
+                .filter(|m| !m.tag_keys.is_empty())
+                .map(|m| {
+                    let values = m.tag_keys.iter().map(|k| json!([k])).collect();
+                    series_obj(Some(&m.name), &["tagKey"], values)
+                })
+                .collect())
+        }
+        Statement::ShowFieldKeys(on, from) => {
+            let db = need_db(on, db)?;
+            check_read(id, &db)?;
+            Ok(p.schema(&db)?
+                .into_iter()
+                .filter(|m| from.as_deref().is_none_or(|f| f == m.name))
+                .map(|m| {
+                    let values = m
+                        .fields
+                        .iter()
+                        .map(|(k, t)| json!([k, t.as_str()]))
+                        .collect();
+                    series_obj(Some(&m.name), &["fieldKey", "fieldType"], values)
+                })
+                .collect())
+        }
+        Statement::ShowTagValues { on, from, keys } => {
+            let db = need_db(on, db)?;
+            check_read(id, &db)?;
+            let mut out = Vec::new();
+            for m in p.schema(&db)? {
+                if from.as_deref().is_some_and(|f| f != m.name) {
+                    continue;
+                }
+                let wanted: Vec<String> = keys
+                    .iter()
+                    .filter(|k| m.tag_keys.contains(k))
+                    .cloned()
+                    .collect();
+                if wanted.is_empty() {
+                    continue;
+                }
+                let values: Vec<Value> = p
+                    .tag_values(&db, &m.name, &wanted)?
+                    .into_iter()
+                    .map(|(k, v)| json!([k, v]))
+                    .collect();
+                if !values.is_empty() {
+                    out.push(series_obj(Some(&m.name), &["key", "value"], values));
+                }
+            }
+            Ok(out)
+        }
+        Statement::ShowSeries(on, from) => {
+            let db = need_db(on, db)?;
+            check_read(id, &db)?;
+            let keys = p.series(&db, from.as_deref())?;
+            if keys.is_empty() {
+                return Ok(vec![]);
+            }
+            Ok(vec![series_obj(
+                None,
+                &["key"],
+                keys.into_iter().map(|k| json!([k])).collect(),
+            )])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_split_outside_quotes() {
+        assert_eq!(
+            split_statements("CREATE DATABASE \"a;b\"; SHOW DATABASES;;  "),
+            vec!["CREATE DATABASE \"a;b\"", "SHOW DATABASES"]
+        );
+        assert_eq!(split_statements("show databases"), vec!["show databases"]);
+    }
+
+    #[test]
+    fn statement_table() {
+        use Statement::*;
+        let s = |x: &str| Some(x.to_string());
+        let cases: &[(&str, Statement)] = &[
+            (
+                "CREATE DATABASE telegraf",
+                CreateDatabase("telegraf".into()),
+            ),
+            (
+                "create database \"my db\" WITH DURATION 1d",
+                CreateDatabase("my db".into()),
+            ),
+            ("DROP DATABASE x", DropDatabase("x".into())),
+            ("SHOW DATABASES", ShowDatabases),
+            (
+                "SHOW RETENTION POLICIES ON d",
+                ShowRetentionPolicies(s("d")),
+            ),
+            ("show measurements", ShowMeasurements(None)),
+            ("SHOW MEASUREMENTS ON \"d\"", ShowMeasurements(s("d"))),
+            ("SHOW TAG KEYS FROM cpu", ShowTagKeys(None, s("cpu"))),
+            (
+                "SHOW TAG KEYS ON d FROM \"cpu\"",
+                ShowTagKeys(s("d"), s("cpu")),
+            ),
+            ("SHOW FIELD KEYS ON d", ShowFieldKeys(s("d"), None)),
+            ("SHOW SERIES FROM cpu ON d", ShowSeries(s("d"), s("cpu"))),
+            (
+                "SHOW TAG VALUES FROM cpu WITH KEY = \"host\"",
+                ShowTagValues {
+                    on: None,
+                    from: s("cpu"),
+                    keys: vec!["host".into()],
+                },
+            ),
+            (
+                "SHOW TAG VALUES ON d WITH KEY IN (host, \"dc\")",
+                ShowTagValues {
+                    on: s("d"),
+                    from: None,
+                    keys: vec!["host".into(), "dc".into()],
+                },
+            ),
+        ];
+        for (q, want) in cases {
+            assert_eq!(&parse_statement(q).unwrap(), want, "{q}");
+        }
+    }
+
+    #[test]
+    fn unsupported_statements_name_what_was_found() {
+        assert!(parse_statement("SELECT * FROM cpu")
+            .unwrap_err()
+            .contains("/api/v1/sql"));
+        assert!(parse_statement("DELETE FROM cpu")
+            .unwrap_err()
+            .starts_with("found DELETE"));
+        assert!(parse_statement("SHOW MEASUREMENTS LIMIT 5")
+            .unwrap_err()
+            .contains("found LIMIT"));
+        assert!(parse_statement("CREATE DATABASE")
+            .unwrap_err()
+            .contains("expected identifier"));
+        assert!(parse_statement("CREATE DATABASE \"x")
+            .unwrap_err()
+            .contains("unterminated"));
+    }
+}

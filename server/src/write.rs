@@ -1,0 +1,490 @@
+//! `POST /write` (InfluxDB v1) and `POST /api/v2/write` (InfluxDB v2).
+//!
+//! Order of checks: parameters (cheap 400s first), permission, database,
+//! back-pressure, then the body is streamed under the size cap and the
+//! in-flight byte budget, decompressed and parsed on the CPU pool, submitted
+//! to the WAL, and answered 204 only once the WAL commit is durable.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Extension, RawQuery, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt;
+
+use crate::auth::Identity;
+use crate::error::{Api, ApiError};
+use crate::limit::BudgetPermit;
+use crate::params::Params;
+use crate::pipeline::{Format, Precision, RejectionKind, WriteRequest};
+use crate::AppState;
+
+/// Content types of the two msgpack forms (the ingest crate's constants,
+/// matched case-insensitively, parameters ignored).
+const MSGPACK_ROWS: &[&str] = &["application/msgpack", "application/x-msgpack"];
+const MSGPACK_COLUMNAR: &[&str] = &[
+    "application/vnd.chingest.columnar-msgpack.v1",
+    "application/vnd.hyperbytedb.columnar-msgpack.v1",
+];
+
+/// `POST /write`.
+pub async fn write_v1(
+    State(state): State<AppState>,
+    Extension(id): Extension<Identity>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let params = Params::parse(query.as_deref().unwrap_or(""));
+    match write(&state, &id, Api::V1, &params, &headers, body).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => {
+            record_failure(&e, Api::V1);
+            e.into_response_for(Api::V1)
+        }
+    }
+}
+
+/// `POST /api/v2/write`.
+pub async fn write_v2(
+    State(state): State<AppState>,
+    Extension(id): Extension<Identity>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let params = Params::parse(query.as_deref().unwrap_or(""));
+    match write(&state, &id, Api::V2, &params, &headers, body).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => {
+            record_failure(&e, Api::V2);
+            e.into_response_for(Api::V2)
+        }
+    }
+}
+
+fn record_failure(e: &ApiError, api: Api) {
+    let reason = match e {
+        ApiError::Overloaded { .. } => "overloaded",
+        ApiError::TooLarge { .. } => "too_large",
+        ApiError::BadRequest(_) => "invalid",
+        ApiError::Unprocessable(_) => "limit",
+        ApiError::AuthFailed | ApiError::AuthMissing | ApiError::Forbidden(_) => "auth",
+        ApiError::DatabaseNotFound(_) | ApiError::RetentionPolicyNotFound(_) => "not_found",
+        ApiError::BodyTimeout | ApiError::Timeout(_) => "timeout",
+        _ if e.status(api).is_server_error() => "server_error",
+        _ => "bad_request",
+    };
+    metrics::counter!("chingest_write_requests_failed_total", "reason" => reason).increment(1);
+}
+
+/// Parameters after validation.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct WriteParams {
+    pub(crate) db: String,
+    pub(crate) precision: Precision,
+}
+
+/// Validates v1 parameters: `db`, `rp`, `precision`, `consistency`.
+pub(crate) fn v1_params(p: &Params) -> Result<WriteParams, ApiError> {
+    let db = p.get_nonempty("db").ok_or(ApiError::DatabaseRequired)?;
+    check_rp(p.get_nonempty("rp"))?;
+    let precision = match p.get_nonempty("precision") {
+        None => Precision::Nanoseconds,
+        Some(s) => parse_precision_v1(s).ok_or_else(|| ApiError::InvalidPrecision {
+            given: s.to_string(),
+            expected: "ns, u, us, ms, s, m, h",
+        })?,
+    };
+    if let Some(c) = p.get_nonempty("consistency") {
+        if !matches!(c, "any" | "one" | "quorum" | "all") {
+            return Err(ApiError::InvalidConsistency);
+        }
+    }
+    Ok(WriteParams {
+        db: db.to_string(),
+        precision,
+    })
+}
+
+/// Validates v2 parameters: `bucket` (`db` or `db/rp`), `org` (accepted), `precision`.
+pub(crate) fn v2_params(p: &Params) -> Result<WriteParams, ApiError> {
+    let bucket = p.get_nonempty("bucket").ok_or(ApiError::DatabaseRequired)?;
+    let (db, rp) = match bucket.split_once('/') {
+        Some((db, rp)) => (db, Some(rp).filter(|r| !r.is_empty())),
+        None => (bucket, None),
+    };
+    if db.is_empty() {
+        return Err(ApiError::DatabaseRequired);
+    }
+    check_rp(rp)?;
+    let precision = match p.get_nonempty("precision") {
+        None => Precision::Nanoseconds,
+        Some("ns") => Precision::Nanoseconds,
+        Some("us") => Precision::Microseconds,
+        Some("ms") => Precision::Milliseconds,
+        Some("s") => Precision::Seconds,
+        Some(s) => {
+            return Err(ApiError::InvalidPrecision {
+                given: s.to_string(),
+                expected: "ns, us, ms, s",
+            })
+        }
+    };
+    Ok(WriteParams {
+        db: db.to_string(),
+        precision,
+    })
+}
+
+fn parse_precision_v1(s: &str) -> Option<Precision> {
+    Some(match s {
+        "ns" | "n" => Precision::Nanoseconds,
+        "u" | "us" | "µ" => Precision::Microseconds,
+        "ms" => Precision::Milliseconds,
+        "s" => Precision::Seconds,
+        "m" => Precision::Minutes,
+        "h" => Precision::Hours,
+        _ => return None,
+    })
+}
+
+/// Only the default retention policy exists.
+fn check_rp(rp: Option<&str>) -> Result<(), ApiError> {
+    match rp {
+        None | Some("autogen") => Ok(()),
+        Some(other) => Err(ApiError::RetentionPolicyNotFound(other.to_string())),
+    }
+}
+
+/// The body format for a `Content-Type` (line protocol unless a msgpack form).
+pub(crate) fn format_for(headers: &HeaderMap) -> Format {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let mime = ct.split(';').next().unwrap_or("").trim();
+    if MSGPACK_ROWS.iter().any(|m| mime.eq_ignore_ascii_case(m)) {
+        Format::MsgpackRows
+    } else if MSGPACK_COLUMNAR
+        .iter()
+        .any(|m| mime.eq_ignore_ascii_case(m))
+    {
+        Format::MsgpackColumnar
+    } else {
+        Format::LineProtocol
+    }
+}
+
+/// Whether the body is gzip (`Content-Encoding`, case-insensitive); other
+/// encodings but identity are refused.
+pub(crate) fn is_gzip(headers: &HeaderMap) -> Result<bool, ApiError> {
+    let Some(v) = headers.get(header::CONTENT_ENCODING) else {
+        return Ok(false);
+    };
+    let v = v.to_str().unwrap_or("").trim();
+    if v.eq_ignore_ascii_case("gzip") || v.eq_ignore_ascii_case("x-gzip") {
+        Ok(true)
+    } else if v.is_empty() || v.eq_ignore_ascii_case("identity") {
+        Ok(false)
+    } else {
+        Err(ApiError::UnsupportedEncoding(format!(
+            "unsupported Content-Encoding {v:?}: send identity or gzip"
+        )))
+    }
+}
+
+async fn write(
+    state: &AppState,
+    id: &Identity,
+    api: Api,
+    params: &Params,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(), ApiError> {
+    let started = Instant::now();
+    let WriteParams { db, precision } = match api {
+        Api::V1 => v1_params(params)?,
+        Api::V2 => v2_params(params)?,
+    };
+    if !id.can_write(&db) {
+        return Err(ApiError::Forbidden(format!(
+            "user {:?} is not authorized to write to database {db:?}",
+            id.name()
+        )));
+    }
+    let gzip = is_gzip(headers)?;
+    let format = format_for(headers);
+    let pipeline = state.pipeline.clone();
+    if !pipeline.database_exists(&db) {
+        if state.config.server.auto_create_databases {
+            let p = pipeline.clone();
+            let name = db.clone();
+            tokio::task::spawn_blocking(move || p.create_database(&name))
+                .await
+                .map_err(|e| ApiError::Internal(e.to_string()))??;
+        } else {
+            return Err(ApiError::DatabaseNotFound(db));
+        }
+    }
+    // Refuse before reading a byte when the storage side is behind.
+    state.limits.check_pipeline(&pipeline.stats())?;
+
+    let max = state.config.server.max_body_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max) {
+        return Err(ApiError::TooLarge { limit: max });
+    }
+    let mut permit = state.limits.bytes_permit(declared.unwrap_or(0))?;
+    let raw = read_body(state, body, max, &mut permit).await?;
+    let read_done = Instant::now();
+    metrics::histogram!("chingest_http_body_read_seconds")
+        .record((read_done - started).as_secs_f64());
+    metrics::counter!("chingest_http_body_bytes_total", "encoding" => if gzip { "gzip" } else { "identity" })
+        .increment(raw.len() as u64);
+
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    // CPU work (gunzip, parse, encode) on the blocking pool, bounded to the cores.
+    let cpu = state.limits.cpu_permit().await?;
+    let limits = state.limits.clone();
+    let db_for_cpu = db.clone();
+    let prepared = tokio::task::spawn_blocking(move || -> Result<_, ApiError> {
+        let _cpu = cpu;
+        let decompressed;
+        let body: &[u8] = if gzip {
+            let t = Instant::now();
+            decompressed = gunzip(&raw, max)?;
+            // Both buffers are alive until parsing is done.
+            permit.grow(&limits, (raw.len() + decompressed.len()) as u64)?;
+            metrics::histogram!("chingest_http_decompress_seconds")
+                .record(t.elapsed().as_secs_f64());
+            &decompressed
+        } else {
+            &raw
+        };
+        let prepared = pipeline.prepare(WriteRequest {
+            db: &db_for_cpu,
+            body,
+            format,
+            precision,
+            now_ns,
+        })?;
+        Ok((prepared, permit))
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("parse task failed: {e}")))?;
+    let (prepared, permit) = prepared?;
+
+    let rejection = prepared.rejection.clone();
+    let points = prepared.points;
+    if let Some(r) = &rejection {
+        let reason = match r.kind {
+            RejectionKind::Invalid => "invalid",
+            RejectionKind::Limit => "limit",
+        };
+        metrics::counter!("chingest_lines_rejected_total", "reason" => reason).increment(r.lines);
+        metrics::counter!("chingest_points_rejected_total", "reason" => reason)
+            .increment(r.dropped);
+    }
+    // Commit even when no point was accepted: new catalog records may need persisting.
+    let _points = if points > 0 {
+        Some(state.limits.points_permit(points)?)
+    } else {
+        None
+    };
+    let t = Instant::now();
+    state.pipeline.commit(prepared).await.map_err(|e| match e {
+        crate::pipeline::PipelineError::QueueFull => {
+            state.limits.overloaded("the WAL queue is full")
+        }
+        other => other.into(),
+    })?;
+    metrics::histogram!("chingest_http_wal_wait_seconds").record(t.elapsed().as_secs_f64());
+    metrics::counter!("chingest_points_accepted_total").increment(points);
+    drop(permit);
+    match rejection {
+        None => Ok(()),
+        Some(r) => match r.kind {
+            RejectionKind::Invalid => Err(ApiError::BadRequest(r.message)),
+            RejectionKind::Limit => Err(ApiError::Unprocessable(r.message)),
+        },
+    }
+}
+
+/// Streams the body under the size cap, the in-flight byte budget and the
+/// body read deadline.
+async fn read_body(
+    state: &AppState,
+    body: Body,
+    max: u64,
+    permit: &mut BudgetPermit,
+) -> Result<bytes::Bytes, ApiError> {
+    let deadline = tokio::time::Instant::now()
+        + std::time::Duration::from_secs(state.config.server.body_read_timeout_secs);
+    let mut body = body;
+    let mut buf = bytes::BytesMut::with_capacity(permit.bytes().min(max) as usize);
+    loop {
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => return Err(ApiError::BodyTimeout),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                return Err(ApiError::BadRequest(format!(
+                    "error reading the request body: {e}"
+                )))
+            }
+            Ok(Some(Ok(f))) => f,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let len = (buf.len() + data.len()) as u64;
+        if len > max {
+            drop(buf);
+            drain(body).await;
+            return Err(ApiError::TooLarge { limit: max });
+        }
+        if len > permit.bytes() {
+            permit.grow(&state.limits, len)?;
+        }
+        buf.extend_from_slice(&data);
+    }
+    Ok(buf.freeze())
+}
+
+/// Reads and discards what is left of a refused body (at most 64 MiB or one
+/// second), so a client that streams without `Content-Length` still reads the
+/// 413 instead of a connection reset.
+async fn drain(mut body: Body) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
+    let mut left: u64 = 64 << 20;
+    while let Ok(Some(Ok(frame))) = tokio::time::timeout_at(deadline, body.frame()).await {
+        let n = frame.data_ref().map_or(0, |d| d.len() as u64);
+        match left.checked_sub(n) {
+            Some(l) => left = l,
+            None => break,
+        }
+    }
+}
+
+/// Decompresses a gzip body (concatenated members too), refusing output beyond `max`.
+pub(crate) fn gunzip(raw: &[u8], max: u64) -> Result<Vec<u8>, ApiError> {
+    let mut out = Vec::with_capacity((raw.len() * 4).min(max as usize));
+    let mut dec = flate2::read::MultiGzDecoder::new(raw).take(max + 1);
+    dec.read_to_end(&mut out)
+        .map_err(|e| ApiError::BadRequest(format!("invalid gzip body: {e}")))?;
+    if out.len() as u64 > max {
+        return Err(ApiError::TooLarge { limit: max });
+    }
+    Ok(out)
+}
+
+/// Shared handle type for the state's pipeline.
+pub type SharedPipeline = Arc<dyn crate::pipeline::Pipeline>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Params {
+        Params::parse(s)
+    }
+
+    #[test]
+    fn v1_parameter_table() {
+        let ok = |q: &str, prec| {
+            assert_eq!(
+                v1_params(&p(q)).unwrap(),
+                WriteParams {
+                    db: "d".into(),
+                    precision: prec
+                },
+                "{q}"
+            )
+        };
+        ok("db=d", Precision::Nanoseconds);
+        ok("db=d&rp=autogen&precision=u", Precision::Microseconds);
+        ok("db=d&precision=us", Precision::Microseconds);
+        ok(
+            "db=d&precision=ms&consistency=quorum",
+            Precision::Milliseconds,
+        );
+        ok("db=d&precision=s", Precision::Seconds);
+        ok("db=d&precision=m", Precision::Minutes);
+        ok("db=d&precision=h&consistency=all", Precision::Hours);
+        let err = |q: &str| v1_params(&p(q)).unwrap_err().to_string();
+        assert_eq!(err(""), "database is required");
+        assert_eq!(err("db="), "database is required");
+        assert_eq!(err("db=d&consistency=most"), "invalid consistency level");
+        assert!(err("db=d&precision=x").starts_with("invalid precision \"x\""));
+        assert_eq!(
+            err("db=d&rp=weekly"),
+            "retention policy not found: \"weekly\""
+        );
+    }
+
+    #[test]
+    fn v2_parameter_table() {
+        assert_eq!(v2_params(&p("org=o&bucket=d&precision=s")).unwrap().db, "d");
+        assert_eq!(v2_params(&p("bucket=d%2Fautogen")).unwrap().db, "d");
+        assert!(matches!(
+            v2_params(&p("bucket=d/weekly")),
+            Err(ApiError::RetentionPolicyNotFound(_))
+        ));
+        assert!(matches!(
+            v2_params(&p("org=o")),
+            Err(ApiError::DatabaseRequired)
+        ));
+        assert!(matches!(
+            v2_params(&p("bucket=d&precision=h")),
+            Err(ApiError::InvalidPrecision { .. })
+        ));
+    }
+
+    #[test]
+    fn content_type_and_encoding() {
+        let mut h = HeaderMap::new();
+        assert_eq!(format_for(&h), Format::LineProtocol);
+        h.insert(
+            "content-type",
+            "Application/MsgPack; charset=x".parse().unwrap(),
+        );
+        assert_eq!(format_for(&h), Format::MsgpackRows);
+        h.insert(
+            "content-type",
+            "application/vnd.hyperbytedb.columnar-msgpack.v1"
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(format_for(&h), Format::MsgpackColumnar);
+        h.insert("content-encoding", "GZIP".parse().unwrap());
+        assert!(is_gzip(&h).unwrap());
+        h.insert("content-encoding", "br".parse().unwrap());
+        assert!(is_gzip(&h).is_err());
+    }
+
+    #[test]
+    fn gunzip_caps_the_output() {
+        use flate2::write::GzEncoder;
+        use std::io::Write;
+        let mut e = GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(&vec![b'a'; 10_000]).unwrap();
+        let gz = e.finish().unwrap();
+        assert_eq!(gunzip(&gz, 10_000).unwrap().len(), 10_000);
+        assert!(matches!(
+            gunzip(&gz, 9_999),
+            Err(ApiError::TooLarge { limit: 9_999 })
+        ));
+        assert!(matches!(
+            gunzip(b"not gzip", 100),
+            Err(ApiError::BadRequest(_))
+        ));
+    }
+}

@@ -1,0 +1,101 @@
+//! Back-pressure: a saturated server refuses at once with 503 (v1) / 429 (v2)
+//! and Retry-After; slow bodies time out with 408.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::*;
+
+#[test]
+fn saturated_server_answers_quickly_with_retry_after() {
+    let dir = data_dir();
+    let s = Spawn::new(dir.path())
+        .env("CHINGEST_SERVER__MAX_BODY_BYTES", "65536")
+        .env("CHINGEST_LIMITS__MAX_INFLIGHT_BYTES", "65536")
+        .env("CHINGEST_SERVER__BODY_READ_TIMEOUT_SECS", "3")
+        .env("CHINGEST_LIMITS__RETRY_AFTER_SECS", "2")
+        .env("CHINGEST_SERVER__HEADER_READ_TIMEOUT_SECS", "1")
+        .env("CHINGEST_LIMITS__MAX_UNFLUSHED_POINTS", "3")
+        // Nothing flushes on its own: unflushed points only grow.
+        .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
+        .env("CHINGEST_FLUSH__MAX_POINTS_PER_BATCH", "1000000")
+        .start();
+    s.query("CREATE DATABASE bp");
+
+    // A client that never finishes its headers is disconnected.
+    let mut stuck = TcpStream::connect(s.addr).unwrap();
+    stuck
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stuck
+        .write_all(b"POST /write?db=bp HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let started = Instant::now();
+    let (status, text) = read_response(&mut stuck);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "header read timeout"
+    );
+    assert!(status == 0 || status == 408, "{status} {text}");
+
+    // A slow client announces 60000 bytes and sends 10: the budget is held.
+    let mut slow = TcpStream::connect(s.addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    slow.write_all(
+        b"POST /write?db=bp HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\nm v=1\n####",
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let h: Value = s.get("/health").json().unwrap();
+        if h["inflight_bytes_available"].as_u64().unwrap() < 10_000 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slow request never reserved its bytes: {h}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started = Instant::now();
+    let r = s.post("/write?db=bp", vec![b'#'; 10_000]);
+    let elapsed = started.elapsed();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "2");
+    assert!(elapsed < Duration::from_secs(1), "refused in {elapsed:?}");
+    let body: Value = r.json().unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("in-flight bytes"),
+        "{body}"
+    );
+    let r = s.post("/api/v2/write?bucket=bp", vec![b'#'; 10_000]);
+    assert_eq!(r.status(), 429);
+    assert_eq!(r.headers()["retry-after"], "2");
+    assert_eq!(r.json::<Value>().unwrap()["code"], "too many requests");
+
+    // The slow client is cut off after the body read timeout.
+    let (status, _) = read_response(&mut slow);
+    assert_eq!(status, 408);
+    assert_eq!(
+        s.post("/write?db=bp", "m v=1 1").status(),
+        204,
+        "budget returned"
+    );
+
+    // Flush lag: 3 unflushed points is the limit.
+    assert_eq!(s.post("/write?db=bp", "m v=2 2\nm v=3 3").status(), 204);
+    let r = s.post("/write?db=bp", "m v=4 4");
+    assert_eq!(r.status(), 503);
+    assert!(r.headers().contains_key("retry-after"));
+    assert!(r.json::<Value>().unwrap()["error"]
+        .as_str()
+        .unwrap()
+        .contains("wait to reach the engine"));
+    let h = s.get("/health");
+    assert_eq!(h.status(), 503);
+    assert_eq!(h.json::<Value>().unwrap()["wal"]["unflushed_points"], 3);
+}
