@@ -51,7 +51,9 @@ pub struct FlushConfig {
     pub retry_initial_ms: u64,
     /// Longest retry delay. Default: 10,000 ms.
     pub retry_max_ms: u64,
-    /// Insert workers; 0 means one per engine connection. Default: 0.
+    /// Concurrent inserts (engine connections used); 0 means all of the
+    /// engine's connections. Default: 0. Twice as many workers run, so one
+    /// job's coalescing overlaps another's insert.
     pub workers: usize,
 }
 
@@ -169,11 +171,13 @@ impl Flusher {
             ..Default::default()
         }));
         let tables = Arc::new(Mutex::new(TableCache::default()));
-        let workers_n = match config.workers {
+        let inserts_n = match config.workers {
             0 => engine.pool_size(),
             n => n.min(engine.pool_size()),
         }
         .max(1);
+        let workers_n = 2 * inserts_n;
+        let inserts = Arc::new(Semaphore::new(inserts_n));
         let (job_tx, job_rx) = bounded::<Job>(workers_n);
         let (done_tx, done_rx) = unbounded::<JobDone>();
 
@@ -201,13 +205,20 @@ impl Flusher {
         coordinator.advance();
 
         let mut workers = Vec::with_capacity(workers_n);
+        let known = KnownSeries::default();
         for i in 0..workers_n {
-            let (engine, job_rx, done_tx, tables, status) =
-                (engine.clone(), job_rx.clone(), done_tx.clone(), tables.clone(), status.clone());
+            let (engine, job_rx, done_tx, tables, known, inserts) = (
+                engine.clone(),
+                job_rx.clone(),
+                done_tx.clone(),
+                tables.clone(),
+                known.clone(),
+                inserts.clone(),
+            );
             workers.push(
                 std::thread::Builder::new()
                     .name(format!("chingest-flush-{i}"))
-                    .spawn(move || worker(engine, job_rx, done_tx, tables, status))
+                    .spawn(move || worker(engine, job_rx, done_tx, tables, known, inserts))
                     .expect("spawn flush worker"),
             );
         }
@@ -521,30 +532,78 @@ impl Coordinator {
     }
 }
 
+/// Series ids already written to each database's series table by this
+/// process, so each series costs one series-table row, not one per flush.
+type KnownSeries = Arc<Mutex<HashMap<String, IdSet>>>;
+
+/// A set of series ids. They are xxh3 hashes already, so the set uses them
+/// as their own hash instead of hashing them again with SipHash.
+type IdSet = HashSet<u64, std::hash::BuildHasherDefault<IdHasher>>;
+
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed; fold anything else in for completeness.
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 fn worker(
     engine: Engine,
     jobs: Receiver<Job>,
     done: Sender<JobDone>,
     tables: Arc<Mutex<TableCache>>,
-    _status: Arc<Mutex<FlushStatus>>,
+    known: KnownSeries,
+    inserts: Arc<Semaphore>,
 ) {
     for job in jobs {
         let start = Instant::now();
-        let outcome = insert_job(&engine, &job, &tables);
+        // A panic is a failed job (retried), not a dead worker and a stuck flusher.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            insert_job(&engine, &job, &tables, &known, &inserts)
+        }))
+        .unwrap_or_else(|panic| {
+            let msg = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            Err(EngineError::Arrow(format!("flush job panicked: {msg}")))
+        });
         metrics::histogram!("chingest_flush_batch_seconds").record(start.elapsed().as_secs_f64());
         let _ = done.send(JobDone { key: job.key, parts: job.parts, outcome });
     }
 }
 
-fn insert_job(engine: &Engine, job: &Job, tables: &Mutex<TableCache>) -> Result<()> {
+fn insert_job(
+    engine: &Engine,
+    job: &Job,
+    tables: &Mutex<TableCache>,
+    known: &KnownSeries,
+    inserts: &Semaphore,
+) -> Result<()> {
     let (db, measurement) = &job.key;
     let build = Instant::now();
     let (batch, columns) = coalesce(&job.parts)?;
     metrics::histogram!("chingest_flush_arrow_build_seconds").record(build.elapsed().as_secs_f64());
+    let _permit = inserts.acquire();
     let conn = engine.connection();
     tables.lock().ensure(&conn, db, measurement, &columns)?;
     let rows = batch.num_rows();
-    let series = new_series(&batch, &columns);
+    let series = {
+        let known = known.lock();
+        new_series(&batch, &columns, known.get(db.as_str()))
+    };
     let insert = Instant::now();
     // One block → one part → atomic: keeps replay's `__seq` check exact.
     let settings = [
@@ -557,15 +616,26 @@ fn insert_job(engine: &Engine, job: &Job, tables: &Mutex<TableCache>) -> Result<
     metrics::histogram!("chingest_flush_batch_points").record(rows as f64);
     metrics::counter!("chingest_flush_points_total").increment(rows as u64);
     if let Some(series) = series {
+        let ids: Vec<u64> = series
+            .column(0)
+            .as_primitive::<arrow::datatypes::UInt64Type>()
+            .values()
+            .to_vec();
         let series = with_measurement(series, measurement)?;
         conn.insert_batch(&qualified(db, table::SERIES_TABLE), series, &[])?;
+        known.lock().entry(db.clone()).or_default().extend(ids);
     }
     Ok(())
 }
 
-/// The distinct series of `batch` as (series_id, series_key) rows, where the
-/// key is `tag=value` pairs sorted by tag, comma-separated, empty tags omitted.
-fn new_series(batch: &RecordBatch, columns: &[(String, ColumnKind)]) -> Option<RecordBatch> {
+/// The distinct series of `batch` not in `known`, as (series_id, series_key)
+/// rows, where the key is `tag=value` pairs sorted by tag, comma-separated,
+/// empty tags omitted; `None` when there are none.
+fn new_series(
+    batch: &RecordBatch,
+    columns: &[(String, ColumnKind)],
+    known: Option<&IdSet>,
+) -> Option<RecordBatch> {
     let ids = batch.column_by_name(table::SERIES_ID)?.as_primitive::<arrow::datatypes::UInt64Type>();
     let mut tags: Vec<(&str, &StringArray)> = columns
         .iter()
@@ -573,12 +643,12 @@ fn new_series(batch: &RecordBatch, columns: &[(String, ColumnKind)]) -> Option<R
         .filter_map(|(n, _)| Some((n.as_str(), batch.column_by_name(n)?.as_string::<i32>())))
         .collect();
     tags.sort_by_key(|(n, _)| *n);
-    let mut seen = HashSet::new();
+    let mut seen = IdSet::default();
     let mut out_ids = Vec::new();
     let mut out_keys = Vec::new();
     for row in 0..batch.num_rows() {
         let id = ids.value(row);
-        if !seen.insert(id) {
+        if known.is_some_and(|k| k.contains(&id)) || !seen.insert(id) {
             continue;
         }
         let key = tags
@@ -589,6 +659,9 @@ fn new_series(batch: &RecordBatch, columns: &[(String, ColumnKind)]) -> Option<R
             .join(",");
         out_ids.push(id);
         out_keys.push(key);
+    }
+    if out_ids.is_empty() {
+        return None;
     }
     let schema = Arc::new(Schema::new(vec![
         Field::new("series_id", DataType::UInt64, false),
@@ -608,6 +681,36 @@ fn with_measurement(series: RecordBatch, measurement: &str) -> Result<RecordBatc
     let mut cols = series.columns().to_vec();
     cols.push(Arc::new(StringArray::from_iter_values(std::iter::repeat_n(measurement, n))));
     RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(|e| EngineError::Arrow(e.to_string()))
+}
+
+/// A counting semaphore for the number of concurrent inserts.
+struct Semaphore {
+    free: Mutex<usize>,
+    freed: parking_lot::Condvar,
+}
+
+struct Permit<'a>(&'a Semaphore);
+
+impl Semaphore {
+    fn new(n: usize) -> Self {
+        Self { free: Mutex::new(n), freed: parking_lot::Condvar::new() }
+    }
+
+    fn acquire(&self) -> Permit<'_> {
+        let mut free = self.free.lock();
+        while *free == 0 {
+            self.freed.wait(&mut free);
+        }
+        *free -= 1;
+        Permit(self)
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock() += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 #[cfg(test)]

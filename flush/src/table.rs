@@ -289,14 +289,16 @@ pub fn coalesce(parts: &[Part]) -> Result<(RecordBatch, Vec<(String, ColumnKind)
         cols.push(series.clone());
         cols.push(Arc::new(UInt64Array::from_value(p.seq, n)));
         cols.push(Arc::new(UInt32Array::from_iter_values(0..n as u32)));
-        for (name, kind) in &columns {
-            cols.push(match b.column_by_name(name) {
+        for (i, (name, kind)) in columns.iter().enumerate() {
+            let col: ArrayRef = match b.column_by_name(name) {
                 Some(c) => c.clone(),
                 None if *kind == ColumnKind::Tag => {
                     Arc::new(StringArray::from_iter_values(std::iter::repeat_n("", n)))
                 }
                 None => new_null_array(&kind.arrow_type(), n),
-            });
+            };
+            let _ = i;
+            cols.push(col);
         }
         aligned.push(RecordBatch::try_new(schema.clone(), cols).map_err(arrow_err)?);
     }
