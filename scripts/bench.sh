@@ -12,7 +12,7 @@
 #   RATES requests/s per step (each request carries POINTS points)
 #   STEP_SECS (15)  MAX_IN_FLIGHT (64)  BUDGET_MS (250)  VUS (1,4,16,64)  CLOSED_STEP_SECS (10)
 #   FORMAT (lp | msgpack-row | msgpack-columnar)  GZIP (0)  POINTS (50000)  FILES (16)  HOSTS (1000)  FIELDS (6)
-#   RESULTS (test_results)  REPORT (docs/benchmarks-e2e.md)  SINK_PORT (18087)  CLIENT_RATES (1×,2×,4× the top rate)
+#   RESULTS (test_results)  REPORT (docs/benchmarks.md)  SINK_PORT (18087)  CLIENT_RATES (1×,2×,4× the top rate)
 #   SERVER_CONFIG_EXTRA: extra TOML appended to the generated server config
 #   SERVER_CMD: how to start the server; gets the config path appended
 #               (default: "<target>/release/chingest serve --config")
@@ -42,7 +42,7 @@ FILES=${FILES:-16}
 HOSTS=${HOSTS:-1000}
 FIELDS=${FIELDS:-6}
 RESULTS=${RESULTS:-test_results}
-REPORT=${REPORT:-docs/benchmarks-e2e.md}
+REPORT=${REPORT:-docs/benchmarks.md}
 SKIP_ENGINE=${SKIP_ENGINE:-0}
 SKIP_CLIENT_CEILING=${SKIP_CLIENT_CEILING:-0}
 SINK_PORT=${SINK_PORT:-18087}
@@ -90,6 +90,9 @@ if [ "$SKIP_ENGINE" != 1 ]; then
   else
     say "no flush bench yet (flush/benches/flush.rs): skipped"
   fi
+  say "wal: cargo bench -p wal --bench wal_commit"
+  WAL_BENCH_SECS=${WAL_BENCH_SECS:-3} WAL_BENCH_OUT="$RESULTS_ABS" cargo bench -p wal --bench wal_commit \
+    || say "wal_commit failed: the report will say 'not measured'"
 fi
 
 LOAD=$BIN/chingest-load

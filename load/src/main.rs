@@ -145,7 +145,7 @@ struct ReportArgs {
     #[arg(long, default_value = "test_results")]
     results: PathBuf,
     /// Markdown file to write.
-    #[arg(long, default_value = "docs/benchmarks-e2e.md")]
+    #[arg(long, default_value = "docs/benchmarks.md")]
     out: PathBuf,
     /// Base name of the ramp results.
     #[arg(long, default_value = "ramp")]
