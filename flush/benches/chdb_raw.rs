@@ -20,7 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use flush::arrow::array::{ArrayRef, Float64Array, RecordBatch, TimestampNanosecondArray, UInt64Array};
+use flush::arrow::array::{
+    ArrayRef, Float64Array, RecordBatch, TimestampNanosecondArray, UInt64Array,
+};
 use flush::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use flush::{quote_ident, Engine, EngineConfig};
 
@@ -37,15 +39,24 @@ struct Args {
 
 fn parse_args() -> Args {
     let env = |k: &str| std::env::var(k).ok();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let mut a = Args {
-        rows: env("CHDB_RAW_ROWS").and_then(|v| v.parse().ok()).unwrap_or(10_000_000),
+        rows: env("CHDB_RAW_ROWS")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10_000_000),
         workers: env("CHDB_RAW_WORKERS")
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
-        batch: env("CHDB_RAW_BATCH").and_then(|v| v.parse().ok()).unwrap_or(200_000),
+        batch: env("CHDB_RAW_BATCH")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200_000),
         data_dir: env("CHDB_RAW_DIR").map(PathBuf::from),
-        out: env("CHDB_RAW_OUT").map(PathBuf::from).unwrap_or(root.join("test_results")),
+        out: env("CHDB_RAW_OUT")
+            .map(PathBuf::from)
+            .unwrap_or(root.join("test_results")),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -77,25 +88,41 @@ struct Data {
 
 fn build_data(rows: usize, fields: usize) -> Data {
     let series: Vec<u64> = (0..rows as u64).map(|i| i % SERIES).collect();
-    let times: Vec<i64> = (0..rows as i64).map(|i| BASE_TIME_NS + i * 1_000_000).collect();
+    let times: Vec<i64> = (0..rows as i64)
+        .map(|i| BASE_TIME_NS + i * 1_000_000)
+        .collect();
     let sum_series = series.iter().sum();
     let sum_offset_ns = times.iter().map(|t| (*t - BASE_TIME_NS) as i128).sum();
     let mut fields_v = vec![
         Field::new("series_id", DataType::UInt64, false),
-        Field::new("time", DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())), false),
+        Field::new(
+            "time",
+            DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            false,
+        ),
     ];
     let mut columns: Vec<ArrayRef> = vec![
         Arc::new(UInt64Array::from(series)),
         Arc::new(TimestampNanosecondArray::from(times).with_timezone("UTC")),
     ];
     for f in 0..fields {
-        let name = if fields == 1 { "value".to_string() } else { format!("f{f}") };
+        let name = if fields == 1 {
+            "value".to_string()
+        } else {
+            format!("f{f}")
+        };
         fields_v.push(Field::new(name, DataType::Float64, false));
         columns.push(Arc::new(Float64Array::from_iter_values(
             (0..rows).map(|i| (i % 1000) as f64 * 0.5 + f as f64),
         )));
     }
-    Data { schema: Arc::new(Schema::new(fields_v)), columns, rows, sum_series, sum_offset_ns }
+    Data {
+        schema: Arc::new(Schema::new(fields_v)),
+        columns,
+        rows,
+        sum_series,
+        sum_offset_ns,
+    }
 }
 
 fn batches(data: &Data, batch: usize) -> Vec<RecordBatch> {
@@ -110,7 +137,10 @@ fn create_table(engine: &Engine, table: &str, fields: usize) {
     let cols = if fields == 1 {
         "value Float64".to_string()
     } else {
-        (0..fields).map(|f| format!("f{f} Float64")).collect::<Vec<_>>().join(", ")
+        (0..fields)
+            .map(|f| format!("f{f} Float64"))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     engine
         .execute(&format!(
@@ -200,12 +230,22 @@ fn main() {
             tmp.path().to_path_buf()
         }
     };
-    let engine = Engine::open(&EngineConfig { data_dir: data_dir.join("chdb"), connections: args.workers })
-        .expect("open engine");
-    let version = engine.query_text("SELECT version()").unwrap().trim().to_string();
+    let engine = Engine::open(&EngineConfig {
+        data_dir: data_dir.join("chdb"),
+        connections: args.workers,
+    })
+    .expect("open engine");
+    let version = engine
+        .query_text("SELECT version()")
+        .unwrap()
+        .trim()
+        .to_string();
     eprintln!(
         "chdb_raw: engine {version}, rows {}, workers {}, batch {}, data {}",
-        args.rows, args.workers, args.batch, data_dir.display()
+        args.rows,
+        args.workers,
+        args.batch,
+        data_dir.display()
     );
 
     eprintln!("building batches (untimed)...");
@@ -216,7 +256,9 @@ fn main() {
     let mut fresh_db = |engine: &Engine| {
         db_n += 1;
         let db = format!("chdb_raw_{db_n}");
-        engine.execute(&format!("DROP DATABASE IF EXISTS {db}")).unwrap();
+        engine
+            .execute(&format!("DROP DATABASE IF EXISTS {db}"))
+            .unwrap();
         engine.execute(&format!("CREATE DATABASE {db}")).unwrap();
         db
     };
@@ -224,8 +266,16 @@ fn main() {
     let mut record = |o: Outcome| {
         eprintln!(
             "  {:<44} {:>11} rows {:>8.3} s {:>12.0} rows/s {:>8.1} MB/s {}",
-            o.variant, o.rows, o.seconds, o.rows_per_s(), o.mb_per_s(),
-            if o.verified { "verified" } else { "NOT VERIFIED" }
+            o.variant,
+            o.rows,
+            o.seconds,
+            o.rows_per_s(),
+            o.mb_per_s(),
+            if o.verified {
+                "verified"
+            } else {
+                "NOT VERIFIED"
+            }
         );
         results.push(o);
     };
@@ -259,7 +309,10 @@ fn main() {
         let secs = run_insert(&engine, &tables, &work, args.workers);
         let verified = verify(&engine, &tables, &narrow, 1);
         record(Outcome {
-            variant: format!("{} connections → {} tables, narrow", args.workers, args.workers),
+            variant: format!(
+                "{} connections → {} tables, narrow",
+                args.workers, args.workers
+            ),
             rows: narrow.rows,
             seconds: secs,
             bytes: batch_bytes(&work),
@@ -366,24 +419,42 @@ fn host_block(data_dir: &Path, version: &str) -> Vec<(&'static str, String)> {
     let os = std::fs::read_to_string("/etc/os-release")
         .unwrap_or_default()
         .lines()
-        .find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|s| s.trim_matches('"').to_string()))
+        .find_map(|l| {
+            l.strip_prefix("PRETTY_NAME=")
+                .map(|s| s.trim_matches('"').to_string())
+        })
         .unwrap_or_else(|| "unknown".into());
-    let disk = sh("df", &["-h", "--output=source,fstype,size", &data_dir.to_string_lossy()])
-        .lines()
-        .nth(1)
-        .unwrap_or("unknown")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let disk = sh(
+        "df",
+        &[
+            "-h",
+            "--output=source,fstype,size",
+            &data_dir.to_string_lossy(),
+        ],
+    )
+    .lines()
+    .nth(1)
+    .unwrap_or("unknown")
+    .split_whitespace()
+    .collect::<Vec<_>>()
+    .join(" ");
     vec![
         ("cpu", cpu),
-        ("cores", std::thread::available_parallelism().map_or(0, |n| n.get()).to_string()),
+        (
+            "cores",
+            std::thread::available_parallelism()
+                .map_or(0, |n| n.get())
+                .to_string(),
+        ),
         ("memory", mem),
         ("disk", disk),
         ("os", os),
         ("kernel", sh("uname", &["-r"])),
         ("rustc", sh("rustc", &["--version"])),
-        ("chdb", format!("libchdb {version} (npm @chdb/lib-linux-x64-gnu@26.7.3-stable.1)")),
+        (
+            "chdb",
+            format!("libchdb {version} (npm @chdb/lib-linux-x64-gnu@26.7.3-stable.1)"),
+        ),
         ("commit", sh("git", &["rev-parse", "--short", "HEAD"])),
         ("date", sh("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"])),
     ]
@@ -403,11 +474,17 @@ fn write_reports(args: &Args, version: &str, results: &[Outcome], data_dir: &Pat
          parsing, WAL and fsync. MB/s counts 8 bytes per fixed-width value.\n\n",
         args.rows, args.workers, args.batch
     ));
-    md.push_str("| variant | rows | seconds | rows/s | MB/s | verified |\n|---|---:|---:|---:|---:|---|\n");
+    md.push_str(
+        "| variant | rows | seconds | rows/s | MB/s | verified |\n|---|---:|---:|---:|---:|---|\n",
+    );
     for r in results {
         md.push_str(&format!(
             "| {} | {} | {:.3} | {:.0} | {:.1} | {} |\n",
-            r.variant, r.rows, r.seconds, r.rows_per_s(), r.mb_per_s(),
+            r.variant,
+            r.rows,
+            r.seconds,
+            r.rows_per_s(),
+            r.mb_per_s(),
             if r.verified { "yes" } else { "NO" }
         ));
     }
@@ -424,7 +501,11 @@ fn write_reports(args: &Args, version: &str, results: &[Outcome], data_dir: &Pat
     ));
     js.push_str("  \"host\": {");
     js.push_str(
-        &host.iter().map(|(k, v)| format!("{}: {}", json_str(k), json_str(v))).collect::<Vec<_>>().join(", "),
+        &host
+            .iter()
+            .map(|(k, v)| format!("{}: {}", json_str(k), json_str(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
     );
     js.push_str("},\n  \"results\": [\n");
     let rows: Vec<String> = results

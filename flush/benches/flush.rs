@@ -18,7 +18,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use flush::arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array};
+use flush::arrow::array::{
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
+};
 use flush::arrow::datatypes::{DataType, Field, Schema};
 use flush::table::{coalesce, Part};
 use flush::{quote_ident, Engine, EngineConfig, FlushConfig, FlushWrite, Flusher, Resume};
@@ -34,7 +36,10 @@ fn arg(name: &str, env: &str, default: usize) -> usize {
             return it.next().and_then(|v| v.parse().ok()).unwrap_or(default);
         }
     }
-    std::env::var(env).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(env)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// One request: PER_REQUEST points of one measurement, in ingest's layout.
@@ -50,19 +55,29 @@ fn request(m: usize, r: usize) -> RecordBatch {
         Field::new("region", DataType::Utf8, false),
     ];
     let mut cols: Vec<ArrayRef> = vec![
-        Arc::new(Int64Array::from_iter_values((0..n).map(|i| base + (i / HOSTS) as i64 * 1_000_000_000))),
-        Arc::new(UInt64Array::from_iter_values((0..n).map(|i| ((m * HOSTS + i % HOSTS) as u64).wrapping_mul(0x9E3779B97F4A7C15)))),
+        Arc::new(Int64Array::from_iter_values(
+            (0..n).map(|i| base + (i / HOSTS) as i64 * 1_000_000_000),
+        )),
+        Arc::new(UInt64Array::from_iter_values((0..n).map(|i| {
+            ((m * HOSTS + i % HOSTS) as u64).wrapping_mul(0x9E3779B97F4A7C15)
+        }))),
         Arc::new(StringArray::from(host)),
         Arc::new(StringArray::from(region)),
     ];
     for f in 0..4 {
         fields.push(Field::new(format!("f{f}"), DataType::Float64, true));
-        cols.push(Arc::new(Float64Array::from_iter_values((0..n).map(|i| (i % 100) as f64 + f as f64))));
+        cols.push(Arc::new(Float64Array::from_iter_values(
+            (0..n).map(|i| (i % 100) as f64 + f as f64),
+        )));
     }
     fields.push(Field::new("count", DataType::Int64, true));
-    cols.push(Arc::new(Int64Array::from_iter_values((0..n).map(|i| i as i64))));
+    cols.push(Arc::new(Int64Array::from_iter_values(
+        (0..n).map(|i| i as i64),
+    )));
     fields.push(Field::new("ok", DataType::Boolean, true));
-    cols.push(Arc::new(BooleanArray::from_iter((0..n).map(|i| Some(i % 2 == 0)))));
+    cols.push(Arc::new(BooleanArray::from_iter(
+        (0..n).map(|i| Some(i % 2 == 0)),
+    )));
     RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
 }
 
@@ -84,12 +99,17 @@ fn main() {
     let requests = points / PER_REQUEST;
     let points = requests * PER_REQUEST;
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(&EngineConfig { data_dir: dir.path().join("chdb"), connections: workers }).unwrap();
+    let engine = Engine::open(&EngineConfig {
+        data_dir: dir.path().join("chdb"),
+        connections: workers,
+    })
+    .unwrap();
 
     eprintln!("flush bench: {points} points in {requests} requests of {PER_REQUEST}, up to {workers} connections");
     eprintln!("building requests (untimed)...");
-    let batches: Vec<(usize, RecordBatch)> =
-        (0..requests).map(|r| (r % MEASUREMENTS.len(), request(r % MEASUREMENTS.len(), r))).collect();
+    let batches: Vec<(usize, RecordBatch)> = (0..requests)
+        .map(|r| (r % MEASUREMENTS.len(), request(r % MEASUREMENTS.len(), r)))
+        .collect();
     let mut results = Vec::new();
     let mut run_no = 0;
     for conns in [1, workers] {
@@ -103,13 +123,21 @@ fn main() {
                 .iter()
                 .enumerate()
                 .filter(|(_, (bm, _))| *bm == mi)
-                .map(|(seq, (_, b))| Part { seq: seq as u64 + 1, batch: b.clone() })
+                .map(|(seq, (_, b))| Part {
+                    seq: seq as u64 + 1,
+                    batch: b.clone(),
+                })
                 .collect();
             for chunk in parts.chunks(4) {
                 let (b, cols) = coalesce(chunk).unwrap();
-                if jobs.iter().all(|(t, _)| !t.ends_with(&format!(".{}", quote_ident(m)))) {
+                if jobs
+                    .iter()
+                    .all(|(t, _)| !t.ends_with(&format!(".{}", quote_ident(m))))
+                {
                     let conn = engine.connection();
-                    flush::table::TableCache::default().ensure(&conn, &db, m, &cols).unwrap();
+                    flush::table::TableCache::default()
+                        .ensure(&conn, &db, m, &cols)
+                        .unwrap();
                 }
                 jobs.push((format!("{}.{}", quote_ident(&db), quote_ident(m)), b));
             }
@@ -130,7 +158,12 @@ fn main() {
         });
         let raw = start.elapsed().as_secs_f64();
         verify(&engine, &db, points);
-        results.push(Row { variant: "raw insert of the same rows (chdb_raw recipe)".into(), connections: conns, points, seconds: raw });
+        results.push(Row {
+            variant: "raw insert of the same rows (chdb_raw recipe)".into(),
+            connections: conns,
+            points,
+            seconds: raw,
+        });
 
         // The flusher, fed as the WAL feeds it.
         run_no += 1;
@@ -138,7 +171,11 @@ fn main() {
         let (tx, rx) = crossbeam_channel::unbounded::<(u64, FlushWrite)>();
         let flusher = Flusher::start(
             engine.clone(),
-            FlushConfig { workers: conns, max_age_ms: 100, ..Default::default() },
+            FlushConfig {
+                workers: conns,
+                max_age_ms: 100,
+                ..Default::default()
+            },
             rx,
             |m| m,
             Resume::default(),
@@ -147,8 +184,14 @@ fn main() {
         .unwrap();
         let start = Instant::now();
         for (seq, (mi, b)) in batches.iter().enumerate() {
-            tx.send((seq as u64 + 1, FlushWrite { db: db.clone(), tables: vec![(MEASUREMENTS[*mi].to_string(), b.clone())] }))
-                .unwrap();
+            tx.send((
+                seq as u64 + 1,
+                FlushWrite {
+                    db: db.clone(),
+                    tables: vec![(MEASUREMENTS[*mi].to_string(), b.clone())],
+                },
+            ))
+            .unwrap();
         }
         while flusher.status().flushed_seq < requests as u64 {
             std::thread::sleep(Duration::from_millis(2));
@@ -157,10 +200,21 @@ fn main() {
         drop(tx);
         flusher.join();
         verify(&engine, &db, points);
-        results.push(Row { variant: "flusher: entries → coalesce → insert".into(), connections: conns, points, seconds: secs });
+        results.push(Row {
+            variant: "flusher: entries → coalesce → insert".into(),
+            connections: conns,
+            points,
+            seconds: secs,
+        });
     }
     for r in &results {
-        eprintln!("  {:<48} {} conn {:>12.0} points/s ({:.3} s)", r.variant, r.connections, r.points as f64 / r.seconds, r.seconds);
+        eprintln!(
+            "  {:<48} {} conn {:>12.0} points/s ({:.3} s)",
+            r.variant,
+            r.connections,
+            r.points as f64 / r.seconds,
+            r.seconds
+        );
     }
     report(&results, workers);
 }
@@ -170,7 +224,11 @@ fn verify(engine: &Engine, db: &str, points: usize) {
         .iter()
         .map(|m| {
             engine
-                .query_text(&format!("SELECT count() FROM {}.{}", quote_ident(db), quote_ident(m)))
+                .query_text(&format!(
+                    "SELECT count() FROM {}.{}",
+                    quote_ident(db),
+                    quote_ident(m)
+                ))
                 .unwrap()
                 .trim()
                 .parse::<usize>()
@@ -182,7 +240,9 @@ fn verify(engine: &Engine, db: &str, points: usize) {
 
 fn report(results: &[Row], workers: usize) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let out = std::env::var("FLUSH_BENCH_OUT").map(Into::into).unwrap_or(root.join("test_results"));
+    let out = std::env::var("FLUSH_BENCH_OUT")
+        .map(Into::into)
+        .unwrap_or(root.join("test_results"));
     std::fs::create_dir_all(&out).unwrap();
     let sh = |c: &str, a: &[&str]| {
         std::process::Command::new(c)
@@ -202,7 +262,8 @@ fn report(results: &[Row], workers: usize) {
     );
     let mut json_rows = Vec::new();
     for pair in results.chunks(2) {
-        let ratio = (pair[1].points as f64 / pair[1].seconds) / (pair[0].points as f64 / pair[0].seconds);
+        let ratio =
+            (pair[1].points as f64 / pair[1].seconds) / (pair[0].points as f64 / pair[0].seconds);
         for (i, r) in pair.iter().enumerate() {
             let rate = r.points as f64 / r.seconds;
             md.push_str(&format!(
@@ -212,7 +273,11 @@ fn report(results: &[Row], workers: usize) {
                 r.points,
                 r.seconds,
                 rate,
-                if i == 1 { format!("{:.0}%", ratio * 100.0) } else { String::new() }
+                if i == 1 {
+                    format!("{:.0}%", ratio * 100.0)
+                } else {
+                    String::new()
+                }
             ));
             json_rows.push(format!(
                 "{{\"variant\": {:?}, \"connections\": {}, \"points\": {}, \"seconds\": {:.6}, \"points_per_s\": {:.0}, \"ratio_to_raw\": {}}}",

@@ -195,7 +195,9 @@ impl Engine {
         {
             let mut idle = self.inner.idle.lock();
             while idle.len() < self.inner.size && Instant::now() < deadline {
-                self.inner.returned.wait_for(&mut idle, Duration::from_millis(100));
+                self.inner
+                    .returned
+                    .wait_for(&mut idle, Duration::from_millis(100));
             }
             idle.clear();
         }
@@ -220,7 +222,9 @@ static LIVE: Mutex<Weak<Inner>> = Mutex::new(Weak::new());
 /// binary's static engine, a server that returns from `main`) can crash in
 /// the engine's global destructors while its background threads still run.
 extern "C" fn close_at_exit() {
-    let Some(inner) = LIVE.lock().upgrade() else { return };
+    let Some(inner) = LIVE.lock().upgrade() else {
+        return;
+    };
     let idle = std::mem::take(&mut *inner.idle.lock());
     let all_idle = idle.len() == inner.size;
     drop(idle);
@@ -315,10 +319,7 @@ impl PooledConnection {
         );
         if !settings.is_empty() {
             sql.push_str(" SETTINGS ");
-            let parts: Vec<String> = settings
-                .iter()
-                .map(|(k, v)| format!("{k} = {v}"))
-                .collect();
+            let parts: Vec<String> = settings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
             sql.push_str(&parts.join(", "));
         }
         let outcome = conn.query(&sql, OutputFormat::Null);

@@ -265,7 +265,9 @@ fn already_in_engine(
     let mut ranges: HashMap<Key, (u64, u64)> = HashMap::new();
     for (seq, w) in entries {
         for (m, _) in &w.tables {
-            let r = ranges.entry((w.db.clone(), m.clone())).or_insert((*seq, *seq));
+            let r = ranges
+                .entry((w.db.clone(), m.clone()))
+                .or_insert((*seq, *seq));
             r.0 = r.0.min(*seq);
             r.1 = r.1.max(*seq);
         }
@@ -289,7 +291,10 @@ fn already_in_engine(
         }
     }
     if !present.is_empty() {
-        tracing::info!(parts = present.len(), "replay: skipping parts the engine already holds");
+        tracing::info!(
+            parts = present.len(),
+            "replay: skipping parts the engine already holds"
+        );
     }
     Ok(present)
 }
@@ -304,7 +309,11 @@ struct Tracker {
 
 impl Tracker {
     fn new(flushed: u64) -> Self {
-        Self { watermark: flushed, remaining: HashMap::new(), done: BTreeSet::new() }
+        Self {
+            watermark: flushed,
+            remaining: HashMap::new(),
+            done: BTreeSet::new(),
+        }
     }
 
     fn register(&mut self, seq: u64, parts: usize) {
@@ -382,7 +391,12 @@ impl Coordinator {
         self.status.lock().pending_points += points;
     }
 
-    fn run<M>(mut self, committed: Receiver<M>, unpack: fn(M) -> (u64, FlushWrite), done: Receiver<JobDone>) {
+    fn run<M>(
+        mut self,
+        committed: Receiver<M>,
+        unpack: fn(M) -> (u64, FlushWrite),
+        done: Receiver<JobDone>,
+    ) {
         let none = HashSet::new();
         let tick = Duration::from_millis(20);
         let mut open = true;
@@ -411,10 +425,14 @@ impl Coordinator {
             }
             self.advance();
             self.dispatch(!open);
-            if !open && self.buffers.values().all(|b| b.parts.is_empty()) && self.in_flight.is_empty() {
+            if !open
+                && self.buffers.values().all(|b| b.parts.is_empty())
+                && self.in_flight.is_empty()
+            {
                 break;
             }
-            metrics::gauge!("chingest_flush_pending_points").set(self.status.lock().pending_points as f64);
+            metrics::gauge!("chingest_flush_pending_points")
+                .set(self.status.lock().pending_points as f64);
         }
         self.advance();
         drop(self.job_tx);
@@ -466,8 +484,15 @@ impl Coordinator {
                 parts.push(buf.parts.pop_front().expect("front exists"));
             }
             buf.points -= points;
-            buf.oldest = if buf.parts.is_empty() { None } else { Some(now) };
-            match self.job_tx.try_send(Job { key: key.clone(), parts }) {
+            buf.oldest = if buf.parts.is_empty() {
+                None
+            } else {
+                Some(now)
+            };
+            match self.job_tx.try_send(Job {
+                key: key.clone(),
+                parts,
+            }) {
                 Ok(()) => {
                     self.in_flight.insert(key);
                 }
@@ -581,7 +606,11 @@ fn worker(
             Err(EngineError::Arrow(format!("flush job panicked: {msg}")))
         });
         metrics::histogram!("chingest_flush_batch_seconds").record(start.elapsed().as_secs_f64());
-        let _ = done.send(JobDone { key: job.key, parts: job.parts, outcome });
+        let _ = done.send(JobDone {
+            key: job.key,
+            parts: job.parts,
+            outcome,
+        });
     }
 }
 
@@ -636,7 +665,9 @@ fn new_series(
     columns: &[(String, ColumnKind)],
     known: Option<&IdSet>,
 ) -> Option<RecordBatch> {
-    let ids = batch.column_by_name(table::SERIES_ID)?.as_primitive::<arrow::datatypes::UInt64Type>();
+    let ids = batch
+        .column_by_name(table::SERIES_ID)?
+        .as_primitive::<arrow::datatypes::UInt64Type>();
     let mut tags: Vec<(&str, &StringArray)> = columns
         .iter()
         .filter(|(_, k)| *k == ColumnKind::Tag)
@@ -669,18 +700,29 @@ fn new_series(
     ]));
     RecordBatch::try_new(
         schema,
-        vec![Arc::new(UInt64Array::from(out_ids)), Arc::new(StringArray::from(out_keys))],
+        vec![
+            Arc::new(UInt64Array::from(out_ids)),
+            Arc::new(StringArray::from(out_keys)),
+        ],
     )
     .ok()
 }
 
 fn with_measurement(series: RecordBatch, measurement: &str) -> Result<RecordBatch> {
     let n = series.num_rows();
-    let mut fields: Vec<Field> = series.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut fields: Vec<Field> = series
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
     fields.push(Field::new("measurement", DataType::Utf8, false));
     let mut cols = series.columns().to_vec();
-    cols.push(Arc::new(StringArray::from_iter_values(std::iter::repeat_n(measurement, n))));
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(|e| EngineError::Arrow(e.to_string()))
+    cols.push(Arc::new(StringArray::from_iter_values(
+        std::iter::repeat_n(measurement, n),
+    )));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+        .map_err(|e| EngineError::Arrow(e.to_string()))
 }
 
 /// A counting semaphore for the number of concurrent inserts.
@@ -693,7 +735,10 @@ struct Permit<'a>(&'a Semaphore);
 
 impl Semaphore {
     fn new(n: usize) -> Self {
-        Self { free: Mutex::new(n), freed: parking_lot::Condvar::new() }
+        Self {
+            free: Mutex::new(n),
+            freed: parking_lot::Condvar::new(),
+        }
     }
 
     fn acquire(&self) -> Permit<'_> {

@@ -29,9 +29,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{
-    new_null_array, ArrayRef, RecordBatch, StringArray, UInt32Array, UInt64Array,
-};
+use arrow::array::{new_null_array, ArrayRef, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow::compute::{cast, concat_batches};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
@@ -118,13 +116,15 @@ pub fn user_columns(schema: &Schema) -> Result<Vec<(String, ColumnKind)>> {
         .iter()
         .filter(|f| f.name() != TIME && f.name() != SERIES_ID)
         .map(|f| {
-            ColumnKind::of(f).map(|k| (f.name().clone(), k)).ok_or_else(|| {
-                EngineError::Arrow(format!(
-                    "column {:?} has type {} which the flusher does not store",
-                    f.name(),
-                    f.data_type()
-                ))
-            })
+            ColumnKind::of(f)
+                .map(|k| (f.name().clone(), k))
+                .ok_or_else(|| {
+                    EngineError::Arrow(format!(
+                        "column {:?} has type {} which the flusher does not store",
+                        f.name(),
+                        f.data_type()
+                    ))
+                })
         })
         .collect()
 }
@@ -147,7 +147,10 @@ impl TableCache {
         columns: &[(String, ColumnKind)],
     ) -> Result<()> {
         if !self.databases.contains(db) {
-            conn.execute(&format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(db)))?;
+            conn.execute(&format!(
+                "CREATE DATABASE IF NOT EXISTS {}",
+                quote_ident(db)
+            ))?;
             conn.execute(&format!(
                 "CREATE TABLE IF NOT EXISTS {} (series_id UInt64, measurement LowCardinality(String), \
                  series_key String) ENGINE = ReplacingMergeTree ORDER BY (measurement, series_id)",
@@ -215,7 +218,9 @@ fn describe(
     let text = String::from_utf8_lossy(&out);
     let mut cols = HashMap::new();
     for line in text.lines() {
-        let Some((name, ty)) = line.split_once('\t') else { continue };
+        let Some((name, ty)) = line.split_once('\t') else {
+            continue;
+        };
         let kind = match ty {
             "LowCardinality(String)" => ColumnKind::Tag,
             "Nullable(Float64)" => ColumnKind::Float,
@@ -269,7 +274,11 @@ pub fn coalesce(parts: &[Part]) -> Result<(RecordBatch, Vec<(String, ColumnKind)
         Field::new(ROW, DataType::UInt32, false),
     ];
     for (name, kind) in &columns {
-        fields.push(Field::new(name, kind.arrow_type(), *kind != ColumnKind::Tag));
+        fields.push(Field::new(
+            name,
+            kind.arrow_type(),
+            *kind != ColumnKind::Tag,
+        ));
     }
     let schema: SchemaRef = Arc::new(Schema::new(fields));
     let arrow_err = |e: arrow::error::ArrowError| EngineError::Arrow(e.to_string());
@@ -368,8 +377,14 @@ mod tests {
     #[test]
     fn coalesce_unions_columns_and_fills_gaps() {
         let parts = vec![
-            Part { seq: 5, batch: batch(&[("host", "a")], &[("usage", 1.0)], 10) },
-            Part { seq: 6, batch: batch(&[("region", "eu")], &[("idle", 2.0)], 20) },
+            Part {
+                seq: 5,
+                batch: batch(&[("host", "a")], &[("usage", 1.0)], 10),
+            },
+            Part {
+                seq: 6,
+                batch: batch(&[("region", "eu")], &[("idle", 2.0)], 20),
+            },
         ];
         let (b, cols) = coalesce(&parts).unwrap();
         assert_eq!(
@@ -382,13 +397,26 @@ mod tests {
             ]
         );
         assert_eq!(b.num_rows(), 2);
-        let host = b.column_by_name("host").unwrap().as_any().downcast_ref::<StringArray>().unwrap();
+        let host = b
+            .column_by_name("host")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
         assert_eq!((host.value(0), host.value(1)), ("a", ""));
         let usage = b.column_by_name("usage").unwrap();
         assert!(usage.is_valid(0) && usage.is_null(1));
-        let seq = b.column_by_name(SEQ).unwrap().as_any().downcast_ref::<UInt64Array>().unwrap();
+        let seq = b
+            .column_by_name(SEQ)
+            .unwrap()
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .unwrap();
         assert_eq!(seq.values(), &[5, 6]);
-        assert!(matches!(b.schema().field(0).data_type(), DataType::Timestamp(TimeUnit::Nanosecond, _)));
+        assert!(matches!(
+            b.schema().field(0).data_type(),
+            DataType::Timestamp(TimeUnit::Nanosecond, _)
+        ));
     }
 
     #[test]
@@ -408,7 +436,10 @@ mod tests {
         )
         .unwrap();
         let parts = vec![
-            Part { seq: 1, batch: batch(&[], &[("usage", 1.0)], 1) },
+            Part {
+                seq: 1,
+                batch: batch(&[], &[("usage", 1.0)], 1),
+            },
             Part { seq: 2, batch: b2 },
         ];
         assert!(coalesce(&parts).is_err());
@@ -419,7 +450,10 @@ mod tests {
         let sql = merged_select(
             "db",
             "cpu",
-            &[("host".into(), ColumnKind::Tag), ("usage".into(), ColumnKind::Float)],
+            &[
+                ("host".into(), ColumnKind::Tag),
+                ("usage".into(), ColumnKind::Float),
+            ],
         );
         assert_eq!(
             sql,

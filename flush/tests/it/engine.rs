@@ -93,7 +93,12 @@ fn columns_are_matched_by_name_not_position() {
     )
     .unwrap();
     engine().insert_batch(&table, batch, &[]).unwrap();
-    assert_eq!(engine().query_text(&format!("SELECT a, b FROM {table}")).unwrap(), "7\tx\n");
+    assert_eq!(
+        engine()
+            .query_text(&format!("SELECT a, b FROM {table}"))
+            .unwrap(),
+        "7\tx\n"
+    );
 }
 
 #[test]
@@ -101,7 +106,10 @@ fn bad_sql_is_an_error_with_the_engine_message() {
     let err = engine().execute("SELECT FROM WHERE ,").unwrap_err();
     match &err {
         EngineError::Query { message, statement } => {
-            assert!(message.contains("Syntax error"), "engine message: {message}");
+            assert!(
+                message.contains("Syntax error"),
+                "engine message: {message}"
+            );
             assert_eq!(statement, "SELECT FROM WHERE ,");
         }
         other => panic!("expected a query error, got {other:?}"),
@@ -110,7 +118,9 @@ fn bad_sql_is_an_error_with_the_engine_message() {
         .execute("SELECT * FROM no_such_db_anywhere.t")
         .unwrap_err();
     assert!(
-        err.engine_message().unwrap().contains("no_such_db_anywhere"),
+        err.engine_message()
+            .unwrap()
+            .contains("no_such_db_anywhere"),
         "{err}"
     );
 }
@@ -120,15 +130,21 @@ fn an_insert_into_a_missing_column_fails_cleanly() {
     let db = database("missingcol");
     let table = format!("{}.t", quote_ident(&db));
     engine()
-        .execute(&format!("CREATE TABLE {table} (a Int64) ENGINE = MergeTree ORDER BY a"))
+        .execute(&format!(
+            "CREATE TABLE {table} (a Int64) ENGINE = MergeTree ORDER BY a"
+        ))
         .unwrap();
     let schema = Arc::new(Schema::new(vec![Field::new("zzz", DataType::Int64, false)]));
-    let batch =
-        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![1]))]).unwrap();
+    let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![1]))]).unwrap();
     let err = engine().insert_batch(&table, batch, &[]).unwrap_err();
     assert!(err.engine_message().is_some(), "{err}");
     // The connection is still usable afterwards.
-    assert_eq!(engine().query_text(&format!("SELECT count() FROM {table}")).unwrap(), "0\n");
+    assert_eq!(
+        engine()
+            .query_text(&format!("SELECT count() FROM {table}"))
+            .unwrap(),
+        "0\n"
+    );
 }
 
 #[test]
@@ -145,9 +161,16 @@ fn insert_settings_reach_the_engine() {
     let batch =
         RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![1, 2, 3]))]).unwrap();
     let token = [("insert_deduplication_token", "'seq-1-3'".to_string())];
-    engine().insert_batch(&table, batch.clone(), &token).unwrap();
+    engine()
+        .insert_batch(&table, batch.clone(), &token)
+        .unwrap();
     engine().insert_batch(&table, batch, &token).unwrap();
-    assert_eq!(engine().query_text(&format!("SELECT count() FROM {table}")).unwrap(), "3\n");
+    assert_eq!(
+        engine()
+            .query_text(&format!("SELECT count() FROM {table}"))
+            .unwrap(),
+        "3\n"
+    );
 }
 
 #[test]
@@ -156,7 +179,9 @@ fn the_pool_serves_concurrent_users() {
         .map(|i| {
             std::thread::spawn(move || {
                 engine()
-                    .query_text(&format!("SELECT {i} + sleepEachRow(0.01) FROM numbers(3) LIMIT 1"))
+                    .query_text(&format!(
+                        "SELECT {i} + sleepEachRow(0.01) FROM numbers(3) LIMIT 1"
+                    ))
                     .unwrap()
             })
         })

@@ -38,12 +38,30 @@ fn batch(times: Vec<i64>, series: Vec<u64>, cols: Vec<Col>) -> RecordBatch {
     ];
     for c in cols {
         let (f, a): (Field, ArrayRef) = match c {
-            Col::Tag(n, v) => (Field::new(n, DataType::Utf8, false), Arc::new(StringArray::from(v))),
-            Col::F(n, v) => (Field::new(n, DataType::Float64, true), Arc::new(Float64Array::from(v))),
-            Col::I(n, v) => (Field::new(n, DataType::Int64, true), Arc::new(Int64Array::from(v))),
-            Col::U(n, v) => (Field::new(n, DataType::UInt64, true), Arc::new(UInt64Array::from(v))),
-            Col::S(n, v) => (Field::new(n, DataType::Utf8, true), Arc::new(StringArray::from(v))),
-            Col::B(n, v) => (Field::new(n, DataType::Boolean, true), Arc::new(BooleanArray::from(v))),
+            Col::Tag(n, v) => (
+                Field::new(n, DataType::Utf8, false),
+                Arc::new(StringArray::from(v)),
+            ),
+            Col::F(n, v) => (
+                Field::new(n, DataType::Float64, true),
+                Arc::new(Float64Array::from(v)),
+            ),
+            Col::I(n, v) => (
+                Field::new(n, DataType::Int64, true),
+                Arc::new(Int64Array::from(v)),
+            ),
+            Col::U(n, v) => (
+                Field::new(n, DataType::UInt64, true),
+                Arc::new(UInt64Array::from(v)),
+            ),
+            Col::S(n, v) => (
+                Field::new(n, DataType::Utf8, true),
+                Arc::new(StringArray::from(v)),
+            ),
+            Col::B(n, v) => (
+                Field::new(n, DataType::Boolean, true),
+                Arc::new(BooleanArray::from(v)),
+            ),
         };
         fields.push(f);
         arrays.push(a);
@@ -109,7 +127,11 @@ impl Stack {
         let wal = Arc::new(wal);
         let resume = Resume {
             flushed_seq: recovery.flushed_seq,
-            entries: recovery.entries.iter().map(|e| (e.seq, decode(&e.payload))).collect(),
+            entries: recovery
+                .entries
+                .iter()
+                .map(|e| (e.seq, decode(&e.payload)))
+                .collect(),
             skip: recovery.unreplayable().collect(),
         };
         let w = wal.clone();
@@ -119,17 +141,31 @@ impl Stack {
             rx,
             |c: wal::Committed<FlushWrite>| (c.seq, c.attachment),
             resume,
-            Box::new(move |seq| if mark { w.mark_flushed(seq).map_err(|e| e.to_string()) } else { Ok(()) }),
+            Box::new(move |seq| {
+                if mark {
+                    w.mark_flushed(seq).map_err(|e| e.to_string())
+                } else {
+                    Ok(())
+                }
+            }),
         )
         .unwrap();
-        Stack { wal, flusher: Some(flusher) }
+        Stack {
+            wal,
+            flusher: Some(flusher),
+        }
     }
 
     fn write(&self, w: FlushWrite) -> u64 {
         let points = w.points();
         let payload = encode(&w);
         self.wal
-            .submit(Entry { payload, points, meta: vec![], attachment: w })
+            .submit(Entry {
+                payload,
+                points,
+                meta: vec![],
+                attachment: w,
+            })
             .unwrap()
             .wait()
             .unwrap()
@@ -155,7 +191,10 @@ impl Stack {
 }
 
 fn fast() -> FlushConfig {
-    FlushConfig { max_age_ms: 50, ..Default::default() }
+    FlushConfig {
+        max_age_ms: 50,
+        ..Default::default()
+    }
 }
 
 fn q(sql: &str) -> String {
@@ -179,7 +218,10 @@ fn points_are_queryable_with_exact_values_and_types() {
                     Col::F("f", vec![Some(1.5), Some(-0.0), None]),
                     Col::I("i", vec![Some(i64::MIN), Some(i64::MAX), None]),
                     Col::U("u", vec![Some(u64::MAX), Some(0), None]),
-                    Col::S("s", vec![Some("quote \" and 'single'"), Some("new\nline"), None]),
+                    Col::S(
+                        "s",
+                        vec![Some("quote \" and 'single'"), Some("new\nline"), None],
+                    ),
                     Col::B("b", vec![Some(true), Some(false), None]),
                 ],
             ),
@@ -205,7 +247,10 @@ fn points_are_queryable_with_exact_values_and_types() {
     assert_eq!(stack.wal.stats().unflushed_points, 0);
     // The series table knows both tagged series.
     assert_eq!(
-        q(&format!("SELECT series_id, measurement, series_key FROM {}.__series FINAL ORDER BY series_id", quote_ident(&db))),
+        q(&format!(
+            "SELECT series_id, measurement, series_key FROM {}.__series FINAL ORDER BY series_id",
+            quote_ident(&db)
+        )),
         "1\tm\thost=a\n2\tm\thost=b\n3\tm\t\n"
     );
     stack.close();
@@ -219,13 +264,29 @@ fn schema_evolution_multiple_databases_and_measurements() {
     stack.write(FlushWrite {
         db: db1.clone(),
         tables: vec![
-            ("cpu".into(), batch(vec![1], vec![1], vec![Col::Tag("host", vec!["a"]), Col::F("usage", vec![Some(1.0)])])),
-            ("mem".into(), batch(vec![1], vec![2], vec![Col::I("free", vec![Some(10)])])),
+            (
+                "cpu".into(),
+                batch(
+                    vec![1],
+                    vec![1],
+                    vec![
+                        Col::Tag("host", vec!["a"]),
+                        Col::F("usage", vec![Some(1.0)]),
+                    ],
+                ),
+            ),
+            (
+                "mem".into(),
+                batch(vec![1], vec![2], vec![Col::I("free", vec![Some(10)])]),
+            ),
         ],
     });
     stack.write(FlushWrite {
         db: db2.clone(),
-        tables: vec![("cpu".into(), batch(vec![5], vec![9], vec![Col::B("up", vec![Some(true)])]))],
+        tables: vec![(
+            "cpu".into(),
+            batch(vec![5], vec![9], vec![Col::B("up", vec![Some(true)])]),
+        )],
     });
     let seq = stack.write(FlushWrite {
         db: db1.clone(),
@@ -234,7 +295,10 @@ fn schema_evolution_multiple_databases_and_measurements() {
             batch(
                 vec![2],
                 vec![3],
-                vec![Col::Tag("region", vec!["eu"]), Col::S("note", vec![Some("new")])],
+                vec![
+                    Col::Tag("region", vec!["eu"]),
+                    Col::S("note", vec![Some("new")]),
+                ],
             ),
         )],
     });
@@ -246,8 +310,14 @@ fn schema_evolution_multiple_databases_and_measurements() {
         )),
         "1\ta\t\t1\t\\N\n2\t\teu\t\\N\tnew\n"
     );
-    assert_eq!(q(&format!("SELECT free FROM {}.mem", quote_ident(&db1))), "10\n");
-    assert_eq!(q(&format!("SELECT up FROM {}.cpu", quote_ident(&db2))), "true\n");
+    assert_eq!(
+        q(&format!("SELECT free FROM {}.mem", quote_ident(&db1))),
+        "10\n"
+    );
+    assert_eq!(
+        q(&format!("SELECT up FROM {}.cpu", quote_ident(&db2))),
+        "true\n"
+    );
     stack.close();
 }
 
@@ -277,7 +347,14 @@ fn a_later_write_of_the_same_point_wins_field_by_field() {
         db: db.clone(),
         tables: vec![(
             "cpu".into(),
-            batch(vec![100], vec![7], vec![Col::Tag("host", vec!["a"]), Col::F("usage", vec![Some(2.0)])]),
+            batch(
+                vec![100],
+                vec![7],
+                vec![
+                    Col::Tag("host", vec!["a"]),
+                    Col::F("usage", vec![Some(2.0)]),
+                ],
+            ),
         )],
     });
     stack.wait_flushed(seq);
@@ -286,11 +363,16 @@ fn a_later_write_of_the_same_point_wins_field_by_field() {
     drop(conn);
     let merged = merged_select(&db, "cpu", &cols);
     assert_eq!(
-        q(&format!("SELECT toUnixTimestamp64Nano(time), host, usage, idle FROM ({merged}) ORDER BY time")),
+        q(&format!(
+            "SELECT toUnixTimestamp64Nano(time), host, usage, idle FROM ({merged}) ORDER BY time"
+        )),
         "10\ta\t0.1\t9\n20\ta\t0.2\t9\n100\ta\t2\t5\n"
     );
     // The raw table keeps both writes (4 rows); the read form merges them.
-    assert_eq!(q(&format!("SELECT count() FROM {}.cpu", quote_ident(&db))), "4\n");
+    assert_eq!(
+        q(&format!("SELECT count() FROM {}.cpu", quote_ident(&db))),
+        "4\n"
+    );
     stack.close();
 }
 
@@ -315,18 +397,29 @@ fn replay_after_a_crash_between_insert_and_mark_is_exactly_once() {
     stack.write(write(100));
     let last = stack.write(write(50));
     let deadline = Instant::now() + Duration::from_secs(30);
-    let count = |t: &str| engine().query_text(&format!("SELECT count() FROM {t}")).unwrap_or_default();
+    let count = |t: &str| {
+        engine()
+            .query_text(&format!("SELECT count() FROM {t}"))
+            .unwrap_or_default()
+    };
     while count(&table) != "150\n" {
         assert!(Instant::now() < deadline, "rows never reached the engine");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(stack.wal.stats().flushed_seq, 0, "the crash window: engine has it, WAL does not know");
+    assert_eq!(
+        stack.wal.stats().flushed_seq,
+        0,
+        "the crash window: engine has it, WAL does not know"
+    );
     stack.close();
 
     // Second life: the WAL replays both entries; the engine already has them.
     let stack = Stack::open(dir.path(), true, fast());
     stack.wait_flushed(last);
-    assert_eq!(q(&format!("SELECT count(), sum(usage) FROM {table}")), "150\n6175\n".replace("\n6175", "\t6175"));
+    assert_eq!(
+        q(&format!("SELECT count(), sum(usage) FROM {table}")),
+        "150\n6175\n".replace("\n6175", "\t6175")
+    );
     // A new write after recovery flushes normally.
     let seq = stack.write(write(10));
     assert!(seq > last);
@@ -344,17 +437,27 @@ fn a_flush_failure_is_retried_until_the_engine_accepts_it() {
     let stack = Stack::open(
         dir.path(),
         true,
-        FlushConfig { max_age_ms: 20, retry_initial_ms: 20, retry_max_ms: 100, ..Default::default() },
+        FlushConfig {
+            max_age_ms: 20,
+            retry_initial_ms: 20,
+            retry_max_ms: 100,
+            ..Default::default()
+        },
     );
     let one = |v: f64, t: i64| FlushWrite {
         db: db.clone(),
-        tables: vec![("cpu".into(), batch(vec![t], vec![1], vec![Col::F("usage", vec![Some(v)])]))],
+        tables: vec![(
+            "cpu".into(),
+            batch(vec![t], vec![1], vec![Col::F("usage", vec![Some(v)])]),
+        )],
     };
     let first = stack.write(one(1.0, 1));
     stack.wait_flushed(first);
     // Make the engine refuse the next insert.
     engine()
-        .execute(&format!("ALTER TABLE {table} ADD CONSTRAINT positive CHECK usage > 0"))
+        .execute(&format!(
+            "ALTER TABLE {table} ADD CONSTRAINT positive CHECK usage > 0"
+        ))
         .unwrap();
     let bad = stack.write(one(-5.0, 2));
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -363,17 +466,36 @@ fn a_flush_failure_is_retried_until_the_engine_accepts_it() {
         if st.consecutive_failures >= 2 {
             break st;
         }
-        assert!(Instant::now() < deadline, "the failure never surfaced: {st:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the failure never surfaced: {st:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(st.last_error.as_deref().unwrap().contains("positive"), "{st:?}");
-    assert_eq!(st.flushed_seq, first, "nothing past the failing entry is marked flushed");
+    assert!(
+        st.last_error.as_deref().unwrap().contains("positive"),
+        "{st:?}"
+    );
+    assert_eq!(
+        st.flushed_seq, first,
+        "nothing past the failing entry is marked flushed"
+    );
     assert_eq!(stack.wal.stats().unflushed_points, 1);
     // The operator fixes the engine; the retry gets the point in.
-    engine().execute(&format!("ALTER TABLE {table} DROP CONSTRAINT positive")).unwrap();
+    engine()
+        .execute(&format!("ALTER TABLE {table} DROP CONSTRAINT positive"))
+        .unwrap();
     stack.wait_flushed(bad);
-    assert_eq!(q(&format!("SELECT usage FROM {table} ORDER BY time")), "1\n-5\n");
-    assert!(stack.flusher.as_ref().unwrap().status().last_error.is_none());
+    assert_eq!(
+        q(&format!("SELECT usage FROM {table} ORDER BY time")),
+        "1\n-5\n"
+    );
+    assert!(stack
+        .flusher
+        .as_ref()
+        .unwrap()
+        .status()
+        .last_error
+        .is_none());
     stack.close();
 }
-
