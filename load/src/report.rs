@@ -746,9 +746,15 @@ pub fn every_layer_markdown(inp: &ReportInputs) -> String {
 fn components_section(dir: &Path) -> String {
     let mut o = String::from("\n## Component benchmarks of this run\n");
     for (file, title) in [
-        ("chdb_raw.md", "Engine ceiling (`cargo bench -p flush --bench chdb_raw`)"),
+        (
+            "chdb_raw.md",
+            "Engine ceiling (`cargo bench -p flush --bench chdb_raw`)",
+        ),
         ("flush.md", "Flush (`cargo bench -p flush --bench flush`)"),
-        ("wal_commit.md", "WAL durable commits (`cargo bench -p wal --bench wal_commit`)"),
+        (
+            "wal_commit.md",
+            "WAL durable commits (`cargo bench -p wal --bench wal_commit`)",
+        ),
     ] {
         let _ = writeln!(o, "\n### {title}\n");
         match std::fs::read_to_string(dir.join(file)) {

@@ -150,11 +150,15 @@ fn sigkill_then_restart_replays_every_acknowledged_point() {
 #[test]
 fn second_signal_exits_immediately() {
     let dir = data_dir();
-    let mut s = Spawn::new(dir.path()).env("CHINGEST_FLUSH__MAX_AGE_MS", "600000").start();
+    let mut s = Spawn::new(dir.path())
+        .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
+        .start();
     s.query("CREATE DATABASE ss");
     assert_eq!(s.post("/write?db=ss", "m v=1i 1\nm v=2i 2\n").status(), 204);
     let mut stuck = TcpStream::connect(s.addr).unwrap();
-    stuck.write_all(b"POST /write?db=ss HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nm v=").unwrap();
+    stuck
+        .write_all(b"POST /write?db=ss HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nm v=")
+        .unwrap();
     std::thread::sleep(Duration::from_millis(200));
     s.signal("TERM");
     std::thread::sleep(Duration::from_millis(300));
@@ -167,5 +171,8 @@ fn second_signal_exits_immediately() {
     drop(s);
     let s2 = Spawn::new(dir.path()).start();
     let rows = s2.sql_until("SELECT v FROM ss.m ORDER BY v", 2);
-    assert_eq!(rows, vec![serde_json::json!({"v": 1}), serde_json::json!({"v": 2})]);
+    assert_eq!(
+        rows,
+        vec![serde_json::json!({"v": 1}), serde_json::json!({"v": 2})]
+    );
 }
