@@ -634,12 +634,7 @@ fn insert_job(
         new_series(&batch, &columns, known.get(db.as_str()))
     };
     let insert = Instant::now();
-    // One block → one part → atomic: keeps replay's `__seq` check exact.
-    let settings = [
-        ("max_insert_block_size", (rows + 1).to_string()),
-        ("min_insert_block_size_rows", "0".to_string()),
-        ("min_insert_block_size_bytes", "0".to_string()),
-    ];
+    let settings = table::single_part_settings(rows);
     conn.insert_batch(&qualified(db, measurement), batch, &settings)?;
     metrics::histogram!("chingest_chdb_insert_seconds").record(insert.elapsed().as_secs_f64());
     metrics::histogram!("chingest_flush_batch_points").record(rows as f64);

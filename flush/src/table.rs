@@ -315,6 +315,17 @@ pub fn coalesce(parts: &[Part]) -> Result<(RecordBatch, Vec<(String, ColumnKind)
     Ok((batch, columns))
 }
 
+/// INSERT settings that make a batch of `rows` rows land as one block, hence
+/// one part, atomically: what keeps replay's `__seq` check exact.
+pub fn single_part_settings(rows: usize) -> Vec<(&'static str, String)> {
+    vec![
+        ("max_insert_block_size", (rows + 1).to_string()),
+        ("max_block_size", (rows + 1).to_string()),
+        ("min_insert_block_size_rows", (rows + 1).to_string()),
+        ("min_insert_block_size_bytes", "0".to_string()),
+    ]
+}
+
 /// The read form that applies InfluxDB's point identity to `db`.`measurement`:
 /// one row per (series, time), each field the value of the latest write that
 /// carried it (`argMaxIf` over the version `(__seq, __row)`), each tag as

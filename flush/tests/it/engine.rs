@@ -202,3 +202,35 @@ fn a_second_data_path_in_one_process_is_refused() {
     .unwrap_err();
     assert!(matches!(err, EngineError::PathConflict { .. }), "{err:?}");
 }
+
+#[test]
+fn a_large_batch_lands_as_one_part() {
+    // The flusher's exactly-once replay relies on an insert being one part;
+    // without these settings this insert lands as 5 parts.
+    let db = database("onepart");
+    let table = format!("{}.t", quote_ident(&db));
+    engine()
+        .execute(&format!(
+            "CREATE TABLE {table} (a Int64) ENGINE = MergeTree ORDER BY a"
+        ))
+        .unwrap();
+    let rows = 300_000; // several times the engine's default block of 65,409 rows
+    let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, false)]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![Arc::new(Int64Array::from_iter_values(0..rows as i64))],
+    )
+    .unwrap();
+    engine()
+        .insert_batch(&table, batch, &flush::table::single_part_settings(rows))
+        .unwrap();
+    assert_eq!(
+        engine()
+            .query_text(&format!(
+                "SELECT count(), sum(rows) FROM system.parts \
+                 WHERE database = '{db}' AND table = 't' AND active"
+            ))
+            .unwrap(),
+        format!("1\t{rows}\n")
+    );
+}
