@@ -17,7 +17,7 @@ use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::Resolution;
-use crate::point::{FieldType, FieldValue, ParsedBatch};
+use crate::point::{extend_short, FieldType, FieldValue, ParsedBatch};
 
 /// One measurement's batch of a write.
 #[derive(Debug, Clone)]
@@ -58,14 +58,14 @@ impl StrCol {
             }
         }
     }
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, row: usize, v: &[u8]) -> Result<(), ArrowError> {
         if row > self.len() {
             self.pad(row);
         }
         // UTF-8 is validated once per column in `finish` (whole buffer + offsets on char
         // boundaries, which implies every value is valid).
-        self.data.extend_from_slice(v);
+        extend_short(&mut self.data, v);
         let end = i32::try_from(self.data.len())
             .map_err(|_| ArrowError::ComputeError("string column exceeds 2 GiB".into()))?;
         self.offsets.push(end);

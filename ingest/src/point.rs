@@ -271,13 +271,17 @@ pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     if n != b.len() {
         return false;
     }
-    if n < 8 {
-        let (mut x, mut y) = (0u64, 0u64);
-        for i in 0..n {
-            x = (x << 8) | a[i] as u64;
-            y = (y << 8) | b[i] as u64;
-        }
-        x == y
+    if n < 4 {
+        // Indices 0, n/2 and n-1 cover every byte of a 1–3 byte name.
+        n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1])
+    } else if n < 8 {
+        // Two overlapping 4-byte words cover 4–7 bytes.
+        let word = |s: &[u8], i: usize| {
+            let mut w = [0u8; 4];
+            w.copy_from_slice(&s[i..i + 4]);
+            u32::from_le_bytes(w)
+        };
+        word(a, 0) == word(b, 0) && word(a, n - 4) == word(b, n - 4)
     } else if n <= 16 {
         let word = |s: &[u8], i: usize| {
             let mut w = [0u8; 8];
@@ -287,6 +291,42 @@ pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
         word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8)
     } else {
         a == b
+    }
+}
+
+/// `out.extend_from_slice(v)` without a `memcpy` call for the short names and tag values
+/// payloads usually hold
+/// (the call and its size dispatch cost more than copying a dozen bytes).
+#[inline(always)]
+pub(crate) fn extend_short(out: &mut Vec<u8>, v: &[u8]) {
+    if v.len() > 16 {
+        out.extend_from_slice(v);
+        return;
+    }
+    out.reserve(v.len());
+    let (len, n) = (out.len(), v.len());
+    // SAFETY: `reserve` guarantees `n` writable bytes after `len`; every write below stays in
+    // `[len, len + n)` (two possibly overlapping words cover lengths 4..=16), reads stay in
+    // `v`, and exactly those `n` bytes are initialised before `set_len`.
+    unsafe {
+        let dst = out.as_mut_ptr().add(len);
+        let src = v.as_ptr();
+        if n >= 8 {
+            let a = std::ptr::read_unaligned(src as *const u64);
+            let b = std::ptr::read_unaligned(src.add(n - 8) as *const u64);
+            std::ptr::write_unaligned(dst as *mut u64, a);
+            std::ptr::write_unaligned(dst.add(n - 8) as *mut u64, b);
+        } else if n >= 4 {
+            let a = std::ptr::read_unaligned(src as *const u32);
+            let b = std::ptr::read_unaligned(src.add(n - 4) as *const u32);
+            std::ptr::write_unaligned(dst as *mut u32, a);
+            std::ptr::write_unaligned(dst.add(n - 4) as *mut u32, b);
+        } else {
+            for i in 0..n {
+                *dst.add(i) = *src.add(i);
+            }
+        }
+        out.set_len(len + n);
     }
 }
 
@@ -323,5 +363,23 @@ mod tests {
         let b: ParsedBatch<'_> = ParsedBatch::with_capacity(1, 1, 1);
         assert!(b.tags.is_empty());
         assert_eq!(b.tags.capacity(), cap);
+    }
+
+    #[test]
+    fn same_is_byte_equality_at_every_length() {
+        let base: Vec<u8> = (0..40u8).map(|i| b'a' + i % 26).collect();
+        for n in 0..=base.len() {
+            let a = &base[..n];
+            let copy = a.to_vec();
+            assert!(same(a, &copy), "len {n}");
+            for k in 0..n {
+                let mut c = a.to_vec();
+                c[k] ^= 0x20;
+                assert!(!same(a, &c), "len {n}, differs at {k}");
+            }
+            if n > 0 {
+                assert!(!same(a, &base[..n - 1]));
+            }
+        }
     }
 }
