@@ -123,6 +123,7 @@ pub struct FlushStatus {
 /// The running flusher.
 pub struct Flusher {
     status: Arc<Mutex<FlushStatus>>,
+    control: Sender<Control>,
     coordinator: Option<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
     tables: Arc<Mutex<TableCache>>,
@@ -145,6 +146,16 @@ type Key = (String, String);
 struct Job {
     key: Key,
     parts: Vec<Part>,
+}
+
+/// Requests to the coordinator from other threads.
+enum Control {
+    /// Discard `db`'s data up to `up_to_seq`; answer once none of it is in flight.
+    DropDatabase {
+        db: String,
+        up_to_seq: u64,
+        done: Sender<()>,
+    },
 }
 
 struct JobDone {
@@ -180,6 +191,7 @@ impl Flusher {
         let inserts = Arc::new(Semaphore::new(inserts_n));
         let (job_tx, job_rx) = bounded::<Job>(workers_n);
         let (done_tx, done_rx) = unbounded::<JobDone>();
+        let (control_tx, control_rx) = unbounded::<Control>();
 
         let mut tracker = Tracker::new(resume.flushed_seq);
         for r in &resume.skip {
@@ -197,6 +209,8 @@ impl Flusher {
             status: status.clone(),
             mark_flushed,
             job_tx,
+            dropped: HashMap::new(),
+            drop_waiters: Vec::new(),
         };
         let replay = already_in_engine(&engine, &resume.entries)?;
         for (seq, write) in resume.entries {
@@ -225,10 +239,11 @@ impl Flusher {
         drop(done_tx);
         let coordinator = std::thread::Builder::new()
             .name("chingest-flush".into())
-            .spawn(move || coordinator.run(committed, unpack, done_rx))
+            .spawn(move || coordinator.run(committed, unpack, done_rx, control_rx))
             .expect("spawn flush coordinator");
         Ok(Flusher {
             status,
+            control: control_tx,
             coordinator: Some(coordinator),
             workers,
             tables,
@@ -243,6 +258,24 @@ impl Flusher {
     /// Forgets cached table state of `db` (call after dropping it).
     pub fn forget_database(&self, db: &str) {
         self.tables.lock().forget_database(db);
+    }
+
+    /// `DROP DATABASE` support: discards every part of `db` with a sequence at
+    /// or below `up_to_seq` (buffered, or still to arrive from the WAL) as if
+    /// flushed, and returns once no insert into `db` is running, so dropping
+    /// the engine's database afterwards cannot be undone by a late insert.
+    /// Writes with later sequences (a re-created database) flush normally.
+    pub fn drop_database(&self, db: &str, up_to_seq: u64) {
+        let (done, wait) = bounded(1);
+        let sent = self.control.send(Control::DropDatabase {
+            db: db.to_string(),
+            up_to_seq,
+            done,
+        });
+        if sent.is_ok() {
+            let _ = wait.recv();
+        }
+        self.forget_database(db);
     }
 
     /// Waits until the committed channel has disconnected (the WAL shut down)
@@ -369,6 +402,11 @@ struct Coordinator {
     status: Arc<Mutex<FlushStatus>>,
     mark_flushed: MarkFlushed,
     job_tx: Sender<Job>,
+    /// Dropped databases: parts of theirs with a sequence at or below the
+    /// value are discarded, buffered or still to arrive.
+    dropped: HashMap<String, u64>,
+    /// Drop requests waiting for the database's in-flight jobs to finish.
+    drop_waiters: Vec<(String, Sender<()>)>,
 }
 
 impl Coordinator {
@@ -376,8 +414,15 @@ impl Coordinator {
         let mut parts = 0;
         let now = Instant::now();
         let mut points = 0;
+        let dropped = self
+            .dropped
+            .get(&write.db)
+            .is_some_and(|up_to| seq <= *up_to);
         for (m, batch) in write.tables {
-            if batch.num_rows() == 0 || skip.contains(&(write.db.clone(), m.clone(), seq)) {
+            if dropped
+                || batch.num_rows() == 0
+                || skip.contains(&(write.db.clone(), m.clone(), seq))
+            {
                 continue;
             }
             parts += 1;
@@ -396,6 +441,7 @@ impl Coordinator {
         committed: Receiver<M>,
         unpack: fn(M) -> (u64, FlushWrite),
         done: Receiver<JobDone>,
+        control: Receiver<Control>,
     ) {
         let none = HashSet::new();
         let tick = Duration::from_millis(20);
@@ -415,6 +461,7 @@ impl Coordinator {
                     Err(_) => open = false,
                 },
                 recv(done) -> msg => if let Ok(d) = msg { self.finished(d) },
+                recv(control) -> msg => if let Ok(c) = msg { self.control(c) },
                 default(tick) => {}
             }
             // A disconnected channel is always ready; stop selecting on it.
@@ -437,6 +484,59 @@ impl Coordinator {
         self.advance();
         drop(self.job_tx);
         tracing::info!(flushed_seq = self.tracker.watermark, "flusher stopped");
+    }
+
+    fn control(&mut self, c: Control) {
+        match c {
+            Control::DropDatabase {
+                db,
+                up_to_seq,
+                done,
+            } => {
+                let up_to = self.dropped.entry(db.clone()).or_insert(0);
+                *up_to = (*up_to).max(up_to_seq);
+                let up_to = *up_to;
+                let mut discarded = 0u64;
+                for ((d, _), buf) in self.buffers.iter_mut() {
+                    if *d != db {
+                        continue;
+                    }
+                    let (gone, kept): (Vec<Part>, Vec<Part>) =
+                        buf.parts.drain(..).partition(|p| p.seq <= up_to);
+                    for p in &gone {
+                        buf.points -= p.batch.num_rows();
+                        discarded += p.batch.num_rows() as u64;
+                        self.tracker.part_done(p.seq);
+                    }
+                    buf.parts = kept.into();
+                    if buf.parts.is_empty() {
+                        buf.oldest = None;
+                    }
+                }
+                self.retry_at.retain(|(d, _), _| *d != db);
+                self.backoff.retain(|(d, _), _| *d != db);
+                {
+                    let mut st = self.status.lock();
+                    st.pending_points = st.pending_points.saturating_sub(discarded);
+                }
+                tracing::info!(db, up_to, discarded, "flusher: dropped database");
+                self.drop_waiters.push((db, done));
+                self.answer_drop_waiters();
+            }
+        }
+    }
+
+    /// Answers drop requests whose database has no insert in flight.
+    fn answer_drop_waiters(&mut self) {
+        let in_flight = &self.in_flight;
+        self.drop_waiters.retain(|(db, done)| {
+            if in_flight.iter().any(|(d, _)| d == db) {
+                true
+            } else {
+                let _ = done.send(());
+                false
+            }
+        });
     }
 
     fn advance(&mut self) {
@@ -515,7 +615,14 @@ impl Coordinator {
 
     fn finished(&mut self, d: JobDone) {
         self.in_flight.remove(&d.key);
-        match d.outcome {
+        let dropped_up_to = self.dropped.get(&d.key.0).copied();
+        let outcome = match (d.outcome, dropped_up_to) {
+            // A failed insert into a dropped database is not retried.
+            (Err(_), Some(up_to)) if d.parts.iter().all(|p| p.seq <= up_to) => Ok(()),
+            (o, _) => o,
+        };
+        self.answer_drop_waiters();
+        match outcome {
             Ok(()) => {
                 self.backoff.remove(&d.key);
                 self.retry_at.remove(&d.key);

@@ -386,6 +386,18 @@ impl Catalog {
         })
     }
 
+    /// Forgets everything known of `db` (`DROP DATABASE`): its measurements, field types,
+    /// tags, series and their counts. Returns the key prefixes of its persisted records, which
+    /// the caller deletes in the same durable write that records the drop, so a restart does
+    /// not bring them back.
+    pub fn drop_database(&self, db: &str) -> Vec<Vec<u8>> {
+        self.dbs.write().remove(db);
+        [b'M', b'F', b'T', b'V', b'S']
+            .iter()
+            .map(|kind| record_key(*kind, &[db.as_bytes()]))
+            .collect()
+    }
+
     /// Names of the databases known.
     pub fn databases(&self) -> Vec<String> {
         let mut v: Vec<String> = self.dbs.read().values().map(|d| d.name.clone()).collect();

@@ -264,7 +264,23 @@ impl<T: Send + 'static> Wal<T> {
     /// (e.g. `CREATE DATABASE`). The ticket resolves to the last data sequence committed at or
     /// before them.
     pub fn put_meta(&self, kvs: Vec<MetaRecord>) -> Result<CommitTicket, WalError> {
-        let bytes: u64 = kvs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+        self.update_meta(kvs, Vec::new())
+    }
+
+    /// Like [`Wal::put_meta`], and also deletes every metadata record whose key starts with one
+    /// of `delete_prefixes`, in the same durable write (deletes apply before the puts). The
+    /// ticket resolves to the last data sequence committed before the change: every entry
+    /// submitted earlier has a sequence at or below it.
+    pub fn update_meta(
+        &self,
+        kvs: Vec<MetaRecord>,
+        delete_prefixes: Vec<Vec<u8>>,
+    ) -> Result<CommitTicket, WalError> {
+        let bytes: u64 = kvs
+            .iter()
+            .map(|(k, v)| (k.len() + v.len()) as u64)
+            .sum::<u64>()
+            + delete_prefixes.iter().map(|p| p.len() as u64).sum::<u64>();
         if bytes > self.cfg.max_entry_bytes {
             return Err(WalError::EntryTooLarge {
                 bytes,
@@ -276,6 +292,7 @@ impl<T: Send + 'static> Wal<T> {
         self.enqueue(
             Request::Meta {
                 kvs,
+                delete_prefixes,
                 bytes,
                 enqueued: Instant::now(),
                 done,

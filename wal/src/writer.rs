@@ -35,6 +35,8 @@ pub(crate) enum Request<T> {
     },
     Meta {
         kvs: Vec<crate::MetaRecord>,
+        /// Metadata key prefixes to delete before the puts.
+        delete_prefixes: Vec<Vec<u8>>,
         bytes: u64,
         enqueued: Instant,
         done: Completer,
@@ -238,7 +240,17 @@ fn commit_group<T>(
                     done,
                 });
             }
-            Request::Meta { kvs, done, .. } => {
+            Request::Meta {
+                kvs,
+                delete_prefixes,
+                done,
+                ..
+            } => {
+                for prefix in &delete_prefixes {
+                    // All 0xFF (or empty): everything from the prefix on.
+                    let end = prefix_end(prefix).unwrap_or_else(|| vec![0xFF; 64]);
+                    batch.delete_range_cf(meta_cf, prefix.as_slice(), end.as_slice());
+                }
                 for (k, v) in &kvs {
                     batch.put_cf(meta_cf, k, v);
                 }
@@ -322,5 +334,30 @@ fn commit_group<T>(
     for (pos, d) in meta_done {
         // `pos` data entries of this group preceded the metadata.
         d.complete(Ok(first_seq - 1 + pos as u64));
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix`, if one exists.
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod prefix_tests {
+    use super::prefix_end;
+
+    #[test]
+    fn prefix_end_is_the_next_key_after_the_prefix_range() {
+        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_end(&[1, 0xFF]), Some(vec![2]));
+        assert_eq!(prefix_end(&[0xFF, 0xFF]), None);
+        assert_eq!(prefix_end(b""), None);
     }
 }

@@ -54,6 +54,27 @@ fn records_rebuild_the_catalog() {
 }
 
 #[test]
+fn a_dropped_database_is_forgotten_with_all_its_records() {
+    let cat = catalog();
+    let mut meta = Vec::new();
+    meta.extend(write(&cat, "cpu,host=a usage=1,n=2i").meta);
+    let prefixes = cat.drop_database("db");
+    assert_eq!(cat.series_count("db"), 0);
+    assert_eq!(cat.field_type("db", b"cpu", b"n"), None);
+    // Every record the database produced falls under one of the prefixes.
+    assert!(!meta.is_empty());
+    for (k, _) in &meta {
+        assert!(
+            prefixes.iter().any(|p| k.starts_with(p)),
+            "record {k:?} survives the drop"
+        );
+    }
+    // A re-created database starts fresh: `n` may now be a string.
+    let w = write(&cat, "cpu,host=a n=\"x\"");
+    assert_eq!(w.outcome(), WriteOutcome::Ok);
+}
+
+#[test]
 fn series_limit_exact_and_persistent() {
     let limits = Limits {
         max_series_per_database: 3,

@@ -390,19 +390,34 @@ impl Pipeline for ChdbPipeline {
         if !self.database_exists(db) {
             return Ok(());
         }
-        self.put_db_record(db, false)?;
+        // New writes to `db` are refused from here on.
         self.databases.write().remove(db);
         self.schema.write().dbs.remove(db);
+        // The catalog forgets `db`, and its records go in the same durable
+        // write as the drop record, so a restart does not resurrect field
+        // types or series counts.
+        let prefixes = self.catalog.drop_database(db);
+        let mut key = DB_RECORD_PREFIX.to_vec();
+        key.extend_from_slice(db.as_bytes());
+        let up_to_seq = self
+            .wal
+            .update_meta(vec![(key, b"0".to_vec())], prefixes)
+            .map_err(wal_error)?
+            .wait()
+            .map_err(wal_error)?;
+        // Every write accepted before the drop has a sequence ≤ up_to_seq: the
+        // flusher discards those and waits out running inserts, so none can
+        // re-create the database after the engine drops it.
+        if let Some(f) = self.flusher.lock().as_ref() {
+            f.drop_database(db, up_to_seq);
+        }
         self.engine()?
             .execute(&format!(
                 "DROP DATABASE IF EXISTS {} SYNC",
                 flush::quote_ident(db)
             ))
             .map_err(engine_error)?;
-        if let Some(f) = self.flusher.lock().as_ref() {
-            f.forget_database(db);
-        }
-        tracing::info!(db, "database dropped");
+        tracing::info!(db, up_to_seq, "database dropped");
         Ok(())
     }
 

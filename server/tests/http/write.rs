@@ -410,3 +410,37 @@ fn rmp_point(out: &mut Vec<u8>) {
     s(out, "timestamp");
     out.push(0x06);
 }
+
+#[test]
+fn a_dropped_database_comes_back_empty_and_stays_so_after_restart() {
+    let dir = data_dir();
+    let mut s = Spawn::new(dir.path()).start();
+    s.query("CREATE DATABASE d");
+    assert_eq!(s.post("/write?db=d", "m,h=a f=1 1").status(), 204);
+    s.sql_until("SELECT f FROM d.m", 1);
+    // Unflushed data at drop time must not come back either.
+    assert_eq!(s.post("/write?db=d", "m,h=b f=2 2").status(), 204);
+    s.query("DROP DATABASE d");
+    s.query("CREATE DATABASE d");
+    // The old field type is gone: a string `f` is no type conflict.
+    assert_eq!(s.post("/write?db=d", "m,h=c f=\"text\" 3").status(), 204);
+    let rows = s.sql_until("SELECT h, f FROM d.m", 1);
+    assert_eq!(rows, vec![json!({"h": "c", "f": "text"})]);
+    assert!(s.terminate().success());
+
+    let s = Spawn::new(dir.path()).start();
+    assert_eq!(s.post("/write?db=d", "m,h=d f=\"again\" 4").status(), 204);
+    assert_eq!(
+        s.post("/write?db=d", "m,h=e f=5 5").status(),
+        400,
+        "f is a string now"
+    );
+    let rows = s.sql_until("SELECT h, f FROM d.m ORDER BY time", 2);
+    assert_eq!(
+        rows,
+        vec![
+            json!({"h": "c", "f": "text"}),
+            json!({"h": "d", "f": "again"})
+        ]
+    );
+}

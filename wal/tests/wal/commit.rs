@@ -127,6 +127,42 @@ fn metadata_commits_with_data_and_alone_and_survives_reopen() {
 }
 
 #[test]
+fn metadata_prefix_deletes_are_durable_and_spare_other_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (wal, _rec, _rx) = open(config(dir.path()));
+        let kv = |k: &str| (k.as_bytes().to_vec(), b"x".to_vec());
+        wal.put_meta(vec![
+            kv("ic1Fdb1/a"),
+            kv("ic1Fdb1/b"),
+            kv("ic1Fdb10/a"),
+            kv("ic1Sdb1/1"),
+        ])
+        .unwrap()
+        .wait()
+        .unwrap();
+        assert_eq!(wal.submit(entry(1, 10)).unwrap().wait().unwrap(), 1);
+        // Deletes apply before the puts of the same call; the ticket resolves
+        // to the last data sequence before the change.
+        let t = wal
+            .update_meta(
+                vec![kv("ic1Fdb1/c"), kv("drop/db1")],
+                vec![b"ic1Fdb1/".to_vec(), b"ic1Sdb1/".to_vec()],
+            )
+            .unwrap();
+        assert_eq!(t.wait().unwrap(), 1);
+    }
+    let (wal, _rec, _rx) = open(config(dir.path()));
+    let keys: Vec<String> = wal
+        .meta_scan()
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| String::from_utf8(k).unwrap())
+        .collect();
+    assert_eq!(keys, vec!["drop/db1", "ic1Fdb1/c", "ic1Fdb10/a"]);
+}
+
+#[test]
 fn mark_flushed_truncates_updates_stats_and_survives_reopen() {
     let dir = tempfile::tempdir().unwrap();
     {
