@@ -151,7 +151,7 @@ pub struct LimitsConfig {
     /// beyond it. Default: 5000000.
     pub max_inflight_points: u64,
     /// WAL queue depth (entries) beyond which writes are refused; 0 = only the
-    /// WAL's own bound. Default: 0.
+    /// WAL's own bound. Default: 64.
     pub max_wal_queue_depth: u64,
     /// Points committed to the WAL but not yet in the engine beyond which
     /// writes are refused; 0 = unlimited. Default: 20000000.
@@ -163,6 +163,11 @@ pub struct LimitsConfig {
     pub retry_after_secs: u64,
     /// Threads that parse and encode; 0 = one per core. Default: 0.
     pub cpu_workers: usize,
+    /// Longest a write waits for a parse/encode thread before it is refused
+    /// with 503 (v1) / 429 (v2), in milliseconds; 0 = wait forever. This is
+    /// what keeps an overloaded server answering in milliseconds instead of
+    /// queueing for seconds. Default: 100.
+    pub max_cpu_wait_ms: u64,
     /// Series per database; 0 = unlimited. Default: 0.
     pub max_series_per_database: u64,
     /// Measurements per database; 0 = unlimited. Default: 0.
@@ -176,11 +181,12 @@ impl Default for LimitsConfig {
         Self {
             max_inflight_bytes: 256 << 20,
             max_inflight_points: 5_000_000,
-            max_wal_queue_depth: 0,
+            max_wal_queue_depth: 64,
             max_unflushed_points: 20_000_000,
             max_flush_lag_secs: 120,
             retry_after_secs: 1,
             cpu_workers: 0,
+            max_cpu_wait_ms: 100,
             max_series_per_database: 0,
             max_measurements_per_database: 0,
             max_tag_values_per_key: 0,
@@ -454,7 +460,7 @@ max_inflight_bytes = 268435456
 # Parsed, not yet acknowledged points across in-flight writes.
 max_inflight_points = 5000000
 # Refuse writes while the WAL queue holds more entries than this (0 = WAL's own bound).
-max_wal_queue_depth = 0
+max_wal_queue_depth = 64
 # Refuse writes while more points than this wait to reach the engine (0 = unlimited).
 max_unflushed_points = 20000000
 # Refuse writes while the oldest unflushed entry is older than this, seconds (0 = unlimited).
@@ -463,6 +469,8 @@ max_flush_lag_secs = 120
 retry_after_secs = 1
 # Parse/encode threads; 0 = one per core.
 cpu_workers = 0
+# Longest wait for a parse/encode thread before 503/429, milliseconds (0 = forever).
+max_cpu_wait_ms = 100
 # Schema limits; 0 = unlimited. Exceeding one answers 422.
 max_series_per_database = 0
 max_measurements_per_database = 0

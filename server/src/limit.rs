@@ -111,13 +111,22 @@ impl Limits {
             .map_err(|_| self.overloaded("in-flight points budget exhausted"))
     }
 
-    /// Waits for a CPU pool slot.
+    /// Waits for a CPU pool slot, at most `max_cpu_wait_ms`: past that the
+    /// server is saturated and the write is refused at once rather than queued.
     pub async fn cpu_permit(&self) -> Result<OwnedSemaphorePermit, ApiError> {
-        self.cpu
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| ApiError::Unavailable("shutting down".into()))
+        let acquire = self.cpu.clone().acquire_owned();
+        let permit = match self.config.max_cpu_wait_ms {
+            0 => acquire.await,
+            ms => match tokio::time::timeout(std::time::Duration::from_millis(ms), acquire).await {
+                Ok(p) => p,
+                Err(_) => {
+                    return Err(self.overloaded(format!(
+                        "every parse thread stayed busy for {ms} ms (limits.max_cpu_wait_ms)"
+                    )))
+                }
+            },
+        };
+        permit.map_err(|_| ApiError::Unavailable("shutting down".into()))
     }
 
     /// Bytes currently available in the budget (for tests and /health).
@@ -204,6 +213,22 @@ mod tests {
         })
     }
 
+    #[tokio::test]
+    async fn a_saturated_cpu_pool_refuses_after_the_bounded_wait() {
+        let l = Limits::new(&LimitsConfig {
+            cpu_workers: 1,
+            max_cpu_wait_ms: 20,
+            ..Default::default()
+        });
+        let held = l.cpu_permit().await.unwrap();
+        assert!(matches!(
+            l.cpu_permit().await,
+            Err(ApiError::Overloaded { retry_after: 1, .. })
+        ));
+        drop(held);
+        assert!(l.cpu_permit().await.is_ok());
+    }
+
     #[test]
     fn byte_budget_fails_fast_and_is_returned_on_drop() {
         let l = limits(10 * KIB, 100);
@@ -240,6 +265,8 @@ mod tests {
         let l = Limits::new(&LimitsConfig {
             max_unflushed_points: 100,
             max_flush_lag_secs: 5,
+            // 0: the WAL queue's own capacity is the limit.
+            max_wal_queue_depth: 0,
             ..Default::default()
         });
         let ok = PipelineStats {
