@@ -151,7 +151,11 @@ fn main() {
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some((t, b)) = jobs.get(i) else { break };
-                        conn.insert_batch(t, b.clone(), &[]).unwrap();
+                        let settings = flush::table::single_part_settings(
+                            b.num_rows(),
+                            FlushConfig::default().insert_threads,
+                        );
+                        conn.insert_batch(t, b.clone(), &settings).unwrap();
                     }
                 });
             }

@@ -316,14 +316,20 @@ pub fn coalesce(parts: &[Part]) -> Result<(RecordBatch, Vec<(String, ColumnKind)
 }
 
 /// INSERT settings that make a batch of `rows` rows land as one block, hence
-/// one part, atomically: what keeps replay's `__seq` check exact.
-pub fn single_part_settings(rows: usize) -> Vec<(&'static str, String)> {
-    vec![
+/// one part, atomically: what keeps replay's `__seq` check exact. `threads`
+/// caps the engine threads of the insert (`max_threads`; 0 = the engine's
+/// default).
+pub fn single_part_settings(rows: usize, threads: usize) -> Vec<(&'static str, String)> {
+    let mut s = vec![
         ("max_insert_block_size", (rows + 1).to_string()),
         ("max_block_size", (rows + 1).to_string()),
         ("min_insert_block_size_rows", (rows + 1).to_string()),
         ("min_insert_block_size_bytes", "0".to_string()),
-    ]
+    ];
+    if threads > 0 {
+        s.push(("max_threads", threads.to_string()));
+    }
+    s
 }
 
 /// The read form that applies InfluxDB's point identity to `db`.`measurement`:

@@ -127,6 +127,9 @@ pub struct FlushSection {
     pub max_points_per_batch: usize,
     /// Longest a buffered row waits before an insert. Default: 1000.
     pub max_age_ms: u64,
+    /// Engine threads per insert (`max_threads`); 0 = one per core. Default: 1
+    /// (on small machines a wide insert competes with parsing).
+    pub insert_threads: usize,
 }
 
 impl Default for FlushSection {
@@ -135,6 +138,7 @@ impl Default for FlushSection {
             connections: 0,
             max_points_per_batch: 200_000,
             max_age_ms: 1000,
+            insert_threads: 1,
         }
     }
 }
@@ -453,6 +457,8 @@ connections = 0
 max_points_per_batch = 200000
 # Longest a buffered row waits before an insert, in milliseconds.
 max_age_ms = 1000
+# Engine threads per insert; 0 = one per core (1 keeps inserts from starving parsing).
+insert_threads = 1
 
 [limits]
 # Body bytes (raw + decompressed) in memory across in-flight writes. 256 MiB.

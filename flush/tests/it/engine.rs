@@ -222,7 +222,7 @@ fn a_large_batch_lands_as_one_part() {
     )
     .unwrap();
     engine()
-        .insert_batch(&table, batch, &flush::table::single_part_settings(rows))
+        .insert_batch(&table, batch, &flush::table::single_part_settings(rows, 0))
         .unwrap();
     assert_eq!(
         engine()

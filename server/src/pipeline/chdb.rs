@@ -175,6 +175,7 @@ impl ChdbPipeline {
             flush::FlushConfig {
                 max_points_per_batch: config.flush.max_points_per_batch,
                 max_age_ms: config.flush.max_age_ms,
+                insert_threads: config.flush.insert_threads,
                 ..Default::default()
             },
             rx,
