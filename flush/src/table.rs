@@ -13,14 +13,17 @@
 //! | one per tag key | `LowCardinality(String)` | `''` where a point lacks the tag |
 //! | one per field | `Nullable(Float64/Int64/UInt64/String/Bool)` | NULL where a point lacks the field |
 //!
-//! `ORDER BY (series_id, time)`: the typical queries (last value per series,
-//! time range of one host, group-by tag) all filter or group by series first,
-//! and rows of one series are contiguous and time-ordered, which makes
-//! "last value" a tail read and keeps delta codecs effective. There is no
-//! partition key on purpose: an INSERT of one block then creates exactly one
-//! part, atomically, which is what makes replay checkable by `__seq` (see
-//! `pipeline`). A minmax skip index on `time` prunes time ranges instead, and
-//! one on `__seq` keeps the replay check cheap.
+//! `ORDER BY (series_id, time)`, measured against the alternatives by
+//! `benches/sort_key.rs` (docs/architecture.md has the table): per-series
+//! reads — last value, one host's panel — are fastest with the series
+//! leading, rows of a series stay contiguous and time-ordered (delta codecs,
+//! "last value" is a tail read); cross-series time-range aggregates would
+//! prefer time first. There is no partition key on purpose: an INSERT of one
+//! block then creates exactly one part, atomically, which is what makes
+//! replay checkable by `__seq` (see `pipeline`). (Minmax skip indexes on
+//! `time` and `__seq` would help time pruning and the replay check, but
+//! libchdb 26.7.3 crashes when the last connection closes on a table that
+//! has one; docs/architecture.md lists the engine facts.)
 //!
 //! `(__seq, __row)` is the point version: monotonic in write order, so a later
 //! request always wins even when its row index is smaller. [`merged_select`]
