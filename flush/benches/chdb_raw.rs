@@ -24,7 +24,7 @@ use flush::arrow::array::{
     ArrayRef, Float64Array, RecordBatch, TimestampNanosecondArray, UInt64Array,
 };
 use flush::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-use flush::{quote_ident, Engine, EngineConfig};
+use flush::{Engine, EngineConfig};
 
 const BASE_TIME_NS: i64 = 1_700_000_000_000_000_000;
 const SERIES: u64 = 1000;
@@ -380,7 +380,6 @@ fn main() {
         });
     }
 
-    let _ = quote_ident; // the bench uses fixed, safe identifiers
     write_reports(&args, &version, &results, &data_dir);
     let ok = results.iter().all(|r| r.verified);
     drop(engine);

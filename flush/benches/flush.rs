@@ -118,6 +118,7 @@ fn main() {
         run_no += 1;
         let db = format!("raw_{run_no}");
         let mut jobs: Vec<(String, RecordBatch)> = Vec::new();
+        let mut tables = flush::table::TableCache::default();
         for (mi, m) in MEASUREMENTS.iter().enumerate() {
             let parts: Vec<Part> = batches
                 .iter()
@@ -128,18 +129,12 @@ fn main() {
                     batch: b.clone(),
                 })
                 .collect();
+            let table = format!("{}.{}", quote_ident(&db), quote_ident(m));
             for chunk in parts.chunks(4) {
                 let (b, cols) = coalesce(chunk).unwrap();
-                if jobs
-                    .iter()
-                    .all(|(t, _)| !t.ends_with(&format!(".{}", quote_ident(m))))
-                {
-                    let conn = engine.connection();
-                    flush::table::TableCache::default()
-                        .ensure(&conn, &db, m, &cols)
-                        .unwrap();
-                }
-                jobs.push((format!("{}.{}", quote_ident(&db), quote_ident(m)), b));
+                // Idempotent: creates the table with the first chunk's columns.
+                tables.ensure(&engine.connection(), &db, m, &cols).unwrap();
+                jobs.push((table.clone(), b));
             }
         }
         let next = std::sync::atomic::AtomicUsize::new(0);

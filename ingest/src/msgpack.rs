@@ -333,6 +333,19 @@ fn reject(
     out.errors.push(LineError { line, reason });
 }
 
+/// The body's top-level value: `(entries, true)` for a single map, `(items,
+/// false)` for an array of them, `None` for an empty body.
+fn top_level(r: &mut Rd<'_>, expected: &str) -> Result<Option<(usize, bool)>, MsgpackError> {
+    if r.b.is_empty() {
+        return Ok(None);
+    }
+    match r.read()? {
+        V::Arr(n) => Ok(Some((n, false))),
+        V::Map(n) => Ok(Some((n, true))),
+        _ => Err(err(0, expected)),
+    }
+}
+
 /// Parses the row format.
 pub fn parse_rows(
     body: &[u8],
@@ -343,13 +356,8 @@ pub fn parse_rows(
     let mut r = Rd { b: body, pos: 0 };
     let mut out = ParsedBatch::default();
     let mut scratch = Vec::new();
-    if body.is_empty() {
+    let Some((n, single)) = top_level(&mut r, "expected an array of point maps")? else {
         return Ok(out);
-    }
-    let (n, single) = match r.read()? {
-        V::Arr(n) => (n, false),
-        V::Map(n) => (n, true),
-        _ => return Err(err(0, "expected an array of point maps")),
     };
     let points = if single { 1 } else { n };
     out.points.reserve(points.min(PREALLOC_CAP));
@@ -455,13 +463,8 @@ pub fn parse_columnar(
     let default_time = precision.truncate(now_ns);
     let mut r = Rd { b: body, pos: 0 };
     let mut out = ParsedBatch::default();
-    if body.is_empty() {
+    let Some((n, single)) = top_level(&mut r, "expected a columnar map")? else {
         return Ok(out);
-    }
-    let (n, single) = match r.read()? {
-        V::Arr(n) => (n, false),
-        V::Map(n) => (n, true),
-        _ => return Err(err(0, "expected a columnar map")),
     };
     if single {
         columnar_block(&mut r, n, 0, precision, default_time, &mut out)?;

@@ -38,14 +38,7 @@ pub async fn write_v1(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let params = Params::parse(query.as_deref().unwrap_or(""));
-    match write(&state, &id, Api::V1, &params, &headers, body).await {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(e) => {
-            record_failure(&e, Api::V1);
-            e.into_response_for(Api::V1)
-        }
-    }
+    respond(&state, &id, Api::V1, query, &headers, body).await
 }
 
 /// `POST /api/v2/write`.
@@ -56,12 +49,24 @@ pub async fn write_v2(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    respond(&state, &id, Api::V2, query, &headers, body).await
+}
+
+/// Runs a write and answers it in `api`'s shape: exactly 204, or the error.
+async fn respond(
+    state: &AppState,
+    id: &Identity,
+    api: Api,
+    query: Option<String>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Response {
     let params = Params::parse(query.as_deref().unwrap_or(""));
-    match write(&state, &id, Api::V2, &params, &headers, body).await {
+    match write(state, id, api, &params, headers, body).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(e) => {
-            record_failure(&e, Api::V2);
-            e.into_response_for(Api::V2)
+            record_failure(&e, api);
+            e.into_response_for(api)
         }
     }
 }
