@@ -90,6 +90,8 @@ if [ "$SKIP_ENGINE" != 1 ]; then
   else
     say "no flush bench yet (flush/benches/flush.rs): skipped"
   fi
+  say "engine merges: cargo bench -p flush --bench merge_cost"
+  MERGE_COST_OUT="$RESULTS_ABS" cargo bench -p flush --bench merge_cost || say "merge_cost failed: the report will say 'not measured'"
   say "wal: cargo bench -p wal --bench wal_commit"
   WAL_BENCH_SECS=${WAL_BENCH_SECS:-3} WAL_BENCH_OUT="$RESULTS_ABS" cargo bench -p wal --bench wal_commit \
     || say "wal_commit failed: the report will say 'not measured'"
@@ -163,10 +165,28 @@ say "warm-up (series creation, connection pool): first rate for 5 s, not recorde
 "$LOAD" ramp "${common[@]}" --rates "${RATES%%,*}" --step-secs 5 \
   --max-in-flight "$MAX_IN_FLIGHT" --results "$TMP/warmup" >/dev/null
 
+# Where the server's CPU goes, by thread (engine merges, engine INSERT, front
+# door, WAL): sampled by perf over the whole ramp when perf can attach.
+PERF_PID=
+if [ "${SKIP_PERF:-0}" != 1 ] && command -v perf >/dev/null \
+   && perf record -q -o /dev/null -- true >/dev/null 2>&1; then
+  perf record -q -F 99 -p "$SERVER_PID" -o "$TMP/perf.data" >/dev/null 2>&1 &
+  PERF_PID=$!
+else
+  say "perf not available: no CPU-by-thread profile"
+fi
+
 say "open-model ramp: rates $RATES req/s × $POINTS points, $STEP_SECS s each"
 "$LOAD" ramp "${common[@]}" --rates "$RATES" --step-secs "$STEP_SECS" \
   --max-in-flight "$MAX_IN_FLIGHT" --metrics-url "http://127.0.0.1:$PORT/metrics" \
   --results "$RESULTS" --name ramp
+
+if [ -n "$PERF_PID" ]; then
+  kill -INT "$PERF_PID" 2>/dev/null || true
+  wait "$PERF_PID" 2>/dev/null || true
+  perf report -i "$TMP/perf.data" --sort comm --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' \
+    >"$RESULTS/server-cpu-by-thread.txt" || say "perf report failed: no CPU-by-thread profile"
+fi
 
 say "closed-model contrast: users $VUS, $CLOSED_STEP_SECS s each"
 "$LOAD" closed "${common[@]}" --vus "$VUS" --step-secs "$CLOSED_STEP_SECS" \

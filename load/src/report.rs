@@ -486,6 +486,68 @@ pub fn stage_times(prometheus_text: &str) -> Vec<(String, f64, f64)> {
     out
 }
 
+/// What a server thread (its Linux `comm`, as `perf report --sort comm`
+/// prints it) does for chingest.
+pub fn thread_role(comm: &str) -> &'static str {
+    let c = comm.trim();
+    if c.starts_with("MergeMutate") {
+        "engine: background merges"
+    } else if c.starts_with("QueryCompPipeEx") || c.starts_with("QueryPipelineEx") {
+        "engine: INSERT (sort, compress, write parts)"
+    } else if c.starts_with("tokio-") {
+        "front door: HTTP, body read, parse, series, Arrow build, WAL encode"
+    } else if c.starts_with("chingest-parse") {
+        "front door: parallel line-protocol parse"
+    } else if c.starts_with("chingest-wal") || c.starts_with("rocksdb") {
+        "WAL: group commit and RocksDB"
+    } else if c.starts_with("chingest-flush") {
+        "flusher: coalesce and hand batches to the engine"
+    } else {
+        "other (engine housekeeping, unnamed threads)"
+    }
+}
+
+/// Parses `perf report --sort comm --stdio` lines (`  12.34%  name`) into
+/// (role, share %) sorted by share, roles summed.
+pub fn cpu_by_role(perf_text: &str) -> Vec<(&'static str, f64)> {
+    let mut roles: Vec<(&'static str, f64)> = Vec::new();
+    for line in perf_text.lines() {
+        let line = line.trim();
+        let Some((pct, comm)) = line.split_once('%') else {
+            continue;
+        };
+        let Ok(pct) = pct.trim().parse::<f64>() else {
+            continue;
+        };
+        let role = thread_role(comm);
+        match roles.iter_mut().find(|(r, _)| *r == role) {
+            Some((_, v)) => *v += pct,
+            None => roles.push((role, pct)),
+        }
+    }
+    roles.sort_by(|a, b| b.1.total_cmp(&a.1));
+    roles
+}
+
+fn cpu_by_thread_section(dir: &Path) -> String {
+    let Ok(text) = std::fs::read_to_string(dir.join("server-cpu-by-thread.txt")) else {
+        return "Server CPU by thread: not measured (no `server-cpu-by-thread.txt`: perf unavailable).\n\n".into();
+    };
+    let roles = cpu_by_role(&text);
+    if roles.is_empty() {
+        return "Server CPU by thread: perf recorded no samples.\n\n".into();
+    }
+    let mut o = String::from(
+        "**Server CPU by thread** over the whole open-model ramp (`perf record -F 99` on the server process, samples grouped by thread name): the share of the server's CPU time, not of the machine.\n\n\
+         | role | share of server CPU |\n|---|---:|\n",
+    );
+    for (role, pct) in &roles {
+        let _ = writeln!(o, "| {role} | {pct:.1}% |");
+    }
+    o.push('\n');
+    o
+}
+
 fn stage_section(dir: &Path) -> String {
     let path = dir.join("server-metrics.txt");
     let Ok(text) = std::fs::read_to_string(&path) else {
@@ -743,6 +805,7 @@ pub fn every_layer_markdown(inp: &ReportInputs) -> String {
         o.push_str(&t);
         o.push('\n');
     }
+    o.push_str(&cpu_by_thread_section(dir));
     o.push_str(&stage_section(dir));
     o.push_str("\n## Closed-model contrast\n\n");
     match &closed {
@@ -798,7 +861,7 @@ pub fn every_layer_markdown(inp: &ReportInputs) -> String {
 }
 
 /// The component benchmarks' own tables (`chdb_raw.md`, `flush.md`,
-/// `wal_commit.md` in the results dir), embedded with their headings demoted,
+/// `merge_cost.md`, `wal_commit.md` in the results dir), embedded with their headings demoted,
 /// so one page carries every figure of the run.
 fn components_section(dir: &Path) -> String {
     let mut o = String::from("\n## Component benchmarks of this run\n");
@@ -808,6 +871,10 @@ fn components_section(dir: &Path) -> String {
             "Engine ceiling (`cargo bench -p flush --bench chdb_raw`)",
         ),
         ("flush.md", "Flush (`cargo bench -p flush --bench flush`)"),
+        (
+            "merge_cost.md",
+            "Engine merges (`cargo bench -p flush --bench merge_cost`)",
+        ),
         (
             "wal_commit.md",
             "WAL durable commits (`cargo bench -p wal --bench wal_commit`)",
@@ -908,6 +975,22 @@ mod tests {
                 ("chingest_wal_commit_seconds".to_string(), 3.0, 1.5),
             ]
         );
+    }
+
+    #[test]
+    fn cpu_is_grouped_by_thread_role() {
+        let perf = "    41.39%  MergeMutate    \n    23.07%  tokio-rt-worker\n    15.68%  QueryCompPipeEx\n     \
+                    9.56%  chingest-wal-wr\n     3.56%  rocksdb:high   \n     0.01%  QueryPipelineEx\n     \
+                    2.00%  chingest-parse-\n     0.5%  :15700\nnot a sample line\n";
+        let roles = cpu_by_role(perf);
+        assert_eq!(roles[0], ("engine: background merges", 41.39));
+        assert_eq!(roles[1].0, thread_role("tokio-rt-worker"));
+        let insert = roles.iter().find(|r| r.0.starts_with("engine: INSERT")).unwrap();
+        assert!((insert.1 - 15.69).abs() < 1e-9);
+        let wal = roles.iter().find(|r| r.0.starts_with("WAL")).unwrap();
+        assert!((wal.1 - 13.12).abs() < 1e-9);
+        assert_eq!(roles.len(), 6);
+        assert_eq!(thread_role(":15700"), "other (engine housekeeping, unnamed threads)");
     }
 
     #[test]

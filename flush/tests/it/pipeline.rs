@@ -253,6 +253,22 @@ fn points_are_queryable_with_exact_values_and_types() {
         )),
         "1\tm\thost=a\n2\tm\thost=b\n3\tm\t\n"
     );
+    // The WAL is truncated only because the engine fsyncs every part: the
+    // table must carry those settings (and the merge tuning) as created.
+    let engine_full = q(&format!(
+        "SELECT engine_full FROM system.tables WHERE database = '{db}' AND name = 'm'"
+    ));
+    for setting in [
+        "fsync_after_insert = 1",
+        "fsync_part_directory = 1",
+        "vertical_merge_algorithm_min_columns_to_activate = 1",
+        "merge_selector_base = 10",
+    ] {
+        assert!(
+            engine_full.contains(setting),
+            "{setting} missing from {engine_full}"
+        );
+    }
     stack.close();
 }
 
