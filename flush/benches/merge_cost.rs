@@ -89,12 +89,13 @@ fn main() {
          {PARTS} parts × {ROWS_PER_PART} rows of the `cpu` measurement shape (1,000 series, 6 fields), \
          merged by one `OPTIMIZE TABLE … FINAL`; median of {RUNS} runs, wall time of the merge, one connection. \
          `ORDER BY (series_id, time)` and the table settings chingest creates tables with, unless the row says otherwise; a later setting overrides an earlier one.\n\n\
-         | layout | merge ms | ns per merged row | vs chingest | bytes on disk |\n|---|---:|---:|---:|---:|\n"
+         | layout | merge ms | ns per merged row | vs chingest | insert ns/row (incl. generating the rows in-engine) | bytes on disk |\n|---|---:|---:|---:|---:|---:|\n"
     );
     let mut json = Vec::new();
     let mut baseline = None;
     for (i, (name, columns, extra)) in layouts().into_iter().enumerate() {
         let mut times = Vec::new();
+        let mut insert_times = Vec::new();
         let mut bytes = 0u64;
         for run in 0..RUNS {
             let t = format!("mc.t{i}_{run}");
@@ -105,9 +106,11 @@ fn main() {
                 ))
                 .unwrap();
             engine.execute(&format!("SYSTEM STOP MERGES {t}")).unwrap();
+            let start = Instant::now();
             for p in 0..PARTS {
                 engine.execute(&insert_sql(&t, p, columns.contains("__seq"))).unwrap();
             }
+            insert_times.push(start.elapsed().as_secs_f64() * 1e9 / (PARTS * ROWS_PER_PART) as f64);
             engine.execute(&format!("SYSTEM START MERGES {t}")).unwrap();
             let start = Instant::now();
             engine
@@ -128,16 +131,20 @@ fn main() {
             engine.execute(&format!("DROP TABLE {t} SYNC")).unwrap();
         }
         times.sort_by(f64::total_cmp);
+        insert_times.sort_by(f64::total_cmp);
         let median = times[RUNS / 2];
+        let insert_ns = insert_times[RUNS / 2];
         let ns_row = median * 1e6 / (PARTS * ROWS_PER_PART) as f64;
         let base = *baseline.get_or_insert(ns_row);
-        eprintln!("  {name:<72} {median:>8.1} ms {ns_row:>6.0} ns/row  {bytes} bytes");
+        eprintln!(
+            "  {name:<72} {median:>8.1} ms {ns_row:>6.0} ns/row  insert {insert_ns:>5.0} ns/row  {bytes} bytes"
+        );
         md.push_str(&format!(
-            "| {name} | {median:.1} | {ns_row:.0} | {:.2}× | {bytes} |\n",
+            "| {name} | {median:.1} | {ns_row:.0} | {:.2}× | {insert_ns:.0} | {bytes} |\n",
             ns_row / base
         ));
         json.push(format!(
-            "{{\"layout\": {name:?}, \"merge_ms\": {median:.3}, \"ns_per_row\": {ns_row:.1}, \"bytes_on_disk\": {bytes}}}"
+            "{{\"layout\": {name:?}, \"merge_ms\": {median:.3}, \"ns_per_row\": {ns_row:.1}, \"insert_ns_per_row\": {insert_ns:.1}, \"bytes_on_disk\": {bytes}}}"
         ));
     }
     let root = std::env::var_os("MERGE_COST_OUT")
