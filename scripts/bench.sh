@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Every-layer benchmark: engine ceiling (chdb_raw) → flush → end-to-end ramp
-# (open model) + closed-model contrast, then regenerates the report page.
+# (open model) → soak at the sustainable rate + closed-model contrast, then
+# regenerates the report page.
 #
 #   scripts/bench.sh                       full run with the defaults below
 #   RATES=2,4,8 STEP_SECS=5 scripts/bench.sh   a quick smoke run
 #   SKIP_ENGINE=1 scripts/bench.sh         reuse test_results/chdb_raw.json and flush.json
 #   SKIP_CLIENT_CEILING=1                  skip the load generator's own ceiling (ramp against a null sink)
+#   SOAK_SECS=0                            skip the soak (the ramp's sustainable rate held for SOAK_SECS, default 180)
+#   SKIP_PERF=1                            no perf profile of the server during the soak
 #
 # Everything is a variable with a default, so the script is easy to adapt:
 #   PORT (18086)  DB (bench)  WRITE_URL (v1 /write on PORT)  TOKEN (none)
@@ -35,6 +38,7 @@ MAX_IN_FLIGHT=${MAX_IN_FLIGHT:-64}
 BUDGET_MS=${BUDGET_MS:-250}
 VUS=${VUS:-1,4,16,64}
 CLOSED_STEP_SECS=${CLOSED_STEP_SECS:-10}
+SOAK_SECS=${SOAK_SECS:-180}
 FORMAT=${FORMAT:-lp}
 GZIP=${GZIP:-0}
 POINTS=${POINTS:-50000}
@@ -165,27 +169,42 @@ say "warm-up (series creation, connection pool): first rate for 5 s, not recorde
 "$LOAD" ramp "${common[@]}" --rates "${RATES%%,*}" --step-secs 5 \
   --max-in-flight "$MAX_IN_FLIGHT" --results "$TMP/warmup" >/dev/null
 
-# Where the server's CPU goes, by thread (engine merges, engine INSERT, front
-# door, WAL): sampled by perf over the whole ramp when perf can attach.
-PERF_PID=
-if [ "${SKIP_PERF:-0}" != 1 ] && command -v perf >/dev/null \
-   && perf record -q -o /dev/null -- true >/dev/null 2>&1; then
-  perf record -q -F 99 -p "$SERVER_PID" -o "$TMP/perf.data" >/dev/null 2>&1 &
-  PERF_PID=$!
-else
-  say "perf not available: no CPU-by-thread profile"
-fi
-
 say "open-model ramp: rates $RATES req/s × $POINTS points, $STEP_SECS s each"
 "$LOAD" ramp "${common[@]}" --rates "$RATES" --step-secs "$STEP_SECS" \
   --max-in-flight "$MAX_IN_FLIGHT" --metrics-url "http://127.0.0.1:$PORT/metrics" \
   --results "$RESULTS" --name ramp
 
-if [ -n "$PERF_PID" ]; then
-  kill -INT "$PERF_PID" 2>/dev/null || true
-  wait "$PERF_PID" 2>/dev/null || true
-  perf report -i "$TMP/perf.data" --sort comm --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' \
-    >"$RESULTS/server-cpu-by-thread.txt" || say "perf report failed: no CPU-by-thread profile"
+# Soak: the ramp's sustainable rate held for SOAK_SECS. Short ramp steps can
+# hide work a server defers (the engine's background merges grow with the data),
+# so the capacity claimed is the rate that holds for minutes, not seconds.
+rm -f "$RESULTS/soak.json" "$RESULTS/soak.md" "$RESULTS/server-cpu-by-thread.txt"
+SOAK_RATE=$(python3 -c 'import json,sys
+r=json.load(open(sys.argv[1])); s=(r.get("summary") or {}).get("sustainable")
+print("" if not s else r["steps"][s["step"]]["offered_rps"] or "")' "$RESULTS/ramp.json" 2>/dev/null || true)
+if [ "$SOAK_SECS" -gt 0 ] && [ -n "$SOAK_RATE" ]; then
+  # Where the server's CPU goes at that rate, by thread (engine merges, engine
+  # INSERT, front door, WAL): sampled by perf when it can attach.
+  PERF_PID=
+  if [ "${SKIP_PERF:-0}" != 1 ] && command -v perf >/dev/null \
+     && perf record -q -o /dev/null -- true >/dev/null 2>&1; then
+    perf record -q -F 99 -p "$SERVER_PID" -o "$TMP/perf.data" >/dev/null 2>&1 &
+    PERF_PID=$!
+  else
+    say "perf not available: no CPU-by-thread profile"
+  fi
+  sleep 10 # let the ramp's backlog drain first
+  say "soak: $SOAK_RATE req/s (the ramp's sustainable rate) for $SOAK_SECS s"
+  "$LOAD" ramp "${common[@]}" --rates "$SOAK_RATE" --step-secs "$SOAK_SECS" \
+    --max-in-flight "$MAX_IN_FLIGHT" --metrics-url "http://127.0.0.1:$PORT/metrics" \
+    --results "$RESULTS" --name soak
+  if [ -n "$PERF_PID" ]; then
+    kill -INT "$PERF_PID" 2>/dev/null || true
+    wait "$PERF_PID" 2>/dev/null || true
+    perf report -i "$TMP/perf.data" --sort comm --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' \
+      >"$RESULTS/server-cpu-by-thread.txt" || say "perf report failed: no CPU-by-thread profile"
+  fi
+else
+  say "no soak (SOAK_SECS=$SOAK_SECS, sustainable rate '${SOAK_RATE}')"
 fi
 
 say "closed-model contrast: users $VUS, $CLOSED_STEP_SECS s each"

@@ -538,7 +538,7 @@ fn cpu_by_thread_section(dir: &Path) -> String {
         return "Server CPU by thread: perf recorded no samples.\n\n".into();
     }
     let mut o = String::from(
-        "**Server CPU by thread** over the whole open-model ramp (`perf record -F 99` on the server process, samples grouped by thread name): the share of the server's CPU time, not of the machine.\n\n\
+        "**Server CPU by thread** during the soak at the sustainable rate (`perf record -F 99` on the server process, samples grouped by thread name): the share of the server's CPU time, not of the machine.\n\n\
          | role | share of server CPU |\n|---|---:|\n",
     );
     for (role, pct) in &roles {
@@ -600,6 +600,7 @@ pub fn every_layer_markdown(inp: &ReportInputs) -> String {
     let flush = read_json(&dir.join("flush.json")).and_then(|v| best_flush(&v));
     let ramp = load_run(&dir.join(format!("{}.json", inp.ramp_name)));
     let closed = load_run(&dir.join(format!("{}.json", inp.closed_name)));
+    let soak = load_run(&dir.join("soak.json"));
     let ceiling = engine.as_ref().map(|e| e.1);
     let nm = "not measured";
 
@@ -668,6 +669,21 @@ pub fn every_layer_markdown(inp: &ReportInputs) -> String {
         "as above, within the latency budget and without loss",
         "network between machines (loopback only)",
     );
+    if let Some(step) = soak.as_ref().and_then(|r| r.steps.first()) {
+        let held = soak.as_ref().is_some_and(|r| r.summary.sustainable.is_some());
+        row(
+            &mut o,
+            format!(
+                "**end-to-end soak** (the sustainable rate for {:.0} s: {}, p95 {:.0} ms)",
+                step.duration_secs,
+                if held { "held" } else { "**did not hold**" },
+                step.p95_ms()
+            ),
+            Some(step.achieved_points_per_sec),
+            "as above, for minutes: the engine's background merges grow with the data",
+            "hours-long effects (merges of ever larger parts, disk filling)",
+        );
+    }
     let closed_best = closed.as_ref().and_then(|c| {
         c.steps
             .iter()
@@ -762,6 +778,17 @@ pub fn every_layer_markdown(inp: &ReportInputs) -> String {
         }
     }
 
+    if let (Some(r), Some(step)) = (&soak, soak.as_ref().and_then(|r| r.steps.first())) {
+        let _ = writeln!(
+            o,
+            "- The sustainable rate held for {:.0} s (soak): **{}** ({} points/s achieved, p95 {:.0} ms).",
+            step.duration_secs,
+            if r.summary.sustainable.is_some() { "yes" } else { "no" },
+            si(step.achieved_points_per_sec),
+            step.p95_ms()
+        );
+    }
+
     o.push_str("\n## Open-model ramp\n\n");
     match &ramp {
         Some(r) => {
@@ -791,6 +818,21 @@ pub fn every_layer_markdown(inp: &ReportInputs) -> String {
         }
         None => {
             let _ = writeln!(o, "{nm}.");
+        }
+    }
+    if let Some(r) = &soak {
+        o.push_str("\n## Soak at the sustainable rate\n\n");
+        o.push_str(
+            "The ramp's sustainable rate offered again for minutes, after the ramp (so on a server that already holds its data): short steps can hide work the server defers, the engine's background merges above all.\n\n",
+        );
+        o.push_str(&ramp_table(&r.steps));
+        if let Some(l) = client_lag_line(&r.steps) {
+            o.push('\n');
+            o.push_str(&l);
+        }
+        if let Some(t) = stage_step_table(&r.steps) {
+            o.push('\n');
+            o.push_str(&t);
         }
     }
     o.push_str("\n## Where the time goes\n\n");
@@ -1037,6 +1079,41 @@ mod tests {
         assert!(md.contains("| not measured |"));
         assert!(md.contains("## Host"));
         assert!(!md.contains("NaN"));
+    }
+
+    #[test]
+    fn a_soak_that_misses_the_budget_says_it_did_not_hold() {
+        let d = tempfile::tempdir().unwrap();
+        let soak = |p95_ms: u64| {
+            let steps = vec![crate::summary::tests::step(0, 800_000.0, 800_000.0, p95_ms)];
+            let r = RunResult {
+                kind: "ramp".into(),
+                tool: "test".into(),
+                url: "http://127.0.0.1/write".into(),
+                payloads: "test".into(),
+                config: serde_json::json!({}),
+                host: crate::host::collect(),
+                summary: crate::summary::summarize(&steps, 250.0),
+                steps,
+            };
+            std::fs::write(d.path().join("soak.json"), serde_json::to_vec(&r).unwrap()).unwrap();
+            every_layer_markdown(&ReportInputs {
+                results_dir: d.path().into(),
+                out: d.path().join("e2e.md"),
+                ramp_name: "ramp".into(),
+                closed_name: "closed".into(),
+            })
+        };
+        let md = soak(400);
+        assert!(
+            md.contains("**end-to-end soak** (the sustainable rate for 10 s: **did not hold**, p95 400 ms) | 800k |"),
+            "{md}"
+        );
+        assert!(md.contains("held for 10 s (soak): **no**"), "{md}");
+        assert!(md.contains("## Soak at the sustainable rate"), "{md}");
+        let md = soak(200);
+        assert!(md.contains("for 10 s: held, p95 200 ms) | 800k |"), "{md}");
+        assert!(md.contains("held for 10 s (soak): **yes**"), "{md}");
     }
 
     #[test]

@@ -235,11 +235,11 @@ pub struct RunResult {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::stats::Latency;
 
-    fn step(i: usize, offered: f64, achieved: f64, p95_ms: u64) -> StepResult {
+    pub(crate) fn step(i: usize, offered: f64, achieved: f64, p95_ms: u64) -> StepResult {
         StepResult {
             index: i,
             offered_rps: Some(offered / 1000.0),
