@@ -13,7 +13,7 @@ use crate::AppState;
 /// `GET /health`.
 pub async fn health(State(state): State<AppState>) -> Response {
     let s = state.pipeline.stats();
-    let refusal = state.limits.check_pipeline(&s).err();
+    let refusal = state.limits.pipeline_state(&s).err();
     let (status, pass, message) = match &refusal {
         None => (
             StatusCode::OK,

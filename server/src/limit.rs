@@ -50,45 +50,84 @@ impl Limits {
         }
     }
 
-    /// An overload answer (counted), with the configured `Retry-After`.
-    pub fn overloaded(&self, reason: impl Into<String>) -> ApiError {
-        metrics::counter!("chingest_backpressure_rejections_total").increment(1);
+    /// An overload answer with the configured `Retry-After`, counted by
+    /// `limit` (a short label naming the limit that tripped, for operators).
+    pub fn overloaded(&self, limit: &'static str, reason: impl Into<String>) -> ApiError {
+        metrics::counter!("chingest_backpressure_rejections_total", "limit" => limit).increment(1);
         ApiError::Overloaded {
             reason: reason.into(),
             retry_after: self.config.retry_after_secs,
         }
     }
 
-    /// Refuses when the storage side is behind its limits or unavailable.
+    /// Refuses a write when the storage side is behind its limits or
+    /// unavailable (the refusal is counted by limit).
     pub fn check_pipeline(&self, s: &PipelineStats) -> Result<(), ApiError> {
+        match self.pipeline_refusal(s) {
+            None => Ok(()),
+            Some((None, e)) => Err(e),
+            Some((Some(limit), e)) => {
+                metrics::counter!("chingest_backpressure_rejections_total", "limit" => limit)
+                    .increment(1);
+                Err(e)
+            }
+        }
+    }
+
+    /// What [`check_pipeline`](Self::check_pipeline) would answer a write now,
+    /// without counting it as a rejection (for `/health`).
+    pub fn pipeline_state(&self, s: &PipelineStats) -> Result<(), ApiError> {
+        self.pipeline_refusal(s).map_or(Ok(()), |(_, e)| Err(e))
+    }
+
+    /// The refusal, with the overload limit that tripped (none: unavailable).
+    fn pipeline_refusal(&self, s: &PipelineStats) -> Option<(Option<&'static str>, ApiError)> {
         if let Some(why) = &s.unavailable {
-            return Err(ApiError::Unavailable(why.clone()));
+            return Some((None, ApiError::Unavailable(why.clone())));
         }
         let c = &self.config;
+        let overload = |limit, reason: String| {
+            Some((
+                Some(limit),
+                ApiError::Overloaded {
+                    reason,
+                    retry_after: c.retry_after_secs,
+                },
+            ))
+        };
         let depth_limit = if c.max_wal_queue_depth > 0 {
             c.max_wal_queue_depth
         } else {
             s.wal_queue_capacity
         };
         if depth_limit > 0 && s.wal_queue_depth >= depth_limit {
-            return Err(self.overloaded(format!(
-                "WAL queue depth {} reached its limit {depth_limit}",
-                s.wal_queue_depth
-            )));
+            return overload(
+                "wal_queue_depth",
+                format!(
+                    "WAL queue depth {} reached its limit {depth_limit}",
+                    s.wal_queue_depth
+                ),
+            );
         }
         if c.max_unflushed_points > 0 && s.unflushed_points >= c.max_unflushed_points {
-            return Err(self.overloaded(format!(
-                "{} points wait to reach the engine (limit {})",
-                s.unflushed_points, c.max_unflushed_points
-            )));
+            return overload(
+                "unflushed_points",
+                format!(
+                    "{} points wait to reach the engine (limit {})",
+                    s.unflushed_points, c.max_unflushed_points
+                ),
+            );
         }
         if c.max_flush_lag_secs > 0 && s.oldest_unflushed_secs >= c.max_flush_lag_secs as f64 {
-            return Err(self.overloaded(format!(
-                "flush lag {:.1}s exceeds {}s",
-                s.oldest_unflushed_secs, c.max_flush_lag_secs
-            )));
+            return overload(
+                "flush_lag",
+                format!(
+                    "flush lag {:.1}s exceeds {}s",
+                    s.oldest_unflushed_secs, c.max_flush_lag_secs
+                ),
+            );
         }
-        Ok(())
+        None
     }
 
     /// Reserves `bytes` of the in-flight budget (grown later with [`BudgetPermit::grow`]).
@@ -103,12 +142,12 @@ impl Limits {
 
     /// Reserves `points` of the in-flight points budget.
     pub fn points_permit(&self, points: u64) -> Result<OwnedSemaphorePermit, ApiError> {
-        let n =
-            u32::try_from(points).map_err(|_| self.overloaded("too many points in one request"))?;
+        let n = u32::try_from(points)
+            .map_err(|_| self.overloaded("points_budget", "too many points in one request"))?;
         self.points
             .clone()
             .try_acquire_many_owned(n)
-            .map_err(|_| self.overloaded("in-flight points budget exhausted"))
+            .map_err(|_| self.overloaded("points_budget", "in-flight points budget exhausted"))
     }
 
     /// Waits for a CPU pool slot, at most `max_cpu_wait_ms`: past that the
@@ -120,9 +159,12 @@ impl Limits {
             ms => match tokio::time::timeout(std::time::Duration::from_millis(ms), acquire).await {
                 Ok(p) => p,
                 Err(_) => {
-                    return Err(self.overloaded(format!(
-                        "every parse thread stayed busy for {ms} ms (limits.max_cpu_wait_ms)"
-                    )))
+                    return Err(self.overloaded(
+                        "cpu_wait",
+                        format!(
+                            "every parse thread stayed busy for {ms} ms (limits.max_cpu_wait_ms)"
+                        ),
+                    ))
                 }
             },
         };
@@ -157,13 +199,14 @@ impl BudgetPermit {
             self.bytes = self.bytes.max(total);
             return Ok(());
         }
-        let extra32 = u32::try_from(extra)
-            .map_err(|_| limits.overloaded("request larger than the in-flight budget"))?;
+        let extra32 = u32::try_from(extra).map_err(|_| {
+            limits.overloaded("bytes_budget", "request larger than the in-flight budget")
+        })?;
         let more = limits
             .bytes
             .clone()
             .try_acquire_many_owned(extra32)
-            .map_err(|_| limits.overloaded("in-flight bytes budget exhausted"))?;
+            .map_err(|_| limits.overloaded("bytes_budget", "in-flight bytes budget exhausted"))?;
         match &mut self.permit {
             Some(p) => p.merge(more),
             None => self.permit = Some(more),

@@ -307,9 +307,9 @@ async fn write(
     };
     let t = Instant::now();
     state.pipeline.commit(prepared).await.map_err(|e| match e {
-        crate::pipeline::PipelineError::QueueFull => {
-            state.limits.overloaded("the WAL queue is full")
-        }
+        crate::pipeline::PipelineError::QueueFull => state
+            .limits
+            .overloaded("wal_queue_full", "the WAL queue is full"),
         other => other.into(),
     })?;
     metrics::histogram!("chingest_http_wal_wait_seconds").record(t.elapsed().as_secs_f64());

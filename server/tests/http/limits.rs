@@ -98,4 +98,13 @@ fn saturated_server_answers_quickly_with_retry_after() {
     let h = s.get("/health");
     assert_eq!(h.status(), 503);
     assert_eq!(h.json::<Value>().unwrap()["wal"]["unflushed_points"], 3);
+    // Operators see which limit refused the writes.
+    let metrics = s.get("/metrics").text().unwrap();
+    for (limit, n) in [("bytes_budget", 2), ("unflushed_points", 1)] {
+        let line = format!("chingest_backpressure_rejections_total{{limit=\"{limit}\"}} {n}");
+        assert!(
+            metrics.contains(&line),
+            "no `{line}` in /metrics:\n{metrics}"
+        );
+    }
 }
