@@ -120,6 +120,34 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
     for (db, series) in state.pipeline.series_cardinality() {
         metrics::gauge!("chingest_series", "db" => db).set(series as f64);
     }
+    // The engine's parts and merges, read from its system tables. Bounded: a
+    // scrape never waits long for a pooled connection busy with an insert.
+    let pipeline = state.pipeline.clone();
+    let engine = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        tokio::task::spawn_blocking(move || pipeline.engine_stats()),
+    )
+    .await;
+    if let Ok(Ok(Some(e))) = engine {
+        // A database that lost all its parts (dropped) reads 0, not its last value.
+        static REPORTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        let mut reported = REPORTED.lock().unwrap_or_else(|p| p.into_inner());
+        for db in reported.iter() {
+            if !e.active_parts.iter().any(|(d, _)| d == db) {
+                metrics::gauge!("chingest_engine_active_parts", "db" => db.clone()).set(0.0);
+            }
+        }
+        reported.clear();
+        for (db, parts) in e.active_parts {
+            metrics::gauge!("chingest_engine_active_parts", "db" => db.clone()).set(parts as f64);
+            reported.push(db);
+        }
+        drop(reported);
+        metrics::gauge!("chingest_engine_max_parts_per_table").set(e.max_parts_per_table as f64);
+        metrics::gauge!("chingest_engine_merges_running").set(e.merges_running as f64);
+        metrics::counter!("chingest_engine_inserted_rows_total").absolute(e.inserted_rows);
+        metrics::counter!("chingest_engine_merged_rows_total").absolute(e.merged_rows);
+    }
     let mut resp = state.metrics.render().into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

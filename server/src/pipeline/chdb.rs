@@ -536,6 +536,44 @@ impl Pipeline for ChdbPipeline {
         self.engine()?.query(sql, f).map_err(engine_error)
     }
 
+    fn engine_stats(&self) -> Option<EngineStats> {
+        let engine = self.engine().ok()?;
+        let text = |sql: &str| engine.query_text(sql).ok();
+        let mut stats = EngineStats::default();
+        let parts = text(
+            "SELECT database, table, count() FROM system.parts WHERE active \
+             AND database NOT IN ('system', 'information_schema', 'INFORMATION_SCHEMA') \
+             GROUP BY database, table ORDER BY database",
+        )?;
+        for line in parts.lines() {
+            let mut f = line.split('\t');
+            let (Some(db), Some(_table), Some(n)) = (f.next(), f.next(), f.next()) else {
+                continue;
+            };
+            let n: u64 = n.parse().unwrap_or(0);
+            stats.max_parts_per_table = stats.max_parts_per_table.max(n);
+            match stats.active_parts.last_mut() {
+                Some((last, total)) if last == db => *total += n,
+                _ => stats.active_parts.push((db.to_string(), n)),
+            }
+        }
+        stats.merges_running = text("SELECT count() FROM system.merges")?
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        let events = text(
+            "SELECT event, value FROM system.events WHERE event IN ('InsertedRows', 'MergedRows')",
+        )?;
+        for line in events.lines() {
+            match line.split_once('\t') {
+                Some(("InsertedRows", v)) => stats.inserted_rows = v.trim().parse().unwrap_or(0),
+                Some(("MergedRows", v)) => stats.merged_rows = v.trim().parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+        Some(stats)
+    }
+
     fn series_cardinality(&self) -> Vec<(String, u64)> {
         self.databases
             .read()

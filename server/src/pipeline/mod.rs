@@ -216,6 +216,24 @@ pub enum PipelineError {
     Internal(String),
 }
 
+/// The engine's MergeTree state, for operators: background merges are the
+/// engine's largest cost under sustained ingest, and too many active parts
+/// per table make it refuse inserts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EngineStats {
+    /// Active parts per database (user databases only).
+    pub active_parts: Vec<(String, u64)>,
+    /// The most active parts of any one table.
+    pub max_parts_per_table: u64,
+    /// Merges running now.
+    pub merges_running: u64,
+    /// Rows inserted since the engine started.
+    pub inserted_rows: u64,
+    /// Rows written by merges since the engine started (÷ inserted rows = the
+    /// merges' write amplification).
+    pub merged_rows: u64,
+}
+
 /// Storage as the HTTP layer sees it. Blocking methods are called from the
 /// blocking pool, never on the reactor.
 pub trait Pipeline: Send + Sync + 'static {
@@ -249,6 +267,11 @@ pub trait Pipeline: Send + Sync + 'static {
     /// Series per database (for the `chingest_series` gauge).
     fn series_cardinality(&self) -> Vec<(String, u64)> {
         Vec::new()
+    }
+    /// The engine's own state: parts, merges, rows (blocking; `None` when
+    /// there is no engine).
+    fn engine_stats(&self) -> Option<EngineStats> {
+        None
     }
     /// Current load and lag.
     fn stats(&self) -> PipelineStats;

@@ -334,12 +334,25 @@ fn write_path_read_back_and_every_error_class() {
     ] {
         assert!(text.contains(name), "{name} missing from /metrics:\n{text}");
     }
+    // The engine's own state: the rows read back above are in parts of `w`.
+    let value = |text: &str, series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no `{series}` in /metrics:\n{text}"))
+    };
+    assert!(value(&text, "chingest_engine_active_parts{db=\"w\"}") >= 1.0);
+    assert!(value(&text, "chingest_engine_max_parts_per_table") >= 1.0);
+    assert!(value(&text, "chingest_engine_inserted_rows_total") >= 3.0);
+    assert!(value(&text, "chingest_engine_merged_rows_total") >= 0.0);
+    assert!(value(&text, "chingest_engine_merges_running") >= 0.0);
 
     // DROP DATABASE removes it.
     assert_eq!(
         s.query("DROP DATABASE w"),
         json!({"results": [{"statement_id": 0}]})
     );
+    let text = s.get("/metrics").text().unwrap();
+    assert_eq!(value(&text, "chingest_engine_active_parts{db=\"w\"}"), 0.0);
     assert_eq!(
         s.query("SHOW DATABASES")["results"][0]["series"][0]["values"],
         json!([])
