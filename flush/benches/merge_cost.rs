@@ -108,13 +108,17 @@ fn main() {
             engine.execute(&format!("SYSTEM STOP MERGES {t}")).unwrap();
             let start = Instant::now();
             for p in 0..PARTS {
-                engine.execute(&insert_sql(&t, p, columns.contains("__seq"))).unwrap();
+                engine
+                    .execute(&insert_sql(&t, p, columns.contains("__seq")))
+                    .unwrap();
             }
             insert_times.push(start.elapsed().as_secs_f64() * 1e9 / (PARTS * ROWS_PER_PART) as f64);
             engine.execute(&format!("SYSTEM START MERGES {t}")).unwrap();
             let start = Instant::now();
             engine
-                .execute(&format!("OPTIMIZE TABLE {t} FINAL SETTINGS optimize_throw_if_noop = 1"))
+                .execute(&format!(
+                    "OPTIMIZE TABLE {t} FINAL SETTINGS optimize_throw_if_noop = 1"
+                ))
                 .unwrap();
             times.push(start.elapsed().as_secs_f64() * 1000.0);
             let (db, tbl) = t.split_once('.').unwrap();
@@ -124,9 +128,16 @@ fn main() {
                      WHERE active AND database = '{db}' AND table = '{tbl}' FORMAT TSV"
                 ))
                 .unwrap();
-            let v: Vec<u64> = parts.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            let v: Vec<u64> = parts
+                .split_whitespace()
+                .map(|x| x.parse().unwrap())
+                .collect();
             assert_eq!(v[0], 1, "{name}: the merge left {} parts", v[0]);
-            assert_eq!(v[1] as usize, PARTS * ROWS_PER_PART, "{name}: rows lost in the merge");
+            assert_eq!(
+                v[1] as usize,
+                PARTS * ROWS_PER_PART,
+                "{name}: rows lost in the merge"
+            );
             bytes = v[2];
             engine.execute(&format!("DROP TABLE {t} SYNC")).unwrap();
         }

@@ -61,6 +61,10 @@ pub struct FlushConfig {
     /// engine's connections. Default: 0. Twice as many workers run, so one
     /// job's coalescing overlaps another's insert.
     pub workers: usize,
+    /// Retention per database, in seconds (absent or 0 = keep forever): the
+    /// database's tables are created with a TTL that deletes older rows in
+    /// background merges. [`Flusher::set_retention`] adds databases later.
+    pub retention_secs: std::collections::BTreeMap<String, u64>,
 }
 
 impl Default for FlushConfig {
@@ -72,6 +76,7 @@ impl Default for FlushConfig {
             retry_max_ms: 10_000,
             insert_threads: 1,
             workers: 0,
+            retention_secs: Default::default(),
         }
     }
 }
@@ -188,7 +193,11 @@ impl Flusher {
             flushed_seq: resume.flushed_seq,
             ..Default::default()
         }));
-        let tables = Arc::new(Mutex::new(TableCache::default()));
+        let mut cache = TableCache::default();
+        for (db, secs) in &config.retention_secs {
+            cache.set_retention(db, *secs);
+        }
+        let tables = Arc::new(Mutex::new(cache));
         let inserts_n = match config.workers {
             0 => engine.pool_size(),
             n => n.min(engine.pool_size()),
@@ -271,6 +280,12 @@ impl Flusher {
     /// A snapshot of the flusher's state.
     pub fn status(&self) -> FlushStatus {
         self.status.lock().clone()
+    }
+
+    /// Sets `db`'s retention (seconds, 0 = forever) for tables created from
+    /// now on; call before its first write (`CREATE DATABASE … WITH DURATION`).
+    pub fn set_retention(&self, db: &str, secs: u64) {
+        self.tables.lock().set_retention(db, secs);
     }
 
     /// Forgets cached table state of `db` (call after dropping it).

@@ -142,9 +142,26 @@ pub const TABLE_SETTINGS: &str = "fsync_after_insert = 1, fsync_part_directory =
 pub struct TableCache {
     tables: HashMap<(String, String), HashMap<String, ColumnKind>>,
     databases: std::collections::HashSet<String>,
+    retention: HashMap<String, u64>,
+}
+
+/// The `TTL` clause of a measurement table kept for `secs` seconds: rows whose
+/// `time` is older are deleted by the engine's background merges (checked at
+/// least every `merge_with_ttl_timeout`, 4 h by default), not at once.
+pub fn ttl_clause(secs: u64) -> String {
+    format!("TTL toDateTime(time) + toIntervalSecond({secs})")
 }
 
 impl TableCache {
+    /// Keeps `db`'s tables created from now on for `secs` seconds (0 = forever).
+    pub fn set_retention(&mut self, db: &str, secs: u64) {
+        if secs == 0 {
+            self.retention.remove(db);
+        } else {
+            self.retention.insert(db.to_string(), secs);
+        }
+    }
+
     /// Makes sure `db`.`measurement` exists with every column of `columns`,
     /// creating the database, the table and missing columns as needed.
     pub fn ensure(
@@ -183,9 +200,12 @@ impl TableCache {
             // per row, `--bench merge_cost`) and less often: a merge-selector
             // base of 10 instead of 5 rewrites each row fewer times at the cost
             // of more parts between merges (docs/architecture.md).
-            ddl.push_str(&format!(
-                ") ENGINE = MergeTree ORDER BY (series_id, time) SETTINGS {TABLE_SETTINGS}"
-            ));
+            ddl.push_str(") ENGINE = MergeTree ORDER BY (series_id, time) ");
+            if let Some(secs) = self.retention.get(db) {
+                ddl.push_str(&ttl_clause(*secs));
+                ddl.push(' ');
+            }
+            ddl.push_str(&format!("SETTINGS {TABLE_SETTINGS}"));
             conn.execute(&ddl)?;
             let existing = describe(conn, db, measurement)?;
             self.tables.insert(key.clone(), existing);
@@ -209,6 +229,7 @@ impl TableCache {
     /// Forgets what is known of `db` (after `DROP DATABASE`).
     pub fn forget_database(&mut self, db: &str) {
         self.databases.remove(db);
+        self.retention.remove(db);
         self.tables.retain(|(d, _), _| d != db);
     }
 }

@@ -20,8 +20,9 @@ use crate::AppState;
 /// One parsed statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Statement {
-    /// `CREATE DATABASE name [WITH ...]`
-    CreateDatabase(String),
+    /// `CREATE DATABASE name [WITH DURATION d ...]`: the name and the
+    /// retention in seconds when given (`Some(0)` = `INF`).
+    CreateDatabase(String, Option<u64>),
     /// `DROP DATABASE name`
     DropDatabase(String),
     /// `SHOW DATABASES`
@@ -120,6 +121,55 @@ fn tokens(s: &str) -> Result<Vec<(String, bool)>, String> {
     Ok(out)
 }
 
+/// An InfluxQL duration literal (`1h`, `30d`, `2w`, `1h30m`, `INF`) in whole
+/// seconds; `INF` (and `0s`) is 0 = forever. Retention shorter than an hour is
+/// refused, as InfluxDB does.
+pub fn parse_duration_secs(lit: &str) -> Result<u64, String> {
+    if lit.eq_ignore_ascii_case("INF") {
+        return Ok(0);
+    }
+    let bad = || format!("invalid duration {lit:?}");
+    let (mut total_ns, mut rest): (u128, &str) = (0, lit);
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 18 {
+            return Err(bad());
+        }
+        let n: u128 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest.bytes().take_while(|b| !b.is_ascii_digit()).count();
+        let unit_ns: u128 = match &rest[..unit_len] {
+            "ns" => 1,
+            "u" | "µ" | "us" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            "d" => 86_400_000_000_000,
+            "w" => 604_800_000_000_000,
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        total_ns = total_ns.saturating_add(n.saturating_mul(unit_ns));
+    }
+    let secs = u64::try_from(total_ns / 1_000_000_000).map_err(|_| bad())?;
+    if secs != 0 && secs < 3600 {
+        return Err("retention policy duration must be at least 1h0m0s".into());
+    }
+    Ok(secs)
+}
+
+/// A duration the way InfluxDB prints one (`720h0m0s`, `0s`).
+pub fn format_duration(secs: u64) -> String {
+    if secs == 0 {
+        return "0s".into();
+    }
+    format!("{}h{}m{}s", secs / 3600, secs % 3600 / 60, secs % 60)
+}
+
 /// Parses one statement.
 pub fn parse_statement(s: &str) -> Result<Statement, String> {
     let toks = tokens(s)?;
@@ -157,11 +207,51 @@ pub fn parse_statement(s: &str) -> Result<Statement, String> {
     match (a.as_str(), b.as_str()) {
         ("CREATE", "DATABASE") => {
             let name = ident(2)?;
-            // `WITH DURATION ...`: retention is not modelled; accepted for compatibility.
-            if toks.len() > 3 && kw(3) != "WITH" {
+            if toks.len() == 3 {
+                return Ok(Statement::CreateDatabase(name, None));
+            }
+            if kw(3) != "WITH" {
                 return Err(format!("found {}, expected WITH or EOF", toks[3].0));
             }
-            Ok(Statement::CreateDatabase(name))
+            // `WITH [DURATION d] [REPLICATION n] [SHARD DURATION d] [NAME rp]`:
+            // the duration becomes the tables' TTL; one node, one policy.
+            let (mut retention, mut i) = (None, 4);
+            while i < toks.len() {
+                match kw(i).as_str() {
+                    "DURATION" => {
+                        retention = Some(parse_duration_secs(&ident(i + 1)?)?);
+                        i += 2;
+                    }
+                    "REPLICATION" => {
+                        if ident(i + 1)? != "1" {
+                            return Err("replication factor must be 1 (chingest is one node)".into());
+                        }
+                        i += 2;
+                    }
+                    "SHARD" if kw(i + 1) == "DURATION" => {
+                        parse_duration_secs(&ident(i + 2)?)?;
+                        i += 3;
+                    }
+                    "NAME" => {
+                        let rp = ident(i + 1)?;
+                        if rp != "autogen" {
+                            return Err(format!(
+                                "retention policy {rp:?}: only the default policy \"autogen\" is supported"
+                            ));
+                        }
+                        i += 2;
+                    }
+                    other => {
+                        return Err(format!(
+                            "found {other}, expected DURATION, REPLICATION, SHARD, NAME or EOF"
+                        ))
+                    }
+                }
+            }
+            if i == 4 {
+                return Err("found EOF, expected DURATION, REPLICATION, SHARD or NAME".into());
+            }
+            Ok(Statement::CreateDatabase(name, retention))
         }
         ("DROP", "DATABASE") => {
             let name = ident(2)?;
@@ -322,7 +412,7 @@ fn execute(
 ) -> Result<Vec<Value>, ApiError> {
     let p = &state.pipeline;
     match st {
-        Statement::CreateDatabase(name) | Statement::DropDatabase(name)
+        Statement::CreateDatabase(name, _) | Statement::DropDatabase(name)
             if !id.can_manage_databases() =>
         {
             Err(ApiError::Forbidden(format!(
@@ -330,8 +420,8 @@ fn execute(
                 id.name()
             )))
         }
-        Statement::CreateDatabase(name) => {
-            p.create_database(&name)?;
+        Statement::CreateDatabase(name, retention) => {
+            p.create_database(&name, retention)?;
             Ok(vec![])
         }
         Statement::DropDatabase(name) => {
@@ -353,6 +443,7 @@ fn execute(
             if !p.database_exists(&db) {
                 return Err(ApiError::Query(format!("database not found: {db}")));
             }
+            let retention = p.retention_secs(&db);
             Ok(vec![series_obj(
                 None,
                 &[
@@ -362,7 +453,19 @@ fn execute(
                     "replicaN",
                     "default",
                 ],
-                vec![json!(["autogen", "0s", "168h0m0s", 1, true])],
+                vec![json!([
+                    "autogen",
+                    format_duration(retention),
+                    // InfluxDB's shard group duration for the retention.
+                    format_duration(match retention {
+                        0 => 7 * 86_400,
+                        r if r < 2 * 86_400 => 3_600,
+                        r if r <= 180 * 86_400 => 86_400,
+                        _ => 7 * 86_400,
+                    }),
+                    1,
+                    true
+                ])],
             )])
         }
         Statement::ShowMeasurements(on) => {
@@ -464,17 +567,63 @@ mod tests {
     }
 
     #[test]
+    fn durations_and_retention_clauses() {
+        for (lit, secs) in [
+            ("INF", 0),
+            ("inf", 0),
+            ("0s", 0),
+            ("1h", 3600),
+            ("90m", 5400),
+            ("1h30m", 5400),
+            ("30d", 2_592_000),
+            ("2w", 1_209_600),
+            ("3600000ms", 3600),
+        ] {
+            assert_eq!(parse_duration_secs(lit), Ok(secs), "{lit}");
+        }
+        for lit in ["", "1", "h", "1x", "1h30", "-1h", "99999999999999999999w"] {
+            assert!(parse_duration_secs(lit).is_err(), "{lit}");
+        }
+        assert_eq!(
+            parse_duration_secs("59m"),
+            Err("retention policy duration must be at least 1h0m0s".into())
+        );
+        assert_eq!(format_duration(0), "0s");
+        assert_eq!(format_duration(2_592_000), "720h0m0s");
+        assert_eq!(format_duration(5_430), "1h30m30s");
+        for bad in [
+            "CREATE DATABASE r WITH",
+            "CREATE DATABASE r WITH DURATION",
+            "CREATE DATABASE r WITH DURATION 1x",
+            "CREATE DATABASE r WITH REPLICATION 3",
+            "CREATE DATABASE r WITH NAME weekly",
+            "CREATE DATABASE r WITH COLOR blue",
+            "CREATE DATABASE r DURATION 1h",
+        ] {
+            assert!(parse_statement(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn statement_table() {
         use Statement::*;
         let s = |x: &str| Some(x.to_string());
         let cases: &[(&str, Statement)] = &[
             (
                 "CREATE DATABASE telegraf",
-                CreateDatabase("telegraf".into()),
+                CreateDatabase("telegraf".into(), None),
             ),
             (
                 "create database \"my db\" WITH DURATION 1d",
-                CreateDatabase("my db".into()),
+                CreateDatabase("my db".into(), Some(86_400)),
+            ),
+            (
+                "CREATE DATABASE r WITH DURATION 1h30m REPLICATION 1 SHARD DURATION 1h NAME autogen",
+                CreateDatabase("r".into(), Some(5_400)),
+            ),
+            (
+                "CREATE DATABASE r WITH DURATION INF",
+                CreateDatabase("r".into(), Some(0)),
             ),
             ("DROP DATABASE x", DropDatabase("x".into())),
             ("SHOW DATABASES", ShowDatabases),

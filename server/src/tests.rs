@@ -421,7 +421,7 @@ async fn auth_on_requires_credentials_except_ping_and_health() {
         .unwrap();
     assert_eq!(send(&app, req).await.status, 204);
     assert_eq!(p.lines("db").len(), 2);
-    p.create_database("other").unwrap();
+    p.create_database("other", None).unwrap();
     let r = send(&app, post("/write?db=other&u=writer&p=pw", "m v=1")).await;
     assert_eq!(r.status, 403);
     let r = send(&app, get("/query?q=CREATE+DATABASE+x&u=writer&p=pw")).await;

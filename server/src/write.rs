@@ -228,7 +228,7 @@ async fn write(
         if state.config.server.auto_create_databases {
             let p = pipeline.clone();
             let name = db.clone();
-            tokio::task::spawn_blocking(move || p.create_database(&name))
+            tokio::task::spawn_blocking(move || p.create_database(&name, None))
                 .await
                 .map_err(|e| ApiError::Internal(e.to_string()))??;
         } else {

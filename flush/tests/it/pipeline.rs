@@ -515,3 +515,69 @@ fn a_flush_failure_is_retried_until_the_engine_accepts_it() {
         .is_none());
     stack.close();
 }
+
+#[test]
+fn a_database_with_retention_loses_rows_older_than_it_in_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let (kept, forever, later) = (
+        database_name("ttl"),
+        database_name("ttl_none"),
+        database_name("ttl_later"),
+    );
+    let mut config = fast();
+    config.retention_secs.insert(kept.clone(), 3600);
+    let stack = Stack::open(dir.path(), true, config);
+    // A database given its retention after the flusher started.
+    stack.flusher.as_ref().unwrap().set_retention(&later, 7200);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    let hour = 3_600_000_000_000i64;
+    let mut seq = 0;
+    for db in [&kept, &forever, &later] {
+        seq = stack.write(FlushWrite {
+            db: db.clone(),
+            tables: vec![(
+                "m".into(),
+                batch(
+                    vec![
+                        now - 3 * hour,
+                        now - 90 * 60_000_000_000,
+                        now - 1_000_000_000,
+                    ],
+                    vec![1, 2, 3],
+                    vec![Col::F("f", vec![Some(1.0), Some(2.0), Some(3.0)])],
+                ),
+            )],
+        });
+    }
+    stack.wait_flushed(seq);
+    for (db, ttl, left) in [
+        (&kept, Some(3600), "3\n"),
+        (&forever, None, "1\n2\n3\n"),
+        (&later, Some(7200), "2\n3\n"),
+    ] {
+        let table = format!("{}.m", quote_ident(db));
+        let engine_full = q(&format!(
+            "SELECT engine_full FROM system.tables WHERE database = '{db}' AND name = 'm'"
+        ));
+        match ttl {
+            Some(secs) => assert!(
+                engine_full.contains(&format!("TTL toDateTime(time) + toIntervalSecond({secs})")),
+                "{engine_full}"
+            ),
+            None => assert!(!engine_full.contains("TTL"), "{engine_full}"),
+        }
+        // The engine applies TTLs in merges; force one instead of waiting hours.
+        engine()
+            .execute(&format!("OPTIMIZE TABLE {table} FINAL"))
+            .unwrap();
+        assert_eq!(
+            q(&format!("SELECT series_id FROM {table} ORDER BY series_id")),
+            left,
+            "{db}"
+        );
+    }
+    stack.close();
+}

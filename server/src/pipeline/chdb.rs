@@ -4,7 +4,8 @@
 //! Layout under `storage.data_dir`: `wal/` (RocksDB) and `chdb/` (the engine).
 //!
 //! Databases are registered in the WAL's metadata store under
-//! [`DB_RECORD_PREFIX`] (`1` = exists, `0` = dropped), so `CREATE DATABASE`
+//! [`DB_RECORD_PREFIX`] (`1` = exists, `1;retention=<secs>` = exists with a
+//! retention, `0` = dropped), so `CREATE DATABASE`
 //! is durable before it is acknowledged, like a write. The schema answers of
 //! `SHOW MEASUREMENTS / TAG KEYS / FIELD KEYS` come from the ingest catalog's
 //! own metadata records (documented in `ingest::catalog`), indexed here as
@@ -24,6 +25,28 @@ pub const DB_RECORD_PREFIX: &[u8] = b"srv1D";
 
 type Wal = wal::Wal<flush::FlushWrite>;
 
+/// A database registry record's value: `1` (exists, kept forever; also what
+/// older versions wrote), `1;retention=<secs>`, or `0` (dropped).
+fn db_record(retention_secs: u64) -> Vec<u8> {
+    if retention_secs == 0 {
+        b"1".to_vec()
+    } else {
+        format!("1;retention={retention_secs}").into_bytes()
+    }
+}
+
+/// The retention of an existing database's record (0 = forever), `None` for
+/// a dropped one. An unreadable retention keeps the data (0) rather than
+/// deleting it.
+fn parse_db_record(v: &[u8]) -> Option<u64> {
+    let rest = v.strip_prefix(b"1")?;
+    Some(
+        rest.strip_prefix(b";retention=")
+            .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok())
+            .unwrap_or(0),
+    )
+}
+
 /// The storage pipeline of this process.
 pub struct ChdbPipeline {
     engine: RwLock<Option<flush::Engine>>,
@@ -32,6 +55,8 @@ pub struct ChdbPipeline {
     ingestor: ingest::Ingestor,
     flusher: Mutex<Option<flush::Flusher>>,
     databases: RwLock<BTreeSet<String>>,
+    /// Retention in seconds of the databases that have one.
+    retention: RwLock<BTreeMap<String, u64>>,
     schema: Arc<RwLock<SchemaIndex>>,
     queue_capacity: u64,
     closed: AtomicBool,
@@ -112,14 +137,24 @@ impl ChdbPipeline {
         )
         .map_err(|e| internal("loading the catalog")(e.to_string()))?;
         let mut databases = BTreeSet::new();
+        let mut retention = BTreeMap::new();
         let mut schema = SchemaIndex::default();
         for (k, v) in &records {
             if let Some(name) = k.strip_prefix(DB_RECORD_PREFIX) {
                 let name = String::from_utf8_lossy(name).into_owned();
-                if v.as_slice() == b"1" {
-                    databases.insert(name);
-                } else {
-                    databases.remove(&name);
+                match parse_db_record(v) {
+                    Some(secs) => {
+                        if secs > 0 {
+                            retention.insert(name.clone(), secs);
+                        } else {
+                            retention.remove(&name);
+                        }
+                        databases.insert(name);
+                    }
+                    None => {
+                        retention.remove(&name);
+                        databases.remove(&name);
+                    }
                 }
             } else {
                 schema.apply(k, v);
@@ -176,6 +211,7 @@ impl ChdbPipeline {
                 max_points_per_batch: config.flush.max_points_per_batch,
                 max_age_ms: config.flush.max_age_ms,
                 insert_threads: config.flush.insert_threads,
+                retention_secs: retention.clone(),
                 ..Default::default()
             },
             rx,
@@ -192,6 +228,7 @@ impl ChdbPipeline {
             ingestor: ingest::Ingestor::default(),
             flusher: Mutex::new(Some(flusher)),
             databases: RwLock::new(databases),
+            retention: RwLock::new(retention),
             schema: Arc::new(RwLock::new(schema)),
             queue_capacity: config.wal.queue_capacity as u64,
             closed: AtomicBool::new(false),
@@ -205,10 +242,10 @@ impl ChdbPipeline {
             .ok_or_else(|| PipelineError::Unavailable("the engine is closed".into()))
     }
 
-    fn put_db_record(&self, db: &str, exists: bool) -> Result<(), PipelineError> {
+    fn put_db_record(&self, db: &str, retention_secs: u64) -> Result<(), PipelineError> {
         let mut key = DB_RECORD_PREFIX.to_vec();
         key.extend_from_slice(db.as_bytes());
-        let value = if exists { b"1".to_vec() } else { b"0".to_vec() };
+        let value = db_record(retention_secs);
         self.wal
             .put_meta(vec![(key, value)])
             .map_err(wal_error)?
@@ -370,18 +407,34 @@ impl Pipeline for ChdbPipeline {
         self.databases.read().contains(db)
     }
 
-    fn create_database(&self, db: &str) -> Result<(), PipelineError> {
+    fn create_database(&self, db: &str, retention_secs: Option<u64>) -> Result<(), PipelineError> {
         check_db_name(db)?;
         if self.database_exists(db) {
-            return Ok(());
+            return match retention_secs {
+                Some(r) if r != self.retention_secs(db) => Err(PipelineError::Invalid(
+                    "retention policy conflicts with an existing policy".into(),
+                )),
+                _ => Ok(()),
+            };
         }
+        let retention_secs = retention_secs.unwrap_or(0);
         self.engine()?
             .execute(&format!(
                 "CREATE DATABASE IF NOT EXISTS {}",
                 flush::quote_ident(db)
             ))
             .map_err(engine_error)?;
-        self.put_db_record(db, true)?;
+        // The flusher learns the retention before the database can be written
+        // to, so its first table is created with the TTL.
+        if let Some(f) = self.flusher.lock().as_ref() {
+            f.set_retention(db, retention_secs);
+        }
+        self.put_db_record(db, retention_secs)?;
+        if retention_secs > 0 {
+            self.retention
+                .write()
+                .insert(db.to_string(), retention_secs);
+        }
         self.databases.write().insert(db.to_string());
         tracing::info!(db, "database created");
         Ok(())
@@ -393,6 +446,7 @@ impl Pipeline for ChdbPipeline {
         }
         // New writes to `db` are refused from here on.
         self.databases.write().remove(db);
+        self.retention.write().remove(db);
         self.schema.write().dbs.remove(db);
         // The catalog forgets `db`, and its records go in the same durable
         // write as the drop record, so a restart does not resurrect field
@@ -424,6 +478,10 @@ impl Pipeline for ChdbPipeline {
 
     fn databases(&self) -> Vec<String> {
         self.databases.read().iter().cloned().collect()
+    }
+
+    fn retention_secs(&self, db: &str) -> u64 {
+        self.retention.read().get(db).copied().unwrap_or(0)
     }
 
     fn schema(&self, db: &str) -> Result<Vec<MeasurementSchema>, PipelineError> {
@@ -775,5 +833,18 @@ mod tests {
         );
         s.retain(&BTreeSet::from(["db".to_string()]));
         assert!(!s.dbs.contains_key("other"));
+    }
+
+    #[test]
+    fn database_records_round_trip_and_read_old_ones() {
+        assert_eq!(db_record(0), b"1");
+        assert_eq!(db_record(7200), b"1;retention=7200");
+        for secs in [0, 3600, u64::MAX] {
+            assert_eq!(parse_db_record(&db_record(secs)), Some(secs));
+        }
+        assert_eq!(parse_db_record(b"1"), Some(0), "written by older versions");
+        assert_eq!(parse_db_record(b"0"), None);
+        assert_eq!(parse_db_record(b""), None);
+        assert_eq!(parse_db_record(b"1;retention=x"), Some(0), "keep, never delete");
     }
 }

@@ -97,7 +97,7 @@ impl Pipeline for MemPipeline {
     fn database_exists(&self, db: &str) -> bool {
         self.dbs.lock().contains_key(db)
     }
-    fn create_database(&self, db: &str) -> Result<(), PipelineError> {
+    fn create_database(&self, db: &str, _retention_secs: Option<u64>) -> Result<(), PipelineError> {
         self.dbs.lock().entry(db.to_string()).or_default();
         Ok(())
     }

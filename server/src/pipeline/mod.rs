@@ -244,8 +244,14 @@ pub trait Pipeline: Send + Sync + 'static {
     fn commit(&self, prepared: Prepared) -> BoxFuture<Result<(), PipelineError>>;
     /// Whether `db` exists.
     fn database_exists(&self, db: &str) -> bool;
-    /// Creates `db` (idempotent; blocking until durable).
-    fn create_database(&self, db: &str) -> Result<(), PipelineError>;
+    /// Creates `db` (idempotent; blocking until durable), keeping its data for
+    /// `retention_secs` when given (0 = forever). Re-creating an existing
+    /// database with a different retention is an error, as in InfluxDB.
+    fn create_database(&self, db: &str, retention_secs: Option<u64>) -> Result<(), PipelineError>;
+    /// `db`'s retention in seconds (0 = forever).
+    fn retention_secs(&self, _db: &str) -> u64 {
+        0
+    }
     /// Drops `db` and its data (idempotent; blocking).
     fn drop_database(&self, db: &str) -> Result<(), PipelineError>;
     /// All databases, sorted.

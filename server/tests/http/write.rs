@@ -457,3 +457,62 @@ fn a_dropped_database_comes_back_empty_and_stays_so_after_restart() {
         ]
     );
 }
+
+#[test]
+fn a_database_with_retention_creates_its_tables_with_a_ttl_and_keeps_it_after_restart() {
+    let dir = data_dir();
+    let mut s = Spawn::new(dir.path()).start();
+    let ok = json!({"results": [{"statement_id": 0}]});
+    assert_eq!(s.query("CREATE DATABASE r WITH DURATION 2h"), ok);
+    assert_eq!(s.query("CREATE DATABASE forever"), ok);
+    let rp = |s: &Server, db: &str| {
+        s.query(&format!("SHOW RETENTION POLICIES ON {db}"))["results"][0]["series"][0]["values"]
+            [0]
+        .clone()
+    };
+    assert_eq!(rp(&s, "r"), json!(["autogen", "2h0m0s", "1h0m0s", 1, true]));
+    assert_eq!(rp(&s, "forever"), json!(["autogen", "0s", "168h0m0s", 1, true]));
+    // The same policy again is fine; a different one conflicts, as in InfluxDB.
+    assert_eq!(s.query("CREATE DATABASE r WITH DURATION 120m"), ok);
+    assert_eq!(
+        s.query("CREATE DATABASE r WITH DURATION 3h")["results"][0]["error"],
+        "retention policy conflicts with an existing policy"
+    );
+    let r = s
+        .client
+        .get(s.url("/query"))
+        .query(&[("q", "CREATE DATABASE x WITH DURATION 30m")])
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("at least 1h0m0s"),
+        "{body}"
+    );
+
+    let ttl = |s: &Server, db: &str, table: &str| -> String {
+        let rows = s.sql(&format!(
+            "SELECT engine_full FROM system.tables WHERE database = '{db}' AND name = '{table}'"
+        ));
+        rows[0]["engine_full"].as_str().unwrap().to_string()
+    };
+    assert_eq!(s.post("/write?db=r", "m f=1").status(), 204);
+    assert_eq!(s.post("/write?db=forever", "m f=1").status(), 204);
+    s.sql_until("SELECT f FROM r.m", 1);
+    s.sql_until("SELECT f FROM forever.m", 1);
+    assert!(ttl(&s, "r", "m").contains("TTL toDateTime(time) + toIntervalSecond(7200)"));
+    assert!(!ttl(&s, "forever", "m").contains("TTL"));
+    assert!(s.terminate().success());
+
+    // After a restart the policy is still there and new tables get it too.
+    let s = Spawn::new(dir.path()).start();
+    assert_eq!(rp(&s, "r"), json!(["autogen", "2h0m0s", "1h0m0s", 1, true]));
+    assert_eq!(s.post("/write?db=r", "n f=1").status(), 204);
+    s.sql_until("SELECT f FROM r.n", 1);
+    assert!(ttl(&s, "r", "n").contains("TTL toDateTime(time) + toIntervalSecond(7200)"));
+    // Dropped and re-created without a duration: forever again.
+    s.query("DROP DATABASE r");
+    assert_eq!(s.query("CREATE DATABASE r"), ok);
+    assert_eq!(rp(&s, "r"), json!(["autogen", "0s", "168h0m0s", 1, true]));
+}
