@@ -39,7 +39,7 @@ fn bench(c: &mut Criterion) {
     assert!(warm.error_message().is_none());
 
     let parsed = parse_lines(&body, Precision::Nanoseconds, NOW);
-    assert_eq!(parsed.points.len(), POINTS);
+    assert_eq!(parsed.points().len(), POINTS);
     let res = cat.resolve("db", &parsed);
     assert_eq!(res.accepted.len(), POINTS);
     assert!(res.meta.is_empty(), "catalog should be warm");

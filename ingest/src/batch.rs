@@ -17,7 +17,7 @@ use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
 
 use crate::catalog::Resolution;
-use crate::point::{extend_short, FieldType, FieldValue, ParsedBatch};
+use crate::point::{extend_short, FieldType, ParsedBatch};
 
 /// One measurement's batch of a write.
 #[derive(Debug, Clone)]
@@ -230,16 +230,19 @@ pub fn build_batches(
         b.time.push(p.time);
         b.series.push(p.series_id);
         for ti in p.tags.start as usize..p.tags.end as usize {
-            b.tags[res.tag_cols[ti] as usize].push(row, &batch.tags[ti].1)?;
+            b.tags[res.tag_cols[ti] as usize].push(row, batch.own_bytes(batch.tags[ti].1))?;
         }
         for fi in p.fields.start as usize..p.fields.end as usize {
             let col = &mut b.fields[res.field_cols[fi] as usize];
-            match (col, &batch.fields[fi].1) {
-                (FieldCol::F64(c), FieldValue::Float(v)) => c.push(row, *v),
-                (FieldCol::I64(c), FieldValue::Integer(v)) => c.push(row, *v),
-                (FieldCol::U64(c), FieldValue::UInteger(v)) => c.push(row, *v),
-                (FieldCol::Bool(c), FieldValue::Boolean(v)) => c.push(row, *v),
-                (FieldCol::Str(c), FieldValue::String(v)) => c.push(row, v)?,
+            let v = batch.fields[fi].1;
+            // The payload is read by the column's type; the check keeps a conflicting value
+            // (which resolve never accepts) from being reinterpreted.
+            match (col, v.field_type()) {
+                (FieldCol::F64(c), FieldType::Float) => c.push(row, v.as_f64()),
+                (FieldCol::I64(c), FieldType::Integer) => c.push(row, v.as_i64()),
+                (FieldCol::U64(c), FieldType::UInteger) => c.push(row, v.as_u64()),
+                (FieldCol::Bool(c), FieldType::Boolean) => c.push(row, v.as_bool()),
+                (FieldCol::Str(c), FieldType::String) => c.push(row, batch.own_bytes(v.as_span()))?,
                 _ => {
                     return Err(ArrowError::ComputeError(
                         "internal: accepted point with a conflicting field type".into(),

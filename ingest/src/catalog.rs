@@ -429,7 +429,7 @@ impl Catalog {
         const SMALL: usize = 16;
         let mut meas_index: HashMap<&'b [u8], u32> = HashMap::new();
         for (pi, p) in batch.points.iter().enumerate() {
-            let mname: &'b [u8] = &p.measurement;
+            let mname: &'b [u8] = batch.own_bytes(p.measurement);
             let found = if res.measurements.len() <= SMALL {
                 res.measurements
                     .iter()
@@ -474,8 +474,8 @@ impl Catalog {
             }
             let mut conflict: Option<(DropKind, String)> = None;
             for (j, fi) in (p.fields.start as usize..p.fields.end as usize).enumerate() {
-                let (key, value) = &batch.fields[fi];
-                let key: &'b [u8] = key;
+                let (key, value) = batch.fields[fi];
+                let key: &'b [u8] = batch.own_bytes(key);
                 let col = match plan.fields.get(j) {
                     Some((name, _)) if same(name, key) => j,
                     _ => match plan.fields.iter().position(|(name, _)| same(name, key)) {
@@ -515,7 +515,7 @@ impl Catalog {
             }
             if conflict.is_none() {
                 for (j, ti) in (p.tags.start as usize..p.tags.end as usize).enumerate() {
-                    let key: &'b [u8] = &batch.tags[ti].0;
+                    let key: &'b [u8] = batch.own_bytes(batch.tags[ti].0);
                     let col = match plan.tag_keys.get(j) {
                         Some(name) if same(name, key) => j,
                         _ => match plan.tag_keys.iter().position(|name| same(name, key)) {
@@ -620,7 +620,8 @@ impl Catalog {
                     if let Some(&(_, _, have)) =
                         raced.iter().find(|(m, rc, _)| *m == mi && *rc == c)
                     {
-                        let (key, value) = &batch.fields[fi];
+                        let (key, value) = batch.fields[fi];
+                        let key = batch.bytes(key);
                         if value.field_type() != have {
                             let name = res.measurements[mi as usize].name;
                             drops.add(
@@ -664,8 +665,10 @@ impl Catalog {
             if shard.read().contains(&p.series_id) {
                 continue; // created earlier in this request or by a concurrent one
             }
-            let mname: &[u8] = &p.measurement;
-            let tags = batch.tags_of(p);
+            let mname: &[u8] = batch.measurement(p);
+            // Slow path (a series new to the registry): materialise the pairs once.
+            let tags: Vec<(&[u8], &[u8])> = batch.tags_of(p).collect();
+            let tags = &tags[..];
             // Limits, checked before anything is registered.
             let (meas_known, mcount) = {
                 let schema = db.schema.read();
@@ -736,7 +739,7 @@ impl Catalog {
                     }
                 };
                 for (k, _) in tags {
-                    if !m.tag_keys.contains(&**k) {
+                    if !m.tag_keys.contains(*k) {
                         m.tag_keys.insert(k.to_vec());
                         res.meta
                             .push((record_key(b'T', &[dbn, mname, k]), Vec::new()));

@@ -5,7 +5,7 @@
 //! and error texts. No HTTP here.
 //!
 //! ```text
-//! body ──parse (lines, line_protocol | msgpack)──▶ ParsedBatch (borrowed, pooled)
+//! body ──parse (lines, line_protocol | msgpack)──▶ ParsedBatch (spans, pooled)
 //!      ──Catalog::resolve (series, types, limits)──▶ Resolution (+ metadata records)
 //!      ──batch::build_batches──▶ one RecordBatch per measurement ──wire::encode──▶ WAL payload
 //! ```
@@ -43,7 +43,7 @@ pub use error::{
     CatalogError, DropKind, DroppedPoint, LineError, MsgpackError, PrecisionError, WireError,
     WriteError,
 };
-pub use point::{FieldType, FieldValue, ParsedBatch, PointEntry, RESERVED_COLUMNS};
+pub use point::{FieldType, FieldValue, ParsedBatch, PointEntry, Span, Value, RESERVED_COLUMNS};
 pub use precision::Precision;
 pub use write::{
     parse_body, Format, IngestConfig, Ingestor, PreparedWrite, WriteOutcome,

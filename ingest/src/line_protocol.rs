@@ -14,9 +14,10 @@
 //!   `t T true True TRUE f F false False FALSE`.
 //! * A field named `time` is dropped; duplicate fields in one line: the last wins.
 //!
-//! Each line yields a point or a [`LineError`]; a bad line spares its neighbours. Names borrow
-//! the body unless unescaping forces a copy; tags and fields go to the batch's flat pools, so
-//! the common case allocates nothing per point.
+//! Each line yields a point or a [`LineError`]; a bad line spares its neighbours. Names and
+//! string values are spans into the body unless unescaping forces a copy (into the batch's side
+//! buffer); tags and fields go to the batch's flat pools, so the common case allocates nothing
+//! per point. Bodies over [`MAX_BODY_BYTES`] (2 GiB) are refused as one error.
 
 use std::borrow::Cow;
 
@@ -25,10 +26,12 @@ use rayon::prelude::*;
 use crate::error::LineError;
 use crate::lines::{chunk_bounds, scan_line};
 use crate::point::{
-    fingerprint, is_reserved, less, same, FieldValue, Name, ParsedBatch, PointEntry,
+    fingerprint, is_reserved, less, resolve_unchecked, same, side_span, FieldValue, ParsedBatch,
+    Parts, PointEntry, Span, Value, MAX_BODY_BYTES,
 };
 use crate::precision::Precision;
-use crate::series::series_id_with;
+use crate::series::{series_id_pairs, SERIES_KEY_VERSION};
+use xxhash_rust::xxh3::xxh3_64;
 
 /// Largest allowed size of measurement + tags (Go's `models.MaxKeyLength`).
 pub const MAX_KEY_LENGTH: usize = 65535;
@@ -40,9 +43,22 @@ type Reason = Cow<'static, str>;
 
 /// Parses a whole body on the calling thread.
 pub fn parse_lines(body: &[u8], precision: Precision, now_ns: i64) -> ParsedBatch<'_> {
+    if body.len() > MAX_BODY_BYTES {
+        return too_large(body);
+    }
     let ctx = Ctx::new(precision, now_ns);
-    let mut out = new_batch(body.len());
+    let mut out = new_batch(body, body.len());
     parse_range(body, 0, body.len(), &ctx, &mut out);
+    out
+}
+
+#[cold]
+fn too_large(body: &[u8]) -> ParsedBatch<'_> {
+    let mut out = ParsedBatch::new(body);
+    out.errors.push(LineError {
+        line: String::new(),
+        reason: format!("request body exceeds {MAX_BODY_BYTES} bytes"),
+    });
     out
 }
 
@@ -58,19 +74,19 @@ pub fn parse_lines_parallel(
     // are moved into the first one's).
     let per_thread = body.len() / rayon::current_num_threads().max(1) + 1;
     let bounds = chunk_bounds(body, chunk_bytes.max(per_thread));
-    if bounds.len() <= 2 {
+    if bounds.len() <= 2 || body.len() > MAX_BODY_BYTES {
         return parse_lines(body, precision, now_ns);
     }
     let ctx = Ctx::new(precision, now_ns);
     let parts: Vec<(ParsedBatch<'_>, usize)> = bounds
         .par_windows(2)
         .map(|w| {
-            let mut out = new_batch(w[1] - w[0]);
+            let mut out = new_batch(body, w[1] - w[0]);
             let end = parse_range(body, w[0], w[1], &ctx, &mut out);
             (out, end)
         })
         .collect();
-    let mut out = ParsedBatch::default();
+    let mut out = ParsedBatch::new(body);
     let mut pos = 0usize;
     for (i, (part, end)) in parts.into_iter().enumerate() {
         let (start, soft_end) = (bounds[i], bounds[i + 1]);
@@ -84,7 +100,7 @@ pub fn parse_lines_parallel(
         } else if pos < soft_end {
             // The previous chunk's last line ran past our start (a newline inside a quoted
             // string): the speculative parse began mid-line; redo it from the true line start.
-            let mut redo = ParsedBatch::default();
+            let mut redo = ParsedBatch::new(body);
             pos = parse_range(body, pos, soft_end, &ctx, &mut redo);
             out.append(redo);
         }
@@ -92,10 +108,10 @@ pub fn parse_lines_parallel(
     out
 }
 
-fn new_batch<'a>(bytes: usize) -> ParsedBatch<'a> {
+fn new_batch(body: &[u8], bytes: usize) -> ParsedBatch<'_> {
     // A guess from typical line sizes; only capacity, never correctness. Bounded by the body.
     let lines = bytes / 96 + 1;
-    ParsedBatch::with_capacity(lines, lines * 2, lines * 4)
+    ParsedBatch::with_capacity(body, lines, lines * 2, lines * 4)
 }
 
 struct Ctx {
@@ -140,12 +156,14 @@ fn parse_range<'a>(
             }
             _ => {}
         }
-        let (tags0, fields0) = (out.tags.len(), out.fields.len());
-        match parse_point(body, s, ctx, out, &mut scratch) {
+        let mut parts = out.parts_mut();
+        let (tags0, fields0, side0) = (parts.tags.len(), parts.fields.len(), parts.side.len());
+        match parse_point(body, s, ctx, &mut parts, &mut scratch) {
             Ok(end) => pos = end + 1,
             Err(reason) => {
-                out.tags.truncate(tags0);
-                out.fields.truncate(fields0);
+                parts.tags.truncate(tags0);
+                parts.fields.truncate(fields0);
+                parts.side.truncate(side0);
                 let end = scan_line(body, line_start);
                 out.errors.push(LineError {
                     line: String::from_utf8_lossy(&body[s..end]).into_owned(),
@@ -160,7 +178,10 @@ fn parse_range<'a>(
 
 #[inline]
 fn skip_whitespace(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && matches!(b[i], b' ' | b'\t' | 0) {
+    // A bit test rather than a `matches!` (which became a jump table); most calls see a
+    // byte above the space and leave at the first compare.
+    const WS: u64 = 1 << b' ' | 1 << b'\t' | 1;
+    while i < b.len() && b[i] <= b' ' && WS >> b[i] & 1 != 0 {
         i += 1;
     }
     i
@@ -196,7 +217,8 @@ fn has_byte(w: u64, c: u8) -> u64 {
 }
 
 /// Scans from `i` to the first unescaped byte whose class is in `stop` (or a real line end).
-/// Returns `(position, saw_backslash)`; position is `b.len()` or the delimiter.
+/// Returns `(position, saw_backslash)`; position is `b.len()` or the delimiter. `i` must be at
+/// least 1 (scans start after an element's first byte).
 #[inline(always)]
 fn scan_key(b: &[u8], mut i: usize, stop: u8, line_start: usize) -> (usize, bool) {
     let mut esc = false;
@@ -216,7 +238,10 @@ fn scan_key(b: &[u8], mut i: usize, stop: u8, line_start: usize) -> (usize, bool
             i += 1;
             continue;
         }
-        if i > 0 && b[i - 1] == b'\\' {
+        debug_assert!(i > 0 && i < b.len());
+        // SAFETY: `i < b.len()` (checked above) and `i > 0` (callers start scanning after
+        // the element's first byte), so `i - 1` is in bounds.
+        if unsafe { *b.get_unchecked(i - 1) } == b'\\' {
             // Escaped delimiter (Go checks the previous byte). A newline is special: it ends the
             // line unless `scanLine` skipped it (an odd run of backslashes before it).
             if cls == C_NL && !odd_backslashes(b, i, line_start) {
@@ -227,6 +252,90 @@ fn scan_key(b: &[u8], mut i: usize, stop: u8, line_start: usize) -> (usize, bool
         }
         return (i, esc);
     }
+}
+
+/// Bit masks of the 16 bytes from `i` (bit n = byte `i + n`): `=`, comma or space, newline,
+/// backslash; `None` within 16 bytes of the end of `b`. The short element scanners below use
+/// them to find a whole unescaped element with one vector compare, leaving everything else
+/// (long elements, backslashes, errors) to the byte-exact [`scan_key`] path; when they
+/// answer, that path would answer the same.
+#[inline(always)]
+fn masks16(b: &[u8], i: usize) -> Option<(u32, u32, u32, u32)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+            _mm_set1_epi8,
+        };
+        if i + 16 > b.len() {
+            return None;
+        }
+        // SAFETY: SSE2 is always available on x86_64; the unaligned load reads
+        // `b[i..i + 16]`, which is in bounds.
+        unsafe {
+            let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+            let m = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+            Some((
+                _mm_movemask_epi8(m(b'=')) as u32,
+                _mm_movemask_epi8(_mm_or_si128(m(b','), m(b' '))) as u32,
+                _mm_movemask_epi8(m(b'\n')) as u32,
+                _mm_movemask_epi8(m(b'\\')) as u32,
+            ))
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (b, i);
+        None
+    }
+}
+
+/// The end of an unescaped measurement starting at `s` (first byte not a delimiter) that
+/// ends at a comma or space within 16 bytes.
+#[inline(always)]
+fn short_measurement(b: &[u8], s: usize) -> Option<usize> {
+    let (_, stop, nl, bs) = masks16(b, s)?;
+    let k = (stop | nl | bs).trailing_zeros();
+    if k >= 16 || stop >> k & 1 == 0 {
+        return None;
+    }
+    Some(s + k as usize)
+}
+
+/// A whole unescaped tag `key=value` from `ks` (first byte not a delimiter) within 16
+/// bytes, the value ending at a comma or space: `(end of key, end of value)`.
+#[inline(always)]
+fn short_tag(b: &[u8], ks: usize) -> Option<(usize, usize)> {
+    let (eq, stop, nl, bs) = masks16(b, ks)?;
+    let any = eq | stop | nl;
+    // The key ends at the first delimiter, which must be `=`.
+    let k = any.trailing_zeros();
+    if k >= 16 || eq >> k & 1 == 0 {
+        return None;
+    }
+    // The value's first byte (k + 1 <= 16) may be `=` but no other delimiter; the value
+    // ends at the next delimiter, which must be a comma or a space.
+    if (stop | nl) >> (k + 1) & 1 != 0 {
+        return None;
+    }
+    let e = (any & !((2u32 << (k + 1)) - 1)).trailing_zeros();
+    if e >= 16 || stop >> e & 1 == 0 || bs & ((2u32 << e) - 1) != 0 {
+        return None;
+    }
+    Some((ks + k as usize, ks + e as usize))
+}
+
+/// The end (the `=`) of an unescaped field key from `ks` (first byte not a delimiter)
+/// within 16 bytes.
+#[inline(always)]
+fn short_key(b: &[u8], ks: usize) -> Option<usize> {
+    let (eq, stop, nl, bs) = masks16(b, ks)?;
+    // The first delimiter or backslash must be the `=`.
+    let k = (eq | stop | nl | bs).trailing_zeros();
+    if k >= 16 || eq >> k & 1 == 0 {
+        return None;
+    }
+    Some(ks + k as usize)
 }
 
 /// Advances from `i` to the first of `, = \\ \n` and space, or to within 8 bytes of the end
@@ -283,9 +392,8 @@ fn odd_backslashes(b: &[u8], i: usize, line_start: usize) -> bool {
     n % 2 == 1
 }
 
-/// Unescapes `\,` `\ ` `\=`; other backslashes stay literal.
-fn unescape_key(raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(raw.len());
+/// Appends `raw` to `out` with `\,` `\ ` `\=` unescaped; other backslashes stay literal.
+fn unescape_key(out: &mut Vec<u8>, raw: &[u8]) {
     let mut i = 0;
     while i < raw.len() {
         if raw[i] == b'\\' && i + 1 < raw.len() && matches!(raw[i + 1], b',' | b' ' | b'=') {
@@ -296,15 +404,17 @@ fn unescape_key(raw: &[u8]) -> Vec<u8> {
             i += 1;
         }
     }
-    out
 }
 
-#[inline]
-fn name<'a>(raw: &'a [u8], esc: bool) -> Name<'a> {
+/// The span of the name `b[start..end]`: the body itself, or its unescaped copy in `side`.
+#[inline(always)]
+fn name(side: &mut Vec<u8>, b: &[u8], start: usize, end: usize, esc: bool) -> Span {
     if esc {
-        Cow::Owned(unescape_key(raw))
+        let off = side.len();
+        unescape_key(side, &b[start..end]);
+        side_span(off, side.len() - off)
     } else {
-        Cow::Borrowed(raw)
+        Span::body(start, end - start)
     }
 }
 
@@ -353,33 +463,192 @@ fn at_eol(b: &[u8], i: usize) -> bool {
     i >= b.len() || b[i] == b'\n'
 }
 
+/// Bytes of a span of the point being parsed.
+#[inline(always)]
+fn res<'s>(b: &'s [u8], side: &'s [u8], s: Span) -> &'s [u8] {
+    // SAFETY: `parse_point` only resolves spans it made in this call, from positions inside
+    // `b` or from bytes it appended to `side` (which `parse_range` truncates only after the
+    // point is abandoned).
+    unsafe { resolve_unchecked(b, side, s) }
+}
+
+/// `b[start..end]` for an element the scanners just delimited (`start < end <= b.len()`),
+/// without the bounds checks the compiler cannot drop.
+#[inline(always)]
+fn raw(b: &[u8], start: usize, end: usize) -> &[u8] {
+    debug_assert!(start <= end && end <= b.len());
+    // SAFETY: callers pass a key's first byte and the delimiter `scan_key` stopped at, which
+    // is at most `b.len()`.
+    unsafe { b.get_unchecked(start..end) }
+}
+
+/// True if one of `tags` (spans of the point being parsed) has key `k`.
+#[inline(always)]
+fn tag_named(b: &[u8], side: &[u8], tags: &[(Span, Span)], k: &[u8]) -> bool {
+    for &(t, _) in tags {
+        if same(res(b, side, t), k) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Index of the field named `k` among `fields` (spans of the point being parsed).
+#[inline(always)]
+fn field_named(b: &[u8], side: &[u8], fields: &[(Span, Value)], k: &[u8]) -> Option<usize> {
+    for (i, &(f, _)) in fields.iter().enumerate() {
+        if same(res(b, side, f), k) {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// Inserts the tag `(key, value)` into the point's tags `tags[start..]` (sorted by key bytes)
+/// when it does not sort after the last one; returns true if a tag of the same key is there.
+/// Out of line: most points need it once, and inlined it crowded the parser's registers.
+#[inline(never)]
+fn insert_tag(
+    b: &[u8],
+    side: &[u8],
+    tags: &mut Vec<(Span, Span)>,
+    start: usize,
+    key: Span,
+    value: Span,
+) -> bool {
+    push_pair(tags, key, value);
+    let kb = res(b, side, key);
+    let t = &mut tags[start..];
+    let mut j = t.len() - 1;
+    let mut dup = false;
+    while j > 0 {
+        let prev = res(b, side, t[j - 1].0);
+        if less(kb, prev) {
+            t[j] = t[j - 1];
+            j -= 1;
+        } else {
+            // The others are sorted, so an equal key can only be the one just before.
+            dup = same(prev, kb);
+            break;
+        }
+    }
+    t[j] = (key, value);
+    dup
+}
+
+/// The series id of the point being parsed (measurement and its sorted tags, all spans made
+/// by this `parse_point` call): the key of [`series_id_pairs`], byte for byte, written after
+/// one capacity check instead of two per name.
+#[inline(always)]
+fn series_id_of(
+    scratch: &mut Vec<u8>,
+    b: &[u8],
+    side: &[u8],
+    measurement: Span,
+    tags: &[(Span, Span)],
+) -> u64 {
+    // Span lengths are below 2^31, so the key's u32 length prefixes are exact.
+    let mut total = 1 + 4 + measurement.len();
+    for &(k, v) in tags {
+        total += 8 + k.len() + v.len();
+    }
+    scratch.clear();
+    scratch.reserve(total);
+    // SAFETY: `reserve` makes `total` bytes writable from the start of `scratch`; the writes
+    // below are the version byte and, per name, a 4-byte length and the name's bytes, which
+    // add up to exactly `total`, all initialised before `set_len(total)`.
+    unsafe {
+        let base = scratch.as_mut_ptr();
+        *base = SERIES_KEY_VERSION;
+        let mut p = put_name(base.add(1), res(b, side, measurement));
+        for &(k, v) in tags {
+            p = put_name(p, res(b, side, k));
+            p = put_name(p, res(b, side, v));
+        }
+        debug_assert_eq!(p.offset_from(base) as usize, total);
+        scratch.set_len(total);
+    }
+    let id = xxh3_64(scratch);
+    debug_assert_eq!(
+        id,
+        series_id_pairs(
+            &mut Vec::new(),
+            res(b, side, measurement),
+            tags.iter()
+                .map(|&(k, v)| (res(b, side, k), res(b, side, v)))
+        )
+    );
+    id
+}
+
+/// Writes `v.len()` as a little-endian u32 and then `v` at `p`; returns the end.
+///
+/// # Safety
+/// `p` must be valid for `4 + v.len()` bytes of writes, not overlapping `v`, and
+/// `v.len() < 2^32`.
+#[inline(always)]
+unsafe fn put_name(p: *mut u8, v: &[u8]) -> *mut u8 {
+    let n = v.len();
+    // SAFETY: the caller guarantees room for `4 + n` bytes at `p`; the reads stay in `v`
+    // (two possibly overlapping words cover lengths 4..=16).
+    unsafe {
+        std::ptr::write_unaligned(p as *mut [u8; 4], (n as u32).to_le_bytes());
+        let (dst, src) = (p.add(4), v.as_ptr());
+        if n > 16 {
+            std::ptr::copy_nonoverlapping(src, dst, n);
+        } else if n >= 8 {
+            let a = std::ptr::read_unaligned(src as *const u64);
+            let z = std::ptr::read_unaligned(src.add(n - 8) as *const u64);
+            std::ptr::write_unaligned(dst as *mut u64, a);
+            std::ptr::write_unaligned(dst.add(n - 8) as *mut u64, z);
+        } else if n >= 4 {
+            let a = std::ptr::read_unaligned(src as *const u32);
+            let z = std::ptr::read_unaligned(src.add(n - 4) as *const u32);
+            std::ptr::write_unaligned(dst as *mut u32, a);
+            std::ptr::write_unaligned(dst.add(n - 4) as *mut u32, z);
+        } else {
+            for i in 0..n {
+                *dst.add(i) = *src.add(i);
+            }
+        }
+        dst.add(n)
+    }
+}
+
 /// Parses one point starting at `s` (first non-whitespace byte of the line). Returns the
 /// index of the terminating newline (or `b.len()`).
-fn parse_point<'a>(
-    b: &'a [u8],
+fn parse_point(
+    b: &[u8],
     s: usize,
     ctx: &Ctx,
-    out: &mut ParsedBatch<'a>,
+    out: &mut Parts<'_, '_>,
     scratch: &mut Vec<u8>,
 ) -> Result<usize, Reason> {
     // --- measurement
     if b[s] == b',' {
         return Err("missing measurement".into());
     }
-    let (mut i, esc) = scan_key(b, s + 1, C_COMMA | C_SPACE, s);
-    let esc = esc || b[s] == b'\\';
-    if at_eol(b, i) {
-        return Err("missing fields".into());
-    }
-    if esc {
-        out.mark_owned();
-    }
-    let measurement = name(&b[s..i], esc);
+    let (mut i, esc) = match short_measurement(b, s) {
+        Some(i) => (i, false),
+        None => {
+            let (i, esc) = scan_key(b, s + 1, C_COMMA | C_SPACE, s);
+            if at_eol(b, i) {
+                return Err("missing fields".into());
+            }
+            (i, esc || b[s] == b'\\')
+        }
+    };
+    let measurement = name(out.side, b, s, i, esc);
 
     // --- tags
     let tags_start = out.tags.len();
     let mut tag_mask = 0u64;
-    let mut sorted = true;
+    // Tags are kept sorted by key as they are parsed (insertion, see `insert_tag`), which
+    // also finds duplicate keys; the error is reported where a sort after the loop would.
+    let mut dup = false;
+    // Reserved keys are noted while the key is at hand and reported after the duplicate
+    // check, in sorted order, exactly as a separate pass over the sorted tags would.
+    let mut reserved = false;
     if b[i] == b',' {
         i += 1;
         loop {
@@ -388,33 +657,41 @@ fn parse_point<'a>(
                 return Err("missing tag key".into());
             }
             let ks = i;
-            let (ke, kesc) = scan_key(b, i + 1, C_COMMA | C_SPACE | C_EQ, s);
-            if at_eol(b, ke) || b[ke] != b'=' {
-                return Err("missing tag value".into());
+            let (ke, kesc, vs, ve, vesc) = match short_tag(b, ks) {
+                Some((ke, ve)) => (ke, false, ke + 1, ve, false),
+                None => {
+                    let (ke, kesc) = scan_key(b, i + 1, C_COMMA | C_SPACE | C_EQ, s);
+                    if at_eol(b, ke) || b[ke] != b'=' {
+                        return Err("missing tag value".into());
+                    }
+                    let kesc = kesc || b[ks] == b'\\';
+                    // value
+                    let vs = ke + 1;
+                    if at_eol(b, vs) || matches!(b[vs], b' ' | b',') {
+                        return Err("missing tag value".into());
+                    }
+                    let (ve, vesc) = scan_key(b, vs + 1, C_COMMA | C_SPACE | C_EQ, s);
+                    if at_eol(b, ve) {
+                        return Err("missing fields".into());
+                    }
+                    if b[ve] == b'=' {
+                        return Err("invalid tag format".into());
+                    }
+                    (ke, kesc, vs, ve, vesc || b[vs] == b'\\')
+                }
+            };
+            let key = name(out.side, b, ks, ke, kesc);
+            let value = name(out.side, b, vs, ve, vesc);
+            let side: &[u8] = out.side;
+            let kb = res(b, side, key);
+            tag_mask |= fingerprint(kb);
+            reserved |= is_reserved(kb);
+            let n = out.tags.len();
+            if n > tags_start && !less(res(b, side, out.tags[n - 1].0), kb) {
+                dup |= insert_tag(b, side, out.tags, tags_start, key, value);
+            } else {
+                push_pair(out.tags, key, value);
             }
-            let kesc = kesc || b[ks] == b'\\';
-            // value
-            let vs = ke + 1;
-            if at_eol(b, vs) || matches!(b[vs], b' ' | b',') {
-                return Err("missing tag value".into());
-            }
-            let (ve, vesc) = scan_key(b, vs + 1, C_COMMA | C_SPACE | C_EQ, s);
-            if at_eol(b, ve) {
-                return Err("missing fields".into());
-            }
-            if b[ve] == b'=' {
-                return Err("invalid tag format".into());
-            }
-            let vesc = vesc || b[vs] == b'\\';
-            if kesc || vesc {
-                out.mark_owned();
-            }
-            let key = name(&b[ks..ke], kesc);
-            tag_mask |= fingerprint(&key);
-            if sorted && out.tags.len() > tags_start {
-                sorted = less(&out.tags[out.tags.len() - 1].0, &key);
-            }
-            push_pair(&mut out.tags, key, name(&b[vs..ve], vesc));
             i = ve;
             if b[i] == b' ' {
                 break;
@@ -427,24 +704,18 @@ fn parse_point<'a>(
         return Err(format!("max key length exceeded: {key_len} > {MAX_KEY_LENGTH}").into());
     }
     {
-        let tags = &mut out.tags[tags_start..];
-        if !sorted {
-            // Same order as `x.0.cmp(&y.0)`, deciding on the first byte without a `memcmp`
-            // call when it can (tag keys usually differ there).
-            tags.sort_unstable_by(|x, y| match (x.0.first(), y.0.first()) {
-                (Some(a), Some(b)) if a != b => a.cmp(b),
-                _ => x.0.cmp(&y.0),
-            });
-            if tags.windows(2).any(|w| same(&w[0].0, &w[1].0)) {
-                return Err("duplicate tags".into());
-            }
+        let side: &[u8] = out.side;
+        let tags = &out.tags[tags_start..];
+        if dup {
+            return Err("duplicate tags".into());
         }
-        for (k, _) in tags.iter() {
+        for &(k, _) in tags.iter().filter(|_| reserved) {
+            let k = res(b, side, k);
             if is_reserved(k) {
                 return Err(format!(
                     "invalid tag key: input tag \"{}\" on measurement \"{}\" is invalid (reserved column name)",
                     String::from_utf8_lossy(k),
-                    String::from_utf8_lossy(&measurement)
+                    String::from_utf8_lossy(res(b, side, measurement))
                 )
                 .into());
             }
@@ -457,73 +728,83 @@ fn parse_point<'a>(
         return Err("missing fields".into());
     }
     let fields_start = out.fields.len();
+    // `key_len + 4 + field key length` may not exceed MAX_KEY_LENGTH (key_len <= it here);
+    // as a bound on the field key alone, negative meaning every key is too long.
+    let field_key_room = MAX_KEY_LENGTH as isize - key_len as isize - 4;
     let mut field_mask = 0u64;
     loop {
         // field key
         let ks = i;
-        if b[i] == b'=' {
-            return Err("missing field key".into());
+        // `i < b.len()`. A space or newline can only be here after a comma (the first key
+        // follows skipped whitespace and an end-of-line check).
+        if CLASS[b[i] as usize] & (C_EQ | C_COMMA | C_SPACE | C_NL) != 0 {
+            return Err(if b[i] == b'=' {
+                "missing field key"
+            } else {
+                "invalid field format"
+            }
+            .into());
         }
-        if b[i] == b',' {
-            return Err("invalid field format".into());
-        }
-        let (ke, kesc) = scan_key(b, i + 1, C_COMMA | C_SPACE | C_EQ, s);
-        if at_eol(b, ke) || b[ke] != b'=' {
-            return Err("invalid field format".into());
-        }
-        let kesc = kesc || b[ks] == b'\\';
-        if key_len + 4 + (ke - ks) > MAX_KEY_LENGTH {
+        let (ke, kesc) = match short_key(b, ks) {
+            Some(ke) => (ke, false),
+            None => {
+                let (ke, kesc) = scan_key(b, i + 1, C_COMMA | C_SPACE | C_EQ, s);
+                if at_eol(b, ke) || b[ke] != b'=' {
+                    return Err("invalid field format".into());
+                }
+                (ke, kesc || b[ks] == b'\\')
+            }
+        };
+        if (ke - ks) as isize > field_key_room {
             let sz = key_len + 4 + (ke - ks);
             return Err(format!("max key length exceeded: {sz} > {MAX_KEY_LENGTH}").into());
         }
         // field value
         let vs = ke + 1;
-        if at_eol(b, vs) || matches!(b[vs], b',' | b' ') {
+        let Some(&c) = b.get(vs) else {
             return Err("missing field value".into());
-        }
-        let (value, ve) = match b[vs] {
+        };
+        let (value, ve) = match c {
             b'0'..=b'9' | b'.' | b'-' | b'N' | b'n' => parse_number(b, vs)?,
-            b'"' => parse_string(b, vs)?,
+            b'"' => parse_string(b, vs, out.side)?,
+            b',' | b' ' | b'\n' => return Err("missing field value".into()),
             _ => parse_bool(b, vs)?,
         };
-        if kesc || matches!(value, FieldValue::String(Cow::Owned(_))) {
-            out.mark_owned();
-        }
-        let key = &b[ks..ke];
-        if key == b"time" {
+        let raw_key = raw(b, ks, ke);
+        if raw_key == b"time" {
             // InfluxDB drops a field named `time`; a point left without fields is rejected
             // later (as a dropped point, like v1's shard does).
         } else {
-            let key = name(key, kesc);
-            if is_reserved(&key) {
+            let key = name(out.side, b, ks, ke, kesc);
+            let side: &[u8] = out.side;
+            let kb = res(b, side, key);
+            if is_reserved(kb) {
                 return Err(format!(
                     "invalid field name: input field \"{}\" on measurement \"{}\" is invalid (reserved column name)",
-                    String::from_utf8_lossy(&key),
-                    String::from_utf8_lossy(&measurement)
+                    String::from_utf8_lossy(kb),
+                    String::from_utf8_lossy(res(b, side, measurement))
                 )
                 .into());
             }
-            let fp = fingerprint(&key);
+            let fp = fingerprint(kb);
             // A field key equal to a tag key would make two columns of one name.
-            if tag_mask & fp != 0 && out.tags[tags_start..].iter().any(|(t, _)| same(t, &key)) {
+            if tag_mask & fp != 0 && tag_named(b, side, &out.tags[tags_start..], kb) {
                 return Err(format!(
                     "conflicting field and tag key: input field \"{}\" on measurement \"{}\" is also a tag key",
-                    String::from_utf8_lossy(&key),
-                    String::from_utf8_lossy(&measurement)
+                    String::from_utf8_lossy(kb),
+                    String::from_utf8_lossy(res(b, side, measurement))
                 )
                 .into());
             }
             // Same field twice in one line: the last one wins (InfluxDB keeps the last).
             let dup = if field_mask & fp != 0 {
-                out.fields[fields_start..]
-                    .iter_mut()
-                    .find(|(k, _)| same(k, &key))
+                field_named(b, side, &out.fields[fields_start..], kb)
             } else {
                 None
             };
             match dup {
-                Some(slot) => slot.1 = value,
-                None => push_pair(&mut out.fields, key, value),
+                Some(at) => out.fields[fields_start + at].1 = value,
+                None => push_pair(out.fields, key, value),
             }
             field_mask |= fp;
         }
@@ -531,9 +812,9 @@ fn parse_point<'a>(
         if at_eol(b, i) || b[i] == b' ' {
             break;
         }
-        // b[i] == ','
+        // b[i] == ','; a space or newline after it is rejected at the top of the loop.
         i += 1;
-        if at_eol(b, i) || b[i] == b' ' {
+        if i >= b.len() {
             return Err("invalid field format".into());
         }
     }
@@ -586,10 +867,10 @@ fn parse_point<'a>(
         end = j;
     }
 
-    let tags = &out.tags[tags_start..];
-    let series_id = series_id_with(scratch, &measurement, tags);
+    let side: &[u8] = out.side;
+    let series_id = series_id_of(scratch, b, side, measurement, &out.tags[tags_start..]);
     push_fast(
-        &mut out.points,
+        out.points,
         PointEntry {
             measurement,
             tags: tags_start as u32..out.tags.len() as u32,
@@ -631,6 +912,44 @@ fn eight_digits(w: u64) -> Option<u64> {
     Some(v)
 }
 
+/// The number of leading ASCII digits (0–8) of the 8 bytes `w` loaded by [`load8`], and their
+/// decimal value (first byte most significant). SWAR, no per-byte branches.
+#[inline(always)]
+fn leading_digits(w: u64) -> (usize, u64) {
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // A byte is a digit when its high nibble is 3 and adding 6 keeps it 3 (low nibble <= 9);
+    // a carry out of the + 6 only leaves a non-digit byte, so it only disturbs later bytes.
+    let hi = w & 0xF0F0_F0F0_F0F0_F0F0;
+    let hi6 = w.wrapping_add(0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0;
+    let bad = (hi | (hi6 >> 4)) ^ 0x3333_3333_3333_3333;
+    // 8 when every byte is a digit.
+    let k = (bad.trailing_zeros() >> 3) as usize;
+    // Digit values of the first k bytes moved to the top (most significant) positions; the
+    // zero bytes shifted in are leading zeros. Borrows of the subtraction only start at a
+    // non-digit byte and run upwards, into bytes that are shifted out. Two shifts: k = 0
+    // shifts by 64 in all, which one shift cannot.
+    let sh = 4 * (8 - k) as u32;
+    let mut v = (w.wrapping_sub(ZEROS) << sh) << sh;
+    v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    v = ((v & 0x0000_00FF_0000_00FF)
+        .wrapping_mul(100 + (1_000_000 << 32))
+        .wrapping_add(((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32))))
+        >> 32;
+    (k, v)
+}
+
+const POW10_U64: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
 /// A timestamp that is 1–19 plain digits followed by a space or the line end, with the index
 /// after it; `None` for anything else (signs, other bytes, overflow), which the exact scan
 /// handles with the right error. Never accepts what the exact scan would reject or parse
@@ -650,9 +969,19 @@ fn fast_timestamp(b: &[u8], ts: usize) -> Option<(i64, usize)> {
             None => break,
         }
     }
-    while j < b.len() && j - ts < 19 && b[j].is_ascii_digit() {
-        v = v * 10 + (b[j] - b'0') as u64;
-        j += 1;
+    if j + 8 <= b.len() {
+        // The rest of the digits (three for nanoseconds) in one step.
+        let (k, d) = leading_digits(load8(b, j));
+        if j - ts + k > 19 {
+            return None;
+        }
+        v = v * POW10_U64[k] + d;
+        j += k;
+    } else {
+        while j < b.len() && j - ts < 19 && b[j].is_ascii_digit() {
+            v = v * 10 + (b[j] - b'0') as u64;
+            j += 1;
+        }
     }
     if j == ts || !(at_eol(b, j) || b[j] == b' ') {
         return None;
@@ -739,7 +1068,7 @@ const POW10: [f64; 23] = [
 // Inlined into the field loop: returning the result through memory from an out-of-line call
 // stalled the caller's reads of it (store forwarding).
 #[inline(always)]
-fn parse_number(b: &[u8], start: usize) -> Result<(FieldValue<'static>, usize), Reason> {
+fn parse_number(b: &[u8], start: usize) -> Result<(Value, usize), Reason> {
     // Fast path for the shapes real payloads use (`123`, `-1.25`, `42i`, `7u`); anything else,
     // errors included, goes through the exact port of Go's scanner below.
     let n = b.len();
@@ -752,7 +1081,9 @@ fn parse_number(b: &[u8], start: usize) -> Result<(FieldValue<'static>, usize), 
     let mut m: u64 = 0;
     // Long integer parts (counters, byte totals) eight digits at a time. The value is only
     // used below when the digit count rules out wrapping, exactly as in the byte loop.
-    while i + 8 <= n {
+    // (The eighth byte is tested first: short integer parts, as in most floats, skip the
+    // word test.)
+    while i + 8 <= n && b[i + 7].is_ascii_digit() {
         match eight_digits(load8(b, i)) {
             Some(d) => {
                 m = m.wrapping_mul(100_000_000).wrapping_add(d);
@@ -782,23 +1113,25 @@ fn parse_number(b: &[u8], start: usize) -> Result<(FieldValue<'static>, usize), 
     if term(i) {
         let digits = int_digits + frac;
         if digits > 0 && digits <= 15 {
-            let v = m as f64 / POW10[frac];
-            return Ok((FieldValue::Float(if neg { -v } else { v }), i));
+            // At most 15 digits: `m < 2^63`, so the signed conversion (one instruction on
+            // x86_64, unlike u64 → f64) is exact and gives the same value.
+            let v = (m as i64) as f64 / POW10[frac];
+            return Ok((Value::float(if neg { -v } else { v }), i));
         }
     } else if !decimal && int_digits > 0 && int_digits <= 18 && term(i + 1) {
         if b[i] == b'i' {
             let v = m as i64;
-            return Ok((FieldValue::Integer(if neg { -v } else { v }), i + 1));
+            return Ok((Value::integer(if neg { -v } else { v }), i + 1));
         }
         if b[i] == b'u' && !neg {
-            return Ok((FieldValue::UInteger(m), i + 1));
+            return Ok((Value::uinteger(m), i + 1));
         }
     }
     parse_number_slow(b, start)
 }
 
 #[cold]
-fn parse_number_slow(b: &[u8], start: usize) -> Result<(FieldValue<'static>, usize), Reason> {
+fn parse_number_slow(b: &[u8], start: usize) -> Result<(Value, usize), Reason> {
     let mut i = start;
     let neg = b[i] == b'-';
     if neg {
@@ -866,7 +1199,7 @@ fn parse_number_slow(b: &[u8], start: usize) -> Result<(FieldValue<'static>, usi
         }
         let text = &b[start..i - 1];
         return match parse_i64(text) {
-            Ok(v) => Ok((FieldValue::Integer(v), i)),
+            Ok(v) => Ok((Value::integer(v), i)),
             Err(e) => {
                 let t = String::from_utf8_lossy(text);
                 Err(
@@ -882,7 +1215,7 @@ fn parse_number_slow(b: &[u8], start: usize) -> Result<(FieldValue<'static>, usi
         }
         let text = &b[start..i - 1];
         return match parse_u64(text) {
-            Ok(v) => Ok((FieldValue::UInteger(v), i)),
+            Ok(v) => Ok((Value::uinteger(v), i)),
             Err(e) => {
                 let t = String::from_utf8_lossy(text);
                 Err(format!(
@@ -894,23 +1227,33 @@ fn parse_number_slow(b: &[u8], start: usize) -> Result<(FieldValue<'static>, usi
     }
     if !scientific && sig_digits <= 15 && (frac_digits as usize) < POW10.len() {
         let v = mantissa as f64 / POW10[frac_digits as usize];
-        return Ok((FieldValue::Float(if neg { -v } else { v }), i));
+        return Ok((Value::float(if neg { -v } else { v }), i));
     }
     let text = std::str::from_utf8(&b[start..i]).map_err(|_| Reason::from("invalid float"))?;
     match text.parse::<f64>() {
-        Ok(v) if v.is_finite() => Ok((FieldValue::Float(v), i)),
+        Ok(v) if v.is_finite() => Ok((Value::float(v), i)),
         _ => Err("invalid float".into()),
     }
 }
 
 /// Go's `scanBoolean`. Inlined for the same reason as [`parse_number`].
 #[inline(always)]
-fn parse_bool(b: &[u8], start: usize) -> Result<(FieldValue<'static>, usize), Reason> {
+fn parse_bool(b: &[u8], start: usize) -> Result<(Value, usize), Reason> {
     if !matches!(b[start], b't' | b'f' | b'T' | b'F') {
         return Err("invalid boolean".into());
     }
+    // `true` and `false` followed by a delimiter (what clients send): one compare each.
+    let term = |j: usize| j >= b.len() || matches!(b[j], b',' | b' ' | b'\n');
+    if let Some(w) = b.get(start..start + 4) {
+        if w == b"true" && term(start + 4) {
+            return Ok((Value::boolean(true), start + 4));
+        }
+        if w == b"fals" && b.get(start + 4) == Some(&b'e') && term(start + 5) {
+            return Ok((Value::boolean(false), start + 5));
+        }
+    }
     let mut i = start + 1;
-    while i < b.len() && !matches!(b[i], b',' | b' ' | b'\n') {
+    while !term(i) {
         i += 1;
     }
     let v = match &b[start..i] {
@@ -918,11 +1261,12 @@ fn parse_bool(b: &[u8], start: usize) -> Result<(FieldValue<'static>, usize), Re
         b"f" | b"F" | b"false" | b"False" | b"FALSE" => false,
         _ => return Err("invalid boolean".into()),
     };
-    Ok((FieldValue::Boolean(v), i))
+    Ok((Value::boolean(v), i))
 }
 
-/// A double-quoted string value starting at `start` (the opening quote).
-fn parse_string(b: &[u8], start: usize) -> Result<(FieldValue<'_>, usize), Reason> {
+/// A double-quoted string value starting at `start` (the opening quote); an escaped value is
+/// unescaped into `side`.
+fn parse_string(b: &[u8], start: usize, side: &mut Vec<u8>) -> Result<(Value, usize), Reason> {
     let mut i = start + 1;
     let mut esc = false;
     loop {
@@ -937,27 +1281,27 @@ fn parse_string(b: &[u8], start: usize) -> Result<(FieldValue<'_>, usize), Reaso
                         return Err("unbalanced quotes".into());
                     }
                 } else {
-                    let raw = &b[start + 1..j];
-                    let v = if esc {
-                        Cow::Owned(unescape_string(raw))
-                    } else {
-                        Cow::Borrowed(raw)
-                    };
                     let next = j + 1;
                     // After the closing quote only a separator may follow.
                     if !(at_eol(b, next) || matches!(b[next], b',' | b' ')) {
                         return Err("invalid field format".into());
                     }
-                    return Ok((FieldValue::String(v), next));
+                    let span = if esc {
+                        let off = side.len();
+                        unescape_string(side, &b[start + 1..j]);
+                        side_span(off, side.len() - off)
+                    } else {
+                        Span::body(start + 1, j - start - 1)
+                    };
+                    return Ok((Value::string(span), next));
                 }
             }
         }
     }
 }
 
-/// Unescapes `\"` and `\\` in a string field value; other backslashes stay literal.
-fn unescape_string(raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(raw.len());
+/// Appends `raw` to `out` with `\\"` and `\\\\` unescaped; other backslashes stay literal.
+fn unescape_string(out: &mut Vec<u8>, raw: &[u8]) {
     let mut i = 0;
     while i < raw.len() {
         if raw[i] == b'\\' && i + 1 < raw.len() && matches!(raw[i + 1], b'"' | b'\\') {
@@ -968,7 +1312,6 @@ fn unescape_string(raw: &[u8]) -> Vec<u8> {
             i += 1;
         }
     }
-    out
 }
 
 /// Appends `s` escaped for a measurement, tag key, tag value or field key.
@@ -1081,5 +1424,179 @@ mod tests {
         assert_eq!(fast_timestamp(b"12345678x", 0), None);
         assert_eq!(fast_timestamp(b"", 0), None);
         assert_eq!(fast_timestamp(b"12\r\n", 0), None);
+        // Timestamps followed by more bytes, so the last digits take the word step.
+        assert_eq!(
+            fast_timestamp(b"1700000000000000123\nm v=1", 0),
+            Some((1_700_000_000_000_000_123, 19))
+        );
+        assert_eq!(fast_timestamp(b"17000000000000001234 m v=1", 0), None);
+        assert_eq!(
+            fast_timestamp(b"123456789012 \nxxxxxxx", 0),
+            Some((123_456_789_012, 12))
+        );
+    }
+
+    #[test]
+    fn leading_digits_counts_and_converts_the_digit_prefix() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Mostly digits, sometimes another byte (including ones next to '0'..'9').
+            let w: Vec<u8> = (0..8)
+                .map(|i| {
+                    let r = (x >> (i * 8)) as u8;
+                    if r < 52 {
+                        [b'/', b':', b'.', b' ', 0xff, b'a', b'0' + 10, b'0' - 1][r as usize % 8]
+                    } else {
+                        b'0' + r % 10
+                    }
+                })
+                .collect();
+            let k = w.iter().take_while(|c| c.is_ascii_digit()).count();
+            let v = w[..k].iter().fold(0u64, |v, c| v * 10 + (c - b'0') as u64);
+            assert_eq!(leading_digits(load8(&w, 0)), (k, v), "{w:?}");
+        }
+    }
+
+    /// The byte-exact path of the tag loop: `(key end, value end)` when the tag is valid and
+    /// unescaped, `None` otherwise.
+    fn tag_by_scans(b: &[u8], ks: usize) -> Option<(usize, usize)> {
+        let (ke, kesc) = scan_key(b, ks + 1, C_COMMA | C_SPACE | C_EQ, 0);
+        if at_eol(b, ke) || b[ke] != b'=' || kesc || b[ks] == b'\\' {
+            return None;
+        }
+        let vs = ke + 1;
+        if at_eol(b, vs) || matches!(b[vs], b' ' | b',') || b[vs] == b'\\' {
+            return None;
+        }
+        let (ve, vesc) = scan_key(b, vs + 1, C_COMMA | C_SPACE | C_EQ, 0);
+        if at_eol(b, ve) || b[ve] == b'=' || vesc {
+            return None;
+        }
+        Some((ke, ve))
+    }
+
+    #[test]
+    fn short_tag_agrees_with_the_byte_scans() {
+        let alphabet = b"ab=, \n\\";
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut found = 0;
+        for _ in 0..50_000 {
+            let len = 1 + (x % 40) as usize;
+            let b: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Mostly plain bytes, so that whole tags occur often.
+                    let r = (x >> 20) as usize % 16;
+                    if r < 9 {
+                        b'a'
+                    } else {
+                        alphabet[r - 9]
+                    }
+                })
+                .collect();
+            for ks in 0..b.len() {
+                if matches!(b[ks], b' ' | b',' | b'=' | b'\n') {
+                    continue;
+                }
+                if let Some(t) = short_tag(&b, ks) {
+                    found += 1;
+                    assert_eq!(
+                        Some(t),
+                        tag_by_scans(&b, ks),
+                        "{:?} at {ks}",
+                        String::from_utf8_lossy(&b)
+                    );
+                }
+            }
+        }
+        assert!(found > 10_000, "too few fast-path tags exercised: {found}");
+    }
+
+    #[test]
+    fn short_key_agrees_with_the_byte_scan() {
+        let alphabet = b"ab=, \n\\";
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut found = 0;
+        for _ in 0..50_000 {
+            let len = 1 + (x % 40) as usize;
+            let b: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let r = (x >> 20) as usize % 16;
+                    if r < 9 {
+                        b'a'
+                    } else {
+                        alphabet[r - 9]
+                    }
+                })
+                .collect();
+            for ks in 0..b.len() {
+                if matches!(b[ks], b' ' | b',' | b'=' | b'\n') {
+                    continue;
+                }
+                if let Some(ke) = short_key(&b, ks) {
+                    found += 1;
+                    let (end, esc) = scan_key(&b, ks + 1, C_COMMA | C_SPACE | C_EQ, 0);
+                    assert_eq!(
+                        (ke, false),
+                        (end, esc || b[ks] == b'\\'),
+                        "{:?} at {ks}",
+                        String::from_utf8_lossy(&b)
+                    );
+                    assert_eq!(b[ke], b'=');
+                }
+            }
+        }
+        assert!(found > 10_000, "too few fast-path keys exercised: {found}");
+    }
+
+    #[test]
+    fn short_measurement_agrees_with_the_byte_scan() {
+        let alphabet = b"ab=, \n\\";
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut found = 0;
+        for _ in 0..50_000 {
+            let len = 1 + (x % 40) as usize;
+            let b: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let r = (x >> 20) as usize % 16;
+                    if r < 9 {
+                        b'a'
+                    } else {
+                        alphabet[r - 9]
+                    }
+                })
+                .collect();
+            for s in 0..b.len() {
+                if matches!(b[s], b' ' | b',' | b'\n') {
+                    continue;
+                }
+                if let Some(e) = short_measurement(&b, s) {
+                    found += 1;
+                    let (end, esc) = scan_key(&b, s + 1, C_COMMA | C_SPACE, s);
+                    assert_eq!(
+                        (e, false),
+                        (end, esc || b[s] == b'\\'),
+                        "{:?} at {s}",
+                        String::from_utf8_lossy(&b)
+                    );
+                    assert!(matches!(b[e], b',' | b' '));
+                }
+            }
+        }
+        assert!(
+            found > 10_000,
+            "too few fast-path measurements exercised: {found}"
+        );
     }
 }

@@ -22,9 +22,11 @@
 use std::borrow::Cow;
 
 use crate::error::{LineError, MsgpackError};
-use crate::point::{is_reserved, FieldValue, Name, ParsedBatch, PointEntry};
+use crate::point::{
+    is_reserved, resolve, FieldValue, ParsedBatch, PointEntry, Span, Value, MAX_BODY_BYTES,
+};
 use crate::precision::{Precision, MAX_NANO_TIME, MIN_NANO_TIME};
-use crate::series::series_id_with;
+use crate::series::series_id_pairs;
 
 /// Deepest nesting accepted (skipped values included).
 pub const MAX_DEPTH: usize = 32;
@@ -253,12 +255,17 @@ fn finish_point<'a>(
     if measurement.is_empty() {
         return Err("missing measurement".into());
     }
-    let tags = &mut out.tags[tags_start..];
-    tags.sort_by(|a, b| a.0.cmp(&b.0));
-    if tags.windows(2).any(|w| w[0].0 == w[1].0) {
+    let mspan = out.span_of(measurement);
+    let parts = out.parts_mut();
+    let (body, side, tags, fields) = (parts.body, &*parts.side, parts.tags, parts.fields);
+    let r = |s: Span| resolve(body, side, s);
+    let point_tags = &mut tags[tags_start..];
+    point_tags.sort_by(|a, b| r(a.0).cmp(r(b.0)));
+    if point_tags.windows(2).any(|w| r(w[0].0) == r(w[1].0)) {
         return Err("duplicate tags".into());
     }
-    for (k, _) in tags.iter() {
+    for &(k, _) in point_tags.iter() {
+        let k = r(k);
         if k.is_empty() {
             return Err("missing tag key".into());
         }
@@ -270,45 +277,69 @@ fn finish_point<'a>(
             ));
         }
     }
-    if out.fields.len() == fields_start {
+    if fields.len() == fields_start {
         return Err("missing fields".into());
     }
     // Dedupe (last wins), drop `time`, check names.
-    let fields: Vec<(Name<'a>, FieldValue<'a>)> = out.fields.drain(fields_start..).collect();
-    for (k, v) in fields {
+    let raw: Vec<(Span, Value)> = fields.drain(fields_start..).collect();
+    for (ks, v) in raw {
+        let k = r(ks);
         if k.is_empty() {
             return Err("missing field key".into());
         }
-        if &*k == b"time" {
+        if k == b"time" {
             continue;
         }
-        if is_reserved(&k) {
+        if is_reserved(k) {
             return Err(format!(
                 "invalid field name: input field \"{}\" on measurement \"{}\" is invalid (reserved column name)",
-                lossy(&k),
+                lossy(k),
                 lossy(measurement)
             ));
         }
-        if out.tags[tags_start..].iter().any(|(t, _)| *t == k) {
+        if tags[tags_start..].iter().any(|&(t, _)| r(t) == k) {
             return Err(format!(
                 "conflicting field and tag key: input field \"{}\" on measurement \"{}\" is also a tag key",
-                lossy(&k),
+                lossy(k),
                 lossy(measurement)
             ));
         }
-        match out.fields[fields_start..].iter_mut().find(|(x, _)| *x == k) {
+        match fields[fields_start..].iter_mut().find(|(x, _)| r(*x) == k) {
             Some(slot) => slot.1 = v,
-            None => out.fields.push((k, v)),
+            None => fields.push((ks, v)),
         }
     }
-    let series_id = series_id_with(scratch, measurement, &out.tags[tags_start..]);
-    out.points.push(PointEntry {
-        measurement: Cow::Borrowed(measurement),
-        tags: tags_start as u32..out.tags.len() as u32,
-        fields: fields_start as u32..out.fields.len() as u32,
+    let series_id = series_id_pairs(
+        scratch,
+        measurement,
+        tags[tags_start..].iter().map(|&(k, v)| (r(k), r(v))),
+    );
+    parts.points.push(PointEntry {
+        measurement: mspan,
+        tags: tags_start as u32..tags.len() as u32,
+        fields: fields_start as u32..fields.len() as u32,
         time,
         series_id,
     });
+    Ok(())
+}
+
+/// A tag whose key and value are slices of the body.
+fn push_tag(out: &mut ParsedBatch<'_>, k: &[u8], v: &[u8]) {
+    let (k, v) = (out.span_of(k), out.span_of(v));
+    out.tags.push((k, v));
+}
+
+/// A field whose key (and string value) are slices of the body.
+fn push_field(out: &mut ParsedBatch<'_>, k: &[u8], v: &FieldValue<'_>) {
+    let (k, v) = (out.span_of(k), out.store_value(v));
+    out.fields.push((k, v));
+}
+
+fn too_large(body: &[u8]) -> Result<(), MsgpackError> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err(err(0, format!("body exceeds {MAX_BODY_BYTES} bytes")));
+    }
     Ok(())
 }
 
@@ -353,8 +384,9 @@ pub fn parse_rows(
     now_ns: i64,
 ) -> Result<ParsedBatch<'_>, MsgpackError> {
     let default_time = precision.truncate(now_ns);
+    too_large(body)?;
     let mut r = Rd { b: body, pos: 0 };
-    let mut out = ParsedBatch::default();
+    let mut out = ParsedBatch::new(body);
     let mut scratch = Vec::new();
     let Some((n, single)) = top_level(&mut r, "expected an array of point maps")? else {
         return Ok(out);
@@ -390,9 +422,7 @@ pub fn parse_rows(
                                 match r.read()? {
                                     V::Nil => {}
                                     V::Str([]) => {}
-                                    V::Str(v) => {
-                                        out.tags.push((Cow::Borrowed(k), Cow::Borrowed(v)))
-                                    }
+                                    V::Str(v) => push_tag(&mut out, k, v),
                                     _ => return Err(err(at, "expected a string tag value")),
                                 }
                             }
@@ -407,7 +437,7 @@ pub fn parse_rows(
                             for _ in 0..m {
                                 let k = r.str("a field key")?;
                                 match read_value(&mut r, k)? {
-                                    Ok(Some(v)) => out.fields.push((Cow::Borrowed(k), v)),
+                                    Ok(Some(v)) => push_field(&mut out, k, &v),
                                     Ok(None) => {}
                                     Err(e) => problem = problem.or(Some(e)),
                                 }
@@ -461,8 +491,9 @@ pub fn parse_columnar(
     now_ns: i64,
 ) -> Result<ParsedBatch<'_>, MsgpackError> {
     let default_time = precision.truncate(now_ns);
+    too_large(body)?;
     let mut r = Rd { b: body, pos: 0 };
-    let mut out = ParsedBatch::default();
+    let mut out = ParsedBatch::new(body);
     let Some((n, single)) = top_level(&mut r, "expected a columnar map")? else {
         return Ok(out);
     };
@@ -618,17 +649,17 @@ fn columnar_block<'a>(
             )
         };
         for (k, v) in &const_tags {
-            out.tags.push((Cow::Borrowed(*k), Cow::Borrowed(*v)));
+            push_tag(out, k, v);
         }
         for (k, vals) in &tag_cols {
             if let Some(v) = vals[row] {
-                out.tags.push((Cow::Borrowed(*k), Cow::Borrowed(v)));
+                push_tag(out, k, v);
             }
         }
         let mut problem = None;
         for (name, vals) in &cols {
             match &vals[row] {
-                Ok(Some(v)) => out.fields.push((Cow::Borrowed(*name), v.clone())),
+                Ok(Some(v)) => push_field(out, name, v),
                 Ok(None) => {}
                 Err(e) => problem = problem.or(Some(e.clone())),
             }

@@ -106,10 +106,10 @@ fn rejected_lines_with_reasons() {
     for (line, reason) in cases {
         let b = one(line);
         let got = b.errors.first().map(|e| e.reason.as_str());
-        if got != Some(*reason) || !b.points.is_empty() || b.errors[0].line != *line {
+        if got != Some(*reason) || !b.points().is_empty() || b.errors[0].line != *line {
             failures.push(format!(
                 "{line:?}: want {reason:?}, got {got:?} ({} points)",
-                b.points.len()
+                b.points().len()
             ));
         }
     }
@@ -140,12 +140,12 @@ fn max_key_length() {
 }
 
 fn field(b: &ParsedBatch<'_>, i: usize) -> FieldValue<'static> {
-    match &b.fields[i].1 {
+    match b.field(i).1 {
         FieldValue::String(s) => FieldValue::String(std::borrow::Cow::Owned(s.to_vec())),
-        FieldValue::Float(v) => FieldValue::Float(*v),
-        FieldValue::Integer(v) => FieldValue::Integer(*v),
-        FieldValue::UInteger(v) => FieldValue::UInteger(*v),
-        FieldValue::Boolean(v) => FieldValue::Boolean(*v),
+        FieldValue::Float(v) => FieldValue::Float(v),
+        FieldValue::Integer(v) => FieldValue::Integer(v),
+        FieldValue::UInteger(v) => FieldValue::UInteger(v),
+        FieldValue::Boolean(v) => FieldValue::Boolean(v),
     }
 }
 
@@ -198,34 +198,34 @@ fn accepted_values() {
 fn escapes_in_names() {
     let b = one(r"c\,p\ u,t\ k=v\=1\,x,z=a\b f\=k=1");
     assert!(b.errors.is_empty(), "{:?}", b.errors);
-    let p = &b.points[0];
-    assert_eq!(&*p.measurement, b"c,p u");
-    let tags: Vec<(&[u8], &[u8])> = b.tags_of(p).iter().map(|(k, v)| (&**k, &**v)).collect();
+    let p = &b.points()[0];
+    assert_eq!(b.measurement(p), b"c,p u");
+    let tags: Vec<(&[u8], &[u8])> = b.tags_of(p).collect();
     assert_eq!(tags, vec![(&b"t k"[..], &b"v=1,x"[..]), (b"z", br"a\b")]);
-    assert_eq!(&*b.fields[0].0, b"f=k");
+    assert_eq!(b.field(0).0, b"f=k");
     // Measurement may contain `=`; a tag value may start with `=`.
     let b = one("a=b,t==x v=1");
     assert!(b.errors.is_empty(), "{:?}", b.errors);
-    assert_eq!(&*b.points[0].measurement, b"a=b");
-    assert_eq!(&*b.tags[0].1, b"=x");
+    assert_eq!(b.measurement(&b.points()[0]), b"a=b");
+    assert_eq!(b.tag(0).1, b"=x");
     // Non-UTF-8 bytes are stored as-is.
     let body = b"m\xff,t=\xfe v=1";
     let b = parse_lines(body, Precision::Nanoseconds, NOW);
     assert!(b.errors.is_empty());
-    assert_eq!(&*b.points[0].measurement, b"m\xff");
+    assert_eq!(b.measurement(&b.points()[0]), b"m\xff");
 }
 
 #[test]
 fn tags_sorted_and_series_id() {
     let b = one("cpu,b=2,a=1 v=1");
-    let p = &b.points[0];
-    let tags: Vec<(&[u8], &[u8])> = b.tags_of(p).iter().map(|(k, v)| (&**k, &**v)).collect();
+    let p = &b.points()[0];
+    let tags: Vec<(&[u8], &[u8])> = b.tags_of(p).collect();
     assert_eq!(tags, vec![(&b"a"[..], &b"1"[..]), (b"b", b"2")]);
     assert_eq!(
         p.series_id,
         ingest::series::series_id(b"cpu", &[("a", "1"), ("b", "2")])
     );
-    assert_eq!(p.series_id, one("cpu,a=1,b=2 v=1").points[0].series_id);
+    assert_eq!(p.series_id, one("cpu,a=1,b=2 v=1").points()[0].series_id);
 }
 
 #[test]
@@ -241,7 +241,7 @@ fn timestamps_and_precision() {
     for (p, ts, want) in cases {
         let line = format!("cpu v=1 {ts}");
         let b = parse_lines(line.as_bytes(), p, NOW);
-        assert_eq!(b.points[0].time, want, "{p:?}");
+        assert_eq!(b.points()[0].time, want, "{p:?}");
     }
     let b = parse_lines(b"cpu v=1 3000000000000", Precision::Hours, NOW);
     assert_eq!(
@@ -256,46 +256,46 @@ fn timestamps_and_precision() {
         (Precision::Seconds, 1_700_000_000_000_000_000),
     ] {
         let b = parse_lines(b"cpu v=1", p, NOW);
-        assert_eq!(b.points[0].time, want, "{p:?}");
+        assert_eq!(b.points()[0].time, want, "{p:?}");
     }
     // Extra spaces around the timestamp are fine.
     let b = one("cpu  v=1   7  ");
     assert!(b.errors.is_empty(), "{:?}", b.errors);
-    assert_eq!(b.points[0].time, 7);
+    assert_eq!(b.points()[0].time, 7);
 }
 
 #[test]
 fn blank_comment_and_whitespace_lines() {
     let b = one("\n  # comment \"with quote\n\t cpu v=1\n\n   \n#x\ncpu v=2\n");
     assert!(b.errors.is_empty(), "{:?}", b.errors);
-    assert_eq!(b.points.len(), 2);
+    assert_eq!(b.points().len(), 2);
 }
 
 #[test]
 fn crlf_is_part_of_the_line() {
     let b = one("cpu v=1\r\ncpu v=2\n");
-    assert_eq!(b.points.len(), 1);
+    assert_eq!(b.points().len(), 1);
     assert_eq!(b.errors[0].line, "cpu v=1\r");
 }
 
 #[test]
 fn duplicate_field_last_wins_and_time_field_dropped() {
     let b = one("cpu a=1,b=2,a=3");
-    assert_eq!(b.fields.len(), 2);
-    assert_eq!(b.fields[0].1, FieldValue::Float(3.0));
+    assert_eq!(b.fields().len(), 2);
+    assert_eq!(b.field(0).1, FieldValue::Float(3.0));
     let b = one("cpu time=1,value=2");
-    assert_eq!(b.fields.len(), 1);
-    assert_eq!(&*b.fields[0].0, b"value");
+    assert_eq!(b.fields().len(), 1);
+    assert_eq!(b.field(0).0, b"value");
     let b = one("cpu time=1");
-    assert_eq!(b.points.len(), 1);
-    assert!(b.points[0].fields.is_empty());
+    assert_eq!(b.points().len(), 1);
+    assert!(b.points()[0].fields.is_empty());
 }
 
 #[test]
 fn bad_line_spares_neighbours_in_order() {
     let body = "cpu v=1 1\ncpu v=x 2\ncpu v=\"a\nb\" 3\nbad\ncpu v=4 4";
     let b = one(body);
-    let times: Vec<i64> = b.points.iter().map(|p| p.time).collect();
+    let times: Vec<i64> = b.points().iter().map(|p| p.time).collect();
     assert_eq!(times, vec![1, 3, 4]);
     let errs: Vec<String> = b.errors.iter().map(|e| e.to_string()).collect();
     assert_eq!(
@@ -321,11 +321,13 @@ fn parallel_matches_sequential() {
     let seq = parse_lines(body.as_bytes(), Precision::Nanoseconds, NOW);
     for chunk in [7, 64, 100, 1000, 4096] {
         let par = parse_lines_parallel(body.as_bytes(), Precision::Nanoseconds, NOW, chunk);
-        assert_eq!(par.points.len(), seq.points.len(), "chunk {chunk}");
+        assert_eq!(par.points().len(), seq.points().len(), "chunk {chunk}");
         assert_eq!(par.errors, seq.errors, "chunk {chunk}");
-        for (a, c) in par.points.iter().zip(&seq.points) {
+        for (a, c) in par.points().iter().zip(seq.points()) {
             assert_eq!((a.time, a.series_id), (c.time, c.series_id));
-            assert_eq!(par.fields_of(a), seq.fields_of(c));
+            assert!(par.fields_of(a).eq(seq.fields_of(c)));
+            assert!(par.tags_of(a).eq(seq.tags_of(c)));
+            assert_eq!(par.measurement(a), seq.measurement(c));
         }
     }
 }
@@ -353,13 +355,13 @@ fn fast_number_path_matches_std() {
         let line = format!("m v={t}");
         let b = one(&line);
         let want: f64 = t.parse().unwrap();
-        assert_eq!(b.fields[0].1, FieldValue::Float(want), "{t}");
+        assert_eq!(b.field(0).1, FieldValue::Float(want), "{t}");
     }
     for (t, want) in [
         ("123456789012345678i", 123456789012345678i64),
         ("-999999999999999999i", -999999999999999999),
     ] {
         let line = format!("m v={t}");
-        assert_eq!(one(&line).fields[0].1, FieldValue::Integer(want), "{t}");
+        assert_eq!(one(&line).field(0).1, FieldValue::Integer(want), "{t}");
     }
 }

@@ -63,26 +63,25 @@ fn row_body() -> Vec<u8> {
 fn rows() {
     let body = row_body();
     let p = parse_rows(&body, Precision::Nanoseconds, NOW).unwrap();
-    assert_eq!(p.points.len(), 2);
+    assert_eq!(p.points().len(), 2);
     assert_eq!(p.errors.len(), 1);
     assert_eq!(
         p.errors[0].to_string(),
         "unable to parse 'msgpack point #2': missing fields"
     );
-    assert_eq!(p.points[0].time, 10);
-    assert_eq!(p.points[1].time, 20);
+    assert_eq!(p.points()[0].time, 10);
+    assert_eq!(p.points()[1].time, 20);
     assert_eq!(
-        p.points[0].series_id,
+        p.points()[0].series_id,
         ingest::series::series_id(b"cpu", &[("host", "a")])
     );
     let f0: Vec<_> = p
-        .fields_of(&p.points[0])
-        .iter()
+        .fields_of(&p.points()[0])
         .map(|(k, v)| (k.to_vec(), v.clone()))
         .collect();
     assert_eq!(f0[0], (b"f".to_vec(), FieldValue::Float(1.5)));
     assert_eq!(f0[1], (b"i".to_vec(), FieldValue::Integer(-3)));
-    let f1 = p.fields_of(&p.points[1]);
+    let f1: Vec<_> = p.fields_of(&p.points()[1]).collect();
     assert_eq!(f1[0].1, FieldValue::UInteger(7));
     assert_eq!(f1[1].1, FieldValue::Float(2.0));
 
@@ -132,13 +131,13 @@ fn columnar() {
     e::write_nil(&mut b).unwrap();
     e::write_f64(&mut b, 0.7).unwrap();
     let p = parse_columnar(&b, Precision::Seconds, NOW).unwrap();
-    assert_eq!(p.points.len(), 2);
+    assert_eq!(p.points().len(), 2);
     assert_eq!(p.errors.len(), 1);
     assert_eq!(
         p.errors[0].to_string(),
         "unable to parse 'msgpack block #0 row 1 of measurement \"disk\"': missing fields"
     );
-    assert_eq!(p.points[1].time, 3_000_000_000);
+    assert_eq!(p.points()[1].time, 3_000_000_000);
 
     // Superset: several columns under "fields".
     let mut b = Vec::new();
@@ -256,7 +255,7 @@ fn per_point_rules() {
     s(&mut b, "v");
     e::write_f64(&mut b, 1.0).unwrap();
     let p = parse_rows(&b, Precision::Nanoseconds, NOW).unwrap();
-    assert_eq!(p.points.len(), 0);
+    assert_eq!(p.points().len(), 0);
     assert_eq!(
         p.errors[0].reason,
         "NaN is an unsupported value for field v"

@@ -50,12 +50,12 @@ proptest! {
         render_point(&mut line, &measurement, &tags, &fields, time);
         let b = parse_lines(&line, Precision::Nanoseconds, 42);
         prop_assert!(b.errors.is_empty(), "{:?} -> {:?}", String::from_utf8_lossy(&line), b.errors);
-        prop_assert_eq!(b.points.len(), 1);
-        let p = &b.points[0];
-        prop_assert_eq!(&*p.measurement, &measurement[..]);
-        let got_tags: Vec<(Vec<u8>, Vec<u8>)> = b.tags_of(p).iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        prop_assert_eq!(b.points().len(), 1);
+        let p = &b.points()[0];
+        prop_assert_eq!(b.measurement(p), &measurement[..]);
+        let got_tags: Vec<(Vec<u8>, Vec<u8>)> = b.tags_of(p).map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
         prop_assert_eq!(got_tags, tags.clone());
-        let got_fields: BTreeMap<Vec<u8>, FieldValue<'_>> = b.fields_of(p).iter().map(|(k, v)| (k.to_vec(), v.clone())).collect();
+        let got_fields: BTreeMap<Vec<u8>, FieldValue<'_>> = b.fields_of(p).map(|(k, v)| (k.to_vec(), v.clone())).collect();
         let want: BTreeMap<Vec<u8>, FieldValue<'_>> = fields.into_iter().collect();
         prop_assert_eq!(got_fields, want);
         prop_assert_eq!(p.time, time.unwrap_or(42));
