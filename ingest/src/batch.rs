@@ -242,7 +242,9 @@ pub fn build_batches(
                 (FieldCol::I64(c), FieldType::Integer) => c.push(row, v.as_i64()),
                 (FieldCol::U64(c), FieldType::UInteger) => c.push(row, v.as_u64()),
                 (FieldCol::Bool(c), FieldType::Boolean) => c.push(row, v.as_bool()),
-                (FieldCol::Str(c), FieldType::String) => c.push(row, batch.own_bytes(v.as_span()))?,
+                (FieldCol::Str(c), FieldType::String) => {
+                    c.push(row, batch.own_bytes(v.as_span()))?
+                }
                 _ => {
                     return Err(ArrowError::ComputeError(
                         "internal: accepted point with a conflicting field type".into(),

@@ -44,6 +44,9 @@ pub enum DropKind {
     /// A field key is already a tag key of the measurement, or the other way round (both
     /// would be columns of one name).
     ColumnConflict,
+    /// The point is older than the database's retention (InfluxDB's "points beyond
+    /// retention policy").
+    BeyondRetention,
 }
 
 /// Points dropped for one reason (identical reasons are counted once with a count).

@@ -46,7 +46,7 @@ pub use error::{
 pub use point::{FieldType, FieldValue, ParsedBatch, PointEntry, Span, Value, RESERVED_COLUMNS};
 pub use precision::Precision;
 pub use write::{
-    parse_body, Format, IngestConfig, Ingestor, PreparedWrite, WriteOutcome,
+    parse_body, Format, IngestConfig, Ingestor, PreparedWrite, WriteOutcome, BEYOND_RETENTION,
     CONTENT_TYPE_COLUMNAR_MSGPACK, CONTENT_TYPE_COLUMNAR_MSGPACK_HYPERBYTEDB, CONTENT_TYPE_MSGPACK,
     MAX_DATABASE_NAME,
 };

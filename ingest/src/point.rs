@@ -439,8 +439,7 @@ impl<'a> ParsedBatch<'a> {
     pub fn span_of(&mut self, v: &[u8]) -> Span {
         let base = self.body.as_ptr() as usize;
         let p = v.as_ptr() as usize;
-        if p >= base && p + v.len() <= base + self.body.len() && self.body.len() <= MAX_BODY_BYTES
-        {
+        if p >= base && p + v.len() <= base + self.body.len() && self.body.len() <= MAX_BODY_BYTES {
             Span::body(p - base, v.len())
         } else {
             self.push_side(v)
@@ -790,7 +789,8 @@ mod tests {
         a.tags.push((Span::body(0, 5), Span::body(6, 4)));
         let mut b = ParsedBatch::new(&two);
         b.tags.push((Span::body(0, 3), Span::body(3, 3)));
-        b.fields.push((Span::body(0, 6), Value::string(Span::body(1, 2))));
+        b.fields
+            .push((Span::body(0, 6), Value::string(Span::body(1, 2))));
         a.append(b);
         assert_eq!(a.tag(0), (&b"first"[..], &b"body"[..]));
         assert_eq!(a.tag(1), (&b"sec"[..], &b"ond"[..]));

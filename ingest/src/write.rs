@@ -18,6 +18,9 @@ pub const CONTENT_TYPE_COLUMNAR_MSGPACK: &str = "application/vnd.chingest.column
 pub const CONTENT_TYPE_COLUMNAR_MSGPACK_HYPERBYTEDB: &str =
     "application/vnd.hyperbytedb.columnar-msgpack.v1";
 
+/// InfluxDB 1.x's reason for points older than the database's retention.
+pub const BEYOND_RETENTION: &str = "points beyond retention policy";
+
 /// Longest accepted database name in bytes.
 pub const MAX_DATABASE_NAME: usize = 255;
 
@@ -213,6 +216,23 @@ impl Ingestor {
         precision: Precision,
         now_ns: i64,
     ) -> Result<PreparedWrite, WriteError> {
+        self.prepare_retained(catalog, db, body, format, precision, now_ns, None)
+    }
+
+    /// [`Ingestor::prepare`] for a database with a retention: points with a timestamp
+    /// before `min_time_ns` are dropped as [`BEYOND_RETENTION`] (InfluxDB 1.x: a partial
+    /// write) before they reach the catalog, so they create no series or fields.
+    #[allow(clippy::too_many_arguments)]
+    pub fn prepare_retained(
+        &self,
+        catalog: &Catalog,
+        db: &str,
+        body: &[u8],
+        format: Format,
+        precision: Precision,
+        now_ns: i64,
+        min_time_ns: Option<i64>,
+    ) -> Result<PreparedWrite, WriteError> {
         if db.is_empty() || db.len() > MAX_DATABASE_NAME {
             return Err(WriteError::InvalidDatabase(db.chars().take(64).collect()));
         }
@@ -224,6 +244,14 @@ impl Ingestor {
             now_ns,
             self.config.parallel_chunk_bytes,
         )?;
+        let mut beyond_retention = 0;
+        if let Some(min) = min_time_ns {
+            // Pool entries of removed points stay behind unreferenced: resolve and build
+            // only follow the points' own ranges.
+            let before = parsed.points.len();
+            parsed.points.retain(|p| p.time >= min);
+            beyond_retention = before - parsed.points.len();
+        }
         let t1 = Instant::now();
         let res = catalog.resolve(db, &parsed);
         let t2 = Instant::now();
@@ -243,11 +271,16 @@ impl Ingestor {
             metrics::counter!("chingest_ingest_lines_rejected_total")
                 .increment(parsed.errors.len() as u64);
         }
+        if beyond_retention > 0 {
+            metrics::counter!("chingest_ingest_points_dropped_total", "reason" => "beyond_retention")
+                .increment(beyond_retention as u64);
+        }
         for d in &res.dropped {
             let reason = match d.kind {
                 DropKind::TypeConflict => "type_conflict",
                 DropKind::Limit => "limit",
                 DropKind::ColumnConflict => "column_conflict",
+                DropKind::BeyondRetention => "beyond_retention",
                 _ => "invalid_field",
             };
             metrics::counter!("chingest_ingest_points_dropped_total", "reason" => reason)
@@ -259,7 +292,18 @@ impl Ingestor {
         }
 
         let points = res.accepted.len();
-        let (dropped, dropped_reasons, meta) = (res.dropped_count, res.dropped, res.meta);
+        let (mut dropped, mut dropped_reasons, meta) = (res.dropped_count, res.dropped, res.meta);
+        if beyond_retention > 0 {
+            dropped += beyond_retention;
+            dropped_reasons.insert(
+                0,
+                DroppedPoint {
+                    kind: DropKind::BeyondRetention,
+                    reason: BEYOND_RETENTION.to_string(),
+                    count: beyond_retention,
+                },
+            );
+        }
         Ok(PreparedWrite {
             db: db.to_owned(),
             tables,

@@ -121,6 +121,9 @@ fn tokens(s: &str) -> Result<Vec<(String, bool)>, String> {
     Ok(out)
 }
 
+/// The longest finite retention: 50 years.
+pub const MAX_RETENTION_SECS: u64 = 50 * 365 * 86_400;
+
 /// An InfluxQL duration literal (`1h`, `30d`, `2w`, `1h30m`, `INF`) in whole
 /// seconds; `INF` (and `0s`) is 0 = forever. Retention shorter than an hour is
 /// refused, as InfluxDB does.
@@ -158,6 +161,13 @@ pub fn parse_duration_secs(lit: &str) -> Result<u64, String> {
     let secs = u64::try_from(total_ns / 1_000_000_000).map_err(|_| bad())?;
     if secs != 0 && secs < 3600 {
         return Err("retention policy duration must be at least 1h0m0s".into());
+    }
+    // The engine's TTL works on 32-bit `DateTime` seconds (until 2106); a longer
+    // retention would wrap around. 50 years, or INF, is the most there is.
+    if secs > MAX_RETENTION_SECS {
+        return Err(format!(
+            "retention policy duration {lit} is longer than 50 years: use INF"
+        ));
     }
     Ok(secs)
 }
@@ -581,7 +591,18 @@ mod tests {
         ] {
             assert_eq!(parse_duration_secs(lit), Ok(secs), "{lit}");
         }
-        for lit in ["", "1", "h", "1x", "1h30", "-1h", "99999999999999999999w"] {
+        assert_eq!(parse_duration_secs("18250d"), Ok(MAX_RETENTION_SECS));
+        for lit in [
+            "",
+            "1",
+            "h",
+            "1x",
+            "1h30",
+            "-1h",
+            "99999999999999999999w",
+            "18251d",
+            "999999999999w",
+        ] {
             assert!(parse_duration_secs(lit).is_err(), "{lit}");
         }
         assert_eq!(

@@ -265,3 +265,51 @@ fn tag_and_field_of_one_name_across_points() {
     names.dedup();
     assert_eq!(names.len(), schema.fields().len());
 }
+
+#[test]
+fn points_beyond_retention_are_dropped_before_the_catalog() {
+    let cat = catalog();
+    let ing = Ingestor::default();
+    let prepare = |body: &str, min: Option<i64>| {
+        ing.prepare_retained(
+            &cat,
+            "db",
+            body.as_bytes(),
+            Format::LineProtocol,
+            Precision::Nanoseconds,
+            NOW,
+            min,
+        )
+        .unwrap()
+    };
+    // Two of four points are older than the cutoff (100); one of those has a field
+    // and a series nothing else has.
+    let w = prepare(
+        "cpu,host=a v=1 99\ncpu,host=a v=2 100\ncpu,host=old only_old=1i 5\ncpu,host=b v=3 200\n",
+        Some(100),
+    );
+    assert_eq!(w.outcome(), WriteOutcome::Partial);
+    assert_eq!(w.points, 2);
+    assert_eq!(w.dropped, 2);
+    assert_eq!(
+        w.error_message().unwrap(),
+        "partial write: points beyond retention policy dropped=2"
+    );
+    assert_eq!(w.dropped_reasons[0].kind, ingest::DropKind::BeyondRetention);
+    let schema = w.tables[0].batch.schema();
+    assert!(schema.field_with_name("only_old").is_err(), "{schema:?}");
+    // Nothing in the catalog learnt of the dropped point's series or field.
+    let w = prepare("cpu,host=c only_old=\"now a string\" 300\n", Some(100));
+    assert_eq!(w.outcome(), WriteOutcome::Ok, "{:?}", w.error_message());
+    assert_eq!(cat.series_count("db"), 3);
+
+    // Everything too old: nothing written, the same v1 text.
+    let w = prepare("cpu v=1 1\ncpu v=2 2\n", Some(100));
+    assert_eq!(w.outcome(), WriteOutcome::Rejected);
+    assert_eq!(
+        w.error_message().unwrap(),
+        "partial write: points beyond retention policy dropped=2"
+    );
+    // No cutoff: the same old points are written.
+    assert_eq!(prepare("cpu v=1 1\n", None).outcome(), WriteOutcome::Ok);
+}

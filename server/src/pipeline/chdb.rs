@@ -294,15 +294,28 @@ impl Pipeline for ChdbPipeline {
             Precision::Hours => "h",
         })
         .map_err(|e| PipelineError::Internal(e.to_string()))?;
+        // Points older than the database's retention are refused at the door,
+        // as InfluxDB does (the table's TTL deletes the rest as they age).
+        let min_time_ns = match self.retention_secs(req.db) {
+            0 => None,
+            secs => Some(
+                req.now_ns.saturating_sub(
+                    i64::try_from(secs)
+                        .unwrap_or(i64::MAX)
+                        .saturating_mul(1_000_000_000),
+                ),
+            ),
+        };
         let pw = self
             .ingestor
-            .prepare(
+            .prepare_retained(
                 &self.catalog,
                 req.db,
                 req.body,
                 format,
                 precision,
                 req.now_ns,
+                min_time_ns,
             )
             .map_err(|e| {
                 if e.is_client_error() {
@@ -845,6 +858,10 @@ mod tests {
         assert_eq!(parse_db_record(b"1"), Some(0), "written by older versions");
         assert_eq!(parse_db_record(b"0"), None);
         assert_eq!(parse_db_record(b""), None);
-        assert_eq!(parse_db_record(b"1;retention=x"), Some(0), "keep, never delete");
+        assert_eq!(
+            parse_db_record(b"1;retention=x"),
+            Some(0),
+            "keep, never delete"
+        );
     }
 }

@@ -466,12 +466,14 @@ fn a_database_with_retention_creates_its_tables_with_a_ttl_and_keeps_it_after_re
     assert_eq!(s.query("CREATE DATABASE r WITH DURATION 2h"), ok);
     assert_eq!(s.query("CREATE DATABASE forever"), ok);
     let rp = |s: &Server, db: &str| {
-        s.query(&format!("SHOW RETENTION POLICIES ON {db}"))["results"][0]["series"][0]["values"]
-            [0]
-        .clone()
+        s.query(&format!("SHOW RETENTION POLICIES ON {db}"))["results"][0]["series"][0]["values"][0]
+            .clone()
     };
     assert_eq!(rp(&s, "r"), json!(["autogen", "2h0m0s", "1h0m0s", 1, true]));
-    assert_eq!(rp(&s, "forever"), json!(["autogen", "0s", "168h0m0s", 1, true]));
+    assert_eq!(
+        rp(&s, "forever"),
+        json!(["autogen", "0s", "168h0m0s", 1, true])
+    );
     // The same policy again is fine; a different one conflicts, as in InfluxDB.
     assert_eq!(s.query("CREATE DATABASE r WITH DURATION 120m"), ok);
     assert_eq!(
@@ -503,6 +505,24 @@ fn a_database_with_retention_creates_its_tables_with_a_ttl_and_keeps_it_after_re
     s.sql_until("SELECT f FROM forever.m", 1);
     assert!(ttl(&s, "r", "m").contains("TTL toDateTime(time) + toIntervalSecond(7200)"));
     assert!(!ttl(&s, "forever", "m").contains("TTL"));
+    // A point older than the retention is refused at the door, as in InfluxDB;
+    // the same point goes into a database kept forever.
+    let old = "m f=2 1000000000"; // 1970
+    let r = s.post("/write?db=r", old);
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        r.json::<Value>().unwrap()["error"],
+        "partial write: points beyond retention policy dropped=1"
+    );
+    assert_eq!(
+        s.post("/write?db=r", format!("{old}\nm f=3")).status(),
+        400,
+        "partial: the recent point is written"
+    );
+    assert_eq!(s.post("/write?db=forever", old).status(), 204);
+    s.sql_until("SELECT f FROM r.m WHERE f = 3", 1);
+    let n = s.sql("SELECT count() AS n FROM r.m WHERE f = 2")[0]["n"].clone();
+    assert!(n == json!("0") || n == json!(0), "{n}");
     assert!(s.terminate().success());
 
     // After a restart the policy is still there and new tables get it too.
