@@ -98,6 +98,9 @@ if [ "$SKIP_ENGINE" != 1 ]; then
   fi
   say "engine merges: cargo bench -p flush --bench merge_cost"
   MERGE_COST_OUT="$RESULTS_ABS" cargo bench -p flush --bench merge_cost || say "merge_cost failed: the report will say 'not measured'"
+  say "front door: cargo run --release -p ingest --example stage_cpu"
+  STAGE_CPU_OUT="$RESULTS_ABS" cargo run -q --release -p ingest --example stage_cpu \
+    || say "stage_cpu failed: the report will say 'not measured'"
   say "wal: cargo bench -p wal --bench wal_commit"
   WAL_BENCH_SECS=${WAL_BENCH_SECS:-3} WAL_BENCH_OUT="$RESULTS_ABS" cargo bench -p wal --bench wal_commit \
     || say "wal_commit failed: the report will say 'not measured'"
@@ -180,7 +183,7 @@ say "open-model ramp: rates $RATES req/s × $POINTS points, $STEP_SECS s each"
 # hide work a server defers (the engine's background merges grow with the data),
 # so the capacity claimed is the rate that holds for minutes, not seconds. When
 # it does not hold, the next lower ramp rate is soaked, up to SOAK_TRIES rates.
-rm -f "$RESULTS"/soak*.json "$RESULTS"/soak*.md "$RESULTS/server-cpu-by-thread.txt"
+rm -f "$RESULTS"/soak*.json "$RESULTS"/soak*.md "$RESULTS"/soak*.svg "$RESULTS/server-cpu-by-thread.txt"
 SOAK_RATES=$(python3 -c 'import json,sys
 r=json.load(open(sys.argv[1])); s=(r.get("summary") or {}).get("sustainable")
 if s:

@@ -62,9 +62,13 @@ async fn respond(
     body: Body,
 ) -> Response {
     let params = Params::parse(query.as_deref().unwrap_or(""));
-    match write(state, id, api, &params, headers, body).await {
+    let mut body = Some(body);
+    match write(state, id, api, &params, headers, &mut body).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(e) => {
+            if let Some(unread) = body.take() {
+                discard_body(state, unread);
+            }
             record_failure(&e, api);
             e.into_response_for(api)
         }
@@ -202,13 +206,35 @@ pub(crate) fn is_gzip(headers: &HeaderMap) -> Result<bool, ApiError> {
     }
 }
 
+/// Reads and drops the body of a request refused before its body was read,
+/// in the background, so the client (still sending) gets to read the refusal
+/// instead of a connection reset. Bounded by the body size cap and the body
+/// read timeout; nothing is buffered.
+fn discard_body(state: &AppState, body: Body) {
+    let max = state.config.server.max_body_bytes;
+    let timeout = std::time::Duration::from_secs(state.config.server.body_read_timeout_secs);
+    tokio::spawn(async move {
+        let mut body = body;
+        let mut seen = 0u64;
+        let _ = tokio::time::timeout(timeout, async {
+            while let Some(Ok(frame)) = body.frame().await {
+                seen += frame.data_ref().map_or(0, |d| d.len() as u64);
+                if seen > max {
+                    break;
+                }
+            }
+        })
+        .await;
+    });
+}
+
 async fn write(
     state: &AppState,
     id: &Identity,
     api: Api,
     params: &Params,
     headers: &HeaderMap,
-    body: Body,
+    body: &mut Option<Body>,
 ) -> Result<(), ApiError> {
     let started = Instant::now();
     let WriteParams { db, precision } = match api {
@@ -247,7 +273,13 @@ async fn write(
         return Err(ApiError::TooLarge { limit: max });
     }
     let mut permit = state.limits.bytes_permit(declared.unwrap_or(0))?;
-    let raw = read_body(state, body, max, &mut permit).await?;
+    let raw = read_body(
+        state,
+        body.take().expect("the body is read once"),
+        max,
+        &mut permit,
+    )
+    .await?;
     let read_done = Instant::now();
     metrics::histogram!("chingest_http_body_read_seconds")
         .record((read_done - started).as_secs_f64());

@@ -108,3 +108,40 @@ fn saturated_server_answers_quickly_with_retry_after() {
         );
     }
 }
+
+#[test]
+fn a_client_refused_before_its_body_is_read_still_reads_the_refusal() {
+    let dir = data_dir();
+    let s = Spawn::new(dir.path())
+        .env("CHINGEST_LIMITS__MAX_UNFLUSHED_POINTS", "1")
+        .env("CHINGEST_LIMITS__RETRY_AFTER_SECS", "2")
+        // Nothing flushes on its own: the one unflushed point stays.
+        .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
+        .env("CHINGEST_FLUSH__MAX_POINTS_PER_BATCH", "1000000")
+        .start();
+    s.query("CREATE DATABASE early");
+    assert_eq!(s.post("/write?db=early", "m v=0 1").status(), 204);
+    // Now every write is refused before a byte of its body is read. 8 MiB is
+    // far more than the socket buffers hold, so the client only finishes
+    // sending (and then reads the 503) if the server keeps reading.
+    let body = "m v=1\n".repeat((8 << 20) / 6);
+    for _ in 0..3 {
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        c.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
+        let head = format!(
+            "POST /write?db=early HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        c.write_all(head.as_bytes()).unwrap();
+        c.write_all(body.as_bytes())
+            .expect("the server kept reading the refused body");
+        let (status, text) = read_response(&mut c);
+        assert_eq!(status, 503, "{text}");
+        assert!(text.contains("wait to reach the engine"), "{text}");
+        assert!(
+            text.to_ascii_lowercase().contains("retry-after: 2"),
+            "{text}"
+        );
+    }
+}
