@@ -17,11 +17,13 @@
 //! Median of `RUNS` runs per layout. Writes `merge_cost.{md,json}` to
 //! `MERGE_COST_OUT` (default: `test_results/` at the workspace root).
 
-use std::path::Path;
 use std::time::Instant;
 
 use flush::table::TABLE_SETTINGS;
 use flush::{Engine, EngineConfig};
+
+#[path = "support/results.rs"]
+mod support;
 
 const PARTS: usize = 6;
 const ROWS_PER_PART: usize = 150_000;
@@ -158,22 +160,7 @@ fn main() {
             "{{\"layout\": {name:?}, \"merge_ms\": {median:.3}, \"ns_per_row\": {ns_row:.1}, \"insert_ns_per_row\": {insert_ns:.1}, \"bytes_on_disk\": {bytes}}}"
         ));
     }
-    let root = std::env::var_os("MERGE_COST_OUT")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .parent()
-                .unwrap()
-                .join("test_results")
-        });
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("merge_cost.md"), md).unwrap();
-    std::fs::write(
-        root.join("merge_cost.json"),
-        format!("[\n  {}\n]\n", json.join(",\n  ")),
-    )
-    .unwrap();
-    eprintln!("wrote {}/merge_cost.{{md,json}}", root.display());
+    support::write_results("MERGE_COST_OUT", "merge_cost", &md, &json);
 }
 
 /// One part: every series' points for `ROWS_PER_PART / 1000` consecutive

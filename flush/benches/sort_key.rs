@@ -4,9 +4,9 @@
 //! 5,000,000 points of one measurement: 1,000 series (host × region tags),
 //! one point per series per minute (~3.5 days), 4 float fields. Each layout
 //! gets the same rows (inserted before timing); each query runs 7 times, the
-//! median is reported. Writes `test_results/sort_key.{md,json}`.
+//! median is reported. Writes `sort_key.{md,json}` to `SORT_KEY_OUT` (default:
+//! `test_results/` at the workspace root).
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -15,6 +15,9 @@ use flush::arrow::array::{
 };
 use flush::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use flush::{Engine, EngineConfig};
+
+#[path = "support/results.rs"]
+mod support;
 
 const SERIES: usize = 1000;
 const STEPS: usize = 5000;
@@ -106,18 +109,7 @@ fn main() {
         }
         md.push('\n');
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .join("test_results");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("sort_key.md"), md).unwrap();
-    std::fs::write(
-        root.join("sort_key.json"),
-        format!("[\n  {}\n]\n", json.join(",\n  ")),
-    )
-    .unwrap();
-    eprintln!("wrote {}/sort_key.{{md,json}}", root.display());
+    support::write_results("SORT_KEY_OUT", "sort_key", &md, &json);
 }
 
 fn data() -> Vec<RecordBatch> {

@@ -1478,10 +1478,16 @@ mod tests {
         Some((ke, ve))
     }
 
-    #[test]
-    fn short_tag_agrees_with_the_byte_scans() {
+    /// Runs `check` at every start position (bytes in `skip` excluded) of 50,000 random
+    /// strings of up to 40 bytes, mostly plain bytes so that whole elements occur often;
+    /// returns how many times `check` saw a fast-path answer (returned true).
+    fn fast_path_cases(
+        seed: u64,
+        skip: &[u8],
+        mut check: impl FnMut(&[u8], usize) -> bool,
+    ) -> usize {
         let alphabet = b"ab=, \n\\";
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut x = seed;
         let mut found = 0;
         for _ in 0..50_000 {
             let len = 1 + (x % 40) as usize;
@@ -1490,7 +1496,6 @@ mod tests {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    // Mostly plain bytes, so that whole tags occur often.
                     let r = (x >> 20) as usize % 16;
                     if r < 9 {
                         b'a'
@@ -1499,101 +1504,67 @@ mod tests {
                     }
                 })
                 .collect();
-            for ks in 0..b.len() {
-                if matches!(b[ks], b' ' | b',' | b'=' | b'\n') {
-                    continue;
-                }
-                if let Some(t) = short_tag(&b, ks) {
+            for start in 0..b.len() {
+                if !skip.contains(&b[start]) && check(&b, start) {
                     found += 1;
-                    assert_eq!(
-                        Some(t),
-                        tag_by_scans(&b, ks),
-                        "{:?} at {ks}",
-                        String::from_utf8_lossy(&b)
-                    );
                 }
             }
         }
+        found
+    }
+
+    #[test]
+    fn short_tag_agrees_with_the_byte_scans() {
+        let found = fast_path_cases(0x9e37_79b9_7f4a_7c15, b" ,=\n", |b, ks| {
+            let Some(t) = short_tag(b, ks) else {
+                return false;
+            };
+            assert_eq!(
+                Some(t),
+                tag_by_scans(b, ks),
+                "{:?} at {ks}",
+                String::from_utf8_lossy(b)
+            );
+            true
+        });
         assert!(found > 10_000, "too few fast-path tags exercised: {found}");
     }
 
     #[test]
     fn short_key_agrees_with_the_byte_scan() {
-        let alphabet = b"ab=, \n\\";
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut found = 0;
-        for _ in 0..50_000 {
-            let len = 1 + (x % 40) as usize;
-            let b: Vec<u8> = (0..len)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let r = (x >> 20) as usize % 16;
-                    if r < 9 {
-                        b'a'
-                    } else {
-                        alphabet[r - 9]
-                    }
-                })
-                .collect();
-            for ks in 0..b.len() {
-                if matches!(b[ks], b' ' | b',' | b'=' | b'\n') {
-                    continue;
-                }
-                if let Some(ke) = short_key(&b, ks) {
-                    found += 1;
-                    let (end, esc) = scan_key(&b, ks + 1, C_COMMA | C_SPACE | C_EQ, 0);
-                    assert_eq!(
-                        (ke, false),
-                        (end, esc || b[ks] == b'\\'),
-                        "{:?} at {ks}",
-                        String::from_utf8_lossy(&b)
-                    );
-                    assert_eq!(b[ke], b'=');
-                }
-            }
-        }
+        let found = fast_path_cases(0x2545_f491_4f6c_dd1d, b" ,=\n", |b, ks| {
+            let Some(ke) = short_key(b, ks) else {
+                return false;
+            };
+            let (end, esc) = scan_key(b, ks + 1, C_COMMA | C_SPACE | C_EQ, 0);
+            assert_eq!(
+                (ke, false),
+                (end, esc || b[ks] == b'\\'),
+                "{:?} at {ks}",
+                String::from_utf8_lossy(b)
+            );
+            assert_eq!(b[ke], b'=');
+            true
+        });
         assert!(found > 10_000, "too few fast-path keys exercised: {found}");
     }
 
     #[test]
     fn short_measurement_agrees_with_the_byte_scan() {
-        let alphabet = b"ab=, \n\\";
-        let mut x = 0x1234_5678_9abc_def1u64;
-        let mut found = 0;
-        for _ in 0..50_000 {
-            let len = 1 + (x % 40) as usize;
-            let b: Vec<u8> = (0..len)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let r = (x >> 20) as usize % 16;
-                    if r < 9 {
-                        b'a'
-                    } else {
-                        alphabet[r - 9]
-                    }
-                })
-                .collect();
-            for s in 0..b.len() {
-                if matches!(b[s], b' ' | b',' | b'\n') {
-                    continue;
-                }
-                if let Some(e) = short_measurement(&b, s) {
-                    found += 1;
-                    let (end, esc) = scan_key(&b, s + 1, C_COMMA | C_SPACE, s);
-                    assert_eq!(
-                        (e, false),
-                        (end, esc || b[s] == b'\\'),
-                        "{:?} at {s}",
-                        String::from_utf8_lossy(&b)
-                    );
-                    assert!(matches!(b[e], b',' | b' '));
-                }
-            }
-        }
+        let found = fast_path_cases(0x1234_5678_9abc_def1, b" ,\n", |b, s| {
+            let Some(e) = short_measurement(b, s) else {
+                return false;
+            };
+            let (end, esc) = scan_key(b, s + 1, C_COMMA | C_SPACE, s);
+            assert_eq!(
+                (e, false),
+                (end, esc || b[s] == b'\\'),
+                "{:?} at {s}",
+                String::from_utf8_lossy(b)
+            );
+            assert!(matches!(b[e], b',' | b' '));
+            true
+        });
         assert!(
             found > 10_000,
             "too few fast-path measurements exercised: {found}"

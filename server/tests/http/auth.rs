@@ -4,15 +4,6 @@ use serde_json::{json, Value};
 
 use crate::util::*;
 
-fn hash(secret: &str) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chingest"))
-        .args(["hash-password", secret])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 #[test]
 fn auth_enabled_end_to_end() {
     let dir = data_dir();

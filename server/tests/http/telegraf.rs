@@ -23,55 +23,18 @@ tg_every,host=web-2 f=-0.25,i=9223372036854775807i,u=7u,s="",b=false 17000000010
 tg_every,host=web\ 3,region=a\,b\=c f=0,i=0i,u=0u,s="x",b=t 1700000002000000000
 "#;
 
-fn telegraf_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("CHINGEST_TELEGRAF") {
-        return PathBuf::from(p);
-    }
-    let cache = std::env::var_os("CHINGEST_CACHE_DIR")
+/// The binary (`$CHINGEST_TELEGRAF`, else setup.sh's build), or `None` (after
+/// saying so loudly) outside CI when it is missing.
+fn telegraf_or_skip(test: &str) -> Option<PathBuf> {
+    let bin = std::env::var_os("CHINGEST_TELEGRAF")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_default();
-            std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or(home.join(".cache"))
-                .join("chingest")
+            cache_dir()
+                .join("telegraf")
+                .join(TELEGRAF_VERSION)
+                .join("telegraf")
         });
-    cache
-        .join("telegraf")
-        .join(TELEGRAF_VERSION)
-        .join("telegraf")
-}
-
-/// The binary, or `None` (after saying so loudly) outside CI when it is missing.
-fn telegraf_or_skip(test: &str) -> Option<PathBuf> {
-    let bin = telegraf_bin();
-    if bin.exists() {
-        return Some(bin);
-    }
-    // In CI (and under `make test`) setup.sh builds it first; missing it there
-    // is a setup failure, not something to skip.
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "no telegraf at {}: scripts/setup.sh --test-deps should have built it",
-        bin.display()
-    );
-    eprintln!(
-        "\n\n*** SKIPPED {test}: no telegraf at {} ***\n\
-         *** run `scripts/setup.sh --test-deps` to build it (or set CHINGEST_TELEGRAF) ***\n\n",
-        bin.display()
-    );
-    None
-}
-
-fn hash(secret: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_chingest"))
-        .args(["hash-password", secret])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    test_dep_or_skip(bin, "telegraf", test)
 }
 
 /// Runs `telegraf --once --config <dir>/telegraf.conf` and returns its log

@@ -298,3 +298,49 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
     e.write_all(data).unwrap();
     e.finish().unwrap()
 }
+
+/// `chingest hash-password <secret>`: the stored form of a password or token.
+pub fn hash(secret: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_chingest"))
+        .args(["hash-password", secret])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Where `scripts/setup.sh` keeps what the tests drive (`$CHINGEST_CACHE_DIR`,
+/// else `$XDG_CACHE_HOME/chingest`, else `~/.cache/chingest`).
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("CHINGEST_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or(home.join(".cache"))
+                .join("chingest")
+        })
+}
+
+/// `path` if it exists. Otherwise `None`, said loudly, for `test` to skip, except
+/// in CI (and under `make test`), where `scripts/setup.sh --test-deps` installs
+/// `what` first and missing it is a setup failure.
+pub fn test_dep_or_skip(path: PathBuf, what: &str, test: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "no {what} at {}: scripts/setup.sh --test-deps should have installed it",
+        path.display()
+    );
+    eprintln!(
+        "\n\n*** SKIPPED {test}: no {what} at {} ***\n\
+         *** run `scripts/setup.sh --test-deps` to install it ***\n\n",
+        path.display()
+    );
+    None
+}
