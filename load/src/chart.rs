@@ -110,6 +110,31 @@ pub fn ramp_svg(title: &str, steps: &[StepResult], summary: &Summary) -> String 
         .iter()
         .filter(|s| s.offered_points_per_sec.is_some())
         .collect();
+    let mut o = svg_open(title);
+    if pts.is_empty() {
+        let _ = writeln!(
+            o,
+            r#"<text x="{}" y="{}" text-anchor="middle">no open-model steps to plot</text></svg>"#,
+            W / 2.0,
+            H / 2.0
+        );
+        return o;
+    }
+    let (x, xstep) = offered_axis(&pts);
+    achieved_panel(&mut o, &pts, &x, xstep, summary);
+    latency_panel(&mut o, &pts, &x, xstep, summary.budget_ms);
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="{}" text-anchor="middle">offered load (points/s)</text>"#,
+        (LEFT + W - RIGHT) / 2.0,
+        PANEL2.1 + 45.0
+    );
+    o.push_str("</svg>\n");
+    o
+}
+
+/// The document's opening: size, white background, title.
+fn svg_open(title: &str) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -122,21 +147,17 @@ pub fn ramp_svg(title: &str, steps: &[StepResult], summary: &Summary) -> String 
         W / 2.0,
         esc(title)
     );
-    if pts.is_empty() {
-        let _ = writeln!(
-            o,
-            r#"<text x="{}" y="{}" text-anchor="middle">no open-model steps to plot</text></svg>"#,
-            W / 2.0,
-            H / 2.0
-        );
-        return o;
-    }
-    let offered = |s: &StepResult| s.offered_points_per_sec.unwrap_or(0.0);
+    o
+}
+
+fn offered(s: &StepResult) -> f64 {
+    s.offered_points_per_sec.unwrap_or(0.0)
+}
+
+/// The shared x axis (offered points/s) from 0 to a round number above the
+/// highest offered rate, and its tick step.
+fn offered_axis(pts: &[&StepResult]) -> (Axis, f64) {
     let max_x = pts.iter().map(|s| offered(s)).fold(0.0, f64::max);
-    let max_y = pts
-        .iter()
-        .map(|s| s.achieved_points_per_sec.max(offered(s)))
-        .fold(0.0, f64::max);
     let xstep = nice_step(max_x, 6.0);
     let x_hi = (max_x * 1.04 / xstep).ceil().max(1.0) * xstep;
     let x = Axis {
@@ -146,38 +167,58 @@ pub fn ramp_svg(title: &str, steps: &[StepResult], summary: &Summary) -> String 
         b: W - RIGHT,
         log: false,
     };
+    (x, xstep)
+}
 
-    // Panel 1: achieved vs offered.
+/// Panel 1: achieved vs offered against the ideal diagonal, with the
+/// sustainable and peak steps marked.
+fn achieved_panel(o: &mut String, pts: &[&StepResult], x: &Axis, xstep: f64, summary: &Summary) {
+    let max_y = pts
+        .iter()
+        .map(|s| s.achieved_points_per_sec.max(offered(s)))
+        .fold(0.0, f64::max);
     let ystep = nice_step(max_y, 5.0);
     let y_hi = (max_y * 1.08 / ystep).ceil().max(1.0) * ystep;
-    let y1 = Axis {
+    let y = Axis {
         lo: 0.0,
         hi: y_hi,
         a: PANEL1.1,
         b: PANEL1.0,
         log: false,
     };
-    panel_frame(&mut o, PANEL1, "Achieved vs offered (points/s)");
+    panel_frame(o, PANEL1, "Achieved vs offered (points/s)");
     let mut v = 0.0;
     while v <= y_hi + ystep / 2.0 {
-        hgrid(&mut o, y1.map(v), &si(v));
+        hgrid(o, y.map(v), &si(v));
         v += ystep;
     }
-    x_ticks(&mut o, &x, xstep, PANEL1.1);
+    x_ticks(o, x, xstep, PANEL1.1);
     let _ = writeln!(
         o,
         r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{GREY}" stroke-width="1.5" stroke-dasharray="6 4"/>"#,
         x.map(0.0),
-        y1.map(0.0),
-        x.map(x_hi.min(y_hi)),
-        y1.map(x_hi.min(y_hi))
+        y.map(0.0),
+        x.map(x.hi.min(y_hi)),
+        y.map(x.hi.min(y_hi))
     );
+    achieved_line(o, pts, x, &y, summary);
+    pick_markers(o, pts, x, &y, summary);
+    legend(
+        o,
+        LEFT + 14.0,
+        PANEL1.0 + 18.0,
+        &[(BLUE, "", "achieved"), (GREY, "6 4", "offered (ideal)")],
+    );
+}
+
+/// The achieved line and its points, each short step labelled with its % of offered.
+fn achieved_line(o: &mut String, pts: &[&StepResult], x: &Axis, y: &Axis, summary: &Summary) {
     let line: Vec<(f64, f64)> = pts
         .iter()
-        .map(|s| (x.map(offered(s)), y1.map(s.achieved_points_per_sec)))
+        .map(|s| (x.map(offered(s)), y.map(s.achieved_points_per_sec)))
         .collect();
-    polyline(&mut o, &line, BLUE, "", 2.5);
-    for ((px, py), s) in line.iter().zip(&pts) {
+    polyline(o, &line, BLUE, "", 2.5);
+    for ((px, py), s) in line.iter().zip(pts) {
         let _ = writeln!(
             o,
             r#"<circle cx="{px:.1}" cy="{py:.1}" r="4" fill="{BLUE}"/>"#
@@ -193,6 +234,10 @@ pub fn ramp_svg(title: &str, steps: &[StepResult], summary: &Summary) -> String 
             );
         }
     }
+}
+
+/// Circles the sustainable step (green) and the peak (orange; one label when they coincide).
+fn pick_markers(o: &mut String, pts: &[&StepResult], x: &Axis, y: &Axis, summary: &Summary) {
     let find = |step: usize| pts.iter().find(|s| s.index == step);
     let sust = summary.sustainable.as_ref().and_then(|p| find(p.step));
     let peak = summary.peak.as_ref().and_then(|p| find(p.step));
@@ -204,9 +249,9 @@ pub fn ramp_svg(title: &str, steps: &[StepResult], summary: &Summary) -> String 
             "sustainable"
         };
         marker(
-            &mut o,
+            o,
             x.map(offered(s)),
-            y1.map(s.achieved_points_per_sec),
+            y.map(s.achieved_points_per_sec),
             GREEN,
             &format!("{label} {}", si(s.achieved_points_per_sec)),
             22.0,
@@ -214,9 +259,9 @@ pub fn ramp_svg(title: &str, steps: &[StepResult], summary: &Summary) -> String 
     }
     if let Some(s) = peak.filter(|_| !same) {
         marker(
-            &mut o,
+            o,
             x.map(offered(s)),
-            y1.map(s.achieved_points_per_sec),
+            y.map(s.achieved_points_per_sec),
             ORANGE,
             &match s.pct_of_offered.filter(|p| *p < 99.0) {
                 Some(pct) => format!(
@@ -228,14 +273,11 @@ pub fn ramp_svg(title: &str, steps: &[StepResult], summary: &Summary) -> String 
             -14.0,
         );
     }
-    legend(
-        &mut o,
-        LEFT + 14.0,
-        PANEL1.0 + 18.0,
-        &[(BLUE, "", "achieved"), (GREY, "6 4", "offered (ideal)")],
-    );
+}
 
-    // Panel 2: latency, log scale.
+/// Panel 2: p95 and p99 of successful writes vs offered, log scale, with the budget line.
+fn latency_panel(o: &mut String, pts: &[&StepResult], x: &Axis, xstep: f64, budget: f64) {
+    // (offered, p95 ms, p99 ms) of the steps with successful writes.
     let lat: Vec<(f64, f64, f64)> = pts
         .iter()
         .filter(|s| s.latency.count > 0)
@@ -247,51 +289,19 @@ pub fn ramp_svg(title: &str, steps: &[StepResult], summary: &Summary) -> String 
             )
         })
         .collect();
-    let budget = summary.budget_ms;
-    let lo_ms = lat.iter().map(|l| l.1).fold(budget, f64::min).max(0.01);
-    let hi_ms = lat.iter().map(|l| l.2).fold(budget, f64::max);
-    let y2 = Axis {
-        lo: 10f64.powf(lo_ms.log10().floor()),
-        hi: 10f64.powf(hi_ms.log10().ceil().max(lo_ms.log10().floor() + 1.0)),
-        a: PANEL2.1,
-        b: PANEL2.0,
-        log: true,
-    };
+    let y = latency_axis(&lat, budget);
     panel_frame(
-        &mut o,
+        o,
         PANEL2,
         "Latency of successful writes vs offered (log scale)",
     );
-    let mut d = y2.lo;
-    while d <= y2.hi * 1.0001 {
-        hgrid(&mut o, y2.map(d), &fmt_ms(d));
-        // Minor lines at 2× and 5× each decade make a log axis readable.
-        for m in [2.0, 5.0] {
-            if d * m < y2.hi {
-                minor_grid(&mut o, y2.map(d * m), &fmt_ms(d * m));
-            }
-        }
-        d *= 10.0;
-    }
-    x_ticks(&mut o, &x, xstep, PANEL2.1);
-    let _ = writeln!(
-        o,
-        r#"<line x1="{LEFT}" y1="{:.1}" x2="{}" y2="{:.1}" stroke="{GREEN}" stroke-width="1.5" stroke-dasharray="8 4"/>"#,
-        y2.map(budget),
-        W - RIGHT,
-        y2.map(budget)
-    );
-    let _ = writeln!(
-        o,
-        r#"<text x="{}" y="{:.1}" fill="{GREEN}">budget {}</text>"#,
-        LEFT + 8.0,
-        y2.map(budget) - 6.0,
-        fmt_ms(budget)
-    );
-    let p95: Vec<(f64, f64)> = lat.iter().map(|l| (x.map(l.0), y2.map(l.1))).collect();
-    let p99: Vec<(f64, f64)> = lat.iter().map(|l| (x.map(l.0), y2.map(l.2))).collect();
-    polyline(&mut o, &p99, RED, "4 3", 1.5);
-    polyline(&mut o, &p95, RED, "", 2.5);
+    log_grid(o, &y);
+    x_ticks(o, x, xstep, PANEL2.1);
+    budget_line(o, &y, budget);
+    let p95: Vec<(f64, f64)> = lat.iter().map(|l| (x.map(l.0), y.map(l.1))).collect();
+    let p99: Vec<(f64, f64)> = lat.iter().map(|l| (x.map(l.0), y.map(l.2))).collect();
+    polyline(o, &p99, RED, "4 3", 1.5);
+    polyline(o, &p95, RED, "", 2.5);
     for (px, py) in &p95 {
         let _ = writeln!(
             o,
@@ -299,7 +309,7 @@ pub fn ramp_svg(title: &str, steps: &[StepResult], summary: &Summary) -> String 
         );
     }
     legend(
-        &mut o,
+        o,
         LEFT + 14.0,
         PANEL2.0 + 18.0,
         &[
@@ -308,14 +318,52 @@ pub fn ramp_svg(title: &str, steps: &[StepResult], summary: &Summary) -> String 
             (GREEN, "8 4", "p95 budget"),
         ],
     );
+}
+
+/// Whole decades (ms) covering every p95, every p99 and the budget.
+fn latency_axis(lat: &[(f64, f64, f64)], budget: f64) -> Axis {
+    let lo_ms = lat.iter().map(|l| l.1).fold(budget, f64::min).max(0.01);
+    let hi_ms = lat.iter().map(|l| l.2).fold(budget, f64::max);
+    Axis {
+        lo: 10f64.powf(lo_ms.log10().floor()),
+        hi: 10f64.powf(hi_ms.log10().ceil().max(lo_ms.log10().floor() + 1.0)),
+        a: PANEL2.1,
+        b: PANEL2.0,
+        log: true,
+    }
+}
+
+/// A grid line per decade, with minor lines at 2× and 5× each decade.
+fn log_grid(o: &mut String, y: &Axis) {
+    let mut d = y.lo;
+    while d <= y.hi * 1.0001 {
+        hgrid(o, y.map(d), &fmt_ms(d));
+        // Minor lines at 2× and 5× each decade make a log axis readable.
+        for m in [2.0, 5.0] {
+            if d * m < y.hi {
+                minor_grid(o, y.map(d * m), &fmt_ms(d * m));
+            }
+        }
+        d *= 10.0;
+    }
+}
+
+/// The p95 budget as a dashed green line, labelled.
+fn budget_line(o: &mut String, y: &Axis, budget: f64) {
     let _ = writeln!(
         o,
-        r#"<text x="{}" y="{}" text-anchor="middle">offered load (points/s)</text>"#,
-        (LEFT + W - RIGHT) / 2.0,
-        PANEL2.1 + 45.0
+        r#"<line x1="{LEFT}" y1="{:.1}" x2="{}" y2="{:.1}" stroke="{GREEN}" stroke-width="1.5" stroke-dasharray="8 4"/>"#,
+        y.map(budget),
+        W - RIGHT,
+        y.map(budget)
     );
-    o.push_str("</svg>\n");
-    o
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="{:.1}" fill="{GREEN}">budget {}</text>"#,
+        LEFT + 8.0,
+        y.map(budget) - 6.0,
+        fmt_ms(budget)
+    );
 }
 
 fn panel_frame(o: &mut String, (top, bottom): (f64, f64), title: &str) {

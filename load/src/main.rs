@@ -207,78 +207,90 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
-        Cmd::Gen(a) => {
-            let cfg = GenConfig {
-                format: a.format,
-                gzip: a.gzip,
-                files: a.files,
-                points_per_file: a.points,
-                measurements: a.measurements,
-                hosts: a.hosts,
-                fields: a.fields,
-                start_ns: a.start_ns,
-                step_ns: a.step_ns,
-                seed: a.seed,
-            };
-            let m = generate(&cfg, &a.out)?;
-            let bytes: u64 = m.files.iter().map(|f| f.bytes).sum();
-            eprintln!(
-                "wrote {} files ({} points each, {:.1} MiB total, {}) and {} to {}",
-                m.files.len(),
-                m.points_per_file,
-                bytes as f64 / (1u64 << 20) as f64,
-                m.content_type,
-                load::gen::MANIFEST,
-                a.out.display()
-            );
-            Ok(())
-        }
-        Cmd::Ramp(a) => {
-            let cfg = RampConfig {
-                rates: a.rates,
-                step_secs: a.common.step_secs,
-                max_in_flight: a.max_in_flight,
-                budget_ms: a.common.budget_ms,
-                server_pid: a.common.server_pid,
-                metrics_url: a.metrics_url,
-            };
-            cfg.steps()?;
-            let s = sender(&a.common, a.max_in_flight)?;
-            let steps = runtime()?.block_on(run_ramp(&cfg, s.clone()))?;
-            finish("ramp", &a.common, &s, serde_json::to_value(&cfg)?, steps)
-        }
-        Cmd::Closed(a) => {
-            let cfg = ClosedConfig {
-                vus: a.vus,
-                step_secs: a.common.step_secs,
-                budget_ms: a.common.budget_ms,
-                server_pid: a.common.server_pid,
-            };
-            let pool = cfg.vus.iter().copied().max().unwrap_or(1);
-            let s = sender(&a.common, pool)?;
-            let steps = runtime()?.block_on(run_closed(&cfg, s.clone()))?;
-            finish("closed", &a.common, &s, serde_json::to_value(&cfg)?, steps)
-        }
-        Cmd::Report(a) => {
-            let inp = ReportInputs {
-                results_dir: a.results,
-                out: a.out,
-                ramp_name: a.ramp_name,
-                closed_name: a.closed_name,
-            };
-            regenerate(&inp)?;
-            eprintln!("wrote {}", inp.out.display());
-            Ok(())
-        }
-        Cmd::Sink(a) => runtime()?.block_on(async {
-            let listener = tokio::net::TcpListener::bind(&a.listen)
-                .await
-                .with_context(|| format!("binding {}", a.listen))?;
-            println!("sink listening on http://{}", listener.local_addr()?);
-            load::sink::serve(listener).await?;
-            Ok(())
-        }),
+        Cmd::Gen(a) => gen(a),
+        Cmd::Ramp(a) => ramp(a),
+        Cmd::Closed(a) => closed(a),
+        Cmd::Report(a) => report(a),
+        Cmd::Sink(a) => sink(a),
     }
+}
+
+fn gen(a: GenArgs) -> anyhow::Result<()> {
+    let cfg = GenConfig {
+        format: a.format,
+        gzip: a.gzip,
+        files: a.files,
+        points_per_file: a.points,
+        measurements: a.measurements,
+        hosts: a.hosts,
+        fields: a.fields,
+        start_ns: a.start_ns,
+        step_ns: a.step_ns,
+        seed: a.seed,
+    };
+    let m = generate(&cfg, &a.out)?;
+    let bytes: u64 = m.files.iter().map(|f| f.bytes).sum();
+    eprintln!(
+        "wrote {} files ({} points each, {:.1} MiB total, {}) and {} to {}",
+        m.files.len(),
+        m.points_per_file,
+        bytes as f64 / (1u64 << 20) as f64,
+        m.content_type,
+        load::gen::MANIFEST,
+        a.out.display()
+    );
+    Ok(())
+}
+
+fn ramp(a: RampArgs) -> anyhow::Result<()> {
+    let cfg = RampConfig {
+        rates: a.rates,
+        step_secs: a.common.step_secs,
+        max_in_flight: a.max_in_flight,
+        budget_ms: a.common.budget_ms,
+        server_pid: a.common.server_pid,
+        metrics_url: a.metrics_url,
+    };
+    cfg.steps()?;
+    let s = sender(&a.common, a.max_in_flight)?;
+    let steps = runtime()?.block_on(run_ramp(&cfg, s.clone()))?;
+    finish("ramp", &a.common, &s, serde_json::to_value(&cfg)?, steps)
+}
+
+fn closed(a: ClosedArgs) -> anyhow::Result<()> {
+    let cfg = ClosedConfig {
+        vus: a.vus,
+        step_secs: a.common.step_secs,
+        budget_ms: a.common.budget_ms,
+        server_pid: a.common.server_pid,
+    };
+    let pool = cfg.vus.iter().copied().max().unwrap_or(1);
+    let s = sender(&a.common, pool)?;
+    let steps = runtime()?.block_on(run_closed(&cfg, s.clone()))?;
+    finish("closed", &a.common, &s, serde_json::to_value(&cfg)?, steps)
+}
+
+fn report(a: ReportArgs) -> anyhow::Result<()> {
+    let inp = ReportInputs {
+        results_dir: a.results,
+        out: a.out,
+        ramp_name: a.ramp_name,
+        closed_name: a.closed_name,
+    };
+    regenerate(&inp)?;
+    eprintln!("wrote {}", inp.out.display());
+    Ok(())
+}
+
+fn sink(a: SinkArgs) -> anyhow::Result<()> {
+    runtime()?.block_on(async {
+        let listener = tokio::net::TcpListener::bind(&a.listen)
+            .await
+            .with_context(|| format!("binding {}", a.listen))?;
+        println!("sink listening on http://{}", listener.local_addr()?);
+        load::sink::serve(listener).await?;
+        Ok(())
+    })
 }
 
 fn main() -> ExitCode {

@@ -214,11 +214,35 @@ impl RampConfig {
     }
 }
 
+/// One finished step of a ramp, before its requests have all answered.
 struct OpenStep {
     offered_points: u64,
     sched: ScheduleTally,
     tally: Arc<Mutex<Tally>>,
     cpu: (Option<f64>, Option<f64>),
+}
+
+impl OpenStep {
+    /// The step's result, once every request it started has ended.
+    fn result(self, i: usize, step: &Step, stages: BTreeMap<String, StageTotal>) -> StepResult {
+        // A poisoned lock only means a request task panicked; keep its counts.
+        let t = self.tally.lock().unwrap_or_else(|p| p.into_inner());
+        let mut r = StepResult::from_tally(
+            i,
+            Some(step.rate),
+            None,
+            step.duration.as_secs_f64(),
+            self.sched.scheduled,
+            self.sched.started,
+            self.sched.dropped,
+            Some(self.offered_points),
+            &t,
+        );
+        r.sched_lag_p99_us = Some(self.sched.lag.summary().p99_us);
+        (r.server_cpu_pct, r.client_cpu_pct) = self.cpu;
+        r.stages = stages;
+        r
+    }
 }
 
 /// One scrape of the server's stage totals; empty when there is no URL or it fails.
@@ -245,47 +269,21 @@ pub async fn run_ramp(cfg: &RampConfig, sender: Arc<Sender>) -> Result<Vec<StepR
     // opens a gap between steps.
     let mut scrapes = Vec::with_capacity(steps.len());
     let inflight = InFlight::new(cfg.max_in_flight);
-    let seq = Arc::new(AtomicU64::new(0));
+    let seq = AtomicU64::new(0);
     let mut done = Vec::with_capacity(steps.len());
     for (i, step) in steps.iter().enumerate() {
-        let tally = Arc::new(Mutex::new(Tally::default()));
-        let mut offered_points = 0u64;
-        let before = CpuMark::now(cfg.server_pid);
-        let sched = run_step(step, &inflight, |tick| {
-            let n = seq.fetch_add(1, Ordering::Relaxed);
-            let points = sender.payloads().get(n).points;
-            offered_points += points;
-            let Some(permit) = tick.permit else { return };
-            let sender = sender.clone();
-            let tally = tally.clone();
-            tokio::spawn(async move {
-                let t0 = Instant::now();
-                let outcome = sender.send(n).await;
-                let latency = t0.elapsed();
-                if let Ok(mut t) = tally.lock() {
-                    t.record(&outcome, latency, points);
-                }
-                drop(permit);
-            });
-        })
-        .await;
-        let cpu = before.percent_until(&CpuMark::now(cfg.server_pid));
+        let s = open_step(step, &inflight, &seq, &sender, cfg.server_pid).await;
         let (s2, m2) = (sender.clone(), metrics.clone());
         scrapes.push(tokio::spawn(async move { scrape(&s2, m2.as_ref()).await }));
         eprintln!(
             "step {i}: {:.1} req/s for {}s: started {}, dropped {}, in flight {}",
             step.rate,
             cfg.step_secs,
-            sched.started,
-            sched.dropped,
+            s.sched.started,
+            s.sched.dropped,
             inflight.current()
         );
-        done.push(OpenStep {
-            offered_points,
-            sched,
-            tally,
-            cpu,
-        });
+        done.push(s);
     }
     // Every request ends (answer or its own timeout), so this wait is bounded.
     while inflight.current() > 0 {
@@ -298,32 +296,52 @@ pub async fn run_ramp(cfg: &RampConfig, sender: Arc<Sender>) -> Result<Vec<StepR
         stage_deltas.push(stages::delta(&prev, &cur));
         prev = cur;
     }
-    let results = done
+    Ok(done
         .into_iter()
         .zip(&steps)
         .zip(stage_deltas)
         .enumerate()
-        .map(|(i, ((s, step), stage_delta))| {
-            // A poisoned lock only means a request task panicked; keep its counts.
-            let t = s.tally.lock().unwrap_or_else(|p| p.into_inner());
-            let mut r = StepResult::from_tally(
-                i,
-                Some(step.rate),
-                None,
-                step.duration.as_secs_f64(),
-                s.sched.scheduled,
-                s.sched.started,
-                s.sched.dropped,
-                Some(s.offered_points),
-                &t,
-            );
-            r.sched_lag_p99_us = Some(s.sched.lag.summary().p99_us);
-            (r.server_cpu_pct, r.client_cpu_pct) = s.cpu;
-            r.stages = stage_delta;
-            r
-        })
-        .collect();
-    Ok(results)
+        .map(|(i, ((s, step), stages))| s.result(i, step, stages))
+        .collect())
+}
+
+/// Runs one step of a ramp: every due request that gets a slot is sent on a
+/// task of its own (request `n` of the run sends payload `n`).
+async fn open_step(
+    step: &Step,
+    inflight: &Arc<InFlight>,
+    seq: &AtomicU64,
+    sender: &Arc<Sender>,
+    server_pid: Option<u32>,
+) -> OpenStep {
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let mut offered_points = 0u64;
+    let before = CpuMark::now(server_pid);
+    let sched = run_step(step, inflight, |tick| {
+        let n = seq.fetch_add(1, Ordering::Relaxed);
+        let points = sender.payloads().get(n).points;
+        offered_points += points;
+        let Some(permit) = tick.permit else { return };
+        let sender = sender.clone();
+        let tally = tally.clone();
+        tokio::spawn(async move {
+            let t0 = Instant::now();
+            let outcome = sender.send(n).await;
+            let latency = t0.elapsed();
+            if let Ok(mut t) = tally.lock() {
+                t.record(&outcome, latency, points);
+            }
+            drop(permit);
+        });
+    })
+    .await;
+    let cpu = before.percent_until(&CpuMark::now(server_pid));
+    OpenStep {
+        offered_points,
+        sched,
+        tally,
+        cpu,
+    }
 }
 
 #[cfg(test)]

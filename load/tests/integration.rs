@@ -4,6 +4,8 @@
 //! 503 + Retry-After: 1) and checks every request's headers and body, so the
 //! counts the ramp reports can be compared with what the server saw.
 
+mod report_golden;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
