@@ -5,7 +5,7 @@
 //! Standard shape: requests of 50,000 points over 1,000 hosts × {cpu, mem,
 //! disk, net}, 6 fields (4 float, 1 integer, 1 boolean) and 2 tags. The
 //! flusher path includes coalescing per measurement, the `__seq`/`__row`
-//! columns, table/column checks, the series table and the insert; it excludes
+//! columns, table/column checks and the insert; it excludes
 //! HTTP, parsing and the WAL (entries arrive as the WAL would hand them over,
 //! in memory). The raw path inserts pre-coalesced batches of the same rows
 //! (built before timing) straight through the FFI — `chdb_raw`'s recipe.
@@ -23,7 +23,10 @@ use flush::arrow::array::{
 };
 use flush::arrow::datatypes::{DataType, Field, Schema};
 use flush::table::{coalesce, Part};
-use flush::{quote_ident, Engine, EngineConfig, FlushConfig, FlushWrite, Flusher, Resume};
+use flush::{
+    quote_ident, Engine, EngineConfig, FlushConfig, FlushWrite, FlushedLog, Flusher, MarkError,
+    Resume,
+};
 
 const MEASUREMENTS: [&str; 4] = ["cpu", "mem", "disk", "net"];
 const HOSTS: usize = 1000;
@@ -79,6 +82,15 @@ fn request(m: usize, r: usize) -> RecordBatch {
         (0..n).map(|i| Some(i % 2 == 0)),
     )));
     RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
+}
+
+/// The bench has no WAL: the watermark goes nowhere.
+struct NoLog;
+
+impl FlushedLog for NoLog {
+    fn mark_flushed(&self, _seq: u64) -> Result<(), MarkError> {
+        Ok(())
+    }
 }
 
 struct Row {
@@ -176,9 +188,8 @@ fn main() {
                 ..Default::default()
             },
             rx,
-            |m| m,
             Resume::default(),
-            Box::new(|_| Ok(())),
+            Arc::new(NoLog),
         )
         .unwrap();
         let start = Instant::now();
@@ -254,7 +265,7 @@ fn report(results: &[Row], workers: usize) {
     let date = sh("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]);
     let mut md = format!(
         "# flush: WAL entries → chDB\n\nStandard shape: 50,000-point requests, 1,000 hosts × cpu/mem/disk/net, 2 tags, \
-         6 fields. Flusher includes coalescing, `__seq`/`__row`, table checks, the series table and the insert; \
+         6 fields. Flusher includes coalescing, `__seq`/`__row`, table checks and the insert; \
          excludes HTTP, parsing and the WAL. Raw = the same rows pre-coalesced and inserted straight through the FFI. \
          Commit {commit}, {date}, up to {workers} connections.\n\n\
          | path | connections | points | seconds | points/s | flusher ÷ raw |\n|---|---:|---:|---:|---:|---:|\n"

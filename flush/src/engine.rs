@@ -21,37 +21,8 @@ use chdb_rust::connection::Connection;
 use chdb_rust::format::OutputFormat;
 use parking_lot::{Condvar, Mutex};
 
+use crate::config::EngineConfig;
 use crate::error::{EngineError, Result};
-
-/// How to open the engine.
-#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct EngineConfig {
-    /// Directory the engine keeps its databases in. Default: `./data/chdb`.
-    pub data_dir: PathBuf,
-    /// Connections in the pool; 0 means one per core. Default: 0.
-    pub connections: usize,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        Self {
-            data_dir: PathBuf::from("data/chdb"),
-            connections: 0,
-        }
-    }
-}
-
-impl EngineConfig {
-    /// The pool size this config resolves to.
-    pub fn pool_size(&self) -> usize {
-        if self.connections == 0 {
-            std::thread::available_parallelism().map_or(2, |n| n.get())
-        } else {
-            self.connections
-        }
-    }
-}
 
 /// The engine of this process: a data path and a pool of connections to it.
 /// Cheap to clone; the engine closes when the last clone and every borrowed

@@ -1,4 +1,5 @@
-//! The ways the engine side fails.
+//! The ways the engine side fails: [`EngineError`] from the engine,
+//! [`FlushConfigError`] from a setting, [`MarkError`] from the flushed log.
 
 /// An engine failure. Engine errors carry the engine's own message verbatim,
 /// so a caller (and ultimately an HTTP client) sees what ClickHouse said.
@@ -69,6 +70,53 @@ pub(crate) fn cut(s: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…", &s[..end])
+}
+
+/// A `[flush]` setting that cannot work; used by [`crate::FlushConfig::validate`]
+/// and [`crate::EngineConfig::validate`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid flush config: {key} = {value}: {reason}")]
+pub struct FlushConfigError {
+    /// The key within the `[flush]` section, e.g. `max_points_per_batch`.
+    pub key: &'static str,
+    /// The value given.
+    pub value: String,
+    /// What the value must be.
+    pub reason: String,
+}
+
+impl FlushConfigError {
+    pub(crate) fn new(
+        key: &'static str,
+        value: impl std::fmt::Display,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self {
+            key,
+            value: value.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A [`crate::FlushedLog`] could not record the flushed watermark. The
+/// flusher logs it with the sequence and goes on: its next advance records a
+/// later sequence, which covers this one. The engine already holds the rows,
+/// so nothing is lost (a restart skips them by `__seq`).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot record the flushed sequence: {source}")]
+pub struct MarkError {
+    /// Why, as the log reported it (e.g. a `wal::WalError`).
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl MarkError {
+    /// Wraps the log's own error.
+    pub fn new(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self {
+            source: source.into(),
+        }
+    }
 }
 
 /// Result alias for engine calls.

@@ -6,19 +6,45 @@
 //!   Interface. All FFI and `unsafe` of the crate is there.
 //! - [`table`]: databases and MergeTree tables created and widened on demand,
 //!   coalescing request batches, and the point-identity read form.
-//! - [`pipeline`]: the [`Flusher`] — committed WAL entries in, coalesced
+//! - The [`Flusher`] (`flusher.rs`): committed WAL entries in, coalesced
 //!   inserts out, the WAL's flushed sequence advanced only after the engine
-//!   holds the rows durably; exactly once across crashes.
-//! - [`error`]: [`EngineError`], carrying the engine's own messages.
+//!   holds the rows durably; exactly once across crashes. Its parts:
+//!   - `replay.rs`: the [`Resume`] it starts from, and which replayed parts
+//!     the engine already holds (by `__seq`), so they are not inserted twice;
+//!   - `coordinator.rs`: one thread buffering per (database, measurement)
+//!     (`buffer.rs`), dispatching due buffers, retrying failures with
+//!     back-off, answering `DROP DATABASE`;
+//!   - `worker.rs`: coalesce a job's parts, create tables and columns, insert
+//!     one block;
+//!   - `watermark.rs`: the contiguous flushed prefix, reported through the
+//!     [`FlushedLog`] trait (the WAL, implemented above this crate: flush does
+//!     not know the WAL).
+//! - [`config`]: the `[flush]` section, [`FlushConfig`] with the engine's
+//!   [`EngineConfig`] flattened into it.
+//! - [`error`]: [`EngineError`] carrying the engine's own messages,
+//!   [`FlushConfigError`], [`MarkError`].
+//!
+//! flush keeps no series registry of its own: the catalog's series records
+//! (ingest) are the one registry.
 
+pub mod config;
 pub mod engine;
 pub mod error;
-pub mod pipeline;
 pub mod table;
 
-pub use engine::{quote_ident, quote_string, Engine, EngineConfig, InsertStats, PooledConnection};
-pub use error::EngineError;
-pub use pipeline::{FlushConfig, FlushStatus, FlushWrite, Flusher, MarkFlushed, Resume};
+mod buffer;
+mod coordinator;
+mod flusher;
+mod replay;
+mod watermark;
+mod worker;
+
+pub use config::{EngineConfig, FlushConfig};
+pub use engine::{quote_ident, quote_string, Engine, InsertStats, PooledConnection};
+pub use error::{EngineError, FlushConfigError, MarkError};
+pub use flusher::{FlushStatus, FlushWrite, Flusher};
+pub use replay::Resume;
+pub use watermark::FlushedLog;
 
 /// The Arrow crate this crate builds batches with (the version chdb-rust links).
 pub use arrow;

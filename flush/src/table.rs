@@ -20,7 +20,7 @@
 //! "last value" is a tail read); cross-series time-range aggregates would
 //! prefer time first. There is no partition key on purpose: an INSERT of one
 //! block then creates exactly one part, atomically, which is what makes
-//! replay checkable by `__seq` (see `pipeline`). (Minmax skip indexes on
+//! replay checkable by `__seq` (see `replay.rs`). (Minmax skip indexes on
 //! `time` and `__seq` would help time pruning and the replay check, but
 //! libchdb 26.7.3 crashes when the last connection closes on a table that
 //! has one; docs/architecture.md lists the engine facts.)
@@ -47,8 +47,6 @@ pub const SERIES_ID: &str = "series_id";
 pub const SEQ: &str = "__seq";
 /// Column holding the row index within the writing request.
 pub const ROW: &str = "__row";
-/// The series table of each database.
-pub const SERIES_TABLE: &str = "__series";
 
 /// What a batch column is, as the flusher stores it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -175,11 +173,6 @@ impl TableCache {
             conn.execute(&format!(
                 "CREATE DATABASE IF NOT EXISTS {}",
                 quote_ident(db)
-            ))?;
-            conn.execute(&format!(
-                "CREATE TABLE IF NOT EXISTS {} (series_id UInt64, measurement LowCardinality(String), \
-                 series_key String) ENGINE = ReplacingMergeTree ORDER BY (measurement, series_id)",
-                qualified(db, SERIES_TABLE)
             ))?;
             self.databases.insert(db.to_string());
         }

@@ -1,15 +1,15 @@
-//! WAL configuration: serde, documented defaults, `validate()`.
+//! The `[wal]` configuration section this crate owns: serde, documented defaults,
+//! `validate()`. The directory is a runtime input (derived from the data directory by the
+//! caller), never read from a file.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::WalError;
-
 const MIB: u64 = 1024 * 1024;
 
-/// When an acknowledged entry is durable.
+/// When an acknowledged entry is durable. Read from a file as `"fsync"` or `"buffered"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Durability {
@@ -28,11 +28,13 @@ pub enum Durability {
     Buffered,
 }
 
-/// Configuration of [`crate::Wal`].
+/// Configuration of [`crate::Wal`]: the `[wal]` section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WalConfig {
-    /// Directory of the RocksDB instance. Default: `data/wal`.
+    /// Directory of the RocksDB instance. Not a file setting: the caller derives it (the
+    /// server from its data directory). Default: `data/wal`.
+    #[serde(skip)]
     pub dir: PathBuf,
     /// Durability mode. Default: `fsync`.
     pub durability: Durability,
@@ -95,41 +97,60 @@ impl WalConfig {
     }
 
     /// Checks that the settings are usable together.
-    pub fn validate(&self) -> Result<(), WalError> {
-        let bad = |m: String| Err(WalError::Config(m));
+    pub fn validate(&self) -> Result<(), WalConfigError> {
+        let bad = |key, value: &dyn std::fmt::Display, reason: String| {
+            Err(WalConfigError {
+                key,
+                value: value.to_string(),
+                reason,
+            })
+        };
         if self.dir.as_os_str().is_empty() {
-            return bad("dir is empty".into());
+            return bad("dir", &"\"\"", "must not be empty".into());
         }
         if self.queue_capacity == 0 {
-            return bad("queue_capacity must be at least 1".into());
+            return bad("queue_capacity", &0, "must be at least 1".into());
         }
         if self.group_max_entries == 0 {
-            return bad("group_max_entries must be at least 1".into());
+            return bad("group_max_entries", &0, "must be at least 1".into());
         }
         if self.group_max_bytes == 0 {
-            return bad("group_max_bytes must be at least 1".into());
+            return bad("group_max_bytes", &0, "must be at least 1".into());
         }
         // RocksDB values are limited to 4 GiB; keep a margin for the record trailer.
         if self.max_entry_bytes == 0 || self.max_entry_bytes > 3 * 1024 * MIB {
-            return bad(format!(
-                "max_entry_bytes must be in 1..=3 GiB, got {}",
-                self.max_entry_bytes
-            ));
+            let v = self.max_entry_bytes;
+            return bad("max_entry_bytes", &v, "must be in 1..=3 GiB".into());
         }
         if self.queue_max_bytes < self.max_entry_bytes {
-            return bad(format!(
-                "queue_max_bytes ({}) must be at least max_entry_bytes ({}) or the largest entry could never be queued",
-                self.queue_max_bytes, self.max_entry_bytes
-            ));
+            return bad(
+                "queue_max_bytes",
+                &self.queue_max_bytes,
+                format!(
+                    "must be at least max_entry_bytes ({}) or the largest entry could never be queued",
+                    self.max_entry_bytes
+                ),
+            );
         }
         if self.write_buffer_bytes < MIB {
-            return bad(format!(
-                "write_buffer_bytes must be at least 1 MiB, got {}",
-                self.write_buffer_bytes
-            ));
+            let v = self.write_buffer_bytes;
+            return bad("write_buffer_bytes", &v, "must be at least 1 MiB".into());
         }
         Ok(())
     }
+}
+
+/// A `[wal]` setting that cannot work; used by [`WalConfig::validate`] (and so by
+/// [`crate::Wal::open`], as [`crate::WalError::Config`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("wal.{key} = {value}: {reason}")]
+pub struct WalConfigError {
+    /// The key within the `[wal]` section, e.g. `queue_capacity`.
+    pub key: &'static str,
+    /// The value given.
+    pub value: String,
+    /// What the value must be.
+    pub reason: String,
 }
 
 #[cfg(test)]
@@ -148,21 +169,69 @@ mod tests {
     fn rejects_unusable_settings() {
         let mut c = WalConfig::new("/tmp/x");
         c.queue_capacity = 0;
-        assert!(matches!(c.validate(), Err(WalError::Config(_))));
+        assert!(matches!(
+            c.validate(),
+            Err(WalConfigError {
+                key: "queue_capacity",
+                ..
+            })
+        ));
         let mut c = WalConfig::new("/tmp/x");
         c.queue_max_bytes = c.max_entry_bytes - 1;
-        assert!(matches!(c.validate(), Err(WalError::Config(_))));
+        assert!(matches!(
+            c.validate(),
+            Err(WalConfigError {
+                key: "queue_max_bytes",
+                ..
+            })
+        ));
         let mut c = WalConfig::new("");
         c.dir = PathBuf::new();
         assert!(c.validate().is_err());
     }
 
     #[test]
+    fn a_config_error_names_the_key_and_value() {
+        let mut c = WalConfig::new("/tmp/x");
+        c.write_buffer_bytes = 5;
+        let e = crate::WalError::from(c.validate().unwrap_err());
+        assert_eq!(
+            e.to_string(),
+            "invalid WAL config: wal.write_buffer_bytes = 5: must be at least 1 MiB"
+        );
+    }
+
+    #[test]
     fn deserializes_partial_toml_like_json_with_defaults() {
-        let c: WalConfig = serde_json::from_str(r#"{"dir":"/d","durability":"buffered"}"#).unwrap();
+        let c: WalConfig = serde_json::from_str(r#"{"durability":"buffered"}"#).unwrap();
         assert_eq!(c.durability, Durability::Buffered);
         assert_eq!(c.queue_capacity, 1024);
         assert_eq!(c.buffered_sync_interval(), Some(Duration::from_secs(1)));
         assert!(serde_json::from_str::<WalConfig>(r#"{"bogus":1}"#).is_err());
+    }
+
+    #[test]
+    fn durability_reads_as_a_lowercase_enum() {
+        let d = |s: &str| serde_json::from_str::<WalConfig>(&format!(r#"{{"durability":{s}}}"#));
+        assert_eq!(d(r#""fsync""#).unwrap().durability, Durability::Fsync);
+        assert_eq!(d(r#""buffered""#).unwrap().durability, Durability::Buffered);
+        for bad in [r#""Fsync""#, r#""sometimes""#, r#""""#, "1"] {
+            assert!(d(bad).is_err(), "{bad} accepted");
+        }
+        let e = d(r#""sometimes""#).unwrap_err().to_string();
+        assert!(e.contains("fsync") && e.contains("buffered"), "{e}");
+    }
+
+    #[test]
+    fn the_directory_is_not_a_file_setting() {
+        // Derived from the data directory by the caller: a file cannot set it, and
+        // serializing the section does not write it.
+        let e = serde_json::from_str::<WalConfig>(r#"{"dir":"/d"}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown field"), "{e}");
+        let c = WalConfig::new("/somewhere");
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(!json.contains("somewhere"), "{json}");
+        let back: WalConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, WalConfig::default());
     }
 }

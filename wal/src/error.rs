@@ -60,7 +60,7 @@ pub enum WalError {
     },
     /// Used if the configuration is invalid (see `WalConfig::validate`).
     #[error("invalid WAL config: {0}")]
-    Config(String),
+    Config(#[from] crate::WalConfigError),
     /// Used if `mark_flushed` names a sequence that was never committed.
     #[error("cannot mark seq {seq} flushed: last committed seq is {last_seq}")]
     FlushBeyondLast {

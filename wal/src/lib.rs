@@ -14,6 +14,9 @@
 //!   holds; [`Wal::open`] returns a [`Recovery`] with everything above it, corrupt entries
 //!   reported by sequence and quarantined ([`recovery`]).
 //! * [`Wal::stats`] reads atomics (queue depth, lag) so the server can shed load early.
+//! * [`WalConfig`] is the `[wal]` configuration section (serde, documented defaults,
+//!   `validate()` → [`WalConfigError`]); its `dir` is derived by the caller, not read from a file.
+//!   A consumer of [`Committed`] entries may take them as `(seq, attachment)` through `Into`.
 //!
 //! Layout and RocksDB tuning: [`layout`]. Metrics (all through the `metrics` facade):
 //!
@@ -50,7 +53,7 @@ use crossbeam_channel::{Sender, TrySendError};
 use parking_lot::Mutex;
 use rocksdb::{IteratorMode, WriteBatch, WriteOptions, DB};
 
-pub use config::{Durability, WalConfig};
+pub use config::{Durability, WalConfig, WalConfigError};
 pub use error::WalError;
 pub use recovery::{CorruptEntry, CorruptReason, RecoveredEntry, Recovery};
 pub use ticket::CommitTicket;
@@ -86,6 +89,14 @@ pub struct Committed<T> {
     pub bytes: u64,
     /// The submitter's attachment.
     pub attachment: T,
+}
+
+/// `(seq, attachment)`: what a consumer that needs neither the point nor the byte count takes
+/// (e.g. `flush::Flusher::start`, which receives `Committed<FlushWrite>` as `(u64, FlushWrite)`).
+impl<T> From<Committed<T>> for (u64, T) {
+    fn from(c: Committed<T>) -> Self {
+        (c.seq, c.attachment)
+    }
 }
 
 /// A cheap snapshot of the WAL's state (atomics only).
@@ -512,5 +523,22 @@ impl<T: Send + 'static> std::fmt::Debug for Wal<T> {
             .field("dir", &self.cfg.dir)
             .field("stats", &self.stats())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_committed_entry_converts_to_its_seq_and_attachment() {
+        let c = Committed {
+            seq: 7,
+            points: 3,
+            bytes: 100,
+            attachment: "batch",
+        };
+        let (seq, attachment): (u64, &str) = c.into();
+        assert_eq!((seq, attachment), (7, "batch"));
     }
 }

@@ -2,7 +2,7 @@
 //! one data path per process); every test works in a database of its own.
 
 mod engine;
-mod pipeline;
+mod flusher;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;

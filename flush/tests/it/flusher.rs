@@ -1,5 +1,6 @@
 //! WAL → flusher → chDB, end to end, with a real RocksDB WAL.
 
+use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,7 +12,7 @@ use flush::arrow::array::{
 use flush::arrow::datatypes::{DataType, Field, Schema};
 use flush::arrow::ipc::{reader::StreamReader, writer::StreamWriter};
 use flush::table::{merged_select, table_columns};
-use flush::{quote_ident, FlushConfig, FlushWrite, Flusher, Resume};
+use flush::{quote_ident, FlushConfig, FlushWrite, FlushedLog, Flusher, MarkError, Resume};
 use wal::{Entry, Wal, WalConfig};
 
 use crate::{database_name, engine};
@@ -111,6 +112,24 @@ fn decode(payload: &[u8]) -> FlushWrite {
     FlushWrite { db, tables }
 }
 
+/// The flusher's view of the test's WAL, as the storage layer gives it.
+struct TestLog {
+    wal: Arc<Wal<FlushWrite>>,
+    /// false simulates a crash between the engine insert and the WAL's
+    /// flushed-sequence update: the WAL is never told.
+    mark: bool,
+}
+
+impl FlushedLog for TestLog {
+    fn mark_flushed(&self, seq: u64) -> Result<(), MarkError> {
+        if self.mark {
+            self.wal.mark_flushed(seq).map_err(MarkError::new)
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// A WAL and a flusher over it, on `dir`.
 struct Stack {
     wal: Arc<Wal<FlushWrite>>,
@@ -122,6 +141,16 @@ impl Stack {
     /// `mark` false simulates a crash between the engine insert and the WAL's
     /// flushed-sequence update: the flusher never tells the WAL.
     fn open(dir: &std::path::Path, mark: bool, config: FlushConfig) -> Stack {
+        Stack::open_with_retention(dir, mark, config, BTreeMap::new())
+    }
+
+    /// [`Stack::open`], with the retention of databases known at start-up.
+    fn open_with_retention(
+        dir: &std::path::Path,
+        mark: bool,
+        config: FlushConfig,
+        retention_secs: BTreeMap<String, u64>,
+    ) -> Stack {
         let (tx, rx) = unbounded();
         let (wal, recovery) = Wal::open(WalConfig::new(dir), tx).unwrap();
         let wal = Arc::new(wal);
@@ -133,23 +162,13 @@ impl Stack {
                 .map(|e| (e.seq, decode(&e.payload)))
                 .collect(),
             skip: recovery.unreplayable().collect(),
+            retention_secs,
         };
-        let w = wal.clone();
-        let flusher = Flusher::start(
-            engine().clone(),
-            config,
-            rx,
-            |c: wal::Committed<FlushWrite>| (c.seq, c.attachment),
-            resume,
-            Box::new(move |seq| {
-                if mark {
-                    w.mark_flushed(seq).map_err(|e| e.to_string())
-                } else {
-                    Ok(())
-                }
-            }),
-        )
-        .unwrap();
+        let log = Arc::new(TestLog {
+            wal: wal.clone(),
+            mark,
+        });
+        let flusher = Flusher::start(engine().clone(), config, rx, resume, log).unwrap();
         Stack {
             wal,
             flusher: Some(flusher),
@@ -245,14 +264,6 @@ fn points_are_queryable_with_exact_values_and_types() {
     );
     assert_eq!(stack.wal.stats().flushed_seq, seq);
     assert_eq!(stack.wal.stats().unflushed_points, 0);
-    // The series table knows both tagged series.
-    assert_eq!(
-        q(&format!(
-            "SELECT series_id, measurement, series_key FROM {}.__series FINAL ORDER BY series_id",
-            quote_ident(&db)
-        )),
-        "1\tm\thost=a\n2\tm\thost=b\n3\tm\t\n"
-    );
     // The WAL is truncated only because the engine fsyncs every part: the
     // table must carry those settings (and the merge tuning) as created.
     let engine_full = q(&format!(
@@ -524,9 +535,8 @@ fn a_database_with_retention_loses_rows_older_than_it_in_merges() {
         database_name("ttl_none"),
         database_name("ttl_later"),
     );
-    let mut config = fast();
-    config.retention_secs.insert(kept.clone(), 3600);
-    let stack = Stack::open(dir.path(), true, config);
+    let retention = BTreeMap::from([(kept.clone(), 3600)]);
+    let stack = Stack::open_with_retention(dir.path(), true, fast(), retention);
     // A database given its retention after the flusher started.
     stack.flusher.as_ref().unwrap().set_retention(&later, 7200);
     let now = std::time::SystemTime::now()
@@ -579,5 +589,44 @@ fn a_database_with_retention_loses_rows_older_than_it_in_merges() {
             "{db}"
         );
     }
+    stack.close();
+}
+
+/// Issue 15: a measurement named like the series table the flusher once kept per
+/// database flushes like any other; flush creates no table of its own.
+#[test]
+fn issue_15_a_measurement_named_series_flushes_like_any_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database_name("series_name");
+    let stack = Stack::open(dir.path(), true, fast());
+    let seq = stack.write(FlushWrite {
+        db: db.clone(),
+        tables: vec![(
+            "__series".into(),
+            batch(
+                vec![1, 2],
+                vec![1, 2],
+                vec![
+                    Col::Tag("host", vec!["a", "b"]),
+                    Col::F("v", vec![Some(1.0), Some(2.0)]),
+                ],
+            ),
+        )],
+    });
+    stack.wait_flushed(seq);
+    assert_eq!(
+        q(&format!(
+            "SELECT host, v FROM {}.`__series` ORDER BY time",
+            quote_ident(&db)
+        )),
+        "a\t1\nb\t2\n"
+    );
+    assert_eq!(
+        q(&format!(
+            "SELECT name FROM system.tables WHERE database = '{db}' ORDER BY name"
+        )),
+        "__series\n",
+        "the user's measurement is the only table"
+    );
     stack.close();
 }
