@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: setup run test bench clean-data
+.PHONY: setup run test lint bench clean-data
 
 setup:
 	@scripts/setup.sh
@@ -14,13 +14,19 @@ run: setup
 	@scripts/setup.sh --save-rocksdb
 	$(CARGO) run --release -p chingest -- serve
 
-## Build everything and run the full test suite against the real engine,
-## RocksDB, HTTP sockets and the Python InfluxDB clients.
+## Build everything, check formatting and lints, and run the full test suite
+## against the real engine, RocksDB, HTTP sockets and the real clients.
 test:
 	@scripts/setup.sh --test-deps
 	$(CARGO) build --workspace --all-targets --locked
 	@scripts/setup.sh --save-rocksdb
+	$(MAKE) --no-print-directory lint
 	$(CARGO) test --workspace --locked
+
+## Formatting and lints as strict as CI: rustfmt, and clippy with warnings as errors.
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 ## Every-layer benchmark: chdb_raw, flush, WAL, ramp; regenerates the docs.
 bench: setup

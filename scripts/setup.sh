@@ -3,7 +3,8 @@
 # everything is already in place; every failure says what failed and how to fix it.
 #
 #   scripts/setup.sh                 install apt packages, fetch the engine, write .cargo/config.toml
-#   scripts/setup.sh --test-deps     also the Python clients and the Telegraf the HTTP tests drive
+#   scripts/setup.sh --test-deps     also what the HTTP tests drive: the Python clients, Telegraf,
+#                                    Prometheus and systemd-analyze (Debian packages), curl
 #   scripts/setup.sh --save-rocksdb  keep the RocksDB static library cargo just built
 #
 # Caches live outside the checkout, under $CHINGEST_CACHE_DIR
@@ -30,6 +31,14 @@ ROCKSDB_DIR=$CACHE/rocksdb/${ROCKSDB_SYS_VERSION:-unknown}
 
 APT_PACKAGES=(libclang-dev libssl-dev pkg-config)
 
+# Debian packages the HTTP tests run (server/tests/http/): python3-venv for the Python
+# clients; prometheus (2.42 on bookworm: the server and promtool) scrapes the server with
+# deploy/prometheus/; systemd for `systemd-analyze verify deploy/chingest.service`; curl is
+# the container's HEALTHCHECK command. Installed without recommends (prometheus would pull
+# in and start prometheus-node-exporter); where systemd runs, the packaged prometheus
+# service may start on :9090: the tests use their own instance on a free loopback port.
+TEST_APT_PACKAGES=(python3-venv prometheus systemd curl)
+
 # Telegraf for the HTTP tests (server/tests/http/telegraf.rs): a custom build
 # with only the plugins they use: ~1.5 min on 2 cores from a cold Go cache (Go >= 1.25),
 # where the full build is far heavier. Bump the version here and in the test together.
@@ -47,6 +56,8 @@ as_root() {
 }
 
 ensure_apt_packages() {
+  local flags=()
+  if [ "${1:-}" = "--no-install-recommends" ]; then flags=(--no-install-recommends); shift; fi
   local missing=()
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -56,7 +67,7 @@ ensure_apt_packages() {
   say "installing ${missing[*]} with apt-get"
   as_root apt-get update -qq >/dev/null \
     || die "apt-get update failed: check the network to the Debian mirrors"
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null \
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${flags[@]}" "${missing[@]}" >/dev/null \
     || die "apt-get install ${missing[*]} failed"
 }
 
@@ -115,7 +126,7 @@ save_rocksdb() {
 }
 
 ensure_test_deps() {
-  ensure_apt_packages python3-venv
+  ensure_apt_packages --no-install-recommends "${TEST_APT_PACKAGES[@]}"
   local venv="$CACHE/venv"
   if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import influxdb, influxdb_client' 2>/dev/null; then
     say "installing the Python InfluxDB clients into $venv"

@@ -166,6 +166,42 @@ chdb_state chdb_arrow_array_scan(chdb_connection conn, const char *table_name,
                                  chdb_arrow_array arrow_array);
 chdb_state chdb_arrow_unregister_table(chdb_connection conn, const char *table_name);
 
+/* Management ABI (chdb-core >= 26.7.2, "Durable V1"): chdb-rust compiles its
+ * `admin` module (Connection::classify_query) only when all three are declared.
+ * chingest calls only chdb_classify_query_n: it parses the text with the
+ * connection's own parser and settings and executes nothing. */
+typedef enum chdb_query_class {
+    CHDB_QUERY_READ_ONLY = 0,
+    CHDB_QUERY_MUTATING = 1,
+    CHDB_QUERY_MUTATING_GLOBAL = 2,
+    CHDB_QUERY_CONTROL = 3,
+    CHDB_QUERY_UNKNOWN = 4
+} chdb_query_class;
+
+typedef enum chdb_query_analysis_flag {
+    CHDB_QUERY_HAS_SECRETS = 1,
+    CHDB_QUERY_WRITES_ONLY_TARGET_DATABASE = 2,
+    CHDB_QUERY_CHANGES_DATABASE_LIFECYCLE = 4
+} chdb_query_analysis_flag;
+
+/* Versioned by struct_size: the caller sets it to sizeof before the call. */
+typedef struct chdb_query_analysis_v1 {
+    uint32_t struct_size;
+    uint32_t statement_count;
+    uint32_t flags;
+    uint32_t query_class;
+} chdb_query_analysis_v1;
+
+/* Unparsable text is a success with CHDB_QUERY_UNKNOWN and statement_count 0. */
+chdb_state chdb_classify_query_n(chdb_connection conn, const char *query, size_t query_len,
+                                 const char *target_database, size_t target_database_len,
+                                 chdb_query_analysis_v1 *out);
+chdb_result *chdb_backup_database_n(chdb_connection conn, const char *database,
+                                    size_t database_len, const char *path, size_t path_len,
+                                    const char *base_path, size_t base_path_len);
+chdb_result *chdb_restore_database_n(chdb_connection conn, const char *database,
+                                     size_t database_len, const char *path, size_t path_len);
+
 /* Process-wide runtime. Disabling signal handlers must precede chdb_connect
  * for the host to keep its own SIGINT/SIGTERM handling. */
 void chdb_set_signal_handlers_enabled(int enabled);

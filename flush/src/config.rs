@@ -97,6 +97,12 @@ pub struct FlushConfig {
     /// engine's connections. Default: 0. Twice as many workers run, so one
     /// job's coalescing overlaps another's insert.
     pub workers: usize,
+    /// A flush failure the engine does not name as transient or deterministic is retried;
+    /// once it has failed the same way this many times in a row it is treated as
+    /// deterministic: the parts that cause it are isolated and quarantined as dead letters
+    /// (never dropped). Errors named transient (too many parts, memory, disk, I/O) are
+    /// retried forever. Default: 5.
+    pub quarantine_after_failures: u32,
 }
 
 impl Default for FlushConfig {
@@ -109,6 +115,7 @@ impl Default for FlushConfig {
             retry_max_ms: 10_000,
             insert_threads: 1,
             workers: 0,
+            quarantine_after_failures: 5,
         }
     }
 }
@@ -120,6 +127,13 @@ impl FlushConfig {
         if self.max_points_per_batch == 0 {
             return Err(FlushConfigError::new(
                 "max_points_per_batch",
+                0,
+                "must be at least 1",
+            ));
+        }
+        if self.quarantine_after_failures == 0 {
+            return Err(FlushConfigError::new(
+                "quarantine_after_failures",
                 0,
                 "must be at least 1",
             ));

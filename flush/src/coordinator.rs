@@ -1,15 +1,27 @@
 //! The coordinator: one thread that receives committed entries in sequence
 //! order, buffers their parts per (database, measurement), hands a buffer to
-//! a worker when it is due (`max_points_per_batch` or `max_age_ms`), retries
-//! failed jobs with exponential back-off, answers `DROP DATABASE`, and
-//! reports the watermark to the [`FlushedLog`].
+//! a worker when it is due (`max_points_per_batch` or `max_age_ms`), handles
+//! failed jobs, answers `DROP DATABASE`, and reports the watermark to the
+//! [`FlushedLog`].
 //!
 //! One job per table at a time, so the DDL and inserts of one table never
-//! race; distinct tables flush in parallel. A failed insert is retried
-//! forever and surfaced through [`FlushStatus`], a log line and
-//! `chingest_flush_failures_total`; data is never dropped.
+//! race; distinct tables flush in parallel.
+//!
+//! A failed job is classified (`classify.rs`):
+//! - transient (engine busy, memory, disk, I/O): its parts go back and the
+//!   table is retried with exponential back-off, forever;
+//! - deterministic (the engine refuses the statement for what it is, or an
+//!   unknown error that repeated `quarantine_after_failures` times): the job
+//!   is bisected until the parts that fail alone are found, and each of those
+//!   is set aside as a dead letter through the [`FlushedLog`] (durable before
+//!   it counts as done), so the watermark moves on and every other part of
+//!   the table, every other table and database keep flowing. Nothing is
+//!   dropped: a dead letter keeps its rows and the engine's error.
+//!
+//! A retried job first asks the engine which of its parts it already holds
+//! (`verify_up_to`, see `worker.rs`): exactly once on every retry path.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,7 +29,9 @@ use crossbeam_channel::{select, Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::buffer::{Buffer, Key};
+use crate::classify::{classify, signature, FailureClass};
 use crate::config::FlushConfig;
+use crate::dead_letter::DeadLetter;
 use crate::error::EngineError;
 use crate::flusher::{FlushStatus, FlushWrite};
 use crate::replay::Held;
@@ -35,17 +49,27 @@ pub(crate) enum Control {
     },
 }
 
-/// When a failing table is tried next.
-struct Backoff {
+/// A table whose last job failed: when it is tried next, and how it failed.
+struct Failing {
     delay: Duration,
     until: Instant,
+    /// What the failures compare by (`classify::signature`).
+    signature: String,
+    /// Consecutive failures with that signature.
+    repeats: u32,
 }
 
 pub(crate) struct Coordinator {
     config: FlushConfig,
     buffers: HashMap<Key, Buffer>,
     in_flight: HashSet<Key>,
-    backoff: HashMap<Key, Backoff>,
+    failing: HashMap<Key, Failing>,
+    /// Groups of parts being isolated after a deterministic failure, tried
+    /// before the table's buffer (bisection: a failing group is halved).
+    isolate: HashMap<Key, VecDeque<Vec<Part>>>,
+    /// Per table, the highest sequence of a part whose insert failed: a retry
+    /// of parts at or below it checks the engine first.
+    verify_up_to: HashMap<Key, u64>,
     watermark: Watermark,
     status: Arc<Mutex<FlushStatus>>,
     log: Arc<dyn FlushedLog>,
@@ -55,6 +79,9 @@ pub(crate) struct Coordinator {
     dropped: HashMap<String, u64>,
     /// Drop requests waiting for the database's in-flight jobs to finish.
     drop_waiters: Vec<(String, Sender<()>)>,
+    /// Once the input has ended: stop at this instant even with parts left
+    /// (they stay in the WAL and replay on the next start).
+    stop_by: Arc<Mutex<Option<Instant>>>,
 }
 
 impl Coordinator {
@@ -64,30 +91,44 @@ impl Coordinator {
         status: Arc<Mutex<FlushStatus>>,
         log: Arc<dyn FlushedLog>,
         jobs: Sender<Job>,
+        stop_by: Arc<Mutex<Option<Instant>>>,
     ) -> Self {
         Self {
             config,
             buffers: HashMap::new(),
             in_flight: HashSet::new(),
-            backoff: HashMap::new(),
+            failing: HashMap::new(),
+            isolate: HashMap::new(),
+            verify_up_to: HashMap::new(),
             watermark,
             status,
             log,
             jobs,
             dropped: HashMap::new(),
             drop_waiters: Vec::new(),
+            stop_by,
         }
     }
 
+    /// `DROP DATABASE` fences known at start-up.
+    pub(crate) fn set_dropped(&mut self, dropped: impl IntoIterator<Item = (String, u64)>) {
+        for (db, up_to) in dropped {
+            let e = self.dropped.entry(db).or_insert(0);
+            *e = (*e).max(up_to);
+        }
+    }
+
+    /// Whether part `seq` of `db` was dropped.
+    pub(crate) fn is_dropped(&self, db: &str, seq: u64) -> bool {
+        self.dropped.get(db).is_some_and(|up_to| seq <= *up_to)
+    }
+
     /// Buffers the parts of entry `seq`, except those of a dropped database
-    /// and those in `skip` (already in the engine).
+    /// and those in `skip` (already in the engine or in the dead-letter store).
     pub(crate) fn add(&mut self, seq: u64, write: FlushWrite, skip: &Held) {
         let now = Instant::now();
         let (mut parts, mut points) = (0, 0);
-        let dropped = self
-            .dropped
-            .get(&write.db)
-            .is_some_and(|up_to| seq <= *up_to);
+        let dropped = self.is_dropped(&write.db, seq);
         for (m, batch) in write.tables {
             if dropped
                 || batch.num_rows() == 0
@@ -105,7 +146,8 @@ impl Coordinator {
     }
 
     /// Runs until `committed` disconnects and every buffered part is in the
-    /// engine (or discarded), then stops the workers.
+    /// engine, a dead letter or discarded (or the stop deadline passes), then
+    /// stops the workers.
     pub(crate) fn run<M: Into<(u64, FlushWrite)>>(
         mut self,
         committed: Receiver<M>,
@@ -116,30 +158,45 @@ impl Coordinator {
         let tick = Duration::from_millis(20);
         let mut open = true;
         loop {
-            select! {
-                recv(committed) -> msg => match msg {
-                    Ok(m) => {
-                        self.receive(m, &none);
-                        // Drain whatever else is ready without waiting.
-                        while let Ok(m) = committed.try_recv() {
+            if open {
+                select! {
+                    recv(committed) -> msg => match msg {
+                        Ok(m) => {
                             self.receive(m, &none);
+                            // Drain whatever else is ready without waiting.
+                            while let Ok(m) = committed.try_recv() {
+                                self.receive(m, &none);
+                            }
                         }
-                    }
-                    Err(_) => open = false,
-                },
-                recv(done) -> msg => if let Ok(d) = msg { self.finished(d) },
-                recv(control) -> msg => if let Ok(c) = msg { self.control(c) },
-                default(tick) => {}
-            }
-            // A disconnected channel is always ready; stop selecting on it.
-            if !open {
-                while let Ok(d) = done.recv_timeout(tick) {
-                    self.finished(d);
+                        Err(_) => open = false,
+                    },
+                    recv(done) -> msg => if let Ok(d) = msg { self.finished(d) },
+                    recv(control) -> msg => if let Ok(c) = msg { self.control(c) },
+                    default(tick) => {}
                 }
+            } else {
+                // A disconnected channel is always ready; stop selecting on it.
+                select! {
+                    recv(done) -> msg => if let Ok(d) = msg { self.finished(d) },
+                    recv(control) -> msg => if let Ok(c) = msg { self.control(c) },
+                    default(tick) => {}
+                }
+            }
+            while let Ok(d) = done.try_recv() {
+                self.finished(d);
             }
             self.advance();
             self.dispatch(!open);
             if !open && self.is_idle() {
+                break;
+            }
+            if !open && self.stop_by.lock().is_some_and(|t| Instant::now() >= t) {
+                let st = self.status.lock().clone();
+                tracing::warn!(
+                    pending_points = st.pending_points,
+                    jobs_in_flight = st.jobs_in_flight,
+                    "flusher: shutdown deadline reached; what is not flushed stays in the WAL"
+                );
                 break;
             }
             metrics::gauge!("chingest_flush_pending_points")
@@ -155,9 +212,11 @@ impl Coordinator {
         self.add(seq, write, skip);
     }
 
-    /// Nothing buffered and nothing in flight.
+    /// Nothing buffered, isolated or in flight.
     fn is_idle(&self) -> bool {
-        self.buffers.values().all(Buffer::is_empty) && self.in_flight.is_empty()
+        self.buffers.values().all(Buffer::is_empty)
+            && self.isolate.values().all(VecDeque::is_empty)
+            && self.in_flight.is_empty()
     }
 
     /// Moves the watermark and tells the log.
@@ -175,33 +234,60 @@ impl Coordinator {
         }
     }
 
-    /// Hands every due buffer (oldest first) to a worker while one is free.
+    /// Hands every due buffer (isolation groups first, then oldest first) to a
+    /// worker while one is free.
     fn dispatch(&mut self, closing: bool) {
         let now = Instant::now();
         let max_points = self.config.max_points_per_batch;
         let max_age = Duration::from_millis(self.config.max_age_ms);
+        let free = |k: &Key| {
+            !self.in_flight.contains(k) && self.failing.get(k).is_none_or(|f| f.until <= now)
+        };
+        let mut isolated: Vec<Key> = self
+            .isolate
+            .iter()
+            .filter(|(k, q)| !q.is_empty() && free(k))
+            .map(|(k, _)| k.clone())
+            .collect();
+        isolated.sort();
         let mut ready: Vec<Key> = self
             .buffers
             .iter()
             .filter(|(k, b)| {
                 b.is_due(now, max_points, max_age, closing)
-                    && !self.in_flight.contains(*k)
-                    && self.backoff.get(*k).is_none_or(|b| b.until <= now)
+                    && free(k)
+                    && self.isolate.get(*k).is_none_or(VecDeque::is_empty)
             })
             .map(|(k, _)| k.clone())
             .collect();
         // Oldest first, so one hot measurement cannot starve the others.
         ready.sort_by_key(|k| self.buffers[k].oldest());
-        for key in ready {
-            let buf = self.buffers.get_mut(&key).expect("ready key");
-            let parts = buf.take(max_points, now);
+        for (key, from_isolation) in isolated
+            .into_iter()
+            .map(|k| (k, true))
+            .chain(ready.into_iter().map(|k| (k, false)))
+        {
+            let parts = if from_isolation {
+                self.isolate
+                    .get_mut(&key)
+                    .and_then(VecDeque::pop_front)
+                    .expect("non-empty isolation queue")
+            } else {
+                self.buffers
+                    .get_mut(&key)
+                    .expect("ready key")
+                    .take(max_points, now)
+            };
             let job = Job {
+                verify_up_to: self.verify_up_to.get(&key).copied().unwrap_or(0),
                 key: key.clone(),
                 parts,
+                isolated: from_isolation,
             };
             if let Err(e) = self.jobs.try_send(job) {
                 // Every worker busy: put the parts back and try next tick.
-                buf.put_back(e.into_inner().parts, now);
+                let job = e.into_inner();
+                self.put_back(&key, job.parts, job.isolated, now);
                 break;
             }
             self.in_flight.insert(key);
@@ -210,11 +296,27 @@ impl Coordinator {
         self.status.lock().jobs_in_flight = in_flight;
     }
 
+    /// Returns parts taken for a job to where they came from.
+    fn put_back(&mut self, key: &Key, parts: Vec<Part>, isolated: bool, now: Instant) {
+        if isolated {
+            self.isolate
+                .entry(key.clone())
+                .or_default()
+                .push_front(parts);
+        } else {
+            self.buffers
+                .entry(key.clone())
+                .or_default()
+                .put_back(parts, now);
+        }
+    }
+
     fn finished(&mut self, d: JobDone) {
         let JobDone {
             key,
             parts,
             outcome,
+            isolated,
         } = d;
         self.in_flight.remove(&key);
         let outcome = match (outcome, self.dropped.get(&key.0)) {
@@ -225,12 +327,18 @@ impl Coordinator {
         self.answer_drop_waiters();
         match outcome {
             Ok(()) => self.succeeded(&key, &parts),
-            Err(e) => self.failed(key, parts, e),
+            Err(e) => self.failed(key, parts, e, isolated),
         }
     }
 
     fn succeeded(&mut self, key: &Key, parts: &[Part]) {
-        self.backoff.remove(key);
+        if self.isolate.get(key).is_none_or(VecDeque::is_empty) {
+            self.failing.remove(key);
+        } else if let Some(f) = self.failing.get_mut(key) {
+            // Still isolating: keep the count of the failure being isolated,
+            // so its other half is recognised at once.
+            f.until = Instant::now();
+        }
         let points: u64 = parts.iter().map(|p| p.batch.num_rows() as u64).sum();
         for p in parts {
             self.watermark.part_done(p.seq);
@@ -242,30 +350,98 @@ impl Coordinator {
         st.last_error = None;
     }
 
-    fn failed(&mut self, key: Key, parts: Vec<Part>, e: EngineError) {
-        let delay = self
-            .backoff
-            .get(&key)
-            .map_or(Duration::from_millis(self.config.retry_initial_ms), |b| {
-                (b.delay * 2).min(Duration::from_millis(self.config.retry_max_ms))
-            });
+    fn failed(&mut self, key: Key, parts: Vec<Part>, e: EngineError, isolated: bool) {
         let now = Instant::now();
-        self.backoff.insert(
-            key.clone(),
-            Backoff {
-                delay,
-                until: now + delay,
-            },
-        );
+        if let Some(max) = parts.iter().map(|p| p.seq).max() {
+            let v = self.verify_up_to.entry(key.clone()).or_insert(0);
+            *v = (*v).max(max);
+        }
         metrics::counter!("chingest_flush_failures_total").increment(1);
-        tracing::error!(db = %key.0, measurement = %key.1, retry_in_ms = delay.as_millis() as u64,
-            error = %e, "flush failed; will retry");
+        let sig = signature(&e);
+        let initial = Duration::from_millis(self.config.retry_initial_ms);
+        let f = self.failing.entry(key.clone()).or_insert(Failing {
+            delay: Duration::ZERO,
+            until: now,
+            signature: String::new(),
+            repeats: 0,
+        });
+        if f.signature == sig {
+            f.repeats += 1;
+        } else {
+            f.signature = sig;
+            f.repeats = 1;
+        }
+        let class = classify(&e);
+        let deterministic = class == FailureClass::Deterministic
+            || (class == FailureClass::Unknown
+                && f.repeats >= self.config.quarantine_after_failures.max(1));
         {
             let mut st = self.status.lock();
             st.consecutive_failures += 1;
             st.last_error = Some(format!("{}.{}: {e}", key.0, key.1));
         }
-        self.buffers.entry(key).or_default().put_back(parts, now);
+        if deterministic {
+            f.until = now;
+            if parts.len() > 1 {
+                let half = parts.len() / 2;
+                let mut first = parts;
+                let second = first.split_off(half);
+                tracing::warn!(db = %key.0, measurement = %key.1, parts = first.len() + second.len(),
+                    error = %e, "flush refused deterministically; isolating the parts that cause it");
+                let q = self.isolate.entry(key).or_default();
+                q.push_front(second);
+                q.push_front(first);
+            } else {
+                for p in parts {
+                    self.quarantine(&key, p, &e);
+                }
+            }
+            return;
+        }
+        let delay = if f.delay.is_zero() {
+            initial
+        } else {
+            (f.delay * 2).min(Duration::from_millis(self.config.retry_max_ms))
+        };
+        f.delay = delay;
+        f.until = now + delay;
+        tracing::error!(db = %key.0, measurement = %key.1, retry_in_ms = delay.as_millis() as u64,
+            class = ?class, error = %e, "flush failed; will retry");
+        self.put_back(&key, parts, isolated, now);
+    }
+
+    /// Sets one part aside as a dead letter; once that is durable, the part
+    /// counts as done. If the dead-letter store fails, the part is retried.
+    fn quarantine(&mut self, key: &Key, part: Part, e: &EngineError) {
+        let letter = DeadLetter {
+            db: key.0.clone(),
+            measurement: key.1.clone(),
+            seq: part.seq,
+            batch: part.batch.clone(),
+            error: e.to_string(),
+        };
+        let points = letter.points();
+        match self.log.dead_letter(std::slice::from_ref(&letter)) {
+            Ok(()) => {
+                tracing::error!(db = %key.0, measurement = %key.1, seq = part.seq, points,
+                    error = %e, "flush refused deterministically: part quarantined as a dead letter");
+                metrics::counter!("chingest_flush_quarantined_points_total").increment(points);
+                self.watermark.part_done(part.seq);
+                let mut st = self.status.lock();
+                st.pending_points = st.pending_points.saturating_sub(points);
+                st.quarantined_points += points;
+            }
+            Err(me) => {
+                tracing::error!(db = %key.0, measurement = %key.1, seq = part.seq,
+                    error = %me, "cannot store a dead letter; the part is retried");
+                let now = Instant::now();
+                if let Some(f) = self.failing.get_mut(key) {
+                    f.delay = Duration::from_millis(self.config.retry_max_ms);
+                    f.until = now + f.delay;
+                }
+                self.put_back(key, vec![part], true, now);
+            }
+        }
     }
 
     fn control(&mut self, c: Control) {
@@ -284,17 +460,30 @@ impl Coordinator {
         let up_to = self.dropped.entry(db.clone()).or_insert(0);
         *up_to = (*up_to).max(up_to_seq);
         let up_to = *up_to;
-        let mut discarded = 0u64;
+        let mut gone: Vec<Part> = Vec::new();
         for ((d, _), buf) in self.buffers.iter_mut() {
+            if *d == db {
+                gone.extend(buf.discard_up_to(up_to));
+            }
+        }
+        for ((d, _), q) in self.isolate.iter_mut() {
             if *d != db {
                 continue;
             }
-            for p in buf.discard_up_to(up_to) {
-                discarded += p.batch.num_rows() as u64;
-                self.watermark.part_done(p.seq);
+            for group in q.iter_mut() {
+                let (out, kept): (Vec<Part>, Vec<Part>) =
+                    std::mem::take(group).into_iter().partition(|p| p.seq <= up_to);
+                gone.extend(out);
+                *group = kept;
             }
+            q.retain(|g| !g.is_empty());
         }
-        self.backoff.retain(|(d, _), _| *d != db);
+        let mut discarded = 0u64;
+        for p in gone {
+            discarded += p.batch.num_rows() as u64;
+            self.watermark.part_done(p.seq);
+        }
+        self.failing.retain(|(d, _), _| *d != db);
         {
             let mut st = self.status.lock();
             st.pending_points = st.pending_points.saturating_sub(discarded);

@@ -6,11 +6,23 @@
 //! works) and refuses a second data path with [`EngineError::PathConflict`].
 //! Tests share one engine per process and isolate themselves by database.
 //!
+//! The engine boots with a configuration chingest writes into its data
+//! directory ([`crate::access`]): `--config-file` on the first connection, so
+//! a `config.xml` in the working directory is never read, and a failure there
+//! is fatal (a later connect would otherwise boot the engine with defaults).
+//!
+//! A connection whose statement failed is closed and replaced, never handed
+//! out again: the buffered API keeps a failed statement's partial output and
+//! returns it with the next statement on that connection.
+//!
+//! User SQL never runs on this pool: [`Engine::sql`] runs it on the
+//! [`crate::sandbox`]'s own connections.
+//!
 //! All `unsafe` of this crate lives in this module: handing an Arrow batch to
 //! the engine through the C Data Interface.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once, Weak};
 use std::time::{Duration, Instant};
 
@@ -21,8 +33,10 @@ use chdb_rust::connection::Connection;
 use chdb_rust::format::OutputFormat;
 use parking_lot::{Condvar, Mutex};
 
+use crate::access::{EngineAccess, ADMIN_ROLE, CONFIG_FILE, USERS_FILE};
 use crate::config::EngineConfig;
 use crate::error::{EngineError, Result};
+use crate::sandbox::{Sandbox, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};
 
 /// The engine of this process: a data path and a pool of connections to it.
 /// Cheap to clone; the engine closes when the last clone and every borrowed
@@ -34,16 +48,24 @@ pub struct Engine {
 
 struct Inner {
     data_dir: PathBuf,
-    size: usize,
-    idle: Mutex<Vec<Connection>>,
+    /// `--path=<data_dir>`: every connection names the same path.
+    path_arg: String,
+    pool: Mutex<Pool>,
     returned: Condvar,
+    sandbox: Arc<Sandbox>,
+}
+
+/// The flusher's pool: idle connections, and how many exist in all.
+struct Pool {
+    idle: Vec<Connection>,
+    size: usize,
 }
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
             .field("data_dir", &self.inner.data_dir)
-            .field("connections", &self.inner.size)
+            .field("connections", &self.inner.pool.lock().size)
             .finish()
     }
 }
@@ -59,8 +81,21 @@ pub struct InsertStats {
 
 impl Engine {
     /// Opens the engine on `config.data_dir` (created if missing) with a pool of
-    /// `config.pool_size()` connections.
+    /// `config.pool_size()` connections, the default SQL limits and no reader
+    /// roles beyond "all" and "none"; see [`Engine::open_with`].
     pub fn open(config: &EngineConfig) -> Result<Engine> {
+        Engine::open_with(config, &EngineAccess::new([]), SqlConfig::default())
+    }
+
+    /// Opens the engine on `config.data_dir` with a pool of
+    /// `config.pool_size()` connections, booting it with chingest's own
+    /// configuration (`access`: one engine role per read scope) and the SQL
+    /// sandbox's limits.
+    pub fn open_with(
+        config: &EngineConfig,
+        access: &EngineAccess,
+        sql: SqlConfig,
+    ) -> Result<Engine> {
         let open_err = |message: String| EngineError::Open {
             path: config.data_dir.display().to_string(),
             message,
@@ -70,28 +105,45 @@ impl Engine {
             .data_dir
             .canonicalize()
             .map_err(|e| open_err(e.to_string()))?;
+        let config_file = write_engine_config(&data_dir, access).map_err(open_err)?;
         // Before the first connect: the host process owns SIGINT/SIGTERM.
         chdb_rust::runtime::signal_handlers(false);
 
         let path_arg = format!("--path={}", data_dir.display());
+        let config_arg = format!("--config-file={}", config_file.display());
         let size = config.pool_size().max(1);
         let mut conns = Vec::with_capacity(size);
-        for _ in 0..size {
-            let conn = Connection::open(&[path_arg.as_str()]).map_err(|e| match e {
+        for i in 0..size {
+            // Only the connection that boots the engine reads server options;
+            // the others share its engine.
+            let args: &[&str] = if i == 0 {
+                &[path_arg.as_str(), config_arg.as_str()]
+            } else {
+                &[path_arg.as_str()]
+            };
+            let conn = Connection::open(args).map_err(|e| match e {
                 chdb_rust::error::Error::PathConflict { active, requested } => {
                     EngineError::PathConflict { active, requested }
                 }
                 chdb_rust::error::Error::EngineShutDown => EngineError::ShutDown,
-                other => open_err(other.to_string()),
+                other => open_err(format!(
+                    "{other} (booting with {}; the engine prints the reason on stderr)",
+                    config_file.display()
+                )),
             })?;
+            if i == 0 {
+                verify_boot(&conn, access).map_err(open_err)?;
+            }
             conns.push(conn);
         }
         tracing::info!(path = %data_dir.display(), connections = size, "chDB engine open");
+        let sandbox = Sandbox::start(path_arg.clone(), sql, access.clone());
         let inner = Arc::new(Inner {
             data_dir,
-            size,
-            idle: Mutex::new(conns),
+            path_arg,
+            pool: Mutex::new(Pool { idle: conns, size }),
             returned: Condvar::new(),
+            sandbox,
         });
         *LIVE.lock() = Arc::downgrade(&inner);
         static REGISTER: Once = Once::new();
@@ -102,6 +154,32 @@ impl Engine {
         Ok(Engine { inner })
     }
 
+    /// Runs one user SQL statement on the SQL sandbox (never on this pool),
+    /// handing each block of output to `sink` as the engine produces it;
+    /// `sink` returns false to stop. Blocking. See [`crate::sandbox`].
+    pub fn sql(
+        &self,
+        sql: &str,
+        format: OutputFormat,
+        access: &SqlAccess,
+        cancel: &SqlCancel,
+        sink: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> std::result::Result<SqlSummary, SqlError> {
+        self.inner.sandbox.run(sql, format, access, cancel, sink)
+    }
+
+    /// The SQL sandbox's limits.
+    pub fn sql_config(&self) -> &SqlConfig {
+        self.inner.sandbox.config()
+    }
+
+    /// Runs an operator query (engine stats, TabSeparated) on a connection of
+    /// its own with a 1 s limit; `None` at once if that connection is busy or
+    /// the query fails, so a caller never waits behind inserts or user SQL.
+    pub fn stats_text(&self, sql: &str) -> Option<String> {
+        self.inner.sandbox.stats_text(sql)
+    }
+
     /// The (canonical) data directory.
     pub fn data_dir(&self) -> &Path {
         &self.inner.data_dir
@@ -109,25 +187,26 @@ impl Engine {
 
     /// Connections in the pool.
     pub fn pool_size(&self) -> usize {
-        self.inner.size
+        self.inner.pool.lock().size
     }
 
     /// Connections idle right now.
     pub fn idle_connections(&self) -> usize {
-        self.inner.idle.lock().len()
+        self.inner.pool.lock().idle.len()
     }
 
     /// Borrows a connection, waiting for one to be returned if all are busy.
     pub fn connection(&self) -> PooledConnection {
-        let mut idle = self.inner.idle.lock();
+        let mut pool = self.inner.pool.lock();
         loop {
-            if let Some(conn) = idle.pop() {
+            if let Some(conn) = pool.idle.pop() {
                 return PooledConnection {
                     conn: Some(conn),
                     engine: self.inner.clone(),
+                    failed: AtomicBool::new(false),
                 };
             }
-            self.inner.returned.wait(&mut idle);
+            self.inner.returned.wait(&mut pool);
         }
     }
 
@@ -165,14 +244,15 @@ impl Engine {
     /// alive, only the connections are closed.
     pub fn shutdown(self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
+        self.inner.sandbox.close();
         {
-            let mut idle = self.inner.idle.lock();
-            while idle.len() < self.inner.size && Instant::now() < deadline {
+            let mut pool = self.inner.pool.lock();
+            while pool.idle.len() < pool.size && Instant::now() < deadline {
                 self.inner
                     .returned
-                    .wait_for(&mut idle, Duration::from_millis(100));
+                    .wait_for(&mut pool, Duration::from_millis(100));
             }
-            idle.clear();
+            pool.idle.clear();
         }
         if Arc::strong_count(&self.inner) > 1 {
             // Another clone is alive: closing the engine under it would break it.
@@ -209,26 +289,47 @@ extern "C" fn close_at_exit() {
     let Some(inner) = LIVE.lock().upgrade() else {
         return;
     };
-    let idle = std::mem::take(&mut *inner.idle.lock());
-    let all_idle = idle.len() == inner.size;
+    let sandbox_idle = inner.sandbox.close_idle();
+    let (idle, size) = {
+        let mut pool = inner.pool.lock();
+        (std::mem::take(&mut pool.idle), pool.size)
+    };
+    let all_idle = idle.len() == size;
     drop(idle);
-    if all_idle {
+    if all_idle && sandbox_idle {
         let _ = chdb_rust::runtime::shutdown();
     }
 }
 
-/// A connection borrowed from the pool; returned on drop.
+/// A connection borrowed from the pool; returned on drop, or replaced by a
+/// fresh one if a statement on it failed.
 pub struct PooledConnection {
     conn: Option<Connection>,
     engine: Arc<Inner>,
+    failed: AtomicBool,
 }
 
 impl Drop for PooledConnection {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            self.engine.idle.lock().push(conn);
-            self.engine.returned.notify_one();
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        if self.failed.load(Ordering::Acquire) {
+            // The buffered API keeps a failed statement's partial output and
+            // hands it to the next statement on the same connection: close it.
+            drop(conn);
+            match Connection::open(&[self.engine.path_arg.as_str()]) {
+                Ok(fresh) => conn = fresh,
+                Err(e) => {
+                    tracing::warn!("cannot replace a failed engine connection: {e}");
+                    self.engine.pool.lock().size -= 1;
+                    self.engine.returned.notify_all();
+                    return;
+                }
+            }
         }
+        self.engine.pool.lock().idle.push(conn);
+        self.engine.returned.notify_one();
     }
 }
 
@@ -239,12 +340,17 @@ impl PooledConnection {
         self.conn.as_ref().expect("connection present until drop")
     }
 
+    fn failed(&self, sql: &str, e: chdb_rust::error::Error) -> EngineError {
+        self.failed.store(true, Ordering::Release);
+        EngineError::query(sql, e)
+    }
+
     /// Runs a statement and returns its output in `format`.
     pub fn query(&self, sql: &str, format: OutputFormat) -> Result<Vec<u8>> {
         let result = self
             .conn()
             .query(sql, format)
-            .map_err(|e| EngineError::query(sql, e))?;
+            .map_err(|e| self.failed(sql, e))?;
         Ok(result.data_ref().to_vec())
     }
 
@@ -253,7 +359,7 @@ impl PooledConnection {
         self.conn()
             .query(sql, OutputFormat::Null)
             .map(|_| ())
-            .map_err(|e| EngineError::query(sql, e))
+            .map_err(|e| self.failed(sql, e))
     }
 
     /// Inserts `batch` into `table` through the Arrow C Data Interface: the
@@ -310,13 +416,73 @@ impl PooledConnection {
         let unregistered = conn.unregister_arrow_table(&name);
         drop(ffi_array);
         drop(ffi_schema);
-        let result = outcome.map_err(|e| EngineError::query(&sql, e))?;
-        unregistered.map_err(|e| EngineError::Arrow(e.to_string()))?;
+        let result = outcome.map_err(|e| self.failed(&sql, e))?;
+        unregistered.map_err(|e| {
+            self.failed.store(true, Ordering::Release);
+            EngineError::Arrow(e.to_string())
+        })?;
         Ok(InsertStats {
             rows_written: result.rows_written(),
             bytes_written: result.bytes_written(),
         })
     }
+}
+
+/// Writes chingest's engine configuration into the data directory (each file
+/// replaced atomically) and returns the path of the one to boot with.
+fn write_engine_config(
+    data_dir: &Path,
+    access: &EngineAccess,
+) -> std::result::Result<PathBuf, String> {
+    let users = data_dir.join(USERS_FILE);
+    let config = data_dir.join(CONFIG_FILE);
+    let write = |path: &Path, text: &str| {
+        let tmp = path.with_extension("xml.tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(|e| format!("writing {}: {e}", path.display()))
+    };
+    write(&users, &access.users_xml())?;
+    write(&config, &access.config_xml(&users.display().to_string()))?;
+    Ok(config)
+}
+
+/// Checks the engine booted with chingest's configuration: every role exists
+/// and the admin role is active in the session (a config that failed to apply
+/// would leave the engine on its defaults, with no access control at all).
+/// Every granted role is active until a session sets its own; reader
+/// sessions always do (`SET ROLE`).
+fn verify_boot(conn: &Connection, access: &EngineAccess) -> std::result::Result<(), String> {
+    let out = conn
+        .query(
+            "SELECT name FROM system.roles ORDER BY name FORMAT TabSeparatedRaw",
+            OutputFormat::TabSeparatedRaw,
+        )
+        .map_err(|e| format!("the engine's access control is not configured: {e}"))?;
+    let text = out.data_utf8_lossy();
+    let present: Vec<&str> = text.lines().collect();
+    for role in access.role_names() {
+        if !present.contains(&role) {
+            return Err(format!(
+                "the engine booted without chingest's role {role} (its roles: {present:?}); \
+                 is another configuration overriding {CONFIG_FILE}?"
+            ));
+        }
+    }
+    let current = conn
+        .query(
+            "SELECT arrayStringConcat(currentRoles(), ',')",
+            OutputFormat::TabSeparatedRaw,
+        )
+        .map_err(|e| format!("cannot read the session's roles: {e}"))?;
+    let current = current.data_utf8_lossy();
+    if !current.trim().split(',').any(|r| r == ADMIN_ROLE) {
+        return Err(format!(
+            "the engine session's roles are {:?}, without {ADMIN_ROLE}",
+            current.trim()
+        ));
+    }
+    Ok(())
 }
 
 /// `name` as a ClickHouse identifier in backticks.

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
@@ -17,12 +18,13 @@ use parking_lot::Mutex;
 
 use crate::config::FlushConfig;
 use crate::coordinator::{Control, Coordinator};
+use crate::dead_letter::DeadLetter;
 use crate::engine::Engine;
-use crate::error::Result;
-use crate::replay::{already_in_engine, Resume};
-use crate::table::TableCache;
+use crate::error::{EngineError, Result};
+use crate::replay::{already_in_engine, held_seqs, Resume};
+use crate::table::{Part, TableCache};
 use crate::watermark::{FlushedLog, Watermark};
-use crate::worker::{Job, JobDone, Semaphore, Worker};
+use crate::worker::{insert_parts, Job, JobDone, Semaphore, Worker};
 
 /// One committed request as the flusher receives it: its database and one
 /// batch per measurement (ingest's layout: `time` Int64 ns, `series_id`,
@@ -57,6 +59,19 @@ pub struct FlushStatus {
     pub flushed_seq: u64,
     /// Points inserted since start.
     pub points_flushed: u64,
+    /// Points set aside as dead letters (quarantined) since start.
+    pub quarantined_points: u64,
+}
+
+/// What an operator retry of one dead letter came to ([`Flusher::retry`]).
+#[derive(Debug)]
+pub enum RetryOutcome {
+    /// Inserted now.
+    Inserted,
+    /// The engine already held it (by `__seq`): nothing inserted.
+    AlreadyInEngine,
+    /// The engine refused it again.
+    Failed(EngineError),
 }
 
 /// The running flusher.
@@ -66,6 +81,9 @@ pub struct Flusher {
     coordinator: Option<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
     tables: Arc<Mutex<TableCache>>,
+    engine: Engine,
+    insert_threads: usize,
+    stop_by: Arc<Mutex<Option<Instant>>>,
 }
 
 impl Flusher {
@@ -100,15 +118,67 @@ impl Flusher {
 
         let watermark = Watermark::resume(resume.flushed_seq, &resume.skip);
         let insert_threads = config.insert_threads;
-        let mut coordinator = Coordinator::new(config, watermark, status.clone(), log, job_tx);
-        let held = already_in_engine(&engine, &resume.entries)?;
+        let stop_by = Arc::new(Mutex::new(None));
+        let mut coordinator = Coordinator::new(
+            config,
+            watermark,
+            status.clone(),
+            log.clone(),
+            job_tx,
+            stop_by.clone(),
+        );
+        coordinator.set_dropped(resume.dropped.clone());
+        let (mut held, unverifiable) = already_in_engine(&engine, &resume.entries);
+        held.extend(resume.dead_lettered.iter().cloned());
+        // A table the engine cannot be asked about is not replayed blindly
+        // (duplicates) nor allowed to stop the start: its parts become dead
+        // letters. If even that fails, they go through the normal path.
+        let letters: Vec<DeadLetter> = resume
+            .entries
+            .iter()
+            .flat_map(|(seq, w)| {
+                w.tables.iter().filter_map(|(m, batch)| {
+                    let key = (w.db.clone(), m.clone());
+                    let error = unverifiable.get(&key)?;
+                    (batch.num_rows() > 0
+                        && !coordinator.is_dropped(&w.db, *seq)
+                        && !held.contains(&(w.db.clone(), m.clone(), *seq)))
+                    .then(|| DeadLetter {
+                        db: w.db.clone(),
+                        measurement: m.clone(),
+                        seq: *seq,
+                        batch: batch.clone(),
+                        error: error.clone(),
+                    })
+                })
+            })
+            .collect();
+        if !letters.is_empty() {
+            match log.dead_letter(&letters) {
+                Ok(()) => {
+                    let points: u64 = letters.iter().map(DeadLetter::points).sum();
+                    status.lock().quarantined_points += points;
+                    tracing::error!(
+                        parts = letters.len(),
+                        points,
+                        "replay: parts of tables the engine cannot be asked about were quarantined"
+                    );
+                    held.extend(
+                        letters
+                            .into_iter()
+                            .map(|l| (l.db, l.measurement, l.seq)),
+                    );
+                }
+                Err(e) => tracing::error!(error = %e, "replay: cannot store dead letters"),
+            }
+        }
         for (seq, write) in resume.entries {
             coordinator.add(seq, write, &held);
         }
         coordinator.advance();
 
         let workers = Worker {
-            engine,
+            engine: engine.clone(),
             jobs: job_rx,
             done: done_tx,
             tables: tables.clone(),
@@ -126,6 +196,9 @@ impl Flusher {
             coordinator: Some(coordinator),
             workers,
             tables,
+            engine,
+            insert_threads,
+            stop_by,
         })
     }
 
@@ -163,6 +236,61 @@ impl Flusher {
         self.forget_database(db);
     }
 
+    /// Inserts dead letters again (an operator's retry); see [`Retrier::retry`].
+    pub fn retry(&self, letters: &[DeadLetter]) -> Vec<RetryOutcome> {
+        self.retrier().retry(letters)
+    }
+
+    /// A handle that retries dead letters without borrowing the flusher (so
+    /// a caller keeping the flusher behind a lock need not hold it meanwhile).
+    pub fn retrier(&self) -> Retrier {
+        Retrier {
+            engine: self.engine.clone(),
+            tables: self.tables.clone(),
+            insert_threads: self.insert_threads,
+        }
+    }
+
+    /// Test hook: the next `n` successful inserts report a failure anyway (an
+    /// error after a successful INSERT), process-wide.
+    #[doc(hidden)]
+    pub fn inject_failure_after_inserts_for_tests(n: u32) {
+        crate::worker::FAIL_AFTER_INSERT.store(n, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Like [`Flusher::join`], bounded: once the committed channel has
+    /// disconnected, flushes what it can until `deadline`, then stops; what is
+    /// not flushed stays in the WAL and replays on the next start. Returns
+    /// true if every thread stopped (the engine can then be closed), false if
+    /// an insert was still running at the deadline (its thread is left to
+    /// process exit; the engine must not be closed under it).
+    pub fn shutdown(mut self, deadline: Instant) -> bool {
+        *self.stop_by.lock() = Some(deadline);
+        let wait = |h: &JoinHandle<()>| {
+            // A little past the deadline: the coordinator notices it within a tick.
+            while !h.is_finished() && Instant::now() < deadline + Duration::from_millis(200) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            h.is_finished()
+        };
+        let mut clean = true;
+        if let Some(c) = self.coordinator.take() {
+            if wait(&c) {
+                let _ = c.join();
+            } else {
+                clean = false;
+            }
+        }
+        for w in self.workers.drain(..) {
+            if wait(&w) {
+                let _ = w.join();
+            } else {
+                clean = false;
+            }
+        }
+        clean
+    }
+
     /// Waits until the committed channel has disconnected (the WAL shut down)
     /// and everything received is in the engine and marked flushed.
     pub fn join(mut self) {
@@ -172,6 +300,64 @@ impl Flusher {
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
+    }
+}
+
+/// Retries dead letters through the flusher's one insert path.
+#[derive(Clone)]
+pub struct Retrier {
+    engine: Engine,
+    tables: Arc<Mutex<TableCache>>,
+    insert_threads: usize,
+}
+
+impl std::fmt::Debug for Retrier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retrier").finish_non_exhaustive()
+    }
+}
+
+impl Retrier {
+    /// Inserts dead letters again, one part per insert, each after asking the
+    /// engine whether it already holds the part's `__seq` (exactly once: a
+    /// crash between an earlier insert and the dead letter's removal must not
+    /// insert it twice). Runs on the caller's thread, beside the flusher's own
+    /// jobs. The caller removes the dead letters that come back `Inserted` or
+    /// `AlreadyInEngine`.
+    pub fn retry(&self, letters: &[DeadLetter]) -> Vec<RetryOutcome> {
+        letters
+            .iter()
+            .map(|l| {
+                let key = (l.db.clone(), l.measurement.clone());
+                let held = match held_seqs(&self.engine, &l.db, &l.measurement, &[l.seq]) {
+                    Ok(h) => h,
+                    Err(e) => return RetryOutcome::Failed(e),
+                };
+                if held.contains(&l.seq) {
+                    return RetryOutcome::AlreadyInEngine;
+                }
+                let part = Part {
+                    seq: l.seq,
+                    batch: l.batch.clone(),
+                };
+                let outcome = insert_parts(
+                    &self.engine,
+                    &self.tables,
+                    None,
+                    self.insert_threads,
+                    &key,
+                    std::slice::from_ref(&part),
+                    0,
+                );
+                match outcome {
+                    Ok(()) => RetryOutcome::Inserted,
+                    Err(e) => {
+                        self.tables.lock().forget_table(&l.db, &l.measurement);
+                        RetryOutcome::Failed(e)
+                    }
+                }
+            })
+            .collect()
     }
 }
 

@@ -4,6 +4,10 @@
 //! - [`engine`]: the one chDB engine of this process (one data path), a pool of
 //!   connections, SQL, and Arrow `RecordBatch` inserts through the C Data
 //!   Interface. All FFI and `unsafe` of the crate is there.
+//! - [`sandbox`]: user SQL on connections of its own (readonly, limits the
+//!   statement cannot lift, the engine's classification and parse, engine roles
+//!   per read scope, streaming, cancellation); [`access`]: the engine
+//!   configuration and roles chingest boots the engine with.
 //! - [`table`]: databases and MergeTree tables created and widened on demand,
 //!   coalescing request batches, and the point-identity read form.
 //! - The [`Flusher`] (`flusher.rs`): committed WAL entries in, coalesced
@@ -16,6 +20,9 @@
 //!     back-off, answering `DROP DATABASE`;
 //!   - `worker.rs`: coalesce a job's parts, create tables and columns, insert
 //!     one block;
+//!   - `classify.rs`: transient failures are retried, deterministic ones
+//!     (the engine refuses the statement for what it is) are isolated and
+//!     quarantined as [`DeadLetter`]s (`dead_letter.rs`), never dropped;
 //!   - `watermark.rs`: the contiguous flushed prefix, reported through the
 //!     [`FlushedLog`] trait (the WAL, implemented above this crate: flush does
 //!     not know the WAL).
@@ -27,23 +34,32 @@
 //! flush keeps no series registry of its own: the catalog's series records
 //! (ingest) are the one registry.
 
+pub mod access;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod sandbox;
+mod sql_format;
+mod sql_gate;
 pub mod table;
 
 mod buffer;
+pub mod classify;
 mod coordinator;
+pub mod dead_letter;
 mod flusher;
 mod replay;
 mod watermark;
 mod worker;
 
+pub use access::{EngineAccess, ReadScope};
 pub use config::{EngineConfig, FlushConfig};
 pub use engine::{quote_ident, quote_string, Engine, InsertStats, PooledConnection};
 pub use error::{EngineError, FlushConfigError, MarkError};
-pub use flusher::{FlushStatus, FlushWrite, Flusher};
+pub use dead_letter::DeadLetter;
+pub use flusher::{FlushStatus, FlushWrite, Flusher, Retrier, RetryOutcome};
 pub use replay::Resume;
+pub use sandbox::{SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};
 pub use watermark::FlushedLog;
 
 /// The Arrow crate this crate builds batches with (the version chdb-rust links).

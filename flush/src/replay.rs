@@ -6,7 +6,13 @@
 //! After a crash between an insert and `mark_flushed`, the WAL replays entries
 //! the engine already has; those `(table, __seq)` are asked for first
 //! (`SELECT DISTINCT __seq … BETWEEN lo AND hi`) and skipped, and only the
-//! others are inserted.
+//! others are inserted. The same check guards every other re-insert: a job
+//! retried after a failure ([`held_seqs`], from the worker) and a dead letter
+//! retried by an operator.
+//!
+//! Start-up never fails on one table: a table whose check fails (e.g. a table
+//! an older version created without `__seq`) has its replayed parts set aside
+//! as dead letters (quarantined) with the engine's error, and the others flush.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::RangeInclusive;
@@ -33,17 +39,37 @@ pub struct Resume {
     /// that deletes older rows in background merges.
     /// [`crate::Flusher::set_retention`] adds databases later.
     pub retention_secs: BTreeMap<String, u64>,
+    /// `DROP DATABASE` fences: parts of the database with a sequence at or below the value are
+    /// discarded (replayed or still to arrive), as [`crate::Flusher::drop_database`] does.
+    pub dropped: BTreeMap<String, u64>,
+    /// (database, measurement, seq) parts already in the dead-letter store: not replayed, they
+    /// count as done.
+    pub dead_lettered: HashSet<(String, String, u64)>,
 }
 
 /// (database, measurement, seq): replayed parts the engine already holds.
 pub(crate) type Held = HashSet<(String, String, u64)>;
 
-/// Which (database, measurement, seq) of `entries` the engine already holds.
-pub(crate) fn already_in_engine(engine: &Engine, entries: &[(u64, FlushWrite)]) -> Result<Held> {
+/// Which (database, measurement, seq) of `entries` the engine already holds, and the tables
+/// whose check failed (with the engine's error): those cannot be replayed safely.
+pub(crate) fn already_in_engine(
+    engine: &Engine,
+    entries: &[(u64, FlushWrite)],
+) -> (Held, HashMap<Key, String>) {
     let mut held = Held::new();
+    let mut unverifiable = HashMap::new();
     for ((db, m), (lo, hi)) in seq_ranges(entries) {
-        for seq in seqs_in_table(engine, &db, &m, lo, hi)? {
-            held.insert((db.clone(), m.clone(), seq));
+        match seqs_in_table(engine, &db, &m, lo, hi) {
+            Ok(seqs) => {
+                for seq in seqs {
+                    held.insert((db.clone(), m.clone(), seq));
+                }
+            }
+            Err(e) => {
+                tracing::error!(db, measurement = m, error = %e,
+                    "replay: cannot ask the engine what it holds; the table's parts are quarantined");
+                unverifiable.insert((db, m), format!("replay check failed: {e}"));
+            }
         }
     }
     if !held.is_empty() {
@@ -52,7 +78,19 @@ pub(crate) fn already_in_engine(engine: &Engine, entries: &[(u64, FlushWrite)]) 
             "replay: skipping parts the engine already holds"
         );
     }
-    Ok(held)
+    (held, unverifiable)
+}
+
+/// Which of `seqs` the engine's `db`.`m` already holds (none if the table is missing).
+pub(crate) fn held_seqs(engine: &Engine, db: &str, m: &str, seqs: &[u64]) -> Result<HashSet<u64>> {
+    let (Some(lo), Some(hi)) = (seqs.iter().min(), seqs.iter().max()) else {
+        return Ok(HashSet::new());
+    };
+    let wanted: HashSet<u64> = seqs.iter().copied().collect();
+    Ok(seqs_in_table(engine, db, m, *lo, *hi)?
+        .into_iter()
+        .filter(|s| wanted.contains(s))
+        .collect())
 }
 
 /// The lowest and highest sequence of each table written by `entries`.

@@ -219,6 +219,14 @@ impl TableCache {
         Ok(())
     }
 
+    /// Forgets what is known of one table, so the next insert asks the engine again
+    /// (after a failed insert: the table may have been dropped or altered behind our back).
+    pub fn forget_table(&mut self, db: &str, measurement: &str) {
+        self.databases.remove(db);
+        self.tables
+            .remove(&(db.to_string(), measurement.to_string()));
+    }
+
     /// Forgets what is known of `db` (after `DROP DATABASE`).
     pub fn forget_database(&mut self, db: &str) {
         self.databases.remove(db);

@@ -20,6 +20,16 @@ pub trait FlushedLog: Send + Sync + 'static {
     /// engine. Called from the flusher's coordinator thread with increasing
     /// `seq`; a failure is logged and the next advance covers it.
     fn mark_flushed(&self, seq: u64) -> Result<(), MarkError>;
+
+    /// Durably sets `letters` aside (quarantine): parts the engine refuses deterministically.
+    /// Called from the coordinator before the parts count as done, so the watermark only passes
+    /// them once they are safe elsewhere. A failure keeps them in the flusher, retried later.
+    /// The default has no dead-letter store and always fails: such a log keeps retrying
+    /// refused parts, as flushers before quarantine did.
+    fn dead_letter(&self, letters: &[crate::DeadLetter]) -> Result<(), MarkError> {
+        let _ = letters;
+        Err(MarkError::new("this log keeps no dead letters"))
+    }
 }
 
 /// Which sequences are wholly in the engine, and the contiguous prefix.

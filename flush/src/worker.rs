@@ -4,6 +4,12 @@
 //!
 //! Twice as many workers run as inserts may (a [`Semaphore`] of engine
 //! connections), so one job's coalescing overlaps another's insert.
+//!
+//! Exactly once on retries: a job whose parts failed before (`verify_up_to`)
+//! first asks the engine which of their `__seq` it already holds (an error
+//! after a successful INSERT — unregistering the Arrow table, a panic — must
+//! not insert twice) and inserts only the rest. [`insert_parts`] is the one
+//! insert path; operator retries of dead letters use it too.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -15,12 +21,19 @@ use parking_lot::{Condvar, Mutex};
 use crate::buffer::Key;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::replay::held_seqs;
 use crate::table::{self, coalesce, qualified, Part, TableCache};
 
 /// One table's parts to insert as one block.
 pub(crate) struct Job {
     pub(crate) key: Key,
     pub(crate) parts: Vec<Part>,
+    /// Parts with a sequence at or below this may already be in the engine
+    /// (an earlier attempt failed after, or during, its INSERT): check first.
+    /// 0: nothing to check.
+    pub(crate) verify_up_to: u64,
+    /// The job isolates parts of a deterministic failure (bisection).
+    pub(crate) isolated: bool,
 }
 
 /// A job's outcome, with its parts back (to retry or count as flushed).
@@ -28,6 +41,7 @@ pub(crate) struct JobDone {
     pub(crate) key: Key,
     pub(crate) parts: Vec<Part>,
     pub(crate) outcome: Result<()>,
+    pub(crate) isolated: bool,
 }
 
 /// What every worker thread shares.
@@ -61,47 +75,115 @@ impl Worker {
         for job in self.jobs.iter() {
             let start = Instant::now();
             // A panic is a failed job (retried), not a dead worker and a stuck flusher.
-            let outcome =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.insert(&job)))
-                    .unwrap_or_else(|panic| {
-                        let msg = panic
-                            .downcast_ref::<String>()
-                            .map(String::as_str)
-                            .or_else(|| panic.downcast_ref::<&str>().copied())
-                            .unwrap_or("unknown panic");
-                        Err(EngineError::Arrow(format!("flush job panicked: {msg}")))
-                    });
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                insert_parts(
+                    &self.engine,
+                    &self.tables,
+                    Some(&self.inserts),
+                    self.insert_threads,
+                    &job.key,
+                    &job.parts,
+                    job.verify_up_to,
+                )
+            }))
+            .unwrap_or_else(|panic| {
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("unknown panic");
+                Err(EngineError::Arrow(format!("flush job panicked: {msg}")))
+            });
+            if outcome.is_err() {
+                // The table may have been dropped or altered behind our back:
+                // the next attempt asks the engine again.
+                self.tables.lock().forget_table(&job.key.0, &job.key.1);
+            }
             metrics::histogram!("chingest_flush_batch_seconds")
                 .record(start.elapsed().as_secs_f64());
             let _ = self.done.send(JobDone {
                 key: job.key,
                 parts: job.parts,
                 outcome,
+                isolated: job.isolated,
             });
         }
     }
-
-    fn insert(&self, job: &Job) -> Result<()> {
-        let (db, measurement) = &job.key;
-        let build = Instant::now();
-        let (batch, columns) = coalesce(&job.parts)?;
-        metrics::histogram!("chingest_flush_arrow_build_seconds")
-            .record(build.elapsed().as_secs_f64());
-        let _permit = self.inserts.acquire();
-        let conn = self.engine.connection();
-        self.tables
-            .lock()
-            .ensure(&conn, db, measurement, &columns)?;
-        let rows = batch.num_rows();
-        let insert = Instant::now();
-        let settings = table::single_part_settings(rows, self.insert_threads);
-        conn.insert_batch(&qualified(db, measurement), batch, &settings)?;
-        metrics::histogram!("chingest_chdb_insert_seconds").record(insert.elapsed().as_secs_f64());
-        metrics::histogram!("chingest_flush_batch_points").record(rows as f64);
-        metrics::counter!("chingest_flush_points_total").increment(rows as u64);
-        Ok(())
-    }
 }
+
+/// Inserts `parts` of table `key` as one block: skips the parts with a
+/// sequence at or below `verify_up_to` that the engine already holds, then
+/// coalesces, creates the table and its columns as needed, and inserts. The
+/// one insert path of the flusher (workers, operator retries).
+pub(crate) fn insert_parts(
+    engine: &Engine,
+    tables: &Mutex<TableCache>,
+    slots: Option<&Semaphore>,
+    insert_threads: usize,
+    key: &Key,
+    parts: &[Part],
+    verify_up_to: u64,
+) -> Result<()> {
+    let (db, measurement) = key;
+    let suspects: Vec<u64> = parts
+        .iter()
+        .filter(|p| p.seq <= verify_up_to)
+        .map(|p| p.seq)
+        .collect();
+    let held = if suspects.is_empty() {
+        Default::default()
+    } else {
+        held_seqs(engine, db, measurement, &suspects)?
+    };
+    let owned: Vec<Part>;
+    let parts: &[Part] = if held.is_empty() {
+        parts
+    } else {
+        tracing::info!(db, measurement, held = held.len(),
+            "retry: skipping parts the engine already holds (exactly once)");
+        metrics::counter!("chingest_flush_retry_skipped_parts_total").increment(held.len() as u64);
+        owned = parts
+            .iter()
+            .filter(|p| !held.contains(&p.seq))
+            .cloned()
+            .collect();
+        &owned
+    };
+    if parts.is_empty() {
+        return Ok(());
+    }
+    let build = Instant::now();
+    let (batch, columns) = coalesce(parts)?;
+    metrics::histogram!("chingest_flush_arrow_build_seconds").record(build.elapsed().as_secs_f64());
+    let _permit = slots.map(Semaphore::acquire);
+    let conn = engine.connection();
+    tables.lock().ensure(&conn, db, measurement, &columns)?;
+    let rows = batch.num_rows();
+    let insert = Instant::now();
+    let settings = table::single_part_settings(rows, insert_threads);
+    conn.insert_batch(&qualified(db, measurement), batch, &settings)?;
+    if FAIL_AFTER_INSERT
+        .fetch_update(
+            std::sync::atomic::Ordering::AcqRel,
+            std::sync::atomic::Ordering::Acquire,
+            |n| n.checked_sub(1),
+        )
+        .is_ok()
+    {
+        return Err(EngineError::Arrow(
+            "injected failure after a successful INSERT (test hook)".into(),
+        ));
+    }
+    metrics::histogram!("chingest_chdb_insert_seconds").record(insert.elapsed().as_secs_f64());
+    metrics::histogram!("chingest_flush_batch_points").record(rows as f64);
+    metrics::counter!("chingest_flush_points_total").increment(rows as u64);
+    Ok(())
+}
+
+/// Test hook ([`crate::Flusher::inject_failure_after_inserts_for_tests`]): this many
+/// successful inserts report a failure anyway.
+pub(crate) static FAIL_AFTER_INSERT: std::sync::atomic::AtomicU32 =
+    std::sync::atomic::AtomicU32::new(0);
 
 /// A counting semaphore for the number of concurrent inserts.
 pub(crate) struct Semaphore {

@@ -6,7 +6,8 @@
 
 use std::fmt;
 
-/// An unknown `precision` query parameter.
+/// An unknown `precision` query parameter (InfluxDB 1.x's spellings, see
+/// [`Precision::from_v1`](crate::Precision::from_v1)).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid precision {given:?}: expected one of ns, u, us, ms, s, m, h")]
 pub struct PrecisionError {
@@ -71,9 +72,9 @@ pub enum WriteError {
     /// Building the Arrow batch failed (an internal error: the layout is built by this crate).
     #[error("building arrow batch: {0}")]
     Arrow(#[from] arrow::error::ArrowError),
-    /// The database name is empty or too long.
-    #[error("invalid database name {0:?}")]
-    InvalidDatabase(String),
+    /// The database name is refused ([`check_database`](crate::names::check_database)).
+    #[error(transparent)]
+    InvalidDatabase(#[from] crate::names::NameError),
 }
 
 impl WriteError {
@@ -147,4 +148,14 @@ pub enum CatalogError {
         /// What was wrong.
         reason: &'static str,
     },
+}
+
+/// Bytes that are not a canonical series key ([`SeriesKey`](crate::series::SeriesKey)).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid series key {key:02x?}: {reason}")]
+pub struct SeriesKeyError {
+    /// The key (its first 64 bytes).
+    pub key: Vec<u8>,
+    /// What was wrong.
+    pub reason: &'static str,
 }

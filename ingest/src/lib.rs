@@ -13,8 +13,11 @@
 //! * [`Ingestor::write`] runs the whole stage and returns a [`PreparedWrite`]; its
 //!   [`outcome`](PreparedWrite::outcome) and [`error_message`](PreparedWrite::error_message) give
 //!   the HTTP status (204 / 400 / 422) and v1 text (`partial write: ... dropped=<n>`).
-//! * [`Catalog`] is the in-memory schema and series registry; [`Catalog::load`] rebuilds it from
-//!   the records every write returns in [`PreparedWrite::meta`].
+//! * [`Catalog`] is the in-memory schema, series and database registry; [`Catalog::load`]
+//!   rebuilds it from the records every write returns in [`PreparedWrite::meta`] and the
+//!   database records ([`catalog::Record`] is the one codec of all of them).
+//! * [`names`] holds the database-name rules; [`Precision`] and [`Format`] the tables of the
+//!   `precision` parameter and of the body content types.
 //! * [`series`] documents and pins the series-id algorithm (versioned canonical key, xxh3-64).
 //! * [`wire`] is the WAL payload format; [`msgpack`] the two msgpack body formats.
 //!
@@ -31,6 +34,7 @@ pub mod error;
 pub mod line_protocol;
 pub mod lines;
 pub mod msgpack;
+pub mod names;
 pub mod point;
 pub mod precision;
 pub mod series;
@@ -38,15 +42,16 @@ pub mod wire;
 mod write;
 
 pub use batch::MeasurementBatch;
-pub use catalog::{Catalog, Limits, MetaRecord};
+pub use catalog::{Catalog, Limits, MeasurementSchema, MetaRecord};
 pub use error::{
-    CatalogError, DropKind, DroppedPoint, LineError, MsgpackError, PrecisionError, WireError,
-    WriteError,
+    CatalogError, DropKind, DroppedPoint, LineError, MsgpackError, PrecisionError, SeriesKeyError,
+    WireError, WriteError,
 };
+pub use names::MAX_DATABASE_NAME;
 pub use point::{FieldType, FieldValue, ParsedBatch, PointEntry, Span, Value, RESERVED_COLUMNS};
 pub use precision::Precision;
 pub use write::{
     parse_body, Format, IngestConfig, Ingestor, PreparedWrite, WriteOutcome, BEYOND_RETENTION,
     CONTENT_TYPE_COLUMNAR_MSGPACK, CONTENT_TYPE_COLUMNAR_MSGPACK_HYPERBYTEDB, CONTENT_TYPE_MSGPACK,
-    MAX_DATABASE_NAME,
+    MSGPACK_CONTENT_TYPES,
 };

@@ -60,8 +60,9 @@ pub enum FieldType {
 }
 
 impl FieldType {
-    /// InfluxDB's name of the type, as used in `field type conflict` messages.
-    pub fn name(self) -> &'static str {
+    /// InfluxDB's (InfluxQL's) name of the type: `float`, `integer`, `unsigned`, `string`,
+    /// `boolean`, as `SHOW FIELD KEYS` and `field type conflict` messages show it.
+    pub fn influxql_name(self) -> &'static str {
         match self {
             FieldType::Float => "float",
             FieldType::Integer => "integer",
@@ -684,13 +685,28 @@ pub(crate) fn extend_short(out: &mut Vec<u8>, v: &[u8]) {
     }
     out.reserve(v.len());
     let (len, n) = (out.len(), v.len());
-    // SAFETY: `reserve` guarantees `n` writable bytes after `len`; every write below stays in
-    // `[len, len + n)` (two possibly overlapping words cover lengths 4..=16), reads stay in
-    // `v`, and exactly those `n` bytes are initialised before `set_len`.
+    // SAFETY: `reserve` guarantees `n` writable bytes after `len`, which `copy_short` fills
+    // exactly, before `set_len`.
     unsafe {
-        let dst = out.as_mut_ptr().add(len);
-        let src = v.as_ptr();
-        if n >= 8 {
+        copy_short(out.as_mut_ptr().add(len), v);
+        out.set_len(len + n);
+    }
+}
+
+/// Copies `v` to `dst`: two possibly overlapping words for 4..=16 bytes, a byte loop below,
+/// `memcpy` above.
+///
+/// # Safety
+/// `dst` must be valid for `v.len()` bytes of writes and not overlap `v`.
+#[inline(always)]
+pub(crate) unsafe fn copy_short(dst: *mut u8, v: &[u8]) {
+    let (n, src) = (v.len(), v.as_ptr());
+    // SAFETY: the caller guarantees `n` writable bytes at `dst`; every write below stays in
+    // `[dst, dst + n)` and every read in `v`.
+    unsafe {
+        if n > 16 {
+            std::ptr::copy_nonoverlapping(src, dst, n);
+        } else if n >= 8 {
             let a = std::ptr::read_unaligned(src as *const u64);
             let b = std::ptr::read_unaligned(src.add(n - 8) as *const u64);
             std::ptr::write_unaligned(dst as *mut u64, a);
@@ -705,7 +721,6 @@ pub(crate) fn extend_short(out: &mut Vec<u8>, v: &[u8]) {
                 *dst.add(i) = *src.add(i);
             }
         }
-        out.set_len(len + n);
     }
 }
 

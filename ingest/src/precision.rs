@@ -28,20 +28,37 @@ pub const MIN_NANO_TIME: i64 = i64::MIN + 2;
 pub const MAX_NANO_TIME: i64 = i64::MAX - 1;
 
 impl Precision {
-    /// Parses the `precision` query parameter. The empty string and `n`/`ns` mean nanoseconds.
-    pub fn parse(s: &str) -> Result<Precision, PrecisionError> {
-        Ok(match s {
-            "" | "n" | "ns" => Precision::Nanoseconds,
-            "u" | "us" | "µ" | "µs" => Precision::Microseconds,
+    /// The precision of InfluxDB 1.x's `/write?precision=`: `ns` or `n`, `u`, `us` or `µ`, `ms`,
+    /// `s`, `m`, `h`; `None` for anything else (an absent parameter means nanoseconds).
+    pub fn from_v1(s: &str) -> Option<Precision> {
+        Some(match s {
+            "ns" | "n" => Precision::Nanoseconds,
+            "u" | "us" | "µ" => Precision::Microseconds,
             "ms" => Precision::Milliseconds,
             "s" => Precision::Seconds,
             "m" => Precision::Minutes,
             "h" => Precision::Hours,
-            other => {
-                return Err(PrecisionError {
-                    given: other.chars().take(32).collect(),
-                })
-            }
+            _ => return None,
+        })
+    }
+
+    /// The precision of InfluxDB 2.x's `/api/v2/write?precision=`: `ns`, `us`, `ms`, `s`;
+    /// `None` for anything else (an absent parameter means nanoseconds).
+    pub fn from_v2(s: &str) -> Option<Precision> {
+        match s {
+            "ns" | "us" | "ms" | "s" => Precision::from_v1(s),
+            _ => None,
+        }
+    }
+
+    /// Parses a v1 `precision` query parameter ([`Precision::from_v1`]); the empty string
+    /// (an absent parameter) means nanoseconds.
+    pub fn parse(s: &str) -> Result<Precision, PrecisionError> {
+        if s.is_empty() {
+            return Ok(Precision::Nanoseconds);
+        }
+        Precision::from_v1(s).ok_or_else(|| PrecisionError {
+            given: s.chars().take(32).collect(),
         })
     }
 
@@ -92,6 +109,40 @@ mod tests {
             assert_eq!(Precision::parse(s).unwrap(), p, "{s}");
         }
         assert!(Precision::parse("d").is_err());
+    }
+
+    /// The tables of the write endpoints (moved from the server, where v1 and v2 were
+    /// matched separately).
+    #[test]
+    fn v1_and_v2_spellings() {
+        use Precision::*;
+        for (s, p) in [
+            ("ns", Nanoseconds),
+            ("n", Nanoseconds),
+            ("u", Microseconds),
+            ("us", Microseconds),
+            ("µ", Microseconds),
+            ("ms", Milliseconds),
+            ("s", Seconds),
+            ("m", Minutes),
+            ("h", Hours),
+        ] {
+            assert_eq!(Precision::from_v1(s), Some(p), "{s}");
+        }
+        for bad in ["", "x", "d", "NS", "µs", "1s"] {
+            assert_eq!(Precision::from_v1(bad), None, "{bad}");
+        }
+        for (s, p) in [
+            ("ns", Nanoseconds),
+            ("us", Microseconds),
+            ("ms", Milliseconds),
+            ("s", Seconds),
+        ] {
+            assert_eq!(Precision::from_v2(s), Some(p), "{s}");
+        }
+        for bad in ["", "n", "u", "µ", "m", "h", "x"] {
+            assert_eq!(Precision::from_v2(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::catalog::{Catalog, MetaRecord};
 use crate::error::{DropKind, DroppedPoint, LineError, WriteError};
 use crate::line_protocol::{parse_lines_parallel, DEFAULT_PARALLEL_CHUNK_BYTES};
 use crate::msgpack;
+use crate::names::check_database;
 use crate::point::ParsedBatch;
 use crate::precision::Precision;
 
@@ -18,19 +19,28 @@ pub const CONTENT_TYPE_COLUMNAR_MSGPACK: &str = "application/vnd.chingest.column
 pub const CONTENT_TYPE_COLUMNAR_MSGPACK_HYPERBYTEDB: &str =
     "application/vnd.hyperbytedb.columnar-msgpack.v1";
 
+/// The content types of the msgpack formats, matched case-insensitively with parameters
+/// (`; charset=`) ignored; any other content type is line protocol.
+pub const MSGPACK_CONTENT_TYPES: [(&str, Format); 4] = [
+    (CONTENT_TYPE_MSGPACK, Format::MsgpackRows),
+    ("application/x-msgpack", Format::MsgpackRows),
+    (CONTENT_TYPE_COLUMNAR_MSGPACK, Format::MsgpackColumnar),
+    (
+        CONTENT_TYPE_COLUMNAR_MSGPACK_HYPERBYTEDB,
+        Format::MsgpackColumnar,
+    ),
+];
+
 /// InfluxDB 1.x's reason for points older than the database's retention.
 pub const BEYOND_RETENTION: &str = "points beyond retention policy";
-
-/// Longest accepted database name in bytes.
-pub const MAX_DATABASE_NAME: usize = 255;
 
 /// Body format of a write request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
-    /// InfluxDB line protocol (any content type not listed below).
+    /// InfluxDB line protocol (any content type not in [`MSGPACK_CONTENT_TYPES`]).
     #[default]
     LineProtocol,
-    /// msgpack row format ([`CONTENT_TYPE_MSGPACK`]).
+    /// msgpack row format ([`CONTENT_TYPE_MSGPACK`] or `application/x-msgpack`).
     MsgpackRows,
     /// msgpack columnar format ([`CONTENT_TYPE_COLUMNAR_MSGPACK`] or the HyperbyteDB alias).
     MsgpackColumnar,
@@ -44,17 +54,10 @@ impl Format {
             return Format::LineProtocol;
         };
         let mime = ct.split(';').next().unwrap_or("").trim();
-        if mime.eq_ignore_ascii_case(CONTENT_TYPE_MSGPACK)
-            || mime.eq_ignore_ascii_case("application/x-msgpack")
-        {
-            Format::MsgpackRows
-        } else if mime.eq_ignore_ascii_case(CONTENT_TYPE_COLUMNAR_MSGPACK)
-            || mime.eq_ignore_ascii_case(CONTENT_TYPE_COLUMNAR_MSGPACK_HYPERBYTEDB)
-        {
-            Format::MsgpackColumnar
-        } else {
-            Format::LineProtocol
-        }
+        MSGPACK_CONTENT_TYPES
+            .iter()
+            .find(|(name, _)| mime.eq_ignore_ascii_case(name))
+            .map_or(Format::LineProtocol, |&(_, format)| format)
     }
 
     fn label(self) -> &'static str {
@@ -233,9 +236,7 @@ impl Ingestor {
         now_ns: i64,
         min_time_ns: Option<i64>,
     ) -> Result<PreparedWrite, WriteError> {
-        if db.is_empty() || db.len() > MAX_DATABASE_NAME {
-            return Err(WriteError::InvalidDatabase(db.chars().take(64).collect()));
-        }
+        check_database(db)?;
         let t0 = Instant::now();
         let mut parsed = parse_body(
             body,

@@ -99,10 +99,18 @@ pub struct User {
     write: Vec<String>,
 }
 
+impl User {
+    /// The databases this user may read (`*` = all), as configured.
+    pub fn read(&self) -> &[String] {
+        &self.read
+    }
+}
+
 /// Who is making a request; inserted into request extensions by [`require_auth`].
 #[derive(Debug, Clone)]
 pub enum Identity {
-    /// Auth is disabled: everything but SQL writes is allowed.
+    /// Auth is disabled: everything but SQL writes is allowed (SQL reads every
+    /// database, read-only; see `sql::sql_access`).
     Anonymous,
     /// An authenticated user.
     User(Arc<User>),

@@ -5,7 +5,7 @@
 //! (or no file) is a valid configuration.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -16,15 +16,20 @@ pub struct Config {
     /// HTTP front door.
     pub server: ServerConfig,
     /// Where data lives.
-    pub storage: StorageConfig,
-    /// Write-ahead log.
-    pub wal: WalSection,
-    /// Flushing to the engine.
-    pub flush: FlushSection,
+    pub storage: storage::StorageConfig,
+    /// Write-ahead log (the `wal` crate's own config).
+    pub wal: storage::WalConfig,
+    /// Flushing to the engine (the `flush` crate's own config).
+    pub flush: storage::FlushConfig,
+    /// Limits of `/api/v1/sql` statements (the engine's SQL sandbox).
+    pub sql: storage::SqlConfig,
     /// Back-pressure and schema limits.
     pub limits: LimitsConfig,
     /// Authentication and authorization.
     pub auth: AuthConfig,
+    /// Log format and colour (`[log]`; the filter is `server.log`).
+    #[serde(default)]
+    pub log: crate::logging::LogConfig,
 }
 
 /// `[server]`.
@@ -46,7 +51,10 @@ pub struct ServerConfig {
     /// Writes to an unknown database create it instead of answering 404.
     /// Default: false (as InfluxDB).
     pub auto_create_databases: bool,
-    /// How long shutdown waits for in-flight requests. Default: 30.
+    /// Bound of a graceful shutdown, in seconds: in-flight requests, then
+    /// flushing to the engine, whatever the flusher's state (what it cannot
+    /// flush in time stays in the WAL and replays on the next start; the WAL
+    /// commit and the engine close get at least 2 s more). Default: 30.
     pub shutdown_grace_secs: u64,
     /// Log filter (tracing `EnvFilter` syntax); `RUST_LOG` wins when set.
     /// Default: `info`.
@@ -64,81 +72,6 @@ impl Default for ServerConfig {
             auto_create_databases: false,
             shutdown_grace_secs: 30,
             log: "info".into(),
-        }
-    }
-}
-
-/// `[storage]`.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct StorageConfig {
-    /// Root data directory: the WAL lives in `<data_dir>/wal`, the engine in
-    /// `<data_dir>/chdb`. Default: `data`.
-    pub data_dir: PathBuf,
-}
-
-impl Default for StorageConfig {
-    fn default() -> Self {
-        Self {
-            data_dir: PathBuf::from("data"),
-        }
-    }
-}
-
-impl StorageConfig {
-    /// `<data_dir>/wal`.
-    pub fn wal_dir(&self) -> PathBuf {
-        self.data_dir.join("wal")
-    }
-    /// `<data_dir>/chdb`.
-    pub fn engine_dir(&self) -> PathBuf {
-        self.data_dir.join("chdb")
-    }
-}
-
-/// `[wal]`.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct WalSection {
-    /// `fsync` (every acknowledged write survives power loss) or `buffered`
-    /// (survives a process crash only). Default: `fsync`.
-    pub durability: String,
-    /// Entries the WAL writer may have queued; a full queue answers 503/429.
-    /// Default: 1024.
-    pub queue_capacity: usize,
-}
-
-impl Default for WalSection {
-    fn default() -> Self {
-        Self {
-            durability: "fsync".into(),
-            queue_capacity: 1024,
-        }
-    }
-}
-
-/// `[flush]`.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct FlushSection {
-    /// Engine connections; 0 = one per core. Default: 0.
-    pub connections: usize,
-    /// Rows buffered per (database, measurement) before an insert. Default: 200000.
-    pub max_points_per_batch: usize,
-    /// Longest a buffered row waits before an insert. Default: 1000.
-    pub max_age_ms: u64,
-    /// Engine threads per insert (`max_threads`); 0 = one per core. Default: 1
-    /// (on small machines a wide insert competes with parsing).
-    pub insert_threads: usize,
-}
-
-impl Default for FlushSection {
-    fn default() -> Self {
-        Self {
-            connections: 0,
-            max_points_per_batch: 200_000,
-            max_age_ms: 1000,
-            insert_threads: 1,
         }
     }
 }
@@ -199,6 +132,15 @@ impl Default for LimitsConfig {
 }
 
 impl LimitsConfig {
+    /// The catalog's schema limits.
+    pub fn schema_limits(&self) -> ingest::Limits {
+        ingest::Limits {
+            max_series_per_database: self.max_series_per_database,
+            max_measurements_per_database: self.max_measurements_per_database,
+            max_values_per_tag: self.max_tag_values_per_key,
+        }
+    }
+
     /// The CPU pool size this resolves to.
     pub fn cpu_workers(&self) -> usize {
         if self.cpu_workers == 0 {
@@ -320,18 +262,15 @@ impl Config {
         if self.server.header_read_timeout_secs == 0 {
             return bad("server.header_read_timeout_secs must be > 0".into());
         }
-        if !matches!(self.wal.durability.as_str(), "fsync" | "buffered") {
-            return bad(format!(
-                "wal.durability = {:?}: expected \"fsync\" or \"buffered\"",
-                self.wal.durability
-            ));
-        }
-        if self.wal.queue_capacity == 0 {
-            return bad("wal.queue_capacity must be > 0".into());
-        }
-        if self.flush.max_points_per_batch == 0 {
-            return bad("flush.max_points_per_batch must be > 0".into());
-        }
+        self.wal
+            .validate()
+            .map_err(|e| ConfigError::Invalid(format!("wal: {e}")))?;
+        self.flush
+            .validate()
+            .map_err(|e| ConfigError::Invalid(format!("flush: {e}")))?;
+        self.sql.validate().map_err(|e| {
+            ConfigError::Invalid(format!("sql.{} = {}: {}", e.key, e.value, e.reason))
+        })?;
         if self.limits.max_inflight_bytes < self.server.max_body_bytes {
             return bad(format!(
                 "limits.max_inflight_bytes ({}) must be >= server.max_body_bytes ({}) or no maximal request could ever run",
@@ -372,7 +311,7 @@ impl Config {
 
     /// The default configuration as annotated TOML (`chingest config --print-default`).
     pub fn default_toml() -> String {
-        DEFAULT_TOML.to_string()
+        format!("{DEFAULT_TOML}\n{}", crate::logging::DEFAULT_TOML)
     }
 }
 
@@ -435,7 +374,8 @@ header_read_timeout_secs = 30
 body_read_timeout_secs = 30
 # Create unknown databases on write instead of answering 404 (InfluxDB: false).
 auto_create_databases = false
-# Seconds shutdown waits for in-flight requests before closing the pipeline.
+# Bound of a graceful stop in seconds: in-flight requests, then the flush to the
+# engine; what is not flushed by then stays in the WAL and replays on the next start.
 shutdown_grace_secs = 30
 # Log filter (tracing EnvFilter syntax); RUST_LOG wins when set.
 log = "info"
@@ -449,6 +389,9 @@ data_dir = "data"
 durability = "fsync"
 # Entries the WAL writer may have queued (a full queue answers 503 v1 / 429 v2).
 queue_capacity = 1024
+# Free bytes the WAL's file system must keep: below it writes get 503 (nothing is
+# acknowledged, nothing poisoned) and resume by themselves when space is freed. 256 MiB.
+min_free_bytes = 268435456
 
 [flush]
 # Engine connections; 0 = one per core.
@@ -459,6 +402,23 @@ max_points_per_batch = 200000
 max_age_ms = 1000
 # Engine threads per insert; 0 = one per core (1 keeps inserts from starving parsing).
 insert_threads = 1
+# An unclassified flush error repeated this many times is treated as deterministic:
+# the refused points are quarantined (GET /api/v1/quarantine), never dropped.
+quarantine_after_failures = 5
+
+[sql]
+# /api/v1/sql statements running at once (each on an engine connection of its
+# own, never the flusher's); one more is answered 503 + Retry-After at once.
+max_concurrent_queries = 2
+# The engine stops a statement after this many seconds.
+max_execution_secs = 30
+# A result larger than this fails the statement: rows, and bytes (256 MiB).
+max_result_rows = 1000000
+max_result_bytes = 268435456
+# Memory one statement may use in the engine. 1 GiB.
+max_memory_bytes = 1073741824
+# Engine threads per statement (1 leaves the other cores to ingest).
+max_threads = 1
 
 [limits]
 # Body bytes (raw + decompressed) in memory across in-flight writes. 256 MiB.
@@ -500,6 +460,7 @@ metrics_require_auth = false
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
@@ -517,8 +478,8 @@ mod tests {
         assert_eq!(c.storage.data_dir, PathBuf::from("data"));
         assert_eq!(c.storage.wal_dir(), PathBuf::from("data/wal"));
         assert_eq!(c.storage.engine_dir(), PathBuf::from("data/chdb"));
-        assert_eq!(c.wal.durability, "fsync");
-        assert_eq!(c.flush.connections, 0);
+        assert_eq!(c.wal.durability, storage::Durability::Fsync);
+        assert_eq!(c.flush.engine.connections, 0);
         assert_eq!(c.flush.max_points_per_batch, 200_000);
         assert_eq!(c.flush.max_age_ms, 1000);
         assert!(!c.auth.enabled);

@@ -104,6 +104,10 @@ pub enum ApiError {
     /// Used if no route matches. 404.
     #[error("not found")]
     NotFound,
+    /// Used if a statement that changes state comes with a method that must
+    /// not change state (`CREATE`/`DROP` via `GET /query`). 405, `Allow: POST`.
+    #[error("{0}")]
+    MethodNotAllowed(String),
     /// Used if something broke inside the server. 500; the detail is logged, not sent.
     #[error("internal error: {0}")]
     Internal(String),
@@ -120,6 +124,7 @@ impl ApiError {
             | BadRequest(_)
             | Query(_) => StatusCode::BAD_REQUEST,
             DatabaseNotFound(_) | RetentionPolicyNotFound(_) | NotFound => StatusCode::NOT_FOUND,
+            MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedEncoding(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -138,7 +143,7 @@ impl ApiError {
     /// The v2 `code` for this error.
     fn v2_code(&self, status: StatusCode) -> &'static str {
         match status.as_u16() {
-            400 | 408 | 415 => "invalid",
+            400 | 405 | 408 | 415 => "invalid",
             401 => "unauthorized",
             403 => "forbidden",
             404 => "not found",
@@ -191,6 +196,9 @@ impl ApiError {
         if let Some(secs) = retry {
             h.insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
         }
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            h.insert(header::ALLOW, HeaderValue::from_static("POST"));
+        }
         if status == StatusCode::UNAUTHORIZED && api == Api::V1 {
             h.insert(
                 header::WWW_AUTHENTICATE,
@@ -207,19 +215,48 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<crate::pipeline::PipelineError> for ApiError {
-    fn from(e: crate::pipeline::PipelineError) -> Self {
-        use crate::pipeline::PipelineError as P;
+impl From<storage::StorageError> for ApiError {
+    fn from(e: storage::StorageError) -> Self {
+        use storage::StorageError as S;
         match e {
-            P::Invalid(m) => ApiError::BadRequest(m),
-            P::DatabaseNotFound(db) => ApiError::DatabaseNotFound(db),
-            P::QueueFull => ApiError::Overloaded {
+            S::Write(w) if !w.is_client_error() => ApiError::Internal(w.to_string()),
+            e @ (S::Write(_)
+            | S::InvalidName(_)
+            | S::RetentionConflict { .. }
+            | S::EntryTooLarge(_)) => ApiError::BadRequest(e.to_string()),
+            S::DatabaseNotFound { db } => ApiError::DatabaseNotFound(db),
+            S::QueueFull => ApiError::Overloaded {
                 reason: "the WAL queue is full".into(),
                 retry_after: 1,
             },
-            P::Unavailable(m) => ApiError::Unavailable(m),
-            P::Query(m) => ApiError::Query(m),
-            P::Internal(m) => ApiError::Internal(m),
+            e @ (S::ShuttingDown | S::WalFailed(_) | S::DiskFull(_)) => {
+                ApiError::Unavailable(e.to_string())
+            }
+            S::Engine(e) => match e.engine_message() {
+                Some(m) => ApiError::Query(m.to_string()),
+                None => ApiError::Internal(e.to_string()),
+            },
+            e => ApiError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl From<storage::SqlError> for ApiError {
+    /// A refused statement is 403, a bad one or one over its limits 400 (the
+    /// message names the limit and its `[sql]` key), a busy sandbox 503 with
+    /// Retry-After.
+    fn from(e: storage::SqlError) -> Self {
+        use storage::SqlError as E;
+        match e {
+            e @ E::Busy { .. } => ApiError::Overloaded {
+                reason: e.to_string(),
+                retry_after: 1,
+            },
+            E::Forbidden(m) => ApiError::Forbidden(m),
+            E::Invalid(m) | E::LimitExceeded(m) => ApiError::Query(m),
+            e @ E::Cancelled => ApiError::Unavailable(e.to_string()),
+            E::Unavailable(m) => ApiError::Unavailable(m),
+            e => ApiError::Internal(e.to_string()),
         }
     }
 }

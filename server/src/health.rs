@@ -1,6 +1,9 @@
 //! `GET /health`: status, version, WAL lag and flush state; 503 when writes
-//! cannot be accepted. Field names follow InfluxDB 2's `/health` so its
-//! clients' health checks work.
+//! cannot be accepted (shutting down, the WAL failed, the disk is below its
+//! reserve, back-pressure). Field names follow InfluxDB 2's `/health` so its
+//! clients' health checks work. Quarantined tables (points the engine refuses,
+//! set aside so the rest keeps flowing) do not fail the check: they appear in
+//! `quarantine` and as a `checks` entry with status `warn`.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -8,12 +11,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::AppState;
+use crate::{AppState, Store};
 
 /// `GET /health`.
-pub async fn health(State(state): State<AppState>) -> Response {
-    let s = state.pipeline.stats();
-    let refusal = state.limits.pipeline_state(&s).err();
+pub async fn health<S: Store>(State(state): State<AppState<S>>) -> Response {
+    let s = state.store.stats();
+    let quarantine = state.store.quarantine();
+    let quarantine_points: u64 = quarantine.iter().map(|t| t.points).sum();
+    let refusal = state.limits.storage_state(&s).err();
     let (status, pass, message) = match &refusal {
         None => (
             StatusCode::OK,
@@ -28,7 +33,26 @@ pub async fn health(State(state): State<AppState>) -> Response {
         "status": pass,
         "version": crate::INFLUXDB_VERSION,
         "commit": crate::BUILD,
-        "checks": [],
+        "checks": [{
+            "name": "quarantine",
+            "status": if quarantine.is_empty() { "pass" } else { "warn" },
+            "message": if quarantine.is_empty() {
+                "no quarantined data".to_string()
+            } else {
+                format!(
+                    "{} table(s) hold {quarantine_points} quarantined point(s): see GET /api/v1/quarantine",
+                    quarantine.len()
+                )
+            },
+        }],
+        "quarantine": quarantine.iter().map(|t| json!({
+            "db": t.db,
+            "measurement": t.measurement,
+            "entries": t.entries,
+            "points": t.points,
+            "error": t.error,
+            "quarantined_secs": t.quarantined_secs,
+        })).collect::<Vec<_>>(),
         "wal": {
             "queue_depth": s.wal_queue_depth,
             "queue_capacity": s.wal_queue_capacity,

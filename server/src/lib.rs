@@ -6,7 +6,7 @@
 //!   `/api/v1/sql` ([`sql`]), wrapped in request ids and version headers,
 //!   a request deadline ([`limit`]), authentication ([`auth`]) and request
 //!   metrics ([`metrics`]).
-//! - [`run`] opens the storage pipeline ([`pipeline`]: ingest → WAL → flush →
+//! - [`run`] opens storage (the `storage` crate: ingest → WAL → flush →
 //!   chDB), serves HTTP/1.1 with header/body read timeouts, and on
 //!   SIGTERM/SIGINT stops accepting, finishes in-flight requests, then commits
 //!   the WAL, flushes to chDB and closes the engine. A second signal exits at
@@ -26,15 +26,17 @@ use axum::routing::{get, post};
 use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
 
+pub mod admin;
 pub mod auth;
 pub mod config;
 pub mod error;
 pub mod health;
 pub mod limit;
+pub mod logging;
 pub mod metrics;
+pub mod origin;
 pub mod params;
 pub mod ping;
-pub mod pipeline;
 pub mod query;
 pub mod sql;
 pub mod write;
@@ -43,7 +45,7 @@ pub use auth::{Authenticator, Identity, SecretHash};
 pub use config::{Config, ConfigError};
 pub use error::{Api, ApiError, V2Error};
 pub use limit::Limits;
-pub use pipeline::{Pipeline, PipelineError, PipelineStats};
+pub use storage::{Storage, StorageError, Store};
 
 /// The InfluxDB version chingest answers as (`X-Influxdb-Version`); clients
 /// gate features on a 1.8-compatible server.
@@ -51,13 +53,13 @@ pub const INFLUXDB_VERSION: &str = concat!("1.8.10-chingest-", env!("CARGO_PKG_V
 /// `X-Influxdb-Build`.
 pub const BUILD: &str = concat!("chingest ", env!("CARGO_PKG_VERSION"));
 
-/// Everything a handler needs; cheap to clone.
-#[derive(Clone)]
-pub struct AppState {
+/// Everything a handler needs; cheap to clone. `S` is storage: [`Storage`] in
+/// the server, an in-memory double in the handler tests.
+pub struct AppState<S = Storage> {
     /// The validated configuration.
     pub config: Arc<Config>,
     /// Storage.
-    pub pipeline: Arc<dyn Pipeline>,
+    pub store: Arc<S>,
     /// Back-pressure budgets.
     pub limits: Arc<Limits>,
     /// Credentials and permissions.
@@ -66,31 +68,50 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
 }
 
-impl AppState {
-    /// State for `config` over `pipeline` (installs the metrics recorder once).
-    pub fn new(config: Config, pipeline: Arc<dyn Pipeline>) -> AppState {
+impl<S> Clone for AppState<S> {
+    fn clone(&self) -> Self {
+        AppState {
+            config: self.config.clone(),
+            store: self.store.clone(),
+            limits: self.limits.clone(),
+            auth: self.auth.clone(),
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
+impl<S: Store> AppState<S> {
+    /// State for `config` over `store` (installs the metrics recorder once).
+    pub fn new(config: Config, store: Arc<S>) -> AppState<S> {
         AppState {
             limits: Arc::new(Limits::new(&config.limits)),
             auth: Arc::new(Authenticator::new(&config.auth)),
             metrics: metrics::handle(),
             config: Arc::new(config),
-            pipeline,
+            store,
         }
     }
 }
 
 /// The router with every route and layer.
-pub fn app(state: AppState) -> Router {
+pub fn app<S: Store>(state: AppState<S>) -> Router {
     let timeout = Duration::from_secs(state.config.server.request_timeout_secs);
     Router::new()
-        .route("/write", post(write::write_v1))
-        .route("/api/v2/write", post(write::write_v2))
+        .route("/write", post(write::write_v1::<S>))
+        .route("/api/v2/write", post(write::write_v2::<S>))
         .route("/ping", get(ping::ping).head(ping::ping))
-        .route("/health", get(health::health))
-        .route("/metrics", get(metrics::metrics))
-        .route("/query", get(query::query).post(query::query))
-        .route("/api/v1/sql", get(sql::sql).post(sql::sql))
+        .route("/health", get(health::health::<S>))
+        .route("/metrics", get(metrics::metrics::<S>))
+        .route("/query", get(query::query::<S>).post(query::query::<S>))
+        .route("/api/v1/sql", get(sql::sql::<S>).post(sql::sql::<S>))
+        .route("/api/v1/quarantine", get(admin::list::<S>))
+        .route("/api/v1/quarantine/retry", post(admin::retry::<S>))
+        .route("/api/v1/quarantine/discard", post(admin::discard::<S>))
         .route_layer(middleware::from_fn(metrics::track))
+        .route_layer(middleware::from_fn_with_state(
+            state.config.auth.enabled,
+            origin::refuse_cross_site,
+        ))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.auth.clone(),
@@ -112,7 +133,11 @@ static REQUEST_ID: HeaderName = HeaderName::from_static("request-id");
 static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Middleware: `Request-Id`/`X-Request-Id` (the client's, echoed, or a new
-/// one) and the version headers on every response.
+/// one) and the version headers on every response. The request runs in a
+/// `request` span carrying the id, so whatever is logged while serving it
+/// carries the id too; its access line is `debug` under
+/// [`logging::ACCESS_TARGET`] (path without the query string, where v1
+/// credentials travel).
 async fn common_headers(req: Request, next: Next) -> Response {
     let id = req
         .headers()
@@ -121,7 +146,25 @@ async fn common_headers(req: Request, next: Next) -> Response {
         .filter(|v| !v.is_empty() && v.len() <= 128)
         .cloned()
         .unwrap_or_else(new_request_id);
-    let mut resp = next.run(req).await;
+    let span = tracing::info_span!("request", request_id = %String::from_utf8_lossy(id.as_bytes()));
+    let access =
+        tracing::enabled!(target: logging::ACCESS_TARGET, tracing::Level::DEBUG).then(|| {
+            let started = std::time::Instant::now();
+            (started, req.method().clone(), req.uri().path().to_owned())
+        });
+    let mut resp = tracing::Instrument::instrument(next.run(req), span.clone()).await;
+    if let Some((started, method, path)) = access {
+        span.in_scope(|| {
+            tracing::debug!(
+                target: logging::ACCESS_TARGET,
+                %method,
+                %path,
+                status = resp.status().as_u16(),
+                duration_ms = started.elapsed().as_secs_f64() * 1e3,
+                "request"
+            )
+        });
+    }
     let h = resp.headers_mut();
     h.insert(REQUEST_ID.clone(), id.clone());
     h.insert(X_REQUEST_ID.clone(), id);
@@ -156,7 +199,10 @@ fn new_request_id() -> HeaderValue {
 pub enum RunError {
     /// Storage could not be opened or closed cleanly.
     #[error("storage: {0}")]
-    Pipeline(#[from] PipelineError),
+    Storage(#[from] StorageError),
+    /// The blocking task opening or closing storage panicked.
+    #[error("storage task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
     /// The listener could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -171,10 +217,7 @@ pub enum RunError {
 pub async fn run(config: Config) -> Result<(), RunError> {
     let _ = metrics::handle();
     let open_config = config.clone();
-    let pipeline: Arc<dyn Pipeline> =
-        tokio::task::spawn_blocking(move || open_pipeline(&open_config))
-            .await
-            .map_err(|e| PipelineError::Internal(format!("open task failed: {e}")))??;
+    let store = Arc::new(tokio::task::spawn_blocking(move || open_storage(&open_config)).await??);
     let addr = config.server.listen.clone();
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
@@ -185,27 +228,46 @@ pub async fn run(config: Config) -> Result<(), RunError> {
     tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or(addr), "listening");
     let header_timeout = Duration::from_secs(config.server.header_read_timeout_secs);
     let grace = Duration::from_secs(config.server.shutdown_grace_secs);
-    let router = app(AppState::new(config, pipeline.clone()));
-    serve(listener, router, header_timeout, grace, shutdown_signal()).await;
-    tracing::info!("HTTP stopped; committing the WAL and flushing to chDB");
-    let p = pipeline.clone();
-    tokio::task::spawn_blocking(move || p.shutdown())
-        .await
-        .map_err(|e| PipelineError::Internal(format!("shutdown task failed: {e}")))??;
+    let router = app(AppState::new(config, store.clone()));
+    // One grace bounds the whole stop: in-flight requests, then the flush (whatever
+    // the flusher's state; what it cannot flush in time stays in the WAL). The WAL
+    // commit and the engine close get a few seconds of their own at least.
+    let signalled = Arc::new(std::sync::OnceLock::new());
+    let on_signal = {
+        let signalled = signalled.clone();
+        async move {
+            shutdown_signal().await;
+            let _ = signalled.set(std::time::Instant::now());
+        }
+    };
+    serve(listener, router, header_timeout, grace, on_signal).await;
+    let spent = signalled.get().map_or(Duration::ZERO, |t| t.elapsed());
+    let flush_grace = grace.saturating_sub(spent).max(Duration::from_secs(2));
+    tracing::info!(?flush_grace, "HTTP stopped; committing the WAL and flushing to chDB");
+    tokio::task::spawn_blocking(move || store.shutdown_within(flush_grace)).await??;
     tracing::info!("shutdown complete");
     Ok(())
 }
 
-#[cfg(feature = "storage")]
-fn open_pipeline(config: &Config) -> Result<Arc<dyn Pipeline>, PipelineError> {
-    Ok(Arc::new(pipeline::chdb::ChdbPipeline::open(config)?))
-}
-
-#[cfg(not(feature = "storage"))]
-fn open_pipeline(_config: &Config) -> Result<Arc<dyn Pipeline>, PipelineError> {
-    Err(PipelineError::Unavailable(
-        "this chingest was built without the `storage` feature".into(),
-    ))
+fn open_storage(config: &Config) -> Result<Storage, StorageError> {
+    // The engine boots with one role per read scope SQL will run under
+    // (sql::sql_access): every configured non-admin user's, plus "all".
+    let access = storage::EngineAccess::new(
+        config
+            .auth
+            .users
+            .iter()
+            .filter(|u| !u.admin)
+            .map(|u| storage::ReadScope::from_list(&u.read)),
+    );
+    Storage::open_with_sql(
+        &config.storage,
+        config.wal.clone(),
+        config.flush.clone(),
+        config.limits.schema_limits(),
+        config.sql.clone(),
+        &access,
+    )
 }
 
 /// Serves HTTP/1.1 until `shutdown` resolves, then stops accepting and waits

@@ -4,7 +4,7 @@
 //!   so any configured budget fits the semaphore's `u32` acquisitions;
 //! - in-flight points (parsed but not yet acknowledged);
 //! - storage lag: WAL queue depth, unflushed points, age of the oldest
-//!   unflushed entry, read from [`PipelineStats`].
+//!   unflushed entry, read from [`StorageStats`].
 //!
 //! Exhaustion answers at once with [`ApiError::Overloaded`] (503 v1 / 429 v2
 //! with `Retry-After`). The CPU pool is a semaphore sized to the cores that is
@@ -20,7 +20,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::LimitsConfig;
 use crate::error::{Api, ApiError};
-use crate::pipeline::PipelineStats;
+use storage::StorageStats;
 
 const KIB: u64 = 1024;
 
@@ -62,8 +62,8 @@ impl Limits {
 
     /// Refuses a write when the storage side is behind its limits or
     /// unavailable (the refusal is counted by limit).
-    pub fn check_pipeline(&self, s: &PipelineStats) -> Result<(), ApiError> {
-        match self.pipeline_refusal(s) {
+    pub fn check_storage(&self, s: &StorageStats) -> Result<(), ApiError> {
+        match self.storage_refusal(s) {
             None => Ok(()),
             Some((None, e)) => Err(e),
             Some((Some(limit), e)) => {
@@ -74,14 +74,14 @@ impl Limits {
         }
     }
 
-    /// What [`check_pipeline`](Self::check_pipeline) would answer a write now,
+    /// What [`check_storage`](Self::check_storage) would answer a write now,
     /// without counting it as a rejection (for `/health`).
-    pub fn pipeline_state(&self, s: &PipelineStats) -> Result<(), ApiError> {
-        self.pipeline_refusal(s).map_or(Ok(()), |(_, e)| Err(e))
+    pub fn storage_state(&self, s: &StorageStats) -> Result<(), ApiError> {
+        self.storage_refusal(s).map_or(Ok(()), |(_, e)| Err(e))
     }
 
     /// The refusal, with the overload limit that tripped (none: unavailable).
-    fn pipeline_refusal(&self, s: &PipelineStats) -> Option<(Option<&'static str>, ApiError)> {
+    fn storage_refusal(&self, s: &StorageStats) -> Option<(Option<&'static str>, ApiError)> {
         if let Some(why) = &s.unavailable {
             return Some((None, ApiError::Unavailable(why.clone())));
         }
@@ -304,7 +304,7 @@ mod tests {
     }
 
     #[test]
-    fn pipeline_lag_limits() {
+    fn storage_lag_limits() {
         let l = Limits::new(&LimitsConfig {
             max_unflushed_points: 100,
             max_flush_lag_secs: 5,
@@ -312,43 +312,43 @@ mod tests {
             max_wal_queue_depth: 0,
             ..Default::default()
         });
-        let ok = PipelineStats {
+        let ok = StorageStats {
             wal_queue_capacity: 4,
             ..Default::default()
         };
-        l.check_pipeline(&ok).unwrap();
-        let full = PipelineStats {
+        l.check_storage(&ok).unwrap();
+        let full = StorageStats {
             wal_queue_depth: 4,
             ..ok.clone()
         };
         assert!(l
-            .check_pipeline(&full)
+            .check_storage(&full)
             .unwrap_err()
             .to_string()
             .contains("WAL queue depth 4"));
-        let lag = PipelineStats {
+        let lag = StorageStats {
             unflushed_points: 100,
             ..ok.clone()
         };
         assert!(matches!(
-            l.check_pipeline(&lag),
+            l.check_storage(&lag),
             Err(ApiError::Overloaded { .. })
         ));
-        let old = PipelineStats {
+        let old = StorageStats {
             oldest_unflushed_secs: 6.0,
             ..ok.clone()
         };
         assert!(l
-            .check_pipeline(&old)
+            .check_storage(&old)
             .unwrap_err()
             .to_string()
             .contains("flush lag"));
-        let down = PipelineStats {
+        let down = StorageStats {
             unavailable: Some("shutting down".into()),
             ..ok
         };
         assert!(matches!(
-            l.check_pipeline(&down),
+            l.check_storage(&down),
             Err(ApiError::Unavailable(_))
         ));
     }

@@ -59,7 +59,7 @@ fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { config } => {
             let config = chingest::Config::load(config.as_deref(), std::env::vars())?;
-            init_logging(&config.server.log);
+            chingest::logging::init(&config.server.log, &config.log);
             // Named so a profile (`perf report --sort comm`, `top -H`) tells the
             // parallel line-protocol parse apart from the engine's threads.
             rayon::ThreadPoolBuilder::new()
@@ -90,16 +90,4 @@ fn run() -> anyhow::Result<()> {
             Ok(())
         }
     }
-}
-
-fn init_logging(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(default))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Logs go to stderr: stdout stays free for `config --print-default` and friends.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
-        .with_writer(std::io::stderr)
-        .init();
 }

@@ -10,7 +10,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::AppState;
+use crate::{AppState, Store};
 
 /// Buckets for `_seconds` histograms: 50 µs .. 60 s.
 pub const SECONDS_BUCKETS: &[f64] = &[
@@ -111,21 +111,23 @@ pub fn process_usage() -> Option<(f64, u64)> {
 }
 
 /// `GET /metrics`: refreshes the gauges read on scrape, then renders.
-pub async fn metrics(State(state): State<AppState>) -> Response {
+pub async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Response {
     if let Some((cpu, rss)) = process_usage() {
         metrics::gauge!("chingest_process_cpu_seconds_total").set(cpu);
         metrics::gauge!("chingest_process_resident_memory_bytes").set(rss as f64);
     }
     // WAL queue depth and lag gauges are kept current by the wal crate itself.
-    for (db, series) in state.pipeline.series_cardinality() {
+    for (db, series) in state.store.series_cardinality() {
         metrics::gauge!("chingest_series", "db" => db).set(series as f64);
     }
-    // The engine's parts and merges, read from its system tables. Bounded: a
-    // scrape never waits long for a pooled connection busy with an insert.
-    let pipeline = state.pipeline.clone();
+    // The engine's parts and merges, read from its system tables on a stats
+    // connection of their own (never the flusher's or SQL's); storage serves
+    // the last stats read when that connection is busy. Bounded: past 500 ms
+    // the gauges keep their last values.
+    let store = state.store.clone();
     let engine = tokio::time::timeout(
-        std::time::Duration::from_secs(2),
-        tokio::task::spawn_blocking(move || pipeline.engine_stats()),
+        std::time::Duration::from_millis(500),
+        tokio::task::spawn_blocking(move || store.engine_stats()),
     )
     .await;
     if let Ok(Ok(Some(e))) = engine {

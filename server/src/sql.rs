@@ -4,55 +4,38 @@
 //! The statement comes from the `q` (or `query`) parameter, a form body, a
 //! JSON body `{"query": "..."}` or the raw body. The output format from
 //! `format` (`json`, `jsoneachrow`/`ndjson`, `csv`, `arrow`) or `Accept`;
-//! default JSON. Non-admin callers may only read: the first keyword must be
-//! SELECT, SHOW, DESCRIBE/DESC, EXPLAIN, WITH or EXISTS, only one statement is
-//! allowed, and table functions that reach outside the engine are refused.
+//! default JSON.
+//!
+//! This module does not look inside the statement. Storage runs it in the
+//! engine's SQL sandbox (`flush::sandbox`, docs/security.md): the engine
+//! classifies it, non-admins run it read-only (`readonly=1`) under the engine
+//! role of the databases they may read, with time, size and memory limits the
+//! statement cannot lift, on connections the flusher never uses. Here: who is
+//! asking ([`sql_access`]), the answer streamed as the engine produces it,
+//! cancellation when the client goes away, 503 + Retry-After at once when
+//! `[sql] max_concurrent_queries` statements already run.
 
-use axum::body::Bytes;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
 use axum::extract::{Extension, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use tokio::sync::mpsc;
 
 use crate::auth::Identity;
 use crate::error::ApiError;
 use crate::params::Params;
-use crate::pipeline::SqlFormat;
-use crate::AppState;
+use crate::{AppState, Store};
+use storage::{ReadScope, SqlAccess, SqlCancel, SqlError, SqlFormat, SqlRequest, SqlSummary};
 
 /// Largest SQL text accepted.
 const MAX_SQL_BYTES: usize = 1 << 20;
 
-/// Table functions that read or write outside the engine's own tables.
-const EXTERNAL_FUNCTIONS: &[&str] = &[
-    "file",
-    "url",
-    "urlcluster",
-    "s3",
-    "s3cluster",
-    "gcs",
-    "azureblobstorage",
-    "hdfs",
-    "hdfscluster",
-    "remote",
-    "remotesecure",
-    "cluster",
-    "clusterallreplicas",
-    "mysql",
-    "postgresql",
-    "sqlite",
-    "mongodb",
-    "redis",
-    "odbc",
-    "jdbc",
-    "executable",
-    "input",
-    "iceberg",
-    "deltalake",
-    "hudi",
-    "filesystem",
-    "python",
-    "arrowstream",
-];
+/// Blocks of output buffered between the engine and a slow client.
+const CHANNEL_BLOCKS: usize = 4;
 
 /// Picks the output format.
 pub(crate) fn choose_format(params: &Params, headers: &HeaderMap) -> Result<SqlFormat, ApiError> {
@@ -87,96 +70,20 @@ pub(crate) fn choose_format(params: &Params, headers: &HeaderMap) -> Result<SqlF
     Ok(SqlFormat::Json)
 }
 
-/// Why a statement is not read-only, if it is not.
-pub(crate) fn read_only_violation(sql: &str) -> Option<String> {
-    let words = words(sql);
-    let first = words
-        .first()
-        .map(|w| w.to_ascii_uppercase())
-        .unwrap_or_default();
-    if !matches!(
-        first.as_str(),
-        "SELECT" | "SHOW" | "DESCRIBE" | "DESC" | "EXPLAIN" | "WITH" | "EXISTS"
-    ) {
-        return Some(format!(
-            "only SELECT, SHOW, DESCRIBE, EXPLAIN and WITH statements are allowed (found {}): this user is read-only",
-            if first.is_empty() { "nothing".to_string() } else { first }
-        ));
-    }
-    if has_second_statement(sql) {
-        return Some("only one statement per request is allowed for read-only users".into());
-    }
-    let lower: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
-    for pair in lower.windows(2) {
-        if pair[0] == "into" && pair[1] == "outfile" {
-            return Some("INTO OUTFILE is not allowed for read-only users".into());
-        }
-    }
-    for (i, w) in lower.iter().enumerate() {
-        if EXTERNAL_FUNCTIONS.contains(&w.as_str()) && lower.get(i + 1).is_some_and(|n| n == "(") {
-            return Some(format!(
-                "table function {w}() is not allowed for read-only users"
-            ));
-        }
-    }
-    None
-}
-
-/// Words and single punctuation characters, outside string literals and comments.
-fn words(sql: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let b: Vec<char> = sql.chars().collect();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c == '-' && b.get(i + 1) == Some(&'-') {
-            while i < b.len() && b[i] != '\n' {
-                i += 1;
-            }
-        } else if c == '/' && b.get(i + 1) == Some(&'*') {
-            i += 2;
-            while i + 1 < b.len() && !(b[i] == '*' && b[i + 1] == '/') {
-                i += 1;
-            }
-            i += 2;
-        } else if c == '\'' || c == '"' || c == '`' {
-            // Quoted: a literal or identifier, never a keyword.
-            i += 1;
-            while i < b.len() && b[i] != c {
-                if b[i] == '\\' {
-                    i += 1;
-                }
-                i += 1;
-            }
-            i += 1;
-            out.push("?".to_string());
-        } else if c.is_alphanumeric() || c == '_' {
-            let s = i;
-            while i < b.len() && (b[i].is_alphanumeric() || b[i] == '_') {
-                i += 1;
-            }
-            out.push(b[s..i].iter().collect());
-        } else if c.is_whitespace() {
-            i += 1;
-        } else {
-            out.push(c.to_string());
-            i += 1;
-        }
-    }
-    out
-}
-
-fn has_second_statement(sql: &str) -> bool {
-    let w = words(sql);
-    match w.iter().position(|t| t == ";") {
-        Some(p) => w[p + 1..].iter().any(|t| t != ";"),
-        None => false,
+/// What `id` may do in SQL: authenticated admins anything (within the
+/// limits); everyone else reads the databases they may read (all of them
+/// when auth is off), read-only.
+pub fn sql_access(id: &Identity) -> SqlAccess {
+    match id {
+        Identity::User(u) if u.admin => SqlAccess::Admin,
+        Identity::User(u) => SqlAccess::Read(ReadScope::from_list(u.read())),
+        Identity::Anonymous => SqlAccess::Read(ReadScope::All),
     }
 }
 
 /// `POST|GET /api/v1/sql`.
-pub async fn sql(
-    State(state): State<AppState>,
+pub async fn sql<S: Store>(
+    State(state): State<AppState<S>>,
     Extension(id): Extension<Identity>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
@@ -188,14 +95,8 @@ pub async fn sql(
     }
 }
 
-async fn run(
-    state: AppState,
-    id: Identity,
-    raw: Option<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let mut params = Params::parse(raw.as_deref().unwrap_or(""));
+/// The statement text from the query string or the body.
+fn statement(params: &mut Params, headers: &HeaderMap, body: &Bytes) -> Result<String, ApiError> {
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -212,17 +113,17 @@ async fn run(
         .map(str::to_string);
     if text.is_none() && !body.is_empty() {
         if ct.starts_with("application/x-www-form-urlencoded") {
-            params.extend(Params::parse(&String::from_utf8_lossy(&body)));
+            params.extend(Params::parse(&String::from_utf8_lossy(body)));
             text = params
                 .get_nonempty("q")
                 .or_else(|| params.get_nonempty("query"))
                 .map(str::to_string);
             if text.is_none() {
                 // `curl -d 'SELECT ...'` sends raw SQL labelled as a form.
-                text = std::str::from_utf8(&body).ok().map(str::to_string);
+                text = std::str::from_utf8(body).ok().map(str::to_string);
             }
         } else if ct.starts_with("application/json") {
-            let v: serde_json::Value = serde_json::from_slice(&body)
+            let v: serde_json::Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::Query(format!("invalid JSON body: {e}")))?;
             text = v.get("query").and_then(|q| q.as_str()).map(str::to_string);
             if let Some(f) = v.get("format").and_then(|f| f.as_str()) {
@@ -235,61 +136,195 @@ async fn run(
             );
         }
     }
-    let sql = text.filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+    text.filter(|t| !t.trim().is_empty()).ok_or_else(|| {
         ApiError::Query("missing SQL: send it as the body or the q parameter".into())
-    })?;
+    })
+}
+
+/// From the blocking statement to the response body.
+enum Msg {
+    Block(Bytes),
+    End(Result<SqlSummary, SqlError>),
+}
+
+async fn run<S: Store>(
+    state: AppState<S>,
+    id: Identity,
+    raw: Option<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let mut params = Params::parse(raw.as_deref().unwrap_or(""));
+    let sql = statement(&mut params, &headers, &body)?;
     let format = choose_format(&params, &headers)?;
-    if !id.can_write_sql() {
-        if let Some(why) = read_only_violation(&sql) {
-            return Err(ApiError::Forbidden(why));
+    let access = sql_access(&id);
+    let cancel = SqlCancel::new();
+    // Until the response is handed over, dropping this future (client gone,
+    // request deadline) cancels the statement.
+    let mut guard = CancelOnDrop(Some(cancel.clone()));
+    let (tx, mut rx) = mpsc::channel::<Msg>(CHANNEL_BLOCKS);
+    // The engine stops the statement at max_execution_secs; a client that
+    // reads too slowly to take the answer in that time is cut off as well.
+    let deadline = Instant::now() + Duration::from_secs(state.config.sql.max_execution_secs + 5);
+    let store = state.store.clone();
+    let user = id.name().to_string();
+    tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let req = SqlRequest {
+            sql: &sql,
+            format,
+            access,
+            cancel: cancel.clone(),
+        };
+        let mut sink = |block: &[u8]| {
+            send_blocking(&tx, Msg::Block(Bytes::copy_from_slice(block)), deadline) || {
+                cancel.cancel();
+                false
+            }
+        };
+        let outcome = store.sql(req, &mut sink);
+        metrics::histogram!("chingest_sql_query_seconds").record(started.elapsed().as_secs_f64());
+        if let Err(e) = &outcome {
+            if !matches!(e, SqlError::Busy { .. }) {
+                tracing::debug!(user, "SQL statement failed: {e}");
+            }
         }
-    }
-    let pipeline = state.pipeline.clone();
-    let started = std::time::Instant::now();
-    let out = tokio::task::spawn_blocking(move || pipeline.sql(&sql, format))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))??;
-    metrics::histogram!("chingest_sql_query_seconds").record(started.elapsed().as_secs_f64());
-    let mut resp = out.into_response();
-    resp.headers_mut().insert(
+        send_blocking(&tx, Msg::End(outcome), deadline);
+    });
+    let first = rx.recv().await;
+    let retry_after = state.config.limits.retry_after_secs;
+    let response = match first {
+        Some(Msg::End(Ok(_))) => {
+            guard.disarm();
+            StatusCode::OK.into_response()
+        }
+        Some(Msg::End(Err(e))) => {
+            guard.disarm();
+            return Err(sql_error(e, retry_after));
+        }
+        Some(Msg::Block(b)) => Body::new(SqlBody {
+            first: Some(b),
+            rx,
+            guard: CancelOnDrop(guard.0.take()),
+            done: false,
+        })
+        .into_response(),
+        None => {
+            return Err(ApiError::Internal(
+                "the SQL task ended without an answer".into(),
+            ))
+        }
+    };
+    let mut response = response;
+    response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(format.content_type()),
     );
-    Ok(resp)
+    Ok(response)
+}
+
+/// The HTTP answer for a statement that failed before any output.
+fn sql_error(e: SqlError, retry_after: u64) -> ApiError {
+    match e {
+        SqlError::Busy { .. } => ApiError::Overloaded {
+            reason: e.to_string(),
+            retry_after,
+        },
+        other => other.into(),
+    }
+}
+
+/// Sends `msg`, waiting while the channel is full (a slow client) but not
+/// past `deadline`; false if the client is gone or too slow.
+fn send_blocking(tx: &mpsc::Sender<Msg>, mut msg: Msg, deadline: Instant) -> bool {
+    loop {
+        match tx.try_send(msg) {
+            Ok(()) => return true,
+            Err(mpsc::error::TrySendError::Closed(_)) => return false,
+            Err(mpsc::error::TrySendError::Full(m)) => {
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                msg = m;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+}
+
+/// Cancels the statement when dropped while armed.
+struct CancelOnDrop(Option<SqlCancel>);
+
+impl CancelOnDrop {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.cancel();
+        }
+    }
+}
+
+/// The streamed answer: blocks as the engine produces them. An error after
+/// the first block ends the response abnormally (the connection is closed
+/// without the final chunk), so a client never mistakes a cut answer for a
+/// whole one. Dropped early (the client went away), it cancels the statement.
+struct SqlBody {
+    first: Option<Bytes>,
+    rx: mpsc::Receiver<Msg>,
+    guard: CancelOnDrop,
+    done: bool,
+}
+
+impl axum::body::HttpBody for SqlBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        if let Some(b) = self.first.take() {
+            return Poll::Ready(Some(Ok(hyper::body::Frame::data(b))));
+        }
+        if self.done {
+            return Poll::Ready(None);
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(Msg::Block(b))) => Poll::Ready(Some(Ok(hyper::body::Frame::data(b)))),
+            Poll::Ready(Some(Msg::End(Ok(_)))) => {
+                self.done = true;
+                self.guard.disarm();
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(Msg::End(Err(e)))) => {
+                self.done = true;
+                self.guard.disarm();
+                tracing::info!("SQL answer cut short: {e}");
+                Poll::Ready(Some(Err(std::io::Error::other(e.to_string()))))
+            }
+            Poll::Ready(None) => {
+                self.done = true;
+                Poll::Ready(Some(Err(std::io::Error::other(
+                    "the SQL task ended without finishing the answer",
+                ))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done && self.first.is_none()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn read_only_table() {
-        for ok in [
-            "SELECT 1",
-            "  select * from db.cpu",
-            "-- comment\nSELECT 1;",
-            "/* x */ WITH a AS (SELECT 1) SELECT * FROM a",
-            "SHOW TABLES FROM db",
-            "DESCRIBE TABLE db.cpu",
-            "EXPLAIN SELECT 1",
-            "SELECT 'drop table x; insert'",
-            "SELECT file FROM t",
-        ] {
-            assert_eq!(read_only_violation(ok), None, "{ok}");
-        }
-        for bad in [
-            "INSERT INTO t VALUES (1)",
-            "DROP TABLE db.cpu",
-            "SELECT 1; DROP TABLE x",
-            "SELECT * FROM file('/etc/passwd')",
-            "SELECT * FROM URL ('http://x')",
-            "SELECT 1 INTO OUTFILE '/tmp/x'",
-            "",
-            "(SELECT 1)",
-        ] {
-            assert!(read_only_violation(bad).is_some(), "{bad}");
-        }
-    }
 
     #[test]
     fn formats_from_param_or_accept() {

@@ -6,7 +6,6 @@
 //! to the WAL, and answered 204 only once the WAL commit is durable.
 
 use std::io::Read;
-use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
@@ -19,20 +18,13 @@ use crate::auth::Identity;
 use crate::error::{Api, ApiError};
 use crate::limit::BudgetPermit;
 use crate::params::Params;
-use crate::pipeline::{Format, Precision, RejectionKind, WriteRequest};
-use crate::AppState;
-
-/// Content types of the two msgpack forms (the ingest crate's constants,
-/// matched case-insensitively, parameters ignored).
-const MSGPACK_ROWS: &[&str] = &["application/msgpack", "application/x-msgpack"];
-const MSGPACK_COLUMNAR: &[&str] = &[
-    "application/vnd.chingest.columnar-msgpack.v1",
-    "application/vnd.hyperbytedb.columnar-msgpack.v1",
-];
+use crate::{AppState, Store};
+use ingest::{Format, Precision, WriteOutcome};
+use storage::{StorageError, WriteRequest};
 
 /// `POST /write`.
-pub async fn write_v1(
-    State(state): State<AppState>,
+pub async fn write_v1<S: Store>(
+    State(state): State<AppState<S>>,
     Extension(id): Extension<Identity>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -42,8 +34,8 @@ pub async fn write_v1(
 }
 
 /// `POST /api/v2/write`.
-pub async fn write_v2(
-    State(state): State<AppState>,
+pub async fn write_v2<S: Store>(
+    State(state): State<AppState<S>>,
     Extension(id): Extension<Identity>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -53,8 +45,8 @@ pub async fn write_v2(
 }
 
 /// Runs a write and answers it in `api`'s shape: exactly 204, or the error.
-async fn respond(
-    state: &AppState,
+async fn respond<S: Store>(
+    state: &AppState<S>,
     id: &Identity,
     api: Api,
     query: Option<String>,
@@ -103,7 +95,7 @@ pub(crate) fn v1_params(p: &Params) -> Result<WriteParams, ApiError> {
     check_rp(p.get_nonempty("rp"))?;
     let precision = match p.get_nonempty("precision") {
         None => Precision::Nanoseconds,
-        Some(s) => parse_precision_v1(s).ok_or_else(|| ApiError::InvalidPrecision {
+        Some(s) => Precision::from_v1(s).ok_or_else(|| ApiError::InvalidPrecision {
             given: s.to_string(),
             expected: "ns, u, us, ms, s, m, h",
         })?,
@@ -132,32 +124,14 @@ pub(crate) fn v2_params(p: &Params) -> Result<WriteParams, ApiError> {
     check_rp(rp)?;
     let precision = match p.get_nonempty("precision") {
         None => Precision::Nanoseconds,
-        Some("ns") => Precision::Nanoseconds,
-        Some("us") => Precision::Microseconds,
-        Some("ms") => Precision::Milliseconds,
-        Some("s") => Precision::Seconds,
-        Some(s) => {
-            return Err(ApiError::InvalidPrecision {
-                given: s.to_string(),
-                expected: "ns, us, ms, s",
-            })
-        }
+        Some(s) => Precision::from_v2(s).ok_or_else(|| ApiError::InvalidPrecision {
+            given: s.to_string(),
+            expected: "ns, us, ms, s",
+        })?,
     };
     Ok(WriteParams {
         db: db.to_string(),
         precision,
-    })
-}
-
-fn parse_precision_v1(s: &str) -> Option<Precision> {
-    Some(match s {
-        "ns" | "n" => Precision::Nanoseconds,
-        "u" | "us" | "µ" => Precision::Microseconds,
-        "ms" => Precision::Milliseconds,
-        "s" => Precision::Seconds,
-        "m" => Precision::Minutes,
-        "h" => Precision::Hours,
-        _ => return None,
     })
 }
 
@@ -171,21 +145,11 @@ fn check_rp(rp: Option<&str>) -> Result<(), ApiError> {
 
 /// The body format for a `Content-Type` (line protocol unless a msgpack form).
 pub(crate) fn format_for(headers: &HeaderMap) -> Format {
-    let ct = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let mime = ct.split(';').next().unwrap_or("").trim();
-    if MSGPACK_ROWS.iter().any(|m| mime.eq_ignore_ascii_case(m)) {
-        Format::MsgpackRows
-    } else if MSGPACK_COLUMNAR
-        .iter()
-        .any(|m| mime.eq_ignore_ascii_case(m))
-    {
-        Format::MsgpackColumnar
-    } else {
-        Format::LineProtocol
-    }
+    Format::from_content_type(
+        headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    )
 }
 
 /// Whether the body is gzip (`Content-Encoding`, case-insensitive); other
@@ -210,7 +174,7 @@ pub(crate) fn is_gzip(headers: &HeaderMap) -> Result<bool, ApiError> {
 /// in the background, so the client (still sending) gets to read the refusal
 /// instead of a connection reset. Bounded by the body size cap and the body
 /// read timeout; nothing is buffered.
-fn discard_body(state: &AppState, body: Body) {
+fn discard_body<S: Store>(state: &AppState<S>, body: Body) {
     let max = state.config.server.max_body_bytes;
     let timeout = std::time::Duration::from_secs(state.config.server.body_read_timeout_secs);
     tokio::spawn(async move {
@@ -228,8 +192,8 @@ fn discard_body(state: &AppState, body: Body) {
     });
 }
 
-async fn write(
-    state: &AppState,
+async fn write<S: Store>(
+    state: &AppState<S>,
     id: &Identity,
     api: Api,
     params: &Params,
@@ -249,10 +213,10 @@ async fn write(
     }
     let gzip = is_gzip(headers)?;
     let format = format_for(headers);
-    let pipeline = state.pipeline.clone();
-    if !pipeline.database_exists(&db) {
+    let store = state.store.clone();
+    if !store.database_exists(&db) {
         if state.config.server.auto_create_databases {
-            let p = pipeline.clone();
+            let p = store.clone();
             let name = db.clone();
             tokio::task::spawn_blocking(move || p.create_database(&name, None))
                 .await
@@ -262,7 +226,7 @@ async fn write(
         }
     }
     // Refuse before reading a byte when the storage side is behind.
-    state.limits.check_pipeline(&pipeline.stats())?;
+    state.limits.check_storage(&store.stats())?;
 
     let max = state.config.server.max_body_bytes;
     let declared = headers
@@ -307,7 +271,7 @@ async fn write(
         } else {
             &raw
         };
-        let prepared = pipeline.prepare(WriteRequest {
+        let prepared = store.prepare(WriteRequest {
             db: &db_for_cpu,
             body,
             format,
@@ -323,9 +287,9 @@ async fn write(
     let rejection = prepared.rejection.clone();
     let points = prepared.points;
     if let Some(r) = &rejection {
-        let reason = match r.kind {
-            RejectionKind::Invalid => "invalid",
-            RejectionKind::Limit => "limit",
+        let reason = match r.outcome {
+            WriteOutcome::LimitExceeded => "limit",
+            _ => "invalid",
         };
         metrics::counter!("chingest_lines_rejected_total", "reason" => reason).increment(r.lines);
         metrics::counter!("chingest_points_rejected_total", "reason" => reason)
@@ -338,8 +302,8 @@ async fn write(
         None
     };
     let t = Instant::now();
-    state.pipeline.commit(prepared).await.map_err(|e| match e {
-        crate::pipeline::PipelineError::QueueFull => state
+    state.store.commit(prepared).await.map_err(|e| match e {
+        StorageError::QueueFull => state
             .limits
             .overloaded("wal_queue_full", "the WAL queue is full"),
         other => other.into(),
@@ -349,17 +313,17 @@ async fn write(
     drop(permit);
     match rejection {
         None => Ok(()),
-        Some(r) => match r.kind {
-            RejectionKind::Invalid => Err(ApiError::BadRequest(r.message)),
-            RejectionKind::Limit => Err(ApiError::Unprocessable(r.message)),
+        Some(r) => match r.outcome {
+            WriteOutcome::LimitExceeded => Err(ApiError::Unprocessable(r.message)),
+            _ => Err(ApiError::BadRequest(r.message)),
         },
     }
 }
 
 /// Streams the body under the size cap, the in-flight byte budget and the
 /// body read deadline.
-async fn read_body(
-    state: &AppState,
+async fn read_body<S: Store>(
+    state: &AppState<S>,
     body: Body,
     max: u64,
     permit: &mut BudgetPermit,
@@ -422,9 +386,6 @@ pub(crate) fn gunzip(raw: &[u8], max: u64) -> Result<Vec<u8>, ApiError> {
     }
     Ok(out)
 }
-
-/// Shared handle type for the state's pipeline.
-pub type SharedPipeline = Arc<dyn crate::pipeline::Pipeline>;
 
 #[cfg(test)]
 mod tests {

@@ -60,6 +60,14 @@ pub struct WalConfig {
     /// After this many payload bytes were truncated by `mark_flushed`, a background compaction of
     /// the truncated key range is started to reclaim disk space early. Default: 1 GiB.
     pub compact_after_deleted_bytes: u64,
+    /// Free space (bytes, for unprivileged users) the WAL's file system must keep: below it, new
+    /// data entries are refused with `DiskFull` (HTTP 503) instead of being written, and they
+    /// are accepted again by themselves once space is freed. Metadata writes (`DROP DATABASE`)
+    /// and dead letters are still accepted, so an operator can free space through the API.
+    /// The reserve is what RocksDB's memtable flushes and compactions, the engine's inserts and
+    /// merges (same data directory) still need; a write that fails inside RocksDB regardless
+    /// poisons the WAL until restart. 0 disables the check. Default: 256 MiB.
+    pub min_free_bytes: u64,
 }
 
 impl Default for WalConfig {
@@ -75,6 +83,7 @@ impl Default for WalConfig {
             buffered_sync_interval_ms: 1000,
             write_buffer_bytes: 128 * MIB,
             compact_after_deleted_bytes: 1024 * MIB,
+            min_free_bytes: 256 * MIB,
         }
     }
 }

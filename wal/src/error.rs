@@ -38,6 +38,18 @@ pub enum WalError {
         /// The failure that poisoned the WAL.
         reason: String,
     },
+    /// Used if the WAL's file system has less free space than `min_free_bytes`: the entry was
+    /// not written (nothing is acknowledged), and the WAL is not poisoned: writes are accepted
+    /// again as soon as space is freed. Callers should answer 503.
+    #[error("disk full: {free} bytes free on {path}, below the reserve of {reserve} bytes (wal.min_free_bytes); free space, writes resume by themselves")]
+    DiskFull {
+        /// Free bytes seen (for unprivileged users).
+        free: u64,
+        /// Configured `min_free_bytes`.
+        reserve: u64,
+        /// The WAL directory.
+        path: PathBuf,
+    },
     /// Used if the WAL is shutting down or shut down; queued entries that were not committed
     /// complete with this error and are not durable.
     #[error("WAL is shut down")]

@@ -16,6 +16,12 @@ pub const CF_META: &str = "meta";
 /// the raw stored value; key = sequence + `/reason` → the reason text.
 pub const CF_QUARANTINE: &str = "quarantine";
 
+/// Column family of dead letters: entries (or parts of them) the consumer could not apply and
+/// set aside durably so the flushed sequence can pass them (e.g. a table the engine refuses).
+/// Keys and values are the caller's ([`crate::Wal::dead_letter_put`]); the WAL never looks
+/// inside. Kept until the caller deletes them: `mark_flushed` does not touch this family.
+pub const CF_DEAD_LETTER: &str = "dead_letter";
+
 /// Last assigned sequence number (big-endian u64), written in every data group's WriteBatch.
 pub const KEY_LAST_SEQ: &[u8] = b"last_seq";
 /// Highest sequence number known to be in the engine (big-endian u64).
@@ -90,6 +96,7 @@ pub(crate) fn cf_descriptors(cfg: &WalConfig) -> Vec<ColumnFamilyDescriptor> {
         ColumnFamilyDescriptor::new(CF_WAL_META, small_cf_options()),
         ColumnFamilyDescriptor::new(CF_META, small_cf_options()),
         ColumnFamilyDescriptor::new(CF_QUARANTINE, small_cf_options()),
+        ColumnFamilyDescriptor::new(CF_DEAD_LETTER, small_cf_options()),
     ]
 }
 

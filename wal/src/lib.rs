@@ -36,6 +36,8 @@
 #![deny(missing_docs)]
 
 mod config;
+mod dead_letter;
+mod disk;
 mod error;
 pub mod layout;
 pub mod record;
@@ -126,6 +128,11 @@ pub struct WalStats {
     pub last_commit_latency: Duration,
     /// True once a failed write poisoned the WAL.
     pub poisoned: bool,
+    /// True while the WAL's file system has less free space than `min_free_bytes` (data
+    /// entries are refused with `DiskFull`; not a poison: it clears when space returns).
+    pub disk_low: bool,
+    /// Free bytes on the WAL's file system at the last check (`u64::MAX` when unchecked).
+    pub free_bytes: u64,
 }
 
 /// The write-ahead log. Share it as `Arc<Wal<T>>`; every method takes `&self`.
@@ -189,7 +196,10 @@ impl<T: Send + 'static> Wal<T> {
             "WAL opened"
         );
 
-        let shared = Arc::new(Shared::new(Arc::new(db)));
+        let shared = Arc::new(Shared::new(
+            Arc::new(db),
+            disk::DiskGuard::new(&cfg.dir, cfg.min_free_bytes),
+        ));
         shared.last_seq.store(recovery.last_seq, Relaxed);
         shared.flushed_seq.store(flushed_seq, Relaxed);
         shared.push_unflushed(recovery.entries.iter().map(|e| Unflushed {
@@ -251,7 +261,7 @@ impl<T: Send + 'static> Wal<T> {
                 max: self.cfg.max_entry_bytes,
             });
         }
-        self.admit(queued_bytes)?;
+        self.admit(queued_bytes, true)?;
         // Frame on the caller's thread: the writer only copies finished records.
         let created_ns = now_ns();
         let record = record::encode(payload, points, created_ns);
@@ -287,23 +297,40 @@ impl<T: Send + 'static> Wal<T> {
         kvs: Vec<MetaRecord>,
         delete_prefixes: Vec<Vec<u8>>,
     ) -> Result<CommitTicket, WalError> {
+        self.update_meta_stamped(kvs, delete_prefixes, Vec::new())
+    }
+
+    /// Like [`Wal::update_meta`], and also puts every key of `stamped` with, as its value, the
+    /// sequence the ticket resolves to (8 bytes, big-endian): the last data sequence committed
+    /// before this write. A decision that must apply to "every entry before it" (`DROP
+    /// DATABASE`) is then one durable write that names its own position in the log.
+    pub fn update_meta_stamped(
+        &self,
+        kvs: Vec<MetaRecord>,
+        delete_prefixes: Vec<Vec<u8>>,
+        stamped: Vec<Vec<u8>>,
+    ) -> Result<CommitTicket, WalError> {
         let bytes: u64 = kvs
             .iter()
             .map(|(k, v)| (k.len() + v.len()) as u64)
             .sum::<u64>()
-            + delete_prefixes.iter().map(|p| p.len() as u64).sum::<u64>();
+            + delete_prefixes.iter().map(|p| p.len() as u64).sum::<u64>()
+            + stamped.iter().map(|k| k.len() as u64 + 8).sum::<u64>();
         if bytes > self.cfg.max_entry_bytes {
             return Err(WalError::EntryTooLarge {
                 bytes,
                 max: self.cfg.max_entry_bytes,
             });
         }
-        self.admit(bytes)?;
+        // Metadata is accepted below the disk reserve: it is small, and a DROP DATABASE is how
+        // an operator frees space.
+        self.admit(bytes, false)?;
         let (ticket, done) = ticket::pair();
         self.enqueue(
             Request::Meta {
                 kvs,
                 delete_prefixes,
+                stamped,
                 bytes,
                 enqueued: Instant::now(),
                 done,
@@ -313,11 +340,15 @@ impl<T: Send + 'static> Wal<T> {
         Ok(ticket)
     }
 
-    /// Reserves queue room (entry count and bytes) or fails with the reason.
-    fn admit(&self, bytes: u64) -> Result<(), WalError> {
+    /// Reserves queue room (entry count and bytes) or fails with the reason; `data` entries
+    /// are also refused below the disk reserve.
+    fn admit(&self, bytes: u64, data: bool) -> Result<(), WalError> {
         self.shared.check_poison()?;
         if self.shared.closed.load(Acquire) {
             return Err(WalError::Shutdown);
+        }
+        if data {
+            self.shared.disk.check()?;
         }
         let full = |depth, queued| {
             metrics::counter!("chingest_wal_queue_full_total").increment(1);
@@ -461,10 +492,23 @@ impl<T: Send + 'static> Wal<T> {
             last_group_entries: s.last_group_entries.load(Relaxed),
             last_commit_latency: Duration::from_nanos(s.last_commit_ns.load(Relaxed)),
             poisoned: s.poison.get().is_some(),
+            free_bytes: s.disk.free(),
+            disk_low: false,
+        };
+        let st = WalStats {
+            disk_low: s.disk.is_low(),
+            ..st
         };
         metrics::gauge!("chingest_wal_queue_depth").set(st.queue_depth as f64);
         s.publish_lag();
         st
+    }
+
+    /// `Ok` unless data entries are refused for lack of disk space (`DiskFull`, with the free
+    /// bytes and the reserve) or the WAL is poisoned (`Poisoned`, with the failure).
+    pub fn check_writable(&self) -> Result<(), WalError> {
+        self.shared.check_poison()?;
+        self.shared.disk.check()
     }
 
     /// One metadata record, if present.
@@ -483,6 +527,23 @@ impl<T: Send + 'static> Wal<T> {
                     .map_err(|e| WalError::rocks("meta scan", e))
             })
             .collect()
+    }
+
+    /// The persisted metadata records whose key starts with `prefix`, in key order (e.g. one
+    /// database's series records, without reading every other record).
+    pub fn meta_scan_prefix(&self, prefix: &[u8]) -> Result<Vec<MetaRecord>, WalError> {
+        let db = &self.shared.db;
+        let cf = db.cf_handle(CF_META).expect("meta CF");
+        let mode = IteratorMode::From(prefix, rocksdb::Direction::Forward);
+        let mut out = Vec::new();
+        for r in db.iterator_cf(cf, mode) {
+            let (k, v) = r.map_err(|e| WalError::rocks("meta prefix scan", e))?;
+            if !k.starts_with(prefix) {
+                break;
+            }
+            out.push((k.into_vec(), v.into_vec()));
+        }
+        Ok(out)
     }
 
     /// Stops accepting entries, lets the writer commit everything queued so far, and joins it

@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) closed: AtomicBool,
     /// Test hook: fail the next group write as if RocksDB had failed.
     pub(crate) fail_next_write: AtomicBool,
+    /// The free-space guard of the WAL's file system.
+    pub(crate) disk: crate::disk::DiskGuard,
 }
 
 pub(crate) fn now_ns() -> u64 {
@@ -52,7 +54,7 @@ pub(crate) fn now_ns() -> u64 {
 }
 
 impl Shared {
-    pub(crate) fn new(db: Arc<DB>) -> Self {
+    pub(crate) fn new(db: Arc<DB>, disk: crate::disk::DiskGuard) -> Self {
         Shared {
             db,
             queue_depth: AtomicUsize::new(0),
@@ -70,6 +72,7 @@ impl Shared {
             poison: OnceLock::new(),
             closed: AtomicBool::new(false),
             fail_next_write: AtomicBool::new(false),
+            disk,
         }
     }
 

@@ -37,6 +37,8 @@ pub(crate) enum Request<T> {
         kvs: Vec<crate::MetaRecord>,
         /// Metadata key prefixes to delete before the puts.
         delete_prefixes: Vec<Vec<u8>>,
+        /// Keys put with the last data sequence before this request as their value.
+        stamped: Vec<Vec<u8>>,
         bytes: u64,
         enqueued: Instant,
         done: Completer,
@@ -207,6 +209,13 @@ fn commit_group<T>(
     let meta_cf = db.cf_handle(CF_META).expect("meta CF");
     let wal_meta_cf = db.cf_handle(CF_WAL_META).expect("wal_meta CF");
 
+    // Below the disk reserve, data entries fail (not acknowledged, nothing poisoned) and
+    // metadata still commits: the check is fresh for every group that carries data.
+    let disk_full = if group.iter().any(|r| matches!(r, Request::Data { .. })) {
+        shared.disk.check_free(shared.disk.refresh()).err()
+    } else {
+        None
+    };
     let first_seq = shared.last_seq.load(Relaxed) + 1;
     let mut seq = first_seq - 1;
     // Preallocate: RocksDB's batch buffer would otherwise grow by doubling, copying megabytes.
@@ -215,6 +224,9 @@ fn commit_group<T>(
     let mut meta_done: Vec<(usize, Completer)> = Vec::new();
     for r in group.drain(..) {
         match r {
+            Request::Data { done, .. } if disk_full.is_some() => {
+                done.complete(Err(disk_full.clone().expect("checked")));
+            }
             Request::Data {
                 record,
                 payload_len,
@@ -243,6 +255,7 @@ fn commit_group<T>(
             Request::Meta {
                 kvs,
                 delete_prefixes,
+                stamped,
                 done,
                 ..
             } => {
@@ -253,6 +266,11 @@ fn commit_group<T>(
                 }
                 for (k, v) in &kvs {
                     batch.put_cf(meta_cf, k, v);
+                }
+                for k in &stamped {
+                    // `seq` is the last data sequence of this group so far (or before it),
+                    // which is what this request's ticket resolves to.
+                    batch.put_cf(meta_cf, k, seq.to_be_bytes());
                 }
                 meta_done.push((pending.len(), done));
             }
@@ -338,7 +356,7 @@ fn commit_group<T>(
 }
 
 /// The smallest key greater than every key starting with `prefix`, if one exists.
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xFF {

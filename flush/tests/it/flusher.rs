@@ -18,7 +18,7 @@ use wal::{Entry, Wal, WalConfig};
 use crate::{database_name, engine};
 
 /// A column of a test batch.
-enum Col {
+pub(crate) enum Col {
     Tag(&'static str, Vec<&'static str>),
     F(&'static str, Vec<Option<f64>>),
     I(&'static str, Vec<Option<i64>>),
@@ -28,7 +28,7 @@ enum Col {
 }
 
 /// A batch in ingest's layout.
-fn batch(times: Vec<i64>, series: Vec<u64>, cols: Vec<Col>) -> RecordBatch {
+pub(crate) fn batch(times: Vec<i64>, series: Vec<u64>, cols: Vec<Col>) -> RecordBatch {
     let mut fields = vec![
         Field::new("time", DataType::Int64, false),
         Field::new("series_id", DataType::UInt64, false),
@@ -72,7 +72,7 @@ fn batch(times: Vec<i64>, series: Vec<u64>, cols: Vec<Col>) -> RecordBatch {
 
 /// The test's own WAL payload: db, then per table its name and Arrow IPC
 /// stream (the server uses ingest::wire; the flusher never sees payloads).
-fn encode(w: &FlushWrite) -> Vec<u8> {
+pub(crate) fn encode(w: &FlushWrite) -> Vec<u8> {
     let mut out = Vec::new();
     let put = |out: &mut Vec<u8>, b: &[u8]| {
         out.extend_from_slice(&(b.len() as u32).to_le_bytes());
@@ -91,7 +91,7 @@ fn encode(w: &FlushWrite) -> Vec<u8> {
     out
 }
 
-fn decode(payload: &[u8]) -> FlushWrite {
+pub(crate) fn decode(payload: &[u8]) -> FlushWrite {
     let mut p = payload;
     let mut take = move || {
         let n = u32::from_le_bytes(p[..4].try_into().unwrap()) as usize;
@@ -163,6 +163,7 @@ impl Stack {
                 .collect(),
             skip: recovery.unreplayable().collect(),
             retention_secs,
+            ..Default::default()
         };
         let log = Arc::new(TestLog {
             wal: wal.clone(),

@@ -3,6 +3,8 @@
 
 mod engine;
 mod flusher;
+mod quarantine;
+mod sandbox;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -15,10 +17,20 @@ pub fn engine() -> &'static Engine {
     &ENGINE
         .get_or_init(|| {
             let dir = tempfile::tempdir().expect("temp dir");
-            let engine = Engine::open(&EngineConfig {
-                data_dir: dir.path().join("chdb"),
-                connections: 2,
-            })
+            // The SQL sandbox's tests (sandbox.rs) need a reader role for one
+            // database, and a short time limit.
+            let engine = Engine::open_with(
+                &EngineConfig {
+                    data_dir: dir.path().join("chdb"),
+                    connections: 2,
+                },
+                &flush::EngineAccess::new([flush::ReadScope::from_list(&[sandbox::READABLE_DB])]),
+                flush::SqlConfig {
+                    max_execution_secs: 2,
+                    max_result_rows: 500_000,
+                    ..Default::default()
+                },
+            )
             .expect("engine opens");
             (dir, engine)
         })

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use ingest::{Catalog, FieldType, Limits, WriteOutcome};
+use ingest::catalog::Record;
+use ingest::{Catalog, FieldType, Limits, MeasurementSchema, WriteOutcome};
 
 use crate::util::{catalog, write};
 
@@ -176,4 +177,149 @@ fn concurrent_first_type_wins() {
             .count();
         assert_eq!(f_records, 1, "round {round}: the field is recorded once");
     }
+}
+
+fn database(name: &str, retention_secs: u64) -> Record {
+    Record::Database {
+        name: name.into(),
+        retention_secs,
+    }
+}
+
+#[test]
+fn the_registry_knows_databases_and_their_retention() {
+    let cat = catalog();
+    assert!(!cat.database_exists("db"));
+    for record in [database("db", 0), database("a", 3600), database("z", 0)] {
+        cat.apply(&record);
+    }
+    assert!(cat.database_exists("db"));
+    assert_eq!(cat.databases(), vec!["a", "db", "z"], "sorted");
+    assert_eq!(cat.retention_secs("a"), 3600);
+    assert_eq!(cat.retention_secs("db"), 0);
+    assert_eq!(cat.retention_secs("unknown"), 0);
+    // Writes do not register a database.
+    write(&cat, "cpu v=1");
+    ingest::Ingestor::write(
+        &cat,
+        "other",
+        b"cpu v=1",
+        ingest::Format::LineProtocol,
+        ingest::Precision::Nanoseconds,
+        0,
+    )
+    .unwrap();
+    assert!(!cat.database_exists("other"));
+    // Dropping forgets the registration and the schema.
+    cat.drop_database("a");
+    cat.apply(&Record::DatabaseDropped { name: "db".into() });
+    assert_eq!(cat.databases(), vec!["z"]);
+    assert_eq!(cat.series_count("db"), 0);
+    assert!(cat.schema("db").is_empty());
+}
+
+#[test]
+fn load_applies_database_records_and_ignores_dropped_databases() {
+    let cat = catalog();
+    let mut meta = vec![database("db", 0).encode(), database("gone", 60).encode()];
+    meta.extend(write(&cat, "cpu,host=a v=1").meta);
+    let gone = ingest::Ingestor::write(
+        &cat,
+        "gone",
+        b"mem,host=a v=1",
+        ingest::Format::LineProtocol,
+        ingest::Precision::Nanoseconds,
+        0,
+    )
+    .unwrap();
+    meta.extend(gone.meta);
+    // The registry values older versions wrote, then the drop (records after it in the list
+    // still lose: the drop is the database's last word).
+    meta.push((b"srv1Dold".to_vec(), b"1".to_vec()));
+    meta.push((b"srv1Dodd".to_vec(), b"1;retention=soon".to_vec()));
+    meta.insert(
+        0,
+        Record::DatabaseDropped {
+            name: "gone".into(),
+        }
+        .encode(),
+    );
+    meta.retain(|(k, v)| !(k == b"srv1Dgone" && v != b"0"));
+    let loaded = Catalog::load(Limits::default(), meta.clone()).unwrap();
+    assert_eq!(loaded.databases(), vec!["db", "odd", "old"]);
+    assert_eq!(
+        loaded.retention_secs("odd"),
+        0,
+        "an unreadable retention keeps the data"
+    );
+    assert_eq!(loaded.series_count("db"), 1);
+    assert_eq!(
+        loaded.series_count("gone"),
+        0,
+        "a dropped database's records are ignored"
+    );
+    assert!(loaded.schema("gone").is_empty());
+    // In any order.
+    meta.reverse();
+    let reversed = Catalog::load(Limits::default(), meta).unwrap();
+    assert_eq!(reversed.databases(), loaded.databases());
+    assert_eq!(reversed.series_count("gone"), 0);
+}
+
+#[test]
+fn schema_answers_measurements_tags_and_fields_sorted() {
+    let cat = catalog();
+    let w = write(
+        &cat,
+        "mem,host=a free=1u\ncpu,zone=z,host=a usage=1,idle=2i\ncpu,host=b,dc=x up=true,name=\"n\"",
+    );
+    assert_eq!(w.outcome(), WriteOutcome::Ok);
+    let s = |n: &str| n.to_string();
+    assert_eq!(
+        cat.schema("db"),
+        vec![
+            MeasurementSchema {
+                name: s("cpu"),
+                tag_keys: vec![s("dc"), s("host"), s("zone")],
+                fields: vec![
+                    (s("idle"), FieldType::Integer),
+                    (s("name"), FieldType::String),
+                    (s("up"), FieldType::Boolean),
+                    (s("usage"), FieldType::Float),
+                ],
+            },
+            MeasurementSchema {
+                name: s("mem"),
+                tag_keys: vec![s("host")],
+                fields: vec![(s("free"), FieldType::UInteger)],
+            },
+        ]
+    );
+    assert!(cat.schema("nope").is_empty());
+    // The same answer from the records alone.
+    let loaded = reload(Limits::default(), &w.meta);
+    assert_eq!(loaded.schema("db"), cat.schema("db"));
+    assert_eq!(FieldType::UInteger.influxql_name(), "unsigned");
+}
+
+#[test]
+fn series_records_are_found_by_prefix_and_decode_to_keys() {
+    let cat = catalog();
+    let w = write(&cat, "cpu,host=a v=1\ncpu,host=b,dc=x v=1\nmem v=1");
+    let prefix = ingest::catalog::series_prefix("db");
+    let mut keys: Vec<String> = w
+        .meta
+        .iter()
+        .filter(|(k, _)| k.starts_with(&prefix))
+        .map(|(k, v)| match Record::decode(k, v).unwrap() {
+            Some(Record::Series { id, key, .. }) => {
+                assert_eq!(id, key.id());
+                key.to_string()
+            }
+            other => panic!("not a series record: {other:?}"),
+        })
+        .collect();
+    keys.sort();
+    assert_eq!(keys, vec!["cpu,dc=x,host=b", "cpu,host=a", "mem"]);
+    assert_eq!(ingest::series::measurement_of(&keys[0]), "cpu");
 }

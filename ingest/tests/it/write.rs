@@ -237,6 +237,37 @@ fn content_types() {
         Format::from_content_type(Some(ingest::CONTENT_TYPE_COLUMNAR_MSGPACK_HYPERBYTEDB)),
         Format::MsgpackColumnar
     );
+    // The cases of the server's copy of the table (case-insensitive, parameters ignored).
+    assert_eq!(
+        Format::from_content_type(Some("Application/MsgPack; charset=x")),
+        Format::MsgpackRows
+    );
+    assert_eq!(
+        Format::from_content_type(Some(" application/x-msgpack ")),
+        Format::MsgpackRows
+    );
+    assert_eq!(Format::from_content_type(Some("")), Format::LineProtocol);
+}
+
+#[test]
+fn database_names_are_checked() {
+    let cat = catalog();
+    for db in ["", "system", "__series", "a\u{1}b"] {
+        let err = Ingestor::write(
+            &cat,
+            db,
+            b"m v=1",
+            Format::LineProtocol,
+            Precision::Nanoseconds,
+            NOW,
+        )
+        .unwrap_err();
+        assert!(err.is_client_error(), "{db:?}: {err}");
+        assert!(
+            err.to_string().starts_with("invalid database name"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! An in-memory [`Pipeline`] for the HTTP layer's unit tests: lines are
+//! An in-memory [`Store`] for the HTTP layer's unit tests: lines are
 //! `measurement,tag=v field=1`-ish; a line starting with `!` is invalid and
 //! one starting with `@` breaks a limit.
 
@@ -7,19 +7,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
-use super::*;
+use storage::{
+    BoxFuture, Prepared, Rejection, StorageError, StorageStats, Store, WriteRequest,
+};
 
 #[derive(Default)]
-pub(crate) struct MemPipeline {
+pub(crate) struct MemStore {
     pub(crate) dbs: Mutex<BTreeMap<String, Vec<String>>>,
-    pub(crate) stats: Mutex<PipelineStats>,
+    pub(crate) stats: Mutex<StorageStats>,
     pub(crate) queue_full: AtomicBool,
     pub(crate) commit_delay_ms: std::sync::atomic::AtomicU64,
 }
 
-impl MemPipeline {
-    pub(crate) fn with_db(db: &str) -> MemPipeline {
-        let p = MemPipeline::default();
+impl MemStore {
+    pub(crate) fn with_db(db: &str) -> MemStore {
+        let p = MemStore::default();
         p.dbs.lock().insert(db.to_string(), Vec::new());
         p
     }
@@ -28,15 +30,22 @@ impl MemPipeline {
     }
 }
 
-struct Pending {
+pub(crate) struct Pending {
     db: String,
     lines: Vec<String>,
 }
 
-impl Pipeline for MemPipeline {
-    fn prepare(&self, req: WriteRequest<'_>) -> Result<Prepared, PipelineError> {
+impl Store for MemStore {
+    type Write = Pending;
+
+    fn prepare(&self, req: WriteRequest<'_>) -> Result<Prepared<Pending>, StorageError> {
         let text = std::str::from_utf8(req.body)
-            .map_err(|_| PipelineError::Invalid("not utf-8".into()))?;
+            .map_err(|_| {
+                StorageError::InvalidName(ingest::names::NameError {
+                    name: "not utf-8".into(),
+                    kind: ingest::names::NameErrorKind::ControlCharacter,
+                })
+            })?;
         let mut good = Vec::new();
         let mut errors = Vec::new();
         let mut limit = false;
@@ -56,10 +65,10 @@ impl Pipeline for MemPipeline {
                 message = format!("partial write: {message} dropped=0");
             }
             Rejection {
-                kind: if limit {
-                    RejectionKind::Limit
+                outcome: if limit {
+                    ingest::WriteOutcome::LimitExceeded
                 } else {
-                    RejectionKind::Invalid
+                    ingest::WriteOutcome::Partial
                 },
                 message,
                 lines: errors.len() as u64,
@@ -70,18 +79,18 @@ impl Pipeline for MemPipeline {
             points: good.len() as u64,
             payload_bytes: req.body.len() as u64,
             rejection,
-            inner: Box::new(Pending {
+            write: Pending {
                 db: req.db.to_string(),
                 lines: good,
-            }),
+            },
         })
     }
 
-    fn commit(&self, prepared: Prepared) -> BoxFuture<Result<(), PipelineError>> {
+    fn commit(&self, prepared: Prepared<Pending>) -> BoxFuture<Result<(), StorageError>> {
         if self.queue_full.load(Ordering::Relaxed) {
-            return Box::pin(async { Err(PipelineError::QueueFull) });
+            return Box::pin(async { Err(StorageError::QueueFull) });
         }
-        let pending = *prepared.inner.downcast::<Pending>().expect("mem prepared");
+        let pending = prepared.write;
         self.dbs
             .lock()
             .entry(pending.db)
@@ -97,22 +106,22 @@ impl Pipeline for MemPipeline {
     fn database_exists(&self, db: &str) -> bool {
         self.dbs.lock().contains_key(db)
     }
-    fn create_database(&self, db: &str, _retention_secs: Option<u64>) -> Result<(), PipelineError> {
+    fn create_database(&self, db: &str, _retention_secs: Option<u64>) -> Result<(), StorageError> {
         self.dbs.lock().entry(db.to_string()).or_default();
         Ok(())
     }
-    fn drop_database(&self, db: &str) -> Result<(), PipelineError> {
+    fn drop_database(&self, db: &str) -> Result<(), StorageError> {
         self.dbs.lock().remove(db);
         Ok(())
     }
     fn databases(&self) -> Vec<String> {
         self.dbs.lock().keys().cloned().collect()
     }
-    fn schema(&self, db: &str) -> Result<Vec<MeasurementSchema>, PipelineError> {
+    fn schema(&self, db: &str) -> Result<Vec<ingest::MeasurementSchema>, StorageError> {
         let dbs = self.dbs.lock();
         let lines = dbs
             .get(db)
-            .ok_or_else(|| PipelineError::DatabaseNotFound(db.into()))?;
+            .ok_or_else(|| StorageError::DatabaseNotFound { db: db.into() })?;
         let mut out: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
         for l in lines {
             let (key, fields) = l.split_once(' ').unwrap_or((l, ""));
@@ -135,18 +144,18 @@ impl Pipeline for MemPipeline {
         }
         Ok(out
             .into_iter()
-            .map(|(name, (tags, fields))| MeasurementSchema {
+            .map(|(name, (tags, fields))| ingest::MeasurementSchema {
                 name,
                 tag_keys: tags.into_iter().collect(),
-                fields: fields.into_iter().map(|f| (f, FieldType::Float)).collect(),
+                fields: fields.into_iter().map(|f| (f, ingest::FieldType::Float)).collect(),
             })
             .collect())
     }
-    fn series(&self, db: &str, measurement: Option<&str>) -> Result<Vec<String>, PipelineError> {
+    fn series(&self, db: &str, measurement: Option<&str>) -> Result<Vec<String>, StorageError> {
         let dbs = self.dbs.lock();
         let lines = dbs
             .get(db)
-            .ok_or_else(|| PipelineError::DatabaseNotFound(db.into()))?;
+            .ok_or_else(|| StorageError::DatabaseNotFound { db: db.into() })?;
         let set: BTreeSet<String> = lines
             .iter()
             .map(|l| l.split(' ').next().unwrap_or("").to_string())
@@ -159,7 +168,7 @@ impl Pipeline for MemPipeline {
         db: &str,
         measurement: &str,
         keys: &[String],
-    ) -> Result<Vec<(String, String)>, PipelineError> {
+    ) -> Result<Vec<(String, String)>, StorageError> {
         let mut out = BTreeSet::new();
         for l in self.lines(db) {
             let key = l.split(' ').next().unwrap_or("");
@@ -177,22 +186,44 @@ impl Pipeline for MemPipeline {
         }
         Ok(out.into_iter().collect())
     }
-    fn sql(&self, sql: &str, _format: SqlFormat) -> Result<Vec<u8>, PipelineError> {
-        if sql.contains("syntax error") {
-            return Err(PipelineError::Query(
+    fn sql(
+        &self,
+        req: storage::SqlRequest<'_>,
+        sink: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<storage::SqlSummary, storage::SqlError> {
+        // A double: the real refusals are the engine's (flush::sandbox).
+        if req.sql.contains("syntax error") {
+            return Err(storage::SqlError::Invalid(
                 "Syntax error: failed at position 1".into(),
             ));
         }
-        Ok(format!(
+        let select = req.sql.trim_start().to_ascii_uppercase().starts_with("SELECT");
+        if matches!(req.access, storage::SqlAccess::Read(_)) && !select {
+            return Err(storage::SqlError::Forbidden("read-only user".into()));
+        }
+        let out = format!(
             "{{\"sql\":{}}}\n",
-            serde_json::Value::String(sql.to_string())
-        )
-        .into_bytes())
+            serde_json::Value::String(req.sql.to_string())
+        );
+        sink(out.as_bytes());
+        Ok(storage::SqlSummary {
+            chunks: 1,
+            bytes: out.len() as u64,
+        })
     }
-    fn stats(&self) -> PipelineStats {
+    fn retention_secs(&self, _db: &str) -> u64 {
+        0
+    }
+    fn series_cardinality(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+    fn engine_stats(&self) -> Option<storage::EngineStats> {
+        None
+    }
+    fn stats(&self) -> StorageStats {
         self.stats.lock().clone()
     }
-    fn shutdown(&self) -> Result<(), PipelineError> {
+    fn shutdown(&self) -> Result<(), StorageError> {
         Ok(())
     }
 }

@@ -1,4 +1,4 @@
-//! The HTTP layer over an in-memory pipeline, through `oneshot`.
+//! The HTTP layer over an in-memory store, through `oneshot`.
 
 use std::sync::atomic::Ordering;
 
@@ -10,9 +10,11 @@ use tower::ServiceExt;
 
 use super::*;
 use crate::config::UserConfig;
-use crate::pipeline::mem::MemPipeline;
+use mem::MemStore;
 
-fn state_with(config: Config, p: Arc<MemPipeline>) -> AppState {
+mod mem;
+
+fn state_with(config: Config, p: Arc<MemStore>) -> AppState<MemStore> {
     AppState::new(config, p)
 }
 
@@ -55,8 +57,8 @@ fn get(uri: &str) -> Request<Body> {
     Request::get(uri).body(Body::empty()).unwrap()
 }
 
-fn setup(config: Config) -> (Router, Arc<MemPipeline>) {
-    let p = Arc::new(MemPipeline::with_db("db"));
+fn setup(config: Config) -> (Router, Arc<MemStore>) {
+    let p = Arc::new(MemStore::with_db("db"));
     (app(state_with(config, p.clone())), p)
 }
 
@@ -295,7 +297,7 @@ async fn query_endpoint_statements_and_shapes() {
     let (app, p) = setup(Config::default());
     let r = send(
         &app,
-        get("/query?q=CREATE+DATABASE+telegraf%3BSHOW+DATABASES"),
+        post("/query?q=CREATE+DATABASE+telegraf%3BSHOW+DATABASES", ""),
     )
     .await;
     assert_eq!(r.status, 200);
@@ -364,7 +366,16 @@ async fn query_endpoint_statements_and_shapes() {
         .unwrap()
         .starts_with("error parsing query: found DELETE"));
     assert_eq!(send(&app, get("/query")).await.status, 400);
-    send(&app, get("/query?q=DROP+DATABASE+telegraf")).await;
+    // State-changing statements need POST (issue 14): 405, nothing runs.
+    let r = send(&app, get("/query?q=SHOW+DATABASES%3BDROP+DATABASE+telegraf")).await;
+    assert_eq!(r.status, 405);
+    assert_eq!(r.headers["allow"], "POST");
+    assert_eq!(
+        r.json()["error"],
+        "deprecated use of 'DROP DATABASE telegraf' in a read only context, please use a POST request instead"
+    );
+    assert_eq!(p.databases(), vec!["db", "telegraf"]);
+    send(&app, post("/query?q=DROP+DATABASE+telegraf", "")).await;
     assert_eq!(p.databases(), vec!["db"]);
 }
 
@@ -424,7 +435,7 @@ async fn auth_on_requires_credentials_except_ping_and_health() {
     p.create_database("other", None).unwrap();
     let r = send(&app, post("/write?db=other&u=writer&p=pw", "m v=1")).await;
     assert_eq!(r.status, 403);
-    let r = send(&app, get("/query?q=CREATE+DATABASE+x&u=writer&p=pw")).await;
+    let r = send(&app, post("/query?q=CREATE+DATABASE+x&u=writer&p=pw", "")).await;
     assert!(r.json()["results"][0]["error"]
         .as_str()
         .unwrap()
@@ -434,7 +445,7 @@ async fn auth_on_requires_credentials_except_ping_and_health() {
         r.json()["results"][0]["series"][0]["values"],
         serde_json::json!([["db"]])
     );
-    let r = send(&app, get("/query?q=CREATE+DATABASE+x&u=admin&p=root")).await;
+    let r = send(&app, post("/query?q=CREATE+DATABASE+x&u=admin&p=root", "")).await;
     assert!(r.json()["results"][0].get("error").is_none());
 }
 

@@ -6,8 +6,15 @@ mod util;
 
 mod auth;
 mod cli;
+mod crash;
+mod deploy;
 mod limits;
+mod logs;
+mod metrics_docs;
+mod prometheus;
 mod python;
+mod reliability;
 mod shutdown;
+mod sql_security;
 mod telegraf;
 mod write;

@@ -271,7 +271,7 @@ fn telegraf_v1_and_v2_outputs_write_every_field_type_and_read_back_exactly() {
 fn query_as(s: &Server, user: &str, password: &str, q: &str) -> Value {
     let r = s
         .client
-        .get(s.url("/query"))
+        .post(s.url("/query"))
         .query(&[("q", q), ("u", user), ("p", password)])
         .send()
         .unwrap();

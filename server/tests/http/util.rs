@@ -144,11 +144,11 @@ impl Server {
         self.client.post(self.url(path)).body(body).send().unwrap()
     }
 
-    /// `/query` statement(s), asserting 200.
+    /// `/query` statement(s) (POST: CREATE/DROP need it), asserting 200.
     pub fn query(&self, q: &str) -> Value {
         let r = self
             .client
-            .get(self.url("/query"))
+            .post(self.url("/query"))
             .query(&[("q", q)])
             .send()
             .unwrap();

@@ -163,6 +163,39 @@ fn metadata_prefix_deletes_are_durable_and_spare_other_keys() {
 }
 
 #[test]
+fn metadata_prefix_scan_reads_exactly_the_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let (wal, _rec, _rx) = open(config(dir.path()));
+    let kv = |k: &str| (k.as_bytes().to_vec(), k.as_bytes().to_vec());
+    wal.put_meta(vec![
+        kv("ic1Sdb"),
+        kv("ic1Sdb1/1"),
+        kv("ic1Sdb1/2"),
+        kv("ic1Sdb10/1"),
+        kv("ic1Sdb2/1"),
+        kv("ic1T"),
+    ])
+    .unwrap()
+    .wait()
+    .unwrap();
+    let keys = |p: &str| -> Vec<String> {
+        wal.meta_scan_prefix(p.as_bytes())
+            .unwrap()
+            .into_iter()
+            .map(|(k, v)| {
+                assert_eq!(k, v);
+                String::from_utf8(k).unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(keys("ic1Sdb1/"), vec!["ic1Sdb1/1", "ic1Sdb1/2"]);
+    assert_eq!(keys("ic1Sdb2/"), vec!["ic1Sdb2/1"]);
+    assert_eq!(keys("ic1Sdb3/"), Vec::<String>::new());
+    assert_eq!(keys("zzz"), Vec::<String>::new());
+    assert_eq!(keys("").len(), 6);
+}
+
+#[test]
 fn mark_flushed_truncates_updates_stats_and_survives_reopen() {
     let dir = tempfile::tempdir().unwrap();
     {

@@ -3,5 +3,7 @@
 mod backpressure;
 mod commit;
 mod crash;
+mod dead_letter;
+mod disk;
 mod recovery;
 mod util;

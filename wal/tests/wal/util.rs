@@ -65,6 +65,7 @@ pub(crate) fn raw_db(dir: &std::path::Path) -> rocksdb::DB {
             wal::layout::CF_WAL_META,
             wal::layout::CF_META,
             wal::layout::CF_QUARANTINE,
+            wal::layout::CF_DEAD_LETTER,
         ],
     )
     .expect("open raw db")

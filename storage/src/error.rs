@@ -1,0 +1,88 @@
+//! [`StorageError`]: what can go wrong below HTTP, with its cause kept. The server
+//! maps it to status codes in one place (`server/src/error.rs`).
+
+/// What can go wrong below HTTP.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// The request body could not be processed at all (msgpack structure, encoding).
+    #[error(transparent)]
+    Write(#[from] ingest::WriteError),
+    /// A database name the engine cannot hold.
+    #[error(transparent)]
+    InvalidName(#[from] ingest::names::NameError),
+    /// `CREATE DATABASE` with a retention other than the existing one.
+    #[error("retention policy conflicts with an existing policy")]
+    RetentionConflict {
+        /// The database.
+        db: String,
+    },
+    /// The database does not exist.
+    #[error("database not found: \"{db}\"")]
+    DatabaseNotFound {
+        /// The database.
+        db: String,
+    },
+    /// The WAL queue is full: back off.
+    #[error("the WAL queue is full")]
+    QueueFull,
+    /// Storage is shutting down (or already closed).
+    #[error("the server is shutting down")]
+    ShuttingDown,
+    /// The WAL failed a write and refuses all writes until restart.
+    #[error("the WAL failed and refuses writes until restart: {0}")]
+    WalFailed(#[source] wal::WalError),
+    /// The WAL's file system is below its free-space reserve: the write was not
+    /// made (nothing acknowledged); writes resume by themselves once space is freed.
+    #[error("{0}")]
+    DiskFull(#[source] wal::WalError),
+    /// One entry is larger than the WAL accepts.
+    #[error(transparent)]
+    EntryTooLarge(wal::WalError),
+    /// Any other WAL error.
+    #[error("WAL: {0}")]
+    Wal(#[source] wal::WalError),
+    /// The engine refused or failed a statement.
+    #[error(transparent)]
+    Engine(#[from] flush::EngineError),
+    /// Opening storage failed.
+    #[error("{what}: {message}")]
+    Open {
+        /// The step that failed.
+        what: &'static str,
+        /// Why.
+        message: String,
+    },
+    /// An answer from the engine did not have the expected shape.
+    #[error("unexpected engine answer for {what}: {message}")]
+    EngineAnswer {
+        /// What was read.
+        what: &'static str,
+        /// Why it did not parse.
+        message: String,
+    },
+}
+
+impl StorageError {
+    /// The engine's own message when the engine refused a statement (a client's
+    /// SQL error), as opposed to a failure of the engine itself.
+    pub fn engine_message(&self) -> Option<&str> {
+        match self {
+            StorageError::Engine(e) => e.engine_message(),
+            _ => None,
+        }
+    }
+}
+
+impl From<wal::WalError> for StorageError {
+    fn from(e: wal::WalError) -> Self {
+        match e {
+            wal::WalError::QueueFull { .. } => StorageError::QueueFull,
+            wal::WalError::Shutdown => StorageError::ShuttingDown,
+            e @ wal::WalError::Poisoned { .. } => StorageError::WalFailed(e),
+            e @ wal::WalError::DiskFull { .. } => StorageError::DiskFull(e),
+            e @ wal::WalError::EntryTooLarge { .. } => StorageError::EntryTooLarge(e),
+            e => StorageError::Wal(e),
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! # storage: chingest's storage engine, with no HTTP in it
+//!
+//! Brief overview:
+//! - [`Storage::open`] ([`open`]) opens the engine, the WAL (recovering it), the catalog
+//!   (schema, series and the database registry, rebuilt from the WAL's metadata records)
+//!   and the flusher, which first re-inserts what the WAL holds and the engine lacks
+//!   ([`recovery`]).
+//! - A write is [`Store::prepare`]d (parse, series, schema, Arrow, WAL encoding: CPU only)
+//!   and then [`Store::commit`]ted ([`commit`]): one WAL entry, acknowledged once durable,
+//!   handed to the flusher in sequence order.
+//! - Database lifecycle ([`registry`]): create (with retention), drop, existence.
+//! - What `SHOW` statements, `/api/v1/sql` and `/metrics` read ([`read`]).
+//! - [`Store::shutdown`] ([`shutdown`]): commit the WAL, flush everything, close the engine;
+//!   bounded by a grace period whatever the flusher's state.
+//! - Quarantine ([`quarantine`]): parts the engine refuses deterministically become durable
+//!   dead letters (the WAL moves on, every other table keeps flowing), listed, retried or
+//!   discarded by an operator.
+//!
+//! The HTTP server sees storage through the [`Store`] trait (so its handlers are tested
+//! with an in-memory double); [`StorageError`] is the one error type of the seam.
+//!
+//! Layout under the data directory: `wal/` (RocksDB) and `chdb/` (the engine).
+#![deny(missing_docs)]
+
+mod commit;
+pub mod config;
+pub mod error;
+mod health;
+mod open;
+mod quarantine;
+mod read;
+mod recovery;
+mod registry;
+mod repair;
+mod shutdown;
+pub mod store;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+pub use config::StorageConfig;
+pub use error::StorageError;
+pub use store::{
+    BoxFuture, EngineStats, Prepared, QuarantineAction, QuarantinedTable, Rejection, SqlFormat,
+    StorageStats, Store, WriteRequest,
+};
+pub use store::{ReadScope, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlRequest, SqlSummary};
+
+/// The WAL of this storage: entries carry their flusher-ready batches.
+type Wal = wal::Wal<flush::FlushWrite>;
+
+/// The storage engine of this process: engine, WAL, catalog and flusher.
+pub struct Storage {
+    engine: RwLock<Option<flush::Engine>>,
+    wal: Arc<Wal>,
+    catalog: ingest::Catalog,
+    ingestor: ingest::Ingestor,
+    flusher: Mutex<Option<flush::Flusher>>,
+    /// The engine's stats as last read, served when the engine is busy.
+    last_engine_stats: Mutex<Option<EngineStats>>,
+    queue_capacity: u64,
+    closed: AtomicBool,
+    /// Dead letters per table (`quarantine.rs`).
+    quarantine: Arc<quarantine::Quarantine>,
+    /// Orders commits against `DROP/CREATE DATABASE` (`registry.rs`).
+    lifecycle: registry::Lifecycle,
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage")
+            .field("wal", &self.wal.config().dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Storage {
+    /// The engine, unless storage is shut down.
+    fn engine(&self) -> Result<flush::Engine, StorageError> {
+        self.engine.read().clone().ok_or(StorageError::ShuttingDown)
+    }
+}
+
+pub use commit::EncodedWrite;
+
+impl Store for Storage {
+    type Write = EncodedWrite;
+
+    fn prepare(&self, req: WriteRequest<'_>) -> Result<Prepared<EncodedWrite>, StorageError> {
+        self.prepare_write(req)
+    }
+    fn commit(&self, prepared: Prepared<EncodedWrite>) -> BoxFuture<Result<(), StorageError>> {
+        self.commit_write(prepared)
+    }
+    fn database_exists(&self, db: &str) -> bool {
+        self.catalog.database_exists(db)
+    }
+    fn create_database(&self, db: &str, retention_secs: Option<u64>) -> Result<(), StorageError> {
+        self.create(db, retention_secs)
+    }
+    fn retention_secs(&self, db: &str) -> u64 {
+        self.catalog.retention_secs(db)
+    }
+    fn drop_database(&self, db: &str) -> Result<(), StorageError> {
+        self.drop(db)
+    }
+    fn databases(&self) -> Vec<String> {
+        self.catalog.databases()
+    }
+    fn schema(&self, db: &str) -> Result<Vec<ingest::MeasurementSchema>, StorageError> {
+        self.require(db)?;
+        Ok(self.catalog.schema(db))
+    }
+    fn series(&self, db: &str, measurement: Option<&str>) -> Result<Vec<String>, StorageError> {
+        self.series_keys(db, measurement)
+    }
+    fn tag_values(
+        &self,
+        db: &str,
+        measurement: &str,
+        keys: &[String],
+    ) -> Result<Vec<(String, String)>, StorageError> {
+        self.distinct_tag_values(db, measurement, keys)
+    }
+    fn sql(
+        &self,
+        req: SqlRequest<'_>,
+        sink: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<SqlSummary, SqlError> {
+        self.run_sql(req, sink)
+    }
+    fn series_cardinality(&self) -> Vec<(String, u64)> {
+        self.cardinality()
+    }
+    fn engine_stats(&self) -> Option<EngineStats> {
+        self.read_engine_stats()
+    }
+    fn stats(&self) -> StorageStats {
+        self.stats_with_disk()
+    }
+    fn shutdown(&self) -> Result<(), StorageError> {
+        self.close()
+    }
+    fn shutdown_within(&self, grace: std::time::Duration) -> Result<(), StorageError> {
+        self.close_within(grace)
+    }
+    fn quarantine(&self) -> Vec<QuarantinedTable> {
+        self.quarantined()
+    }
+    fn retry_quarantine(
+        &self,
+        db: &str,
+        measurement: Option<&str>,
+    ) -> Result<QuarantineAction, StorageError> {
+        self.retry_quarantined(db, measurement)
+    }
+    fn discard_quarantine(
+        &self,
+        db: &str,
+        measurement: Option<&str>,
+    ) -> Result<QuarantineAction, StorageError> {
+        self.discard_quarantined(db, measurement)
+    }
+}
+
+/// The engine roles chingest boots the engine with (one per read scope).
+pub use flush::EngineAccess;
+/// The configs of the crates below, which the server's configuration file nests.
+pub use flush::FlushConfig;
+pub use wal::{Durability, WalConfig};

@@ -1,0 +1,166 @@
+//! [`Storage::open`]: engine, WAL, catalog, then the flusher (which first replays what
+//! the engine lacks).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::quarantine::{DeadLetters, Quarantine};
+use crate::{recovery, registry, Storage, StorageConfig, StorageError, Wal};
+
+impl Storage {
+    /// Opens storage under `config.data_dir`: the engine in `chdb/`, the WAL in `wal/`
+    /// (recovering it), the catalog from the WAL's metadata records, and the flusher,
+    /// which first re-inserts what the WAL holds and the engine lacks. SQL runs with
+    /// the default `[sql]` limits and only the "read all" and "read nothing" roles;
+    /// see [`Storage::open_with_sql`].
+    pub fn open(
+        config: &StorageConfig,
+        wal: wal::WalConfig,
+        flush: flush::FlushConfig,
+        limits: ingest::Limits,
+    ) -> Result<Storage, StorageError> {
+        let access = flush::EngineAccess::new([]);
+        Storage::open_with_sql(
+            config,
+            wal,
+            flush,
+            limits,
+            flush::SqlConfig::default(),
+            &access,
+        )
+    }
+
+    /// [`Storage::open`], with the SQL sandbox's limits and the engine roles of
+    /// the read scopes users will query with (`flush::access`: roles exist only
+    /// if the engine boots with them).
+    pub fn open_with_sql(
+        config: &StorageConfig,
+        wal: wal::WalConfig,
+        flush: flush::FlushConfig,
+        limits: ingest::Limits,
+        sql: flush::SqlConfig,
+        access: &flush::EngineAccess,
+    ) -> Result<Storage, StorageError> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| StorageError::Open {
+            what: "creating the data directory",
+            message: format!("{}: {e}", config.data_dir.display()),
+        })?;
+        crate::repair::move_aside_empty_metadata(&config.engine_dir());
+        let engine = flush::Engine::open_with(
+            &flush::EngineConfig {
+                data_dir: config.engine_dir(),
+                ..flush.engine.clone()
+            },
+            access,
+            sql,
+        )?;
+        let queue_capacity = wal.queue_capacity;
+        let (wal, committed, recovery) = open_wal(config, wal)?;
+        let catalog = load_catalog(&wal, limits)?;
+        // Start-up always succeeds on a data directory an older version wrote: what
+        // cannot be tidied or replayed is reported (and quarantined by the flusher),
+        // not fatal.
+        if let Err(e) = drop_legacy_series_tables(&engine, &catalog) {
+            tracing::error!(error = %e, "could not drop a legacy __series table; continuing");
+        }
+        let (quarantine, dead_lettered) = Quarantine::load(&wal)?;
+        let quarantine = Arc::new(quarantine);
+        let fences = registry::fences(&wal, recovery.flushed_seq)?;
+        let pending = registry::pending_drops(&wal)?;
+        let resume = recovery::resume(&recovery, &catalog, fences, dead_lettered);
+        let log = recovery::WalWatermark(
+            wal.clone(),
+            DeadLetters {
+                wal: wal.clone(),
+                quarantine: quarantine.clone(),
+            },
+        );
+        let flusher = flush::Flusher::start(engine.clone(), flush, committed, resume, Arc::new(log))
+            .map_err(|e| StorageError::Open {
+                what: "starting the flusher",
+                message: e.to_string(),
+            })?;
+        let storage = Storage {
+            engine: RwLock::new(Some(engine)),
+            wal,
+            catalog,
+            ingestor: ingest::Ingestor::default(),
+            flusher: Mutex::new(Some(flusher)),
+            last_engine_stats: Mutex::new(None),
+            queue_capacity: queue_capacity as u64,
+            closed: AtomicBool::new(false),
+            quarantine,
+            lifecycle: registry::Lifecycle::default(),
+        };
+        // A DROP DATABASE decided before a crash finishes now (the fence already keeps
+        // replay from resurrecting it); a failure is logged and retried at the next
+        // start or by a CREATE DATABASE of the same name.
+        for (db, up_to) in pending {
+            tracing::info!(db, up_to, "finishing a DROP DATABASE interrupted by a crash");
+            if let Err(e) = storage.finish_drop(&db, up_to) {
+                tracing::error!(db, error = %e, "could not finish DROP DATABASE; will retry");
+            }
+        }
+        Ok(storage)
+    }
+}
+
+type Committed = crossbeam_channel::Receiver<wal::Committed<flush::FlushWrite>>;
+
+/// Opens (and recovers) the WAL. Its channel to the flusher is bounded: a stalled
+/// flusher stalls the WAL writer, whose queue then fills and writes are refused with
+/// 503/429 instead of growing memory.
+fn open_wal(
+    config: &StorageConfig,
+    mut wal_config: wal::WalConfig,
+) -> Result<(Arc<Wal>, Committed, wal::Recovery), StorageError> {
+    wal_config.dir = config.wal_dir();
+    let (tx, rx) = crossbeam_channel::bounded(wal_config.queue_capacity.max(64));
+    let (wal, recovery) = Wal::open(wal_config, tx).map_err(|e| StorageError::Open {
+        what: "opening the WAL",
+        message: e.to_string(),
+    })?;
+    Ok((Arc::new(wal), rx, recovery))
+}
+
+/// The catalog (schema, series, databases) from the WAL's metadata records.
+fn load_catalog(wal: &Wal, limits: ingest::Limits) -> Result<ingest::Catalog, StorageError> {
+    let records = wal.meta_scan().map_err(|e| StorageError::Open {
+        what: "reading WAL metadata",
+        message: e.to_string(),
+    })?;
+    ingest::Catalog::load(
+        limits,
+        records.iter().map(|(k, v)| (k.as_slice(), v.as_slice())),
+    )
+    .map_err(|e| StorageError::Open {
+        what: "loading the catalog",
+        message: e.to_string(),
+    })
+}
+
+/// Versions before the storage crate kept a `__series` table in every database (the series
+/// registry is now the catalog's series records); it collided with a user measurement of that
+/// name. It is recognised by lacking `__seq`, which every measurement table has.
+fn drop_legacy_series_tables(
+    engine: &flush::Engine,
+    catalog: &ingest::Catalog,
+) -> Result<(), StorageError> {
+    for db in catalog.databases() {
+        let legacy = engine.query_text(&format!(
+            "SELECT count() FROM system.tables WHERE database = {db} AND name = '__series' \
+             AND name NOT IN (SELECT table FROM system.columns WHERE database = {db} AND name = '__seq')",
+            db = flush::quote_string(&db)
+        ))?;
+        if legacy.trim() != "0" {
+            engine.execute(&format!(
+                "DROP TABLE IF EXISTS {}.`__series` SYNC",
+                flush::quote_ident(&db)
+            ))?;
+            tracing::info!(db, "dropped the legacy __series table (the catalog holds the series)");
+        }
+    }
+    Ok(())
+}

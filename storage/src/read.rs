@@ -1,0 +1,213 @@
+//! What `SHOW` statements, `/api/v1/sql`, `/metrics` and `/health` read.
+//!
+//! User SQL goes to the engine's SQL sandbox (`flush::sandbox`), engine stats to
+//! a stats connection of their own; neither uses the flusher's connections.
+
+use std::sync::atomic::Ordering;
+
+use ingest::catalog::Record;
+
+use crate::{
+    EngineStats, SqlError, SqlFormat, SqlRequest, SqlSummary, Storage, StorageError, StorageStats,
+};
+
+/// Databases the engine keeps for itself, left out of operator stats.
+const ENGINE_DATABASES: &str = "('system', 'information_schema', 'INFORMATION_SCHEMA')";
+
+impl Storage {
+    pub(crate) fn require(&self, db: &str) -> Result<(), StorageError> {
+        if self.catalog.database_exists(db) {
+            Ok(())
+        } else {
+            Err(StorageError::DatabaseNotFound { db: db.to_string() })
+        }
+    }
+
+    /// Series keys from the catalog's series records (the one series registry),
+    /// sorted by measurement, then key.
+    pub(crate) fn series_keys(
+        &self,
+        db: &str,
+        measurement: Option<&str>,
+    ) -> Result<Vec<String>, StorageError> {
+        self.require(db)?;
+        let records = self
+            .wal
+            .meta_scan_prefix(&ingest::catalog::series_prefix(db))?;
+        let mut keys = Vec::new();
+        for (k, v) in &records {
+            if let Ok(Some(Record::Series { key, .. })) = Record::decode(k, v) {
+                // As InfluxDB shows a series key: `measurement,k=v,...`.
+                let key = key.to_string();
+                if measurement.is_none_or(|m| ingest::series::measurement_of(&key) == m) {
+                    keys.push(key);
+                }
+            }
+        }
+        keys.sort_by(|a, b| {
+            let m = |k: &str| ingest::series::measurement_of(k).to_string();
+            (m(a), a).cmp(&(m(b), b))
+        });
+        keys.dedup();
+        Ok(keys)
+    }
+
+    /// Distinct non-empty values of each of `keys` in `measurement`, from the engine.
+    pub(crate) fn distinct_tag_values(
+        &self,
+        db: &str,
+        measurement: &str,
+        keys: &[String],
+    ) -> Result<Vec<(String, String)>, StorageError> {
+        let engine = self.engine()?;
+        let table = flush::table::qualified(db, measurement);
+        let mut keys: Vec<&String> = keys.iter().collect();
+        keys.sort();
+        keys.dedup();
+        let mut out = Vec::new();
+        for k in keys {
+            let col = flush::quote_ident(k);
+            let sql =
+                format!("SELECT DISTINCT {col} AS v FROM {table} WHERE {col} != '' ORDER BY v");
+            let rows = match engine.query(&sql, flush::OutputFormat::JSONCompactEachRow) {
+                Ok(rows) => rows,
+                // Not flushed yet (no table or column): no values to show.
+                Err(e) if not_flushed_yet(&e) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            for line in rows.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                let (v,): (String,) =
+                    serde_json::from_slice(line).map_err(|e| StorageError::EngineAnswer {
+                        what: "tag values",
+                        message: e.to_string(),
+                    })?;
+                out.push((k.clone(), v));
+            }
+        }
+        Ok(out)
+    }
+
+    /// One user statement, in the engine's SQL sandbox (never on the flusher's
+    /// connections).
+    pub(crate) fn run_sql(
+        &self,
+        req: SqlRequest<'_>,
+        sink: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<SqlSummary, SqlError> {
+        let f = match req.format {
+            SqlFormat::Json => flush::OutputFormat::JSON,
+            SqlFormat::JsonEachRow => flush::OutputFormat::JSONEachRow,
+            SqlFormat::Csv => flush::OutputFormat::CSVWithNames,
+            SqlFormat::Arrow => flush::OutputFormat::ArrowStream,
+        };
+        let engine = self
+            .engine()
+            .map_err(|_| SqlError::Unavailable("the server is shutting down".into()))?;
+        engine.sql(req.sql, f, &req.access, &req.cancel, sink)
+    }
+
+    /// Parts, merges and rows from the engine's system tables, read on a
+    /// connection of their own with a 1 s limit. When that connection is busy
+    /// (another scrape) or the engine does not answer, the last stats read are
+    /// served instead: `/metrics` never waits behind inserts or user SQL.
+    /// `None` only before the first successful read (or without an engine).
+    pub(crate) fn read_engine_stats(&self) -> Option<EngineStats> {
+        let fresh = self.engine().ok().and_then(|e| query_engine_stats(&e));
+        let mut last = self.last_engine_stats.lock();
+        if let Some(stats) = fresh {
+            *last = Some(stats);
+        }
+        last.clone()
+    }
+
+    pub(crate) fn cardinality(&self) -> Vec<(String, u64)> {
+        self.catalog
+            .databases()
+            .into_iter()
+            .map(|db| {
+                let n = self.catalog.series_count(&db);
+                (db, n)
+            })
+            .collect()
+    }
+
+    pub(crate) fn current_stats(&self) -> StorageStats {
+        let s = self.wal.stats();
+        let unavailable = if self.closed.load(Ordering::Acquire) {
+            Some("the server is shutting down".to_string())
+        } else if s.poisoned {
+            Some("the WAL failed and refuses writes until restart".to_string())
+        } else {
+            None
+        };
+        let flush = self
+            .flusher
+            .lock()
+            .as_ref()
+            .map(|f| f.status())
+            .unwrap_or_default();
+        StorageStats {
+            flush_pending_points: flush.pending_points,
+            flush_consecutive_failures: flush.consecutive_failures,
+            flush_last_error: flush.last_error,
+            wal_queue_depth: s.queue_depth as u64,
+            wal_queue_capacity: self.queue_capacity,
+            last_seq: s.last_seq,
+            flushed_seq: s.flushed_seq,
+            unflushed_points: s.unflushed_points,
+            unflushed_bytes: s.unflushed_bytes,
+            oldest_unflushed_secs: s.oldest_unflushed_age.map_or(0.0, |d| d.as_secs_f64()),
+            unavailable,
+        }
+    }
+}
+
+fn query_engine_stats(engine: &flush::Engine) -> Option<EngineStats> {
+    let text = |sql: &str| engine.stats_text(sql);
+    let mut stats = EngineStats::default();
+    let parts = text(&format!(
+        "SELECT database, table, count() FROM system.parts WHERE active \
+         AND database NOT IN {ENGINE_DATABASES} GROUP BY database, table ORDER BY database"
+    ))?;
+    add_parts(&mut stats, &parts);
+    stats.merges_running = text("SELECT count() FROM system.merges")?
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    let events = text(
+        "SELECT event, value FROM system.events WHERE event IN ('InsertedRows', 'MergedRows')",
+    )?;
+    for line in events.lines() {
+        match line.split_once('\t') {
+            Some(("InsertedRows", v)) => stats.inserted_rows = v.trim().parse().unwrap_or(0),
+            Some(("MergedRows", v)) => stats.merged_rows = v.trim().parse().unwrap_or(0),
+            _ => {}
+        }
+    }
+    Some(stats)
+}
+
+/// A measurement or tag that has no table or column in the engine yet.
+fn not_flushed_yet(e: &flush::EngineError) -> bool {
+    e.engine_message().is_some_and(|m| {
+        m.contains("UNKNOWN_TABLE")
+            || m.contains("UNKNOWN_IDENTIFIER")
+            || m.contains("UNKNOWN_DATABASE")
+    })
+}
+
+/// Folds `database \t table \t parts` rows (sorted by database) into `stats`.
+fn add_parts(stats: &mut EngineStats, rows: &str) {
+    for line in rows.lines() {
+        let mut f = line.split('\t');
+        let (Some(db), Some(_table), Some(n)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let n: u64 = n.parse().unwrap_or(0);
+        stats.max_parts_per_table = stats.max_parts_per_table.max(n);
+        match stats.active_parts.last_mut() {
+            Some((last, total)) if last == db => *total += n,
+            _ => stats.active_parts.push((db.to_string(), n)),
+        }
+    }
+}
