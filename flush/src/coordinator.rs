@@ -425,7 +425,6 @@ impl Coordinator {
             Ok(()) => {
                 tracing::error!(db = %key.0, measurement = %key.1, seq = part.seq, points,
                     error = %e, "flush refused deterministically: part quarantined as a dead letter");
-                metrics::counter!("chingest_flush_quarantined_points_total").increment(points);
                 self.watermark.part_done(part.seq);
                 let mut st = self.status.lock();
                 st.pending_points = st.pending_points.saturating_sub(points);
@@ -471,8 +470,9 @@ impl Coordinator {
                 continue;
             }
             for group in q.iter_mut() {
-                let (out, kept): (Vec<Part>, Vec<Part>) =
-                    std::mem::take(group).into_iter().partition(|p| p.seq <= up_to);
+                let (out, kept): (Vec<Part>, Vec<Part>) = std::mem::take(group)
+                    .into_iter()
+                    .partition(|p| p.seq <= up_to);
                 gone.extend(out);
                 *group = kept;
             }

@@ -163,11 +163,7 @@ impl Flusher {
                         points,
                         "replay: parts of tables the engine cannot be asked about were quarantined"
                     );
-                    held.extend(
-                        letters
-                            .into_iter()
-                            .map(|l| (l.db, l.measurement, l.seq)),
-                    );
+                    held.extend(letters.into_iter().map(|l| (l.db, l.measurement, l.seq)));
                 }
                 Err(e) => tracing::error!(error = %e, "replay: cannot store dead letters"),
             }

@@ -50,7 +50,9 @@ pub struct SqlConfig {
     /// is answered 503 with Retry-After at once. Default: 2.
     pub max_concurrent_queries: usize,
     /// A statement is stopped by the engine after this long (and the HTTP
-    /// response ends with an error). Default: 30 s.
+    /// response ends with an error). Below the server's 30 s request deadline, so a
+    /// runaway statement is answered with its own error, not a request timeout.
+    /// Default: 20 s.
     pub max_execution_secs: u64,
     /// Rows a result may have; more fails the statement. Default: 1,000,000.
     pub max_result_rows: u64,
@@ -67,7 +69,7 @@ impl Default for SqlConfig {
     fn default() -> Self {
         Self {
             max_concurrent_queries: 2,
-            max_execution_secs: 30,
+            max_execution_secs: 20,
             max_result_rows: 1_000_000,
             max_result_bytes: 256 << 20,
             max_memory_bytes: 1 << 30,
@@ -416,6 +418,13 @@ impl Sandbox {
                 cut(&ast, 200)
             ))
         })?;
+        if let Some(f) = sql_gate::format_clause(&nodes) {
+            lease_back(self, &mut lease);
+            return Err(SqlError::Invalid(format!(
+                "the statement chooses its output format (FORMAT {f}); choose it with the format \
+                 parameter (json, jsoneachrow, csv, arrow) or Accept instead"
+            )));
+        }
         let violation = match access {
             SqlAccess::Read(_) => sql_gate::reader_violation(&nodes),
             SqlAccess::Admin => sql_gate::admin_violation(&nodes),

@@ -174,6 +174,21 @@ const READER_SYSTEM_TABLES: &[&str] = &[
     "settings",
 ];
 
+/// The statement's own `FORMAT` clause, if it has one: an `Identifier`
+/// directly under a `SelectWithUnionQuery` root (where the engine keeps the
+/// output format of a query). The answer's format is the request's (`format`
+/// parameter or `Accept`), which the response is labelled with and re-joined
+/// by, so a clause choosing another one is refused.
+pub(crate) fn format_clause(nodes: &[Node]) -> Option<&str> {
+    if nodes[0].kind != "SelectWithUnionQuery" {
+        return None;
+    }
+    nodes
+        .iter()
+        .find(|n| n.parent == Some(0) && n.kind == "Identifier")
+        .map(|n| n.name.as_str())
+}
+
 /// Why a statement is refused to a non-admin, if it is.
 pub(crate) fn reader_violation(nodes: &[Node]) -> Option<String> {
     let root = &nodes[0];
@@ -305,6 +320,17 @@ mod tests {
         assert!(why("SelectWithUnionQuery (children 1)\n TableExpression (children 1)\n  Function url (children 1)\n").is_some());
         assert_eq!(
             why("SelectWithUnionQuery (children 1)\n TableExpression (children 1)\n  Function numbers (children 1)\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_format_clause_is_found_at_the_root_only() {
+        let with_format = "SelectWithUnionQuery (children 2)\n ExpressionList (children 1)\n  SelectQuery (children 1)\n   ExpressionList (children 1)\n    Identifier x\n Identifier JSON\n";
+        assert_eq!(format_clause(&tree(with_format)), Some("JSON"));
+        assert_eq!(format_clause(&tree(WEIRD_NAMES)), None);
+        assert_eq!(
+            format_clause(&tree("ShowTables (children 1)\n Identifier system\n")),
             None
         );
     }

@@ -139,9 +139,12 @@ pub(crate) fn insert_parts(
     let parts: &[Part] = if held.is_empty() {
         parts
     } else {
-        tracing::info!(db, measurement, held = held.len(),
-            "retry: skipping parts the engine already holds (exactly once)");
-        metrics::counter!("chingest_flush_retry_skipped_parts_total").increment(held.len() as u64);
+        tracing::info!(
+            db,
+            measurement,
+            held = held.len(),
+            "retry: skipping parts the engine already holds (exactly once)"
+        );
         owned = parts
             .iter()
             .filter(|p| !held.contains(&p.seq))

@@ -410,8 +410,9 @@ quarantine_after_failures = 5
 # /api/v1/sql statements running at once (each on an engine connection of its
 # own, never the flusher's); one more is answered 503 + Retry-After at once.
 max_concurrent_queries = 2
-# The engine stops a statement after this many seconds.
-max_execution_secs = 30
+# The engine stops a statement after this many seconds (keep it below
+# server.request_timeout_secs, so the client reads the statement's own error).
+max_execution_secs = 20
 # A result larger than this fails the statement: rows, and bytes (256 MiB).
 max_result_rows = 1000000
 max_result_bytes = 268435456

@@ -236,6 +236,7 @@ impl From<storage::StorageError> for ApiError {
                 Some(m) => ApiError::Query(m.to_string()),
                 None => ApiError::Internal(e.to_string()),
             },
+            S::TagValues(e) => e.into(),
             e => ApiError::Internal(e.to_string()),
         }
     }

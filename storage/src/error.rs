@@ -53,6 +53,10 @@ pub enum StorageError {
         /// Why.
         message: String,
     },
+    /// The engine's SQL sandbox refused or failed a statement chingest generated for
+    /// `SHOW TAG VALUES` (a limit, a busy sandbox).
+    #[error("SHOW TAG VALUES: {0}")]
+    TagValues(#[source] flush::SqlError),
     /// An answer from the engine did not have the expected shape.
     #[error("unexpected engine answer for {what}: {message}")]
     EngineAnswer {

@@ -305,8 +305,13 @@ impl Storage {
         }
         self.wal.dead_letter_delete(Vec::new(), vec![p])?;
         self.quarantine.forget(db, measurement);
-        tracing::warn!(db, measurement, entries = action.entries, points = action.points,
-            "quarantined points discarded by an operator");
+        tracing::warn!(
+            db,
+            measurement,
+            entries = action.entries,
+            points = action.points,
+            "quarantined points discarded by an operator"
+        );
         Ok(action)
     }
 
@@ -336,7 +341,10 @@ mod tests {
         let a = prefix("a", None);
         assert!(key("a", "m", 1).starts_with(&a));
         assert!(!key("ab", "m", 1).starts_with(&a));
-        assert_eq!(parse_key(&key("d b", "m\u{e9}", 7)), Some(("d b".into(), "m\u{e9}".into(), 7)));
+        assert_eq!(
+            parse_key(&key("d b", "m\u{e9}", 7)),
+            Some(("d b".into(), "m\u{e9}".into(), 7))
+        );
         assert_eq!(parse_key(b"dl1junk"), None);
     }
 }

@@ -37,22 +37,20 @@ impl Storage {
         let mut keys = Vec::new();
         for (k, v) in &records {
             if let Ok(Some(Record::Series { key, .. })) = Record::decode(k, v) {
-                // As InfluxDB shows a series key: `measurement,k=v,...`.
-                let key = key.to_string();
-                if measurement.is_none_or(|m| ingest::series::measurement_of(&key) == m) {
-                    keys.push(key);
+                if measurement.is_none_or(|m| key.measurement() == m.as_bytes()) {
+                    // As InfluxDB shows a series key: `measurement,k=v,...`, escaped.
+                    keys.push((key.measurement().to_vec(), key.to_string()));
                 }
             }
         }
-        keys.sort_by(|a, b| {
-            let m = |k: &str| ingest::series::measurement_of(k).to_string();
-            (m(a), a).cmp(&(m(b), b))
-        });
+        keys.sort();
         keys.dedup();
-        Ok(keys)
+        Ok(keys.into_iter().map(|(_, key)| key).collect())
     }
 
     /// Distinct non-empty values of each of `keys` in `measurement`, from the engine.
+    /// A client triggers these statements (`SHOW TAG VALUES`), so they run in the SQL
+    /// sandbox with its time and size limits, never on the flusher's connections.
     pub(crate) fn distinct_tag_values(
         &self,
         db: &str,
@@ -69,19 +67,30 @@ impl Storage {
             let col = flush::quote_ident(k);
             let sql =
                 format!("SELECT DISTINCT {col} AS v FROM {table} WHERE {col} != '' ORDER BY v");
-            let rows = match engine.query(&sql, flush::OutputFormat::JSONCompactEachRow) {
-                Ok(rows) => rows,
+            let mut rows = Vec::new();
+            let ran = engine.sql(
+                &sql,
+                flush::OutputFormat::JSONEachRow,
+                &flush::SqlAccess::Admin,
+                &flush::SqlCancel::new(),
+                &mut |chunk| {
+                    rows.extend_from_slice(chunk);
+                    true
+                },
+            );
+            match ran {
+                Ok(_) => {}
                 // Not flushed yet (no table or column): no values to show.
-                Err(e) if not_flushed_yet(&e) => continue,
-                Err(e) => return Err(e.into()),
-            };
+                Err(flush::SqlError::Invalid(m)) if not_flushed_yet(&m) => continue,
+                Err(e) => return Err(StorageError::TagValues(e)),
+            }
             for line in rows.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-                let (v,): (String,) =
+                let row: TagValueRow =
                     serde_json::from_slice(line).map_err(|e| StorageError::EngineAnswer {
                         what: "tag values",
                         message: e.to_string(),
                     })?;
-                out.push((k.clone(), v));
+                out.push((k.clone(), row.v));
             }
         }
         Ok(out)
@@ -188,12 +197,16 @@ fn query_engine_stats(engine: &flush::Engine) -> Option<EngineStats> {
 }
 
 /// A measurement or tag that has no table or column in the engine yet.
-fn not_flushed_yet(e: &flush::EngineError) -> bool {
-    e.engine_message().is_some_and(|m| {
-        m.contains("UNKNOWN_TABLE")
-            || m.contains("UNKNOWN_IDENTIFIER")
-            || m.contains("UNKNOWN_DATABASE")
-    })
+fn not_flushed_yet(engine_message: &str) -> bool {
+    ["UNKNOWN_TABLE", "UNKNOWN_IDENTIFIER", "UNKNOWN_DATABASE"]
+        .iter()
+        .any(|code| engine_message.contains(code))
+}
+
+/// One row of the tag-values statement.
+#[derive(serde::Deserialize)]
+struct TagValueRow {
+    v: String,
 }
 
 /// Folds `database \t table \t parts` rows (sorted by database) into `stats`.

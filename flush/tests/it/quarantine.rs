@@ -186,7 +186,11 @@ fn issue_15_engine_refused_writes_are_quarantined_and_everything_else_flows() {
         tables: vec![
             (
                 "cpu".into(),
-                batch(vec![2], vec![1], vec![Col::F("_row_exists", vec![Some(1.0)])]),
+                batch(
+                    vec![2],
+                    vec![1],
+                    vec![Col::F("_row_exists", vec![Some(1.0)])],
+                ),
             ),
             (
                 "mem".into(),
@@ -228,7 +232,11 @@ fn issue_15_engine_refused_writes_are_quarantined_and_everything_else_flows() {
     let st = stack.flusher().status();
     assert_eq!(st.quarantined_points, 2);
     assert_eq!(st.pending_points, 0);
-    assert_eq!(stack.wal.stats().unflushed_entries, 0, "the watermark moved on");
+    assert_eq!(
+        stack.wal.stats().unflushed_entries,
+        0,
+        "the watermark moved on"
+    );
 
     // An operator retry: still refused, reported, nothing inserted.
     let again = stack.flusher().retry(&letters);
@@ -256,7 +264,11 @@ fn issue_15_a_dead_letter_retried_once_the_cause_is_gone_is_inserted_exactly_onc
     stack.wait_flushed(bad);
     let letters = stack.log.letters.lock().clone();
     assert_eq!(letters.len(), 1);
-    assert!(letters[0].error.contains("VIOLATED_CONSTRAINT"), "{}", letters[0].error);
+    assert!(
+        letters[0].error.contains("VIOLATED_CONSTRAINT"),
+        "{}",
+        letters[0].error
+    );
     engine()
         .execute(&format!("ALTER TABLE {table} DROP CONSTRAINT positive"))
         .unwrap();
@@ -264,7 +276,10 @@ fn issue_15_a_dead_letter_retried_once_the_cause_is_gone_is_inserted_exactly_onc
     assert!(matches!(out[..], [RetryOutcome::Inserted]), "{out:?}");
     // A second retry (a crash before the dead letter was removed) inserts nothing.
     let out = stack.flusher().retry(&letters);
-    assert!(matches!(out[..], [RetryOutcome::AlreadyInEngine]), "{out:?}");
+    assert!(
+        matches!(out[..], [RetryOutcome::AlreadyInEngine]),
+        "{out:?}"
+    );
     assert_eq!(count(&table), 2);
     stack.close();
 }
@@ -327,7 +342,10 @@ fn issue_15_start_up_quarantines_a_table_it_cannot_ask_and_honours_drop_fences()
 
     // A table an older version made, without `__seq`: replay cannot ask it.
     engine()
-        .execute(&format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(&db)))
+        .execute(&format!(
+            "CREATE DATABASE IF NOT EXISTS {}",
+            quote_ident(&db)
+        ))
         .unwrap();
     engine()
         .execute(&format!(
@@ -354,7 +372,11 @@ fn issue_15_start_up_quarantines_a_table_it_cannot_ask_and_honours_drop_fences()
             "SELECT count() FROM system.databases WHERE name = '{dropped}'"
         ))
         .unwrap();
-    assert_eq!(exists.trim(), "0", "a dropped database is not re-created by replay");
+    assert_eq!(
+        exists.trim(),
+        "0",
+        "a dropped database is not re-created by replay"
+    );
     stack.close();
 }
 

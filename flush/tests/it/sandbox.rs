@@ -186,6 +186,12 @@ fn reader_connections_carry_limits_a_statement_cannot_lift() {
             "{set}: {e:?}"
         );
     }
+    // The answer's format is the caller's, not the statement's.
+    let e = run("SELECT 1 FORMAT JSON", &reader()).unwrap_err();
+    assert!(
+        matches!(&e, SqlError::Invalid(m) if m.contains("format parameter")),
+        "{e:?}"
+    );
     // The result-size limit holds.
     let e = run("SELECT number FROM numbers(600000)", &reader()).unwrap_err();
     assert!(

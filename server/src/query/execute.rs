@@ -58,9 +58,7 @@ pub(super) fn execute<S: Store>(
             Ok(vec![])
         }
         Statement::ShowDatabases => Ok(show_databases(p, id)),
-        Statement::ShowRetentionPolicies(on) => {
-            show_retention_policies(p, &readable(id, on, db)?)
-        }
+        Statement::ShowRetentionPolicies(on) => show_retention_policies(p, &readable(id, on, db)?),
         Statement::ShowMeasurements(on) => show_measurements(p, &readable(id, on, db)?),
         Statement::ShowTagKeys(on, from) => {
             show_tag_keys(p, &readable(id, on, db)?, from.as_deref())
@@ -127,11 +125,7 @@ fn shard_group_secs(retention: u64) -> u64 {
 }
 
 fn show_measurements(p: &impl Store, db: &str) -> Result<Vec<Value>, ApiError> {
-    let values: Vec<Value> = p
-        .schema(db)?
-        .into_iter()
-        .map(|m| json!([m.name]))
-        .collect();
+    let values: Vec<Value> = p.schema(db)?.into_iter().map(|m| json!([m.name])).collect();
     if values.is_empty() {
         return Ok(vec![]);
     }

@@ -78,9 +78,10 @@ pub async fn query<S: Store>(
         let state = state.clone();
         let id = id.clone();
         let db = db.clone();
-        let outcome = tokio::task::spawn_blocking(move || execute::execute(&state, &id, db.as_deref(), st))
-            .await
-            .unwrap_or_else(|e| Err(ApiError::Internal(e.to_string())));
+        let outcome =
+            tokio::task::spawn_blocking(move || execute::execute(&state, &id, db.as_deref(), st))
+                .await
+                .unwrap_or_else(|e| Err(ApiError::Internal(e.to_string())));
         let mut r = match outcome {
             Ok(series) if series.is_empty() => json!({}),
             Ok(series) => json!({ "series": series }),

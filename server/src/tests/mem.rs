@@ -7,9 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
-use storage::{
-    BoxFuture, Prepared, Rejection, StorageError, StorageStats, Store, WriteRequest,
-};
+use storage::{BoxFuture, Prepared, Rejection, StorageError, StorageStats, Store, WriteRequest};
 
 #[derive(Default)]
 pub(crate) struct MemStore {
@@ -39,13 +37,12 @@ impl Store for MemStore {
     type Write = Pending;
 
     fn prepare(&self, req: WriteRequest<'_>) -> Result<Prepared<Pending>, StorageError> {
-        let text = std::str::from_utf8(req.body)
-            .map_err(|_| {
-                StorageError::InvalidName(ingest::names::NameError {
-                    name: "not utf-8".into(),
-                    kind: ingest::names::NameErrorKind::ControlCharacter,
-                })
-            })?;
+        let text = std::str::from_utf8(req.body).map_err(|_| {
+            StorageError::InvalidName(ingest::names::NameError {
+                name: "not utf-8".into(),
+                kind: ingest::names::NameErrorKind::ControlCharacter,
+            })
+        })?;
         let mut good = Vec::new();
         let mut errors = Vec::new();
         let mut limit = false;
@@ -147,7 +144,10 @@ impl Store for MemStore {
             .map(|(name, (tags, fields))| ingest::MeasurementSchema {
                 name,
                 tag_keys: tags.into_iter().collect(),
-                fields: fields.into_iter().map(|f| (f, ingest::FieldType::Float)).collect(),
+                fields: fields
+                    .into_iter()
+                    .map(|f| (f, ingest::FieldType::Float))
+                    .collect(),
             })
             .collect())
     }
@@ -197,7 +197,11 @@ impl Store for MemStore {
                 "Syntax error: failed at position 1".into(),
             ));
         }
-        let select = req.sql.trim_start().to_ascii_uppercase().starts_with("SELECT");
+        let select = req
+            .sql
+            .trim_start()
+            .to_ascii_uppercase()
+            .starts_with("SELECT");
         if matches!(req.access, storage::SqlAccess::Read(_)) && !select {
             return Err(storage::SqlError::Forbidden("read-only user".into()));
         }

@@ -367,7 +367,11 @@ async fn query_endpoint_statements_and_shapes() {
         .starts_with("error parsing query: found DELETE"));
     assert_eq!(send(&app, get("/query")).await.status, 400);
     // State-changing statements need POST (issue 14): 405, nothing runs.
-    let r = send(&app, get("/query?q=SHOW+DATABASES%3BDROP+DATABASE+telegraf")).await;
+    let r = send(
+        &app,
+        get("/query?q=SHOW+DATABASES%3BDROP+DATABASE+telegraf"),
+    )
+    .await;
     assert_eq!(r.status, 405);
     assert_eq!(r.headers["allow"], "POST");
     assert_eq!(

@@ -39,7 +39,8 @@ struct Ledger {
 fn body(w: usize, r: u64, points: usize) -> String {
     (0..points)
         .map(|i| {
-            let t = 1_600_000_000_000_000_000i64 + ((w as i64) << 40) + (r as i64) * 10_000 + i as i64;
+            let t =
+                1_600_000_000_000_000_000i64 + ((w as i64) << 40) + (r as i64) * 10_000 + i as i64;
             format!("m,w=w{w},r=r{r} v={i}i {t}\n")
         })
         .collect()
@@ -52,16 +53,18 @@ fn wait_drained(s: &Server) -> Duration {
         if h["wal"]["unflushed_points"] == 0 && h["flush"]["pending_points"] == 0 {
             return t.elapsed();
         }
-        assert!(t.elapsed() < Duration::from_secs(120), "not drained: {h}\n{}", s.log_text());
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "not drained: {h}\n{}",
+            s.log_text()
+        );
         std::thread::sleep(Duration::from_millis(25));
     }
 }
 
 /// Every acknowledged request stored exactly once, every other one whole or not at all.
 fn verify(s: &Server, ledger: &Ledger, points: usize, round: usize) {
-    let rows = match s.try_sql(
-        "SELECT w, r, toString(count()) AS c FROM crash.m GROUP BY w, r",
-    ) {
+    let rows = match s.try_sql("SELECT w, r, toString(count()) AS c FROM crash.m GROUP BY w, r") {
         Ok(rows) => rows,
         Err(e) if e.contains("UNKNOWN_TABLE") || e.contains("UNKNOWN_DATABASE") => {
             assert!(ledger.acked.is_empty(), "round {round}: {e}");
@@ -75,7 +78,8 @@ fn verify(s: &Server, ledger: &Ledger, points: usize, round: usize) {
         let r: u64 = row["r"].as_str().unwrap()[1..].parse().unwrap();
         let c: usize = row["c"].as_str().unwrap().parse().unwrap();
         assert_eq!(
-            c, points,
+            c,
+            points,
             "round {round}: request (w{w}, r{r}) stored {c} rows of {points}: {}",
             if c > points { "duplicated" } else { "torn" }
         );
@@ -86,14 +90,22 @@ fn verify(s: &Server, ledger: &Ledger, points: usize, round: usize) {
         stored.insert((w, r));
     }
     let lost: Vec<_> = ledger.acked.difference(&stored).collect();
-    assert!(lost.is_empty(), "round {round}: acknowledged but lost: {lost:?}\n{}", s.log_text());
+    assert!(
+        lost.is_empty(),
+        "round {round}: acknowledged but lost: {lost:?}\n{}",
+        s.log_text()
+    );
 }
 
 fn databases(s: &Server) -> Vec<String> {
     let v = s.query("SHOW DATABASES");
     v["results"][0]["series"][0]["values"]
         .as_array()
-        .map(|a| a.iter().map(|r| r[0].as_str().unwrap().to_string()).collect())
+        .map(|a| {
+            a.iter()
+                .map(|r| r[0].as_str().unwrap().to_string())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -128,7 +140,10 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
         let dbs = databases(&s);
         for (db, answered) in &drops {
             if *answered {
-                assert!(!dbs.contains(db), "round {round}: dropped {db} is back: {dbs:?}");
+                assert!(
+                    !dbs.contains(db),
+                    "round {round}: dropped {db} is back: {dbs:?}"
+                );
             }
         }
         if round == 0 {
@@ -136,13 +151,18 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
         }
         let victim = format!("drop_{round}");
         s.query(&format!("CREATE DATABASE {victim}"));
-        assert_eq!(s.post(&format!("/write?db={victim}"), body(0, 0, points)).status(), 204);
+        assert_eq!(
+            s.post(&format!("/write?db={victim}"), body(0, 0, points))
+                .status(),
+            204
+        );
 
         let stop = AtomicBool::new(false);
         let results = Mutex::new(Vec::new());
         let drop_answered = AtomicBool::new(false);
         let kill_after = Duration::from_millis(rng.gen_range(200..1500));
-        let drop_after = Duration::from_millis(rng.gen_range(0..kill_after.as_millis() as u64 + 200));
+        let drop_after =
+            Duration::from_millis(rng.gen_range(0..kill_after.as_millis() as u64 + 200));
         let client = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(10))
             .pool_max_idle_per_host(0)
@@ -186,7 +206,10 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
                         assert!(!body.contains("error"), "DROP DATABASE {victim}: {body}");
                         drop_answered.store(true, Ordering::SeqCst);
                     }
-                    other => eprintln!("DROP DATABASE {victim} unanswered after {:?}: {other:?}", t.elapsed()),
+                    other => eprintln!(
+                        "DROP DATABASE {victim} unanswered after {:?}: {other:?}",
+                        t.elapsed()
+                    ),
                 }
             });
             std::thread::sleep(kill_after);
@@ -215,7 +238,10 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
     drop(s);
     for (db, answered) in &drops {
         let in_catalog = dbs.contains(db);
-        assert!(!(*answered && in_catalog), "{db}: dropped, but in the catalog");
+        assert!(
+            !(*answered && in_catalog),
+            "{db}: dropped, but in the catalog"
+        );
         assert_eq!(
             engine_has_database(dir.path(), db),
             in_catalog,

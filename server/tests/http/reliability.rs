@@ -20,7 +20,11 @@ fn health_until(s: &Server, what: &str, done: impl Fn(&Value) -> bool) -> Value 
         if done(&h) {
             return h;
         }
-        assert!(Instant::now() < deadline, "{what}: {h}\nlog:\n{}", s.log_text());
+        assert!(
+            Instant::now() < deadline,
+            "{what}: {h}\nlog:\n{}",
+            s.log_text()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -35,7 +39,9 @@ fn metric(s: &Server, name: &str) -> Option<f64> {
 
 /// Whether the engine keeps a database `db` on disk (read with the server stopped).
 pub(crate) fn engine_has_database(data: &Path, db: &str) -> bool {
-    data.join("data/chdb/metadata").join(format!("{db}.sql")).exists()
+    data.join("data/chdb/metadata")
+        .join(format!("{db}.sql"))
+        .exists()
 }
 
 fn count(s: &Server, table: &str) -> u64 {
@@ -59,29 +65,51 @@ fn issue_15_poison_writes_are_quarantined_while_other_databases_keep_flowing() {
     assert_eq!(r.status(), 204, "{:?}", r.text());
     // A line with 20,000 fields: past the engine's statement limits (if the door already
     // refuses it, nothing reaches the engine, which is as good).
-    let wide: String = (0..20_000).map(|i| format!("f{i}={i}")).collect::<Vec<_>>().join(",");
+    let wide: String = (0..20_000)
+        .map(|i| format!("f{i}={i}"))
+        .collect::<Vec<_>>()
+        .join(",");
     let wide_status = s.post("/write?db=h", format!("wide {wide} 3\n")).status();
     assert!(wide_status == 204 || wide_status == 400, "{wide_status}");
 
     // Everything else keeps flowing, in this database and the other.
     for i in 0..20 {
-        assert_eq!(s.post("/write?db=other", format!("o v={i} {}\n", 10 + i)).status(), 204);
-        assert_eq!(s.post("/write?db=h", format!("m,host=b v={i} {}\n", 10 + i)).status(), 204);
+        assert_eq!(
+            s.post("/write?db=other", format!("o v={i} {}\n", 10 + i))
+                .status(),
+            204
+        );
+        assert_eq!(
+            s.post("/write?db=h", format!("m,host=b v={i} {}\n", 10 + i))
+                .status(),
+            204
+        );
     }
     s.sql_until("SELECT v FROM other.o", 20);
     s.sql_until("SELECT v FROM h.m", 21);
     let h = health_until(&s, "the watermark passes the poison", |h| {
-        h["wal"]["unflushed_points"] == 0 && h["quarantine"].as_array().is_some_and(|q| !q.is_empty())
+        h["wal"]["unflushed_points"] == 0
+            && h["quarantine"].as_array().is_some_and(|q| !q.is_empty())
     });
     assert_eq!(h["status"], "pass", "{h}");
     let q = h["quarantine"].as_array().unwrap();
     let m = q.iter().find(|t| t["measurement"] == "m").unwrap();
-    assert_eq!((m["db"].as_str(), m["points"].as_u64()), (Some("h"), Some(1)), "{h}");
-    assert!(m["error"].as_str().unwrap().contains("ILLEGAL_COLUMN"), "{h}");
+    assert_eq!(
+        (m["db"].as_str(), m["points"].as_u64()),
+        (Some("h"), Some(1)),
+        "{h}"
+    );
+    assert!(
+        m["error"].as_str().unwrap().contains("ILLEGAL_COLUMN"),
+        "{h}"
+    );
     assert_eq!(h["checks"][0]["status"], "warn", "{h}");
     let wide_quarantined = wide_status == 204;
     assert_eq!(q.len(), 1 + wide_quarantined as usize, "{h}");
-    assert_eq!(metric(&s, "chingest_quarantined_tables"), Some(q.len() as f64));
+    assert_eq!(
+        metric(&s, "chingest_quarantined_tables"),
+        Some(q.len() as f64)
+    );
     assert_eq!(
         metric(&s, "chingest_dead_letter_points"),
         Some(1.0 + wide_quarantined as u64 as f64)
@@ -97,8 +125,18 @@ fn issue_15_poison_writes_are_quarantined_while_other_databases_keep_flowing() {
         .unwrap()
         .json()
         .unwrap();
-    assert_eq!((retry["entries"].as_u64(), retry["failed_points"].as_u64()), (Some(1), Some(1)), "{retry}");
-    assert!(retry["errors"][0].as_str().unwrap().contains("ILLEGAL_COLUMN"), "{retry}");
+    assert_eq!(
+        (retry["entries"].as_u64(), retry["failed_points"].as_u64()),
+        (Some(1), Some(1)),
+        "{retry}"
+    );
+    assert!(
+        retry["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("ILLEGAL_COLUMN"),
+        "{retry}"
+    );
     if wide_quarantined {
         let d: Value = s
             .client
@@ -117,7 +155,11 @@ fn issue_15_poison_writes_are_quarantined_while_other_databases_keep_flowing() {
     let t = Instant::now();
     let exit = s.terminate();
     assert!(exit.success(), "{exit:?}\n{}", s.log_text());
-    assert!(t.elapsed() < Duration::from_secs(20), "stop took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "stop took {:?}",
+        t.elapsed()
+    );
     drop(s);
 
     // The restart succeeds; the quarantine is durable; nothing was lost or duplicated.
@@ -158,7 +200,14 @@ fn issue_15_the_quarantine_route_is_for_admins() {
     };
     assert_eq!(get("w", "wpw"), 403);
     assert_eq!(get("admin", "adminpw"), 200);
-    assert_eq!(s.client.get(s.url("/api/v1/quarantine")).send().unwrap().status(), 401);
+    assert_eq!(
+        s.client
+            .get(s.url("/api/v1/quarantine"))
+            .send()
+            .unwrap()
+            .status(),
+        401
+    );
     let r = s
         .client
         .post(s.url("/api/v1/quarantine/discard?db=x"))
@@ -207,9 +256,16 @@ fn issue_15_drop_database_racing_writes_never_resurrects_it() {
         s.query("DROP DATABASE race");
         dropped.store(true, Ordering::SeqCst);
     });
-    assert_eq!(after_drop_204.load(Ordering::SeqCst), 0, "a write after the drop was acknowledged");
+    assert_eq!(
+        after_drop_204.load(Ordering::SeqCst),
+        0,
+        "a write after the drop was acknowledged"
+    );
     let statuses = statuses.into_inner().unwrap();
-    assert!(statuses.get(&204).is_some() && statuses.get(&404).is_some(), "{statuses:?}");
+    assert!(
+        statuses.get(&204).is_some() && statuses.get(&404).is_some(),
+        "{statuses:?}"
+    );
     assert_eq!(
         s.query("SHOW DATABASES")["results"][0]["series"][0]["values"],
         serde_json::json!([["keep"]])
@@ -274,8 +330,18 @@ impl Drop for Tmpfs {
 }
 
 fn free_bytes(dir: &Path) -> u64 {
-    let out = Command::new("df").args(["-B1", "--output=avail"]).arg(dir).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().nth(1).unwrap().trim().parse().unwrap()
+    let out = Command::new("df")
+        .args(["-B1", "--output=avail"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .nth(1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 /// Writes a filler file until fewer than `leave` bytes are free.
@@ -303,7 +369,10 @@ fn issue_15_disk_full_refuses_writes_with_503_and_they_resume_when_space_returns
     };
     let s = Spawn::new(&fs.path)
         .env("CHINGEST_WAL__MIN_FREE_BYTES", &(32u64 << 20).to_string())
-        .env("CHINGEST_WAL__WRITE_BUFFER_BYTES", &(4u64 << 20).to_string())
+        .env(
+            "CHINGEST_WAL__WRITE_BUFFER_BYTES",
+            &(4u64 << 20).to_string(),
+        )
         .start();
     s.query("CREATE DATABASE full");
     assert_eq!(s.post("/write?db=full", "d v=1 1\n").status(), 204);
@@ -314,7 +383,10 @@ fn issue_15_disk_full_refuses_writes_with_503_and_they_resume_when_space_returns
     let r = s.post("/write?db=full", "d v=2 2\n");
     assert_eq!(r.status(), 503);
     let body = r.text().unwrap();
-    assert!(body.contains("disk full") && body.contains("min_free_bytes"), "{body}");
+    assert!(
+        body.contains("disk full") && body.contains("min_free_bytes"),
+        "{body}"
+    );
     let h = s.get("/health");
     assert_eq!(h.status(), 503);
     let h: Value = h.json().unwrap();
@@ -340,10 +412,15 @@ fn issue_15_a_graceful_stop_is_bounded_when_the_engine_cannot_flush() {
         .env("CHINGEST_FLUSH__MAX_POINTS_PER_BATCH", "1000000")
         .env("CHINGEST_SERVER__SHUTDOWN_GRACE_SECS", "3")
         .env("CHINGEST_WAL__MIN_FREE_BYTES", "0")
-        .env("CHINGEST_WAL__WRITE_BUFFER_BYTES", &(4u64 << 20).to_string())
+        .env(
+            "CHINGEST_WAL__WRITE_BUFFER_BYTES",
+            &(4u64 << 20).to_string(),
+        )
         .start();
     s.query("CREATE DATABASE g");
-    let body: String = (0..500).map(|i| format!("g,k=k{} v={i} {}\n", i % 7, 100 + i)).collect();
+    let body: String = (0..500)
+        .map(|i| format!("g,k=k{} v={i} {}\n", i % 7, 100 + i))
+        .collect();
     assert_eq!(s.post("/write?db=g", body).status(), 204);
     // The engine cannot write a part any more: the shutdown flush fails (transient: a
     // full disk is retried, never quarantined) until the grace runs out.
@@ -352,7 +429,11 @@ fn issue_15_a_graceful_stop_is_bounded_when_the_engine_cannot_flush() {
     s.signal("TERM");
     let exit = s.terminate_wait();
     let took = t.elapsed();
-    assert!(took < Duration::from_secs(12), "stop took {took:?}\n{}", s.log_text());
+    assert!(
+        took < Duration::from_secs(12),
+        "stop took {took:?}\n{}",
+        s.log_text()
+    );
     let log = s.log_text();
     assert!(exit.success(), "{exit:?}\n{log}");
     drop(s);
@@ -362,5 +443,9 @@ fn issue_15_a_graceful_stop_is_bounded_when_the_engine_cannot_flush() {
     let rows = s.sql_until("SELECT v FROM g.g", 500);
     assert_eq!(rows.len(), 500);
     let h: Value = s.get("/health").json().unwrap();
-    assert_eq!(h["quarantine"], serde_json::json!([]), "a full disk quarantines nothing: {h}\n{log}");
+    assert_eq!(
+        h["quarantine"],
+        serde_json::json!([]),
+        "a full disk quarantines nothing: {h}\n{log}"
+    );
 }

@@ -60,6 +60,9 @@ fn a_stamped_key_holds_the_last_data_sequence_before_it() {
         c.wait().unwrap(),
     );
     assert_eq!((a, b, m, c), (1, 2, 2, 3));
-    assert_eq!(wal.meta_get(b"fence").unwrap(), Some(2u64.to_be_bytes().to_vec()));
+    assert_eq!(
+        wal.meta_get(b"fence").unwrap(),
+        Some(2u64.to_be_bytes().to_vec())
+    );
     assert_eq!(wal.meta_get(b"k").unwrap(), Some(b"v".to_vec()));
 }

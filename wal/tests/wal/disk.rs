@@ -93,7 +93,10 @@ fn below_the_reserve_writes_are_refused_unpoisoned_and_resume_when_space_returns
         Ok(t) => t.wait().unwrap_err(),
     };
     assert!(matches!(refused, WalError::DiskFull { .. }), "{refused}");
-    assert!(refused.to_string().contains("wal.min_free_bytes"), "{refused}");
+    assert!(
+        refused.to_string().contains("wal.min_free_bytes"),
+        "{refused}"
+    );
     let st = wal.stats();
     assert!(st.disk_low && !st.poisoned, "{st:?}");
     assert!(wal.check_writable().is_err());
