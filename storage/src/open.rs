@@ -77,11 +77,12 @@ impl Storage {
                 quarantine: quarantine.clone(),
             },
         );
-        let flusher = flush::Flusher::start(engine.clone(), flush, committed, resume, Arc::new(log))
-            .map_err(|e| StorageError::Open {
-                what: "starting the flusher",
-                message: e.to_string(),
-            })?;
+        let flusher =
+            flush::Flusher::start(engine.clone(), flush, committed, resume, Arc::new(log))
+                .map_err(|e| StorageError::Open {
+                    what: "starting the flusher",
+                    message: e.to_string(),
+                })?;
         let storage = Storage {
             engine: RwLock::new(Some(engine)),
             wal,
@@ -98,7 +99,11 @@ impl Storage {
         // replay from resurrecting it); a failure is logged and retried at the next
         // start or by a CREATE DATABASE of the same name.
         for (db, up_to) in pending {
-            tracing::info!(db, up_to, "finishing a DROP DATABASE interrupted by a crash");
+            tracing::info!(
+                db,
+                up_to,
+                "finishing a DROP DATABASE interrupted by a crash"
+            );
             if let Err(e) = storage.finish_drop(&db, up_to) {
                 tracing::error!(db, error = %e, "could not finish DROP DATABASE; will retry");
             }
@@ -159,7 +164,10 @@ fn drop_legacy_series_tables(
                 "DROP TABLE IF EXISTS {}.`__series` SYNC",
                 flush::quote_ident(&db)
             ))?;
-            tracing::info!(db, "dropped the legacy __series table (the catalog holds the series)");
+            tracing::info!(
+                db,
+                "dropped the legacy __series table (the catalog holds the series)"
+            );
         }
     }
     Ok(())

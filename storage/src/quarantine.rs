@@ -41,6 +41,9 @@ fn take_u64(b: &mut &[u8]) -> Option<u64> {
     Some(v)
 }
 
+/// (database, measurement, seq) of every dead letter: parts replay skips.
+pub(crate) type DeadLettered = HashSet<(String, String, u64)>;
+
 /// The key prefix of `db`'s dead letters, or of one table's.
 pub(crate) fn prefix(db: &str, measurement: Option<&str>) -> Vec<u8> {
     let mut k = PREFIX.to_vec();
@@ -123,9 +126,7 @@ pub(crate) struct Quarantine {
 impl Quarantine {
     /// Reads the summary from the WAL; returns it with the (db, measurement, seq) of every
     /// dead letter (the flusher does not replay those).
-    pub(crate) fn load(
-        wal: &Wal,
-    ) -> Result<(Quarantine, HashSet<(String, String, u64)>), StorageError> {
+    pub(crate) fn load(wal: &Wal) -> Result<(Quarantine, DeadLettered), StorageError> {
         let q = Quarantine::default();
         let mut keys = HashSet::new();
         {

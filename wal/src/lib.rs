@@ -9,7 +9,11 @@
 //!   assigns consecutive sequence numbers, writes one RocksDB `WriteBatch` (entries, the entries'
 //!   metadata, `last_seq`) with one sync ([`Durability`]), then sends every entry's
 //!   [`Committed`] — with its in-memory attachment — to the flusher in sequence order, then
-//!   completes the [`CommitTicket`]s. A failed write poisons the WAL.
+//!   completes the [`CommitTicket`]s. A failed write poisons the WAL. Below the disk reserve
+//!   (`min_free_bytes`) data entries are refused with [`WalError::DiskFull`] instead (nothing
+//!   written, nothing poisoned; writes resume once space returns).
+//! * The `dead_letter` column family keeps what the consumer set aside ([`Wal::dead_letter_put`]);
+//!   [`Wal::update_meta_stamped`] records a decision together with its position in the log.
 //! * [`Wal::mark_flushed`] durably advances the flushed sequence and range-deletes what the engine
 //!   holds; [`Wal::open`] returns a [`Recovery`] with everything above it, corrupt entries
 //!   reported by sequence and quarantined ([`recovery`]).
