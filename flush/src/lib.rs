@@ -54,9 +54,9 @@ mod worker;
 
 pub use access::{EngineAccess, ReadScope};
 pub use config::{EngineConfig, FlushConfig};
+pub use dead_letter::DeadLetter;
 pub use engine::{quote_ident, quote_string, Engine, InsertStats, PooledConnection};
 pub use error::{EngineError, FlushConfigError, MarkError};
-pub use dead_letter::DeadLetter;
 pub use flusher::{FlushStatus, FlushWrite, Flusher, Retrier, RetryOutcome};
 pub use replay::Resume;
 pub use sandbox::{SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};

@@ -25,6 +25,7 @@ fn bench(c: &mut Criterion) {
         max_series_per_database: 1_000_000,
         max_measurements_per_database: 1_000,
         max_values_per_tag: 100_000,
+        max_columns_per_measurement: 1_000,
     });
     let warm = Ingestor::write(
         &cat,

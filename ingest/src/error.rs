@@ -48,6 +48,14 @@ pub enum DropKind {
     /// The point is older than the database's retention (InfluxDB's "points beyond
     /// retention policy").
     BeyondRetention,
+    /// A name storage cannot hold: not UTF-8 (measurement, tag key or value, field key), a
+    /// column name the engine reserves, or a measurement name too long for the engine's
+    /// file names ([`names`](crate::names) has the rules). HTTP 400.
+    InvalidName,
+    /// The point would give its measurement more columns than the limit, or column names
+    /// past the engine's statement size ([`names::MAX_COLUMN_BYTES`](crate::names::MAX_COLUMN_BYTES)).
+    /// HTTP 400: the engine could never hold it.
+    TooManyColumns,
 }
 
 /// Points dropped for one reason (identical reasons are counted once with a count).

@@ -16,7 +16,8 @@
 //! * [`Catalog`] is the in-memory schema, series and database registry; [`Catalog::load`]
 //!   rebuilds it from the records every write returns in [`PreparedWrite::meta`] and the
 //!   database records ([`catalog::Record`] is the one codec of all of them).
-//! * [`names`] holds the database-name rules; [`Precision`] and [`Format`] the tables of the
+//! * [`names`] holds the name rules (databases, measurements, columns) and the engine facts
+//!   behind them; [`Precision`] and [`Format`] the tables of the
 //!   `precision` parameter and of the body content types.
 //! * [`series`] documents and pins the series-id algorithm (versioned canonical key, xxh3-64).
 //! * [`wire`] is the WAL payload format; [`msgpack`] the two msgpack body formats.

@@ -305,8 +305,9 @@ fn finish_point<'a>(
             ));
         }
         match fields[fields_start..].iter_mut().find(|(x, _)| r(*x) == k) {
-            Some(slot) => slot.1 = v,
-            None => fields.push((ks, v)),
+            Some(slot) if slot.1.field_type() == v.field_type() => slot.1 = v,
+            // Two types for one field: both kept, the catalog drops the point (as lines).
+            _ => fields.push((ks, v)),
         }
     }
     let series_id = series_id_pairs(

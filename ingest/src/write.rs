@@ -282,6 +282,8 @@ impl Ingestor {
                 DropKind::Limit => "limit",
                 DropKind::ColumnConflict => "column_conflict",
                 DropKind::BeyondRetention => "beyond_retention",
+                DropKind::InvalidName => "invalid_name",
+                DropKind::TooManyColumns => "too_many_columns",
                 _ => "invalid_field",
             };
             metrics::counter!("chingest_ingest_points_dropped_total", "reason" => reason)

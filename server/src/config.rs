@@ -59,6 +59,11 @@ pub struct ServerConfig {
     /// Log filter (tracing `EnvFilter` syntax); `RUST_LOG` wins when set.
     /// Default: `info`.
     pub log: String,
+    /// Open client connections at once; one more is answered `503` with
+    /// `Retry-After` and closed at once (its request is not read). Keep it
+    /// below the open-file limit (`ulimit -n`) less what the WAL and the
+    /// engine hold. Default: 1024.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -72,6 +77,7 @@ impl Default for ServerConfig {
             auto_create_databases: false,
             shutdown_grace_secs: 30,
             log: "info".into(),
+            max_connections: 1024,
         }
     }
 }
@@ -93,6 +99,12 @@ pub struct LimitsConfig {
     /// Points committed to the WAL but not yet in the engine beyond which
     /// writes are refused; 0 = unlimited. Default: 20000000.
     pub max_unflushed_points: u64,
+    /// WAL payload bytes committed but not yet in the engine beyond which
+    /// writes are refused with 503 (v1) / 429 (v2) and `Retry-After` (the
+    /// flusher holds them in memory: points alone do not bound it, a gzip
+    /// body of 1 MiB strings is a few KiB on the wire); 0 = unlimited.
+    /// Default: 1073741824 (1 GiB).
+    pub max_unflushed_bytes: u64,
     /// Age of the oldest unflushed WAL entry beyond which writes are refused;
     /// 0 = unlimited. Default: 120.
     pub max_flush_lag_secs: u64,
@@ -111,6 +123,11 @@ pub struct LimitsConfig {
     pub max_measurements_per_database: u64,
     /// Distinct values per tag key; 0 = unlimited. Default: 0.
     pub max_tag_values_per_key: u64,
+    /// Columns (tag keys plus fields) per measurement; a point that would add
+    /// one more is dropped with 400, as are names the engine cannot hold
+    /// (whatever this says, a measurement's column names stay within the
+    /// engine's statement size). 1..=5000. Default: 1000.
+    pub max_columns_per_measurement: u64,
 }
 
 impl Default for LimitsConfig {
@@ -120,6 +137,7 @@ impl Default for LimitsConfig {
             max_inflight_points: 5_000_000,
             max_wal_queue_depth: 64,
             max_unflushed_points: 20_000_000,
+            max_unflushed_bytes: 1 << 30,
             max_flush_lag_secs: 120,
             retry_after_secs: 1,
             cpu_workers: 0,
@@ -127,6 +145,7 @@ impl Default for LimitsConfig {
             max_series_per_database: 0,
             max_measurements_per_database: 0,
             max_tag_values_per_key: 0,
+            max_columns_per_measurement: 1000,
         }
     }
 }
@@ -138,6 +157,7 @@ impl LimitsConfig {
             max_series_per_database: self.max_series_per_database,
             max_measurements_per_database: self.max_measurements_per_database,
             max_values_per_tag: self.max_tag_values_per_key,
+            max_columns_per_measurement: self.max_columns_per_measurement,
         }
     }
 
@@ -280,6 +300,15 @@ impl Config {
         if self.limits.max_inflight_points == 0 {
             return bad("limits.max_inflight_points must be > 0".into());
         }
+        if !(1..=5000).contains(&self.limits.max_columns_per_measurement) {
+            return bad(format!(
+                "limits.max_columns_per_measurement = {} must be in 1..=5000 (each insert names every column; 9,000 columns take 1.6 s per insert)",
+                self.limits.max_columns_per_measurement
+            ));
+        }
+        if self.server.max_connections == 0 {
+            return bad("server.max_connections must be > 0".into());
+        }
         if self.storage.data_dir.as_os_str().is_empty() {
             return bad("storage.data_dir must not be empty".into());
         }
@@ -379,6 +408,9 @@ auto_create_databases = false
 shutdown_grace_secs = 30
 # Log filter (tracing EnvFilter syntax); RUST_LOG wins when set.
 log = "info"
+# Open client connections at once; one more gets 503 + Retry-After and is closed.
+# Keep it below the open-file limit (ulimit -n) less what the WAL and engine hold.
+max_connections = 1024
 
 [storage]
 # Root of all data: WAL in <data_dir>/wal, engine in <data_dir>/chdb.
@@ -430,6 +462,8 @@ max_inflight_points = 5000000
 max_wal_queue_depth = 64
 # Refuse writes while more points than this wait to reach the engine (0 = unlimited).
 max_unflushed_points = 20000000
+# Refuse writes while more WAL bytes than this wait to reach the engine (0 = unlimited). 1 GiB.
+max_unflushed_bytes = 1073741824
 # Refuse writes while the oldest unflushed entry is older than this, seconds (0 = unlimited).
 max_flush_lag_secs = 120
 # Retry-After (seconds) sent with 503/429.
@@ -442,6 +476,9 @@ max_cpu_wait_ms = 100
 max_series_per_database = 0
 max_measurements_per_database = 0
 max_tag_values_per_key = 0
+# Columns (tag keys + fields) per measurement, 1..=5000: a point adding one more
+# is dropped with 400 (the engine names every column in every insert).
+max_columns_per_measurement = 1000
 
 [auth]
 # Require credentials everywhere but /ping and /health.

@@ -5,10 +5,53 @@
 //! "message": "<message>"}`. 4xx messages say what is wrong; 5xx bodies hide
 //! the detail, which is logged instead. Overload answers carry `Retry-After`
 //! and are 503 in v1 (what v1 clients retry on) and 429 in v2.
+//!
+//! Bounded: the header carries at most [`MAX_HEADER_MESSAGE`] bytes (Python's
+//! `http.client`, and so the InfluxDB Python clients, fail with `LineTooLong`
+//! on a header line over 64 KiB instead of reading the answer), the body at
+//! most [`MAX_BODY_MESSAGE`]; a longer message keeps its head and its tail
+//! (where a partial write's `dropped=N` is) around a marker saying how much
+//! was cut.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+
+/// Most bytes of the message in `X-Influxdb-Error`.
+pub const MAX_HEADER_MESSAGE: usize = 1024;
+/// Most bytes of the message in the JSON body.
+pub const MAX_BODY_MESSAGE: usize = 64 * 1024;
+
+/// `message` in at most `max` bytes: as is when it fits, else its head and
+/// its last 64 bytes around ` ... [<n> bytes cut] ... ` (ASCII, as headers
+/// should be), cut on char boundaries.
+pub fn bounded(message: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if message.len() <= max {
+        return message.into();
+    }
+    let floor = |i: usize| {
+        (0..=i)
+            .rev()
+            .find(|&j| message.is_char_boundary(j))
+            .unwrap_or(0)
+    };
+    let ceil = |i: usize| {
+        (i..=message.len())
+            .find(|&j| message.is_char_boundary(j))
+            .unwrap_or(message.len())
+    };
+    // The marker is 20 bytes and the number's digits (at most 20).
+    let tail_start = ceil(message.len() - 64.min(max / 4));
+    let room = max.saturating_sub(message.len() - tail_start + 42);
+    let head_end = floor(room);
+    let cut = tail_start - head_end;
+    format!(
+        "{} ... [{cut} bytes cut] ... {}",
+        &message[..head_end],
+        &message[tail_start..]
+    )
+    .into()
+}
 
 /// Which API's error shape a response uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,7 +212,8 @@ impl ApiError {
         if status.is_server_error() && !matches!(self, ApiError::Overloaded { .. }) {
             tracing::error!(status = status.as_u16(), "request failed: {self}");
         }
-        let message = self.public_message();
+        let full = self.public_message();
+        let message = bounded(&full, MAX_BODY_MESSAGE);
         let mut resp = match api {
             Api::V1 => (status, Json(serde_json::json!({ "error": message }))).into_response(),
             Api::V2 => (
@@ -185,7 +229,7 @@ impl ApiError {
             .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
             .filter(|c| !c.is_control())
             .collect();
-        if let Ok(v) = HeaderValue::from_str(&one_line) {
+        if let Ok(v) = HeaderValue::from_str(&bounded(&one_line, MAX_HEADER_MESSAGE)) {
             h.insert("x-influxdb-error", v);
         }
         let retry = match &self {
@@ -329,6 +373,51 @@ mod tests {
         let (s, h, b) = render(e(), Api::V2).await;
         assert_eq!((s.as_u16(), h["retry-after"].to_str().unwrap()), (429, "3"));
         assert_eq!(b["code"], "too many requests");
+    }
+
+    #[tokio::test]
+    async fn long_messages_are_bounded_in_header_and_body() {
+        // The 70 KB bad line, echoed by the parse error.
+        let line = format!("m v={}", "x".repeat(70_000));
+        let msg = format!("partial write: unable to parse '{line}': invalid boolean dropped=0");
+        let (s, h, b) = render(ApiError::BadRequest(msg.clone()), Api::V1).await;
+        assert_eq!(s, 400);
+        let header = h["x-influxdb-error"].to_str().unwrap();
+        assert!(header.len() <= MAX_HEADER_MESSAGE, "{}", header.len());
+        assert!(
+            header.starts_with("partial write: unable to parse 'm v=xxx"),
+            "{header}"
+        );
+        assert!(header.ends_with("invalid boolean dropped=0"), "{header}");
+        assert!(header.contains(" bytes cut] ... "), "{header}");
+        let body = b["error"].as_str().unwrap();
+        assert!(body.len() <= MAX_BODY_MESSAGE, "{}", body.len());
+        assert!(body.ends_with("dropped=0"), "{body}");
+        let (_, _, b) = render(ApiError::BadRequest(msg), Api::V2).await;
+        assert!(b["message"].as_str().unwrap().len() <= MAX_BODY_MESSAGE);
+    }
+
+    #[test]
+    fn bounded_cuts_on_char_boundaries_and_keeps_short_messages() {
+        assert_eq!(bounded("short", 10), "short");
+        for n in [100, 1000, 5000] {
+            let m = "é".repeat(n) + " dropped=3";
+            for max in [64, 100, 1024] {
+                let b = bounded(&m, max);
+                assert!(b.len() <= max, "{n} {max}: {}", b.len());
+                if m.len() > max {
+                    assert!(b.ends_with(" dropped=3"), "{b}");
+                    let cut: usize = b
+                        .split("... [")
+                        .nth(1)
+                        .and_then(|r| r.split(' ').next())
+                        .and_then(|x| x.parse().ok())
+                        .unwrap();
+                    let kept = b.len() - format!(" ... [{cut} bytes cut] ... ").len();
+                    assert_eq!(kept + cut, m.len(), "the marker says exactly what was cut");
+                }
+            }
+        }
     }
 
     #[tokio::test]

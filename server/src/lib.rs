@@ -44,7 +44,7 @@ pub mod write;
 pub use auth::{Authenticator, Identity, SecretHash};
 pub use config::{Config, ConfigError};
 pub use error::{Api, ApiError, V2Error};
-pub use limit::Limits;
+pub use limit::Budgets;
 pub use storage::{Storage, StorageError, Store};
 
 /// The InfluxDB version chingest answers as (`X-Influxdb-Version`); clients
@@ -61,7 +61,7 @@ pub struct AppState<S = Storage> {
     /// Storage.
     pub store: Arc<S>,
     /// Back-pressure budgets.
-    pub limits: Arc<Limits>,
+    pub limits: Arc<Budgets>,
     /// Credentials and permissions.
     pub auth: Arc<Authenticator>,
     /// Prometheus renderer.
@@ -84,7 +84,7 @@ impl<S: Store> AppState<S> {
     /// State for `config` over `store` (installs the metrics recorder once).
     pub fn new(config: Config, store: Arc<S>) -> AppState<S> {
         AppState {
-            limits: Arc::new(Limits::new(&config.limits)),
+            limits: Arc::new(Budgets::new(&config.limits)),
             auth: Arc::new(Authenticator::new(&config.auth)),
             metrics: metrics::handle(),
             config: Arc::new(config),
@@ -228,6 +228,7 @@ pub async fn run(config: Config) -> Result<(), RunError> {
     tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or(addr), "listening");
     let header_timeout = Duration::from_secs(config.server.header_read_timeout_secs);
     let grace = Duration::from_secs(config.server.shutdown_grace_secs);
+    let max_connections = config.server.max_connections;
     let router = app(AppState::new(config, store.clone()));
     // One grace bounds the whole stop: in-flight requests, then the flush (whatever
     // the flusher's state; what it cannot flush in time stays in the WAL). The WAL
@@ -240,10 +241,21 @@ pub async fn run(config: Config) -> Result<(), RunError> {
             let _ = signalled.set(std::time::Instant::now());
         }
     };
-    serve(listener, router, header_timeout, grace, on_signal).await;
+    serve(
+        listener,
+        router,
+        header_timeout,
+        grace,
+        max_connections,
+        on_signal,
+    )
+    .await;
     let spent = signalled.get().map_or(Duration::ZERO, |t| t.elapsed());
     let flush_grace = grace.saturating_sub(spent).max(Duration::from_secs(2));
-    tracing::info!(?flush_grace, "HTTP stopped; committing the WAL and flushing to chDB");
+    tracing::info!(
+        ?flush_grace,
+        "HTTP stopped; committing the WAL and flushing to chDB"
+    );
     tokio::task::spawn_blocking(move || store.shutdown_within(flush_grace)).await??;
     tracing::info!("shutdown complete");
     Ok(())
@@ -271,15 +283,24 @@ fn open_storage(config: &Config) -> Result<Storage, StorageError> {
 }
 
 /// Serves HTTP/1.1 until `shutdown` resolves, then stops accepting and waits
-/// up to `grace` for in-flight requests.
+/// up to `grace` for in-flight requests. At most `max_connections` are open at
+/// once: one more is accepted, answered `503` + `Retry-After` at once (its
+/// request unread) and closed, so clients are told fast instead of waiting in
+/// the kernel's backlog (see [`refuse_connection`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     header_timeout: Duration,
     grace: Duration,
+    max_connections: usize,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     use hyper_util::rt::{TokioIo, TokioTimer};
+    let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
+    // Refusals being written at once; past this a connection is just closed.
+    let refusing = Arc::new(tokio::sync::Semaphore::new(64));
+    ::metrics::counter!("chingest_http_connections_refused_total").increment(0);
+    ::metrics::gauge!("chingest_http_connections_open").set(0.0);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -298,6 +319,14 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    ::metrics::counter!("chingest_http_connections_refused_total").increment(1);
+                    if let Ok(r) = refusing.clone().try_acquire_owned() {
+                        tokio::spawn(refuse_connection(stream, max_connections, r));
+                    }
+                    continue;
+                };
+                ::metrics::gauge!("chingest_http_connections_open").increment(1.0);
                 let svc = hyper_util::service::TowerToHyperService::new(router.clone());
                 let conn = http.serve_connection(TokioIo::new(stream), svc);
                 let watched = graceful.watch(conn);
@@ -305,6 +334,8 @@ pub async fn serve(
                     if let Err(e) = watched.await {
                         tracing::debug!("connection ended: {e}");
                     }
+                    drop(slot);
+                    ::metrics::gauge!("chingest_http_connections_open").decrement(1.0);
                 });
             }
             _ = &mut shutdown => break,
@@ -318,6 +349,41 @@ pub async fn serve(
     {
         tracing::warn!("in-flight requests still running after {grace:?}; closing anyway");
     }
+}
+
+/// Answers a connection over `server.max_connections` with a fixed `503`
+/// (v1 shape, `Retry-After: 1`, `Connection: close`) without reading its
+/// request, then reads and drops what the client still sends (at most 64 KiB
+/// or 1 s) so that closing does not reset the connection before the client
+/// read the answer.
+async fn refuse_connection(
+    mut stream: tokio::net::TcpStream,
+    max: usize,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = format!(
+        "{{\"error\":\"server overloaded: {max} connections are open (server.max_connections); retry later\"}}"
+    );
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nX-Influxdb-Version: {INFLUXDB_VERSION}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(body.as_bytes()).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        let mut left = 64usize << 10;
+        while left > 0 {
+            match stream.read(&mut sink).await? {
+                0 => break,
+                n => left = left.saturating_sub(n),
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    })
+    .await;
 }
 
 /// Resolves on the first SIGTERM/SIGINT; a second one exits the process at once.

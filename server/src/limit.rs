@@ -3,8 +3,11 @@
 //! - in-flight body bytes (raw plus decompressed), a semaphore counted in KiB
 //!   so any configured budget fits the semaphore's `u32` acquisitions;
 //! - in-flight points (parsed but not yet acknowledged);
-//! - storage lag: WAL queue depth, unflushed points, age of the oldest
-//!   unflushed entry, read from [`StorageStats`].
+//! - storage lag: WAL queue depth, unflushed points and bytes, age of the
+//!   oldest unflushed entry, read from [`StorageStats`].
+//!
+//! The byte budget is reserved as body bytes arrive, never from a declared
+//! `Content-Length` (a slow client holds only what it has sent).
 //!
 //! Exhaustion answers at once with [`ApiError::Overloaded`] (503 v1 / 429 v2
 //! with `Retry-After`). The CPU pool is a semaphore sized to the cores that is
@@ -26,7 +29,7 @@ const KIB: u64 = 1024;
 
 /// The process's budgets.
 #[derive(Debug)]
-pub struct Limits {
+pub struct Budgets {
     config: LimitsConfig,
     bytes: Arc<Semaphore>,
     points: Arc<Semaphore>,
@@ -37,10 +40,10 @@ fn clamp_permits(n: u64) -> usize {
     n.min(Semaphore::MAX_PERMITS as u64).min(u32::MAX as u64) as usize
 }
 
-impl Limits {
+impl Budgets {
     /// Budgets from `[limits]`.
-    pub fn new(config: &LimitsConfig) -> Limits {
-        Limits {
+    pub fn new(config: &LimitsConfig) -> Budgets {
+        Budgets {
             bytes: Arc::new(Semaphore::new(clamp_permits(
                 config.max_inflight_bytes.div_ceil(KIB),
             ))),
@@ -118,6 +121,15 @@ impl Limits {
                 ),
             );
         }
+        if c.max_unflushed_bytes > 0 && s.unflushed_bytes >= c.max_unflushed_bytes {
+            return overload(
+                "unflushed_bytes",
+                format!(
+                    "{} bytes wait to reach the engine (limits.max_unflushed_bytes {})",
+                    s.unflushed_bytes, c.max_unflushed_bytes
+                ),
+            );
+        }
         if c.max_flush_lag_secs > 0 && s.oldest_unflushed_secs >= c.max_flush_lag_secs as f64 {
             return overload(
                 "flush_lag",
@@ -191,7 +203,7 @@ impl BudgetPermit {
     }
 
     /// Grows the reservation to cover `total` bytes, failing fast.
-    pub fn grow(&mut self, limits: &Limits, total: u64) -> Result<(), ApiError> {
+    pub fn grow(&mut self, limits: &Budgets, total: u64) -> Result<(), ApiError> {
         let have = self.bytes.div_ceil(KIB);
         let want = total.div_ceil(KIB).max(have);
         let extra = want - have;
@@ -248,8 +260,8 @@ pub async fn request_timeout(
 mod tests {
     use super::*;
 
-    fn limits(bytes: u64, points: u64) -> Limits {
-        Limits::new(&LimitsConfig {
+    fn limits(bytes: u64, points: u64) -> Budgets {
+        Budgets::new(&LimitsConfig {
             max_inflight_bytes: bytes,
             max_inflight_points: points,
             ..Default::default()
@@ -258,7 +270,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_saturated_cpu_pool_refuses_after_the_bounded_wait() {
-        let l = Limits::new(&LimitsConfig {
+        let l = Budgets::new(&LimitsConfig {
             cpu_workers: 1,
             max_cpu_wait_ms: 20,
             ..Default::default()
@@ -305,7 +317,7 @@ mod tests {
 
     #[test]
     fn storage_lag_limits() {
-        let l = Limits::new(&LimitsConfig {
+        let l = Budgets::new(&LimitsConfig {
             max_unflushed_points: 100,
             max_flush_lag_secs: 5,
             // 0: the WAL queue's own capacity is the limit.
@@ -334,6 +346,22 @@ mod tests {
             l.check_storage(&lag),
             Err(ApiError::Overloaded { .. })
         ));
+        // Bytes as well as points: few points of large (well-compressed) strings.
+        let bytes = StorageStats {
+            unflushed_points: 2,
+            unflushed_bytes: 1 << 30,
+            ..ok.clone()
+        };
+        assert!(l
+            .check_storage(&bytes)
+            .unwrap_err()
+            .to_string()
+            .contains("bytes wait to reach the engine"));
+        let below = StorageStats {
+            unflushed_bytes: (1 << 30) - 1,
+            ..ok.clone()
+        };
+        l.check_storage(&below).unwrap();
         let old = StorageStats {
             oldest_unflushed_secs: 6.0,
             ..ok.clone()

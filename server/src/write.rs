@@ -236,11 +236,14 @@ async fn write<S: Store>(
     if declared.is_some_and(|n| n > max) {
         return Err(ApiError::TooLarge { limit: max });
     }
-    let mut permit = state.limits.bytes_permit(declared.unwrap_or(0))?;
+    // The budget grows as bytes arrive: a declared length reserves nothing (a
+    // slow client must not hold budget for bytes it has not sent).
+    let mut permit = state.limits.bytes_permit(0)?;
     let raw = read_body(
         state,
         body.take().expect("the body is read once"),
         max,
+        declared,
         &mut permit,
     )
     .await?;
@@ -320,18 +323,22 @@ async fn write<S: Store>(
     }
 }
 
-/// Streams the body under the size cap, the in-flight byte budget and the
-/// body read deadline.
+/// Streams the body under the size cap, the in-flight byte budget (reserved
+/// frame by frame, for the bytes received) and the body read deadline.
 async fn read_body<S: Store>(
     state: &AppState<S>,
     body: Body,
     max: u64,
+    declared: Option<u64>,
     permit: &mut BudgetPermit,
 ) -> Result<bytes::Bytes, ApiError> {
     let deadline = tokio::time::Instant::now()
         + std::time::Duration::from_secs(state.config.server.body_read_timeout_secs);
     let mut body = body;
-    let mut buf = bytes::BytesMut::with_capacity(permit.bytes().min(max) as usize);
+    // Memory follows the budget: nothing is allocated for bytes not yet sent
+    // beyond a first 64 KiB (the buffer then grows as frames arrive).
+    let first = declared.unwrap_or(0).min(max).min(64 << 10);
+    let mut buf = bytes::BytesMut::with_capacity(first as usize);
     loop {
         let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
             Err(_) => return Err(ApiError::BodyTimeout),

@@ -7,15 +7,17 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::record::{measurement_record, series_record, tag_record, tag_value_record};
 use super::resolve::{lossy, Drops, Resolution};
+use super::rules::{columns_exceeded, series_names_refused};
 use super::state::{shard_of, DbCatalog, SlowState};
 use super::{Catalog, Limits};
 use crate::error::DropKind;
+use crate::names::column_cost;
 use crate::point::{ParsedBatch, PointEntry};
 use crate::series::write_series_key;
 
 impl Catalog {
-    /// Registers the series of the points `misses` (checking the limits first), or drops the
-    /// points that would exceed one.
+    /// Registers the series of the points `misses` (checking names and limits first), or drops
+    /// the points that storage cannot hold or that would exceed a limit.
     pub(super) fn create_series<'b>(
         &self,
         db: &DbCatalog,
@@ -37,12 +39,21 @@ impl Catalog {
             let mname: &[u8] = batch.measurement(p);
             // Slow path (a series new to the registry): materialise the pairs once.
             let tags: Vec<(&[u8], &[u8])> = batch.tags_of(p).collect();
+            let meas_known = db.schema.read().contains_key(mname);
+            if let Some(reason) = series_names_refused(&db.name, mname, meas_known, &tags) {
+                drops.add(DropKind::InvalidName, reason);
+                ok[pi] = false;
+                continue;
+            }
             if let Some(reason) = limit_exceeded(self.limits, db, &slow, mname, &tags) {
                 drops.add(DropKind::Limit, reason);
                 ok[pi] = false;
                 continue;
             }
-            register_series(db, &mut slow, p, mname, &tags, res);
+            if let Err(reason) = register_series(self.limits, db, &mut slow, p, mname, &tags, res) {
+                drops.add(DropKind::TooManyColumns, reason);
+                ok[pi] = false;
+            }
         }
     }
 }
@@ -91,17 +102,32 @@ fn limit_exceeded(
     None
 }
 
-/// Registers the measurement, tag keys, tag values and series of `p`, recording what is new.
+/// Registers the measurement, tag keys, tag values and series of `p`, recording what is new;
+/// refuses (changing nothing) when its new tag keys would pass the column limits (checked
+/// under the schema's write lock, so exactly, also against concurrent field registrations).
+#[allow(clippy::too_many_arguments)]
 fn register_series(
+    limits: Limits,
     db: &DbCatalog,
     slow: &mut SlowState,
     p: &PointEntry,
     mname: &[u8],
     tags: &[(&[u8], &[u8])],
     res: &mut Resolution<'_>,
-) {
+) -> Result<(), String> {
     {
         let mut schema = db.schema.write();
+        let known = schema.get(mname);
+        let (have, bytes) = known.map_or((0, 0), |m| (m.columns(), m.column_bytes));
+        let new_keys = tags
+            .iter()
+            .filter(|(k, _)| !known.is_some_and(|m| m.tag_keys.contains(*k)));
+        let (add, add_bytes) = new_keys.fold((0, 0), |(n, b), (k, _)| (n + 1, b + column_cost(k)));
+        if add > 0 {
+            if let Some(why) = columns_exceeded(limits, mname, have, bytes, add, add_bytes) {
+                return Err(why);
+            }
+        }
         let m = match schema.get_mut(mname) {
             Some(m) => m,
             None => {
@@ -110,8 +136,7 @@ fn register_series(
             }
         };
         for (k, _) in tags {
-            if !m.tag_keys.contains(*k) {
-                m.tag_keys.insert(k.to_vec());
+            if m.add_tag_key(k) {
                 res.meta.push(tag_record(&db.name, mname, k));
             }
         }
@@ -129,4 +154,5 @@ fn register_series(
     res.meta
         .push(series_record(&db.name, p.series_id, canonical));
     res.new_series += 1;
+    Ok(())
 }

@@ -93,10 +93,10 @@ impl Catalog {
             let m = schema.entry(measurement.clone()).or_default();
             match &record {
                 Record::Field { field, ty, .. } => {
-                    m.fields.insert(field.clone(), *ty);
+                    m.add_field(field, *ty);
                 }
                 Record::Tag { key, .. } | Record::TagValue { key, .. } => {
-                    m.tag_keys.insert(key.clone());
+                    m.add_tag_key(key);
                 }
                 _ => {}
             }

@@ -7,6 +7,14 @@
 //! * Limits (0 = unlimited) are checked on every write whose series is new: series per
 //!   database, measurements per database, tag values per (measurement, tag key). Counts are
 //!   exact and rebuilt from the persisted records at start-up.
+//! * What storage cannot hold is refused when the catalog first meets it, never per known
+//!   name (so a warm write pays nothing): a measurement, tag key or tag value of a new series,
+//!   a field new to the measurement ([`names`](crate::names) has the rules: UTF-8, the
+//!   engine's reserved columns, file-name lengths, the statement-size budget of a table's
+//!   columns), and columns past `max_columns_per_measurement`. Such points are dropped with
+//!   HTTP 400 ([`DropKind::InvalidName`](crate::DropKind::InvalidName),
+//!   [`DropKind::TooManyColumns`](crate::DropKind::TooManyColumns)). Column counts are
+//!   checked again, exactly, under the schema's write lock when a column is registered.
 //! * Databases exist once a [`Record::Database`] is applied (`CREATE DATABASE`, durable first)
 //!   and stop existing with [`Catalog::drop_database`]. Writes do not register databases:
 //!   the caller checks [`Catalog::database_exists`] before it writes.
@@ -49,6 +57,7 @@ mod create;
 mod load;
 mod record;
 mod resolve;
+mod rules;
 mod schema;
 mod state;
 
@@ -68,6 +77,11 @@ pub struct Limits {
     pub max_measurements_per_database: u64,
     /// Maximum distinct values per (measurement, tag key). Default: 0 (unlimited).
     pub max_values_per_tag: u64,
+    /// Maximum columns (tag keys plus fields) per measurement; a point that would add one
+    /// more is dropped (HTTP 400). Default: 0 (no count limit). Whatever this says, a
+    /// measurement's column names never pass [`MAX_COLUMN_BYTES`](crate::names::MAX_COLUMN_BYTES),
+    /// the engine's statement size.
+    pub max_columns_per_measurement: u64,
 }
 
 /// In-memory schema, series and database registry of all databases. `Sync`; share it behind

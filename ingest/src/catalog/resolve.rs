@@ -7,9 +7,11 @@
 use std::collections::HashMap;
 
 use super::record::{field_record, MetaRecord};
+use super::rules::{columns_exceeded, field_name_refused};
 use super::state::{shard_of, DbCatalog};
-use super::Catalog;
+use super::{Catalog, Limits};
 use crate::error::{DropKind, DroppedPoint};
+use crate::names::column_cost;
 use crate::point::{same, FieldType, ParsedBatch, PointEntry};
 
 /// Per-request, per-measurement resolution: column layout and types.
@@ -25,6 +27,13 @@ pub struct MeasurementPlan<'b> {
     pub rows: usize,
     field_new: Vec<bool>,
     field_used: Vec<bool>,
+    /// Fields new to the catalog in this plan, and their [`column_cost`]s.
+    new_columns: usize,
+    new_bytes: usize,
+    /// Column by name once a plan has more than [`SMALL`] tag keys / fields (a scan per
+    /// lookup made wide points quadratic).
+    tag_index: HashMap<&'b [u8], usize>,
+    field_index: HashMap<&'b [u8], usize>,
 }
 
 impl<'b> MeasurementPlan<'b> {
@@ -36,7 +45,65 @@ impl<'b> MeasurementPlan<'b> {
             rows: 0,
             field_new: Vec::new(),
             field_used: Vec::new(),
+            new_columns: 0,
+            new_bytes: 0,
+            tag_index: HashMap::new(),
+            field_index: HashMap::new(),
         }
+    }
+
+    /// The column of tag key `key`, if the plan has it.
+    #[inline]
+    fn tag_col(&self, key: &[u8]) -> Option<usize> {
+        if self.tag_keys.len() <= SMALL {
+            self.tag_keys.iter().position(|name| same(name, key))
+        } else {
+            self.tag_index.get(key).copied()
+        }
+    }
+
+    /// The column of field `key`, if the plan has it.
+    #[inline]
+    fn field_col(&self, key: &[u8]) -> Option<usize> {
+        if self.fields.len() <= SMALL {
+            self.fields.iter().position(|(name, _)| same(name, key))
+        } else {
+            self.field_index.get(key).copied()
+        }
+    }
+
+    fn push_tag(&mut self, key: &'b [u8]) -> usize {
+        self.tag_keys.push(key);
+        let n = self.tag_keys.len();
+        if n == SMALL + 1 {
+            self.tag_index = self
+                .tag_keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (*k, i))
+                .collect();
+        } else if n > SMALL {
+            self.tag_index.insert(key, n - 1);
+        }
+        n - 1
+    }
+
+    fn push_field(&mut self, key: &'b [u8], ty: FieldType, new: bool) -> usize {
+        self.fields.push((key, ty));
+        self.field_new.push(new);
+        self.field_used.push(false);
+        let n = self.fields.len();
+        if n == SMALL + 1 {
+            self.field_index = self
+                .fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.0, i))
+                .collect();
+        } else if n > SMALL {
+            self.field_index.insert(key, n - 1);
+        }
+        n - 1
     }
 }
 
@@ -165,12 +232,12 @@ impl Catalog {
             ..Resolution::default()
         };
         let mut drops = Drops::default();
-        let mut ok = plan_points(&db, batch, &mut res, &mut drops);
+        let mut ok = plan_points(&db, self.limits, batch, &mut res, &mut drops);
         let misses = series_misses(&db, batch, &ok);
         if !misses.is_empty() {
             self.create_series(&db, batch, &misses, &mut ok, &mut drops, &mut res);
         }
-        register_fields(&db, batch, &mut res, &mut ok, &mut drops);
+        register_fields(&db, self.limits, batch, &mut res, &mut ok, &mut drops);
         for (pi, keep) in ok.iter().enumerate() {
             if *keep {
                 res.accepted.push(pi as u32);
@@ -187,6 +254,7 @@ impl Catalog {
 /// for fields first seen in this request). Returns which points can be written so far.
 fn plan_points<'b>(
     db: &DbCatalog,
+    limits: Limits,
     batch: &'b ParsedBatch<'_>,
     res: &mut Resolution<'b>,
     drops: &mut Drops,
@@ -212,9 +280,15 @@ fn plan_points<'b>(
             );
             continue;
         }
-        let mut conflict = plan_fields(db, batch, p, plan, &mut res.field_cols);
+        let counted = (plan.new_columns, plan.new_bytes);
+        let mut conflict = plan_fields(db, limits, batch, p, plan, &mut res.field_cols);
         if conflict.is_none() {
             conflict = plan_tags(db, batch, p, plan, &mut res.tag_cols);
+        }
+        if conflict.is_some() {
+            // A dropped point's new fields stay in the plan, unused; they must not count
+            // against the columns of the points that follow.
+            (plan.new_columns, plan.new_bytes) = counted;
         }
         match conflict {
             Some((kind, reason)) => drops.add(kind, reason),
@@ -230,6 +304,7 @@ fn plan_points<'b>(
 #[inline]
 fn plan_fields<'b>(
     db: &DbCatalog,
+    limits: Limits,
     batch: &'b ParsedBatch<'_>,
     p: &PointEntry,
     plan: &mut MeasurementPlan<'b>,
@@ -241,9 +316,9 @@ fn plan_fields<'b>(
         let key: &'b [u8] = batch.own_bytes(key);
         let col = match plan.fields.get(j) {
             Some((name, _)) if same(name, key) => j,
-            _ => match plan.fields.iter().position(|(name, _)| same(name, key)) {
+            _ => match plan.field_col(key) {
                 Some(c) => c,
-                None => match new_field_column(db, plan, key, value.field_type()) {
+                None => match new_field_column(db, limits, plan, key, value.field_type()) {
                     Ok(c) => c,
                     Err(c) => return Some(c),
                 },
@@ -262,30 +337,51 @@ fn plan_fields<'b>(
 }
 
 /// A column for the field `key` first seen in this request (typed as the catalog knows it, or
-/// as `ty`), or the conflict when `key` is a tag key of the measurement.
+/// as `ty`), or why there cannot be one: `key` is a tag key of the measurement, or (for a
+/// field new to the catalog) a name storage cannot hold or one column too many. The column
+/// count here is the request's view (the catalog's columns plus the fields this request met
+/// first, used or not); the exact check is [`persist_new_fields`]'s.
 fn new_field_column<'b>(
     db: &DbCatalog,
+    limits: Limits,
     plan: &mut MeasurementPlan<'b>,
     key: &'b [u8],
     ty: FieldType,
 ) -> Result<usize, (DropKind, String)> {
-    let (known, is_tag) = {
+    let (known, is_tag, columns, column_bytes) = {
         let schema = db.schema.read();
         let m = schema.get(plan.name);
         (
             m.and_then(|m| m.fields.get(key).copied()),
             m.is_some_and(|m| m.tag_keys.contains(key)),
+            m.map_or(0, |m| m.columns()),
+            m.map_or(0, |m| m.column_bytes),
         )
     };
     // One name cannot be both a tag column and a field column.
-    if is_tag || plan.tag_keys.iter().any(|t| same(t, key)) {
+    if is_tag || plan.tag_col(key).is_some() {
         let reason = column_conflict_reason("field", key, plan.name, "tag");
         return Err((DropKind::ColumnConflict, reason));
     }
-    plan.fields.push((key, known.unwrap_or(ty)));
-    plan.field_new.push(known.is_none());
-    plan.field_used.push(false);
-    Ok(plan.fields.len() - 1)
+    if known.is_none() {
+        if let Some(reason) = field_name_refused(key, plan.name) {
+            return Err((DropKind::InvalidName, reason));
+        }
+        let cost = column_cost(key);
+        if let Some(reason) = columns_exceeded(
+            limits,
+            plan.name,
+            columns + plan.new_columns,
+            column_bytes + plan.new_bytes,
+            1,
+            cost,
+        ) {
+            return Err((DropKind::TooManyColumns, reason));
+        }
+        plan.new_columns += 1;
+        plan.new_bytes += cost;
+    }
+    Ok(plan.push_field(key, known.unwrap_or(ty), known.is_none()))
 }
 
 /// The tag columns of `p` in its measurement's plan; a conflict when a tag key is a field.
@@ -301,10 +397,10 @@ fn plan_tags<'b>(
         let key: &'b [u8] = batch.own_bytes(batch.tags[ti].0);
         let col = match plan.tag_keys.get(j) {
             Some(name) if same(name, key) => j,
-            _ => match plan.tag_keys.iter().position(|name| same(name, key)) {
+            _ => match plan.tag_col(key) {
                 Some(c) => c,
                 None => {
-                    let is_field = plan.fields.iter().any(|(f, _)| same(f, key))
+                    let is_field = plan.field_col(key).is_some()
                         || db
                             .schema
                             .read()
@@ -314,8 +410,7 @@ fn plan_tags<'b>(
                         let reason = column_conflict_reason("tag", key, plan.name, "field");
                         return Some((DropKind::ColumnConflict, reason));
                     }
-                    plan.tag_keys.push(key);
-                    plan.tag_keys.len() - 1
+                    plan.push_tag(key)
                 }
             },
         };
@@ -342,6 +437,7 @@ fn series_misses(db: &DbCatalog, batch: &ParsedBatch<'_>, ok: &[bool]) -> Vec<us
 /// request's points).
 fn register_fields(
     db: &DbCatalog,
+    limits: Limits,
     batch: &ParsedBatch<'_>,
     res: &mut Resolution<'_>,
     ok: &mut [bool],
@@ -362,7 +458,7 @@ fn register_fields(
     if !to_register {
         return;
     }
-    let raced = persist_new_fields(db, res);
+    let raced = persist_new_fields(db, limits, res);
     if !raced.is_empty() {
         drop_raced(batch, res, ok, drops, &raced);
     }
@@ -380,12 +476,22 @@ fn mark_used_fields(batch: &ParsedBatch<'_>, res: &mut Resolution<'_>, ok: &[boo
     }
 }
 
-/// A field another request registered first with another type: (measurement, column, type).
-type Raced = (u32, usize, FieldType);
+/// A new field this request could not register as planned: (measurement, column, why).
+type Raced = (u32, usize, Lost);
+
+/// Why a new field was not registered as planned.
+enum Lost {
+    /// Another request registered it first with this type (the plan takes it).
+    Type(FieldType),
+    /// The column limits, checked exactly here (concurrent requests may have added columns
+    /// since the request's first look): the points using it are dropped with this reason.
+    Refused(String),
+}
 
 /// Registers the new, used fields under the schema's write lock and records them; returns the
-/// ones a concurrent request registered first with another type (the plan takes that type).
-fn persist_new_fields(db: &DbCatalog, res: &mut Resolution<'_>) -> Vec<Raced> {
+/// ones a concurrent request registered first with another type (the plan takes that type)
+/// and the ones past the column limits.
+fn persist_new_fields(db: &DbCatalog, limits: Limits, res: &mut Resolution<'_>) -> Vec<Raced> {
     let mut raced = Vec::new();
     let mut schema = db.schema.write();
     for (mi, plan) in res.measurements.iter_mut().enumerate() {
@@ -398,11 +504,17 @@ fn persist_new_fields(db: &DbCatalog, res: &mut Resolution<'_>) -> Vec<Raced> {
             match m.fields.get(fname) {
                 Some(&existing) if existing != ftype => {
                     plan.fields[c].1 = existing;
-                    raced.push((mi as u32, c, existing));
+                    raced.push((mi as u32, c, Lost::Type(existing)));
                 }
                 Some(_) => {}
                 None => {
-                    m.fields.insert(fname.to_vec(), ftype);
+                    let cost = column_cost(fname);
+                    let (have, bytes) = (m.columns(), m.column_bytes);
+                    if let Some(why) = columns_exceeded(limits, plan.name, have, bytes, 1, cost) {
+                        raced.push((mi as u32, c, Lost::Refused(why)));
+                        continue;
+                    }
+                    m.add_field(fname, ftype);
                     res.meta
                         .push(field_record(&db.name, plan.name, fname, ftype));
                 }
@@ -412,7 +524,8 @@ fn persist_new_fields(db: &DbCatalog, res: &mut Resolution<'_>) -> Vec<Raced> {
     raced
 }
 
-/// Drops the accepted points whose value of a raced field has the losing type.
+/// Drops the accepted points whose value of a raced field has the losing type, or that use a
+/// refused field.
 fn drop_raced(
     batch: &ParsedBatch<'_>,
     res: &Resolution<'_>,
@@ -427,17 +540,21 @@ fn drop_raced(
         let mi = res.point_meas[pi];
         for fi in p.fields.start as usize..p.fields.end as usize {
             let c = res.field_cols[fi] as usize;
-            let Some(&(_, _, have)) = raced.iter().find(|(m, rc, _)| *m == mi && *rc == c) else {
+            let Some((_, _, lost)) = raced.iter().find(|(m, rc, _)| *m == mi && *rc == c) else {
                 continue;
             };
             let (key, value) = batch.fields[fi];
-            if value.field_type() != have {
-                let name = res.measurements[mi as usize].name;
-                let reason = conflict_reason(batch.bytes(key), name, value.field_type(), have);
-                drops.add(DropKind::TypeConflict, reason);
-                ok[pi] = false;
-                break;
+            match lost {
+                Lost::Type(have) if value.field_type() != *have => {
+                    let name = res.measurements[mi as usize].name;
+                    let reason = conflict_reason(batch.bytes(key), name, value.field_type(), *have);
+                    drops.add(DropKind::TypeConflict, reason);
+                }
+                Lost::Type(_) => continue,
+                Lost::Refused(why) => drops.add(DropKind::TooManyColumns, why.clone()),
             }
+            ok[pi] = false;
+            break;
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicU64;
 use parking_lot::{Mutex, RwLock};
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::names::column_cost;
 use crate::point::FieldType;
 
 const SHARDS: usize = 16;
@@ -30,11 +31,44 @@ impl Hasher for IdHasher {
 
 pub(super) type IdSet = HashSet<u64, BuildHasherDefault<IdHasher>>;
 
-/// What the catalog knows of one measurement.
+/// What the catalog knows of one measurement. Columns are added through [`add_field`] and
+/// [`add_tag_key`], which keep [`column_bytes`] current.
+///
+/// [`add_field`]: MeasurementState::add_field
+/// [`add_tag_key`]: MeasurementState::add_tag_key
+/// [`column_bytes`]: MeasurementState::column_bytes
 #[derive(Default)]
 pub(super) struct MeasurementState {
     pub(super) fields: HashMap<Vec<u8>, FieldType>,
     pub(super) tag_keys: HashSet<Vec<u8>>,
+    /// Sum of [`column_cost`] over the fields and tag keys.
+    pub(super) column_bytes: usize,
+}
+
+impl MeasurementState {
+    /// Tag keys plus fields: the table's user columns.
+    pub(super) fn columns(&self) -> usize {
+        self.fields.len() + self.tag_keys.len()
+    }
+
+    /// Registers a field (first type wins); true if it is new.
+    pub(super) fn add_field(&mut self, name: &[u8], ty: FieldType) -> bool {
+        if self.fields.contains_key(name) {
+            return false;
+        }
+        self.fields.insert(name.to_vec(), ty);
+        self.column_bytes += column_cost(name);
+        true
+    }
+
+    /// Registers a tag key; true if it is new.
+    pub(super) fn add_tag_key(&mut self, name: &[u8]) -> bool {
+        if !self.tag_keys.insert(name.to_vec()) {
+            return false;
+        }
+        self.column_bytes += column_cost(name);
+        true
+    }
 }
 
 /// Catalog state of one database.

@@ -12,7 +12,8 @@
 //! * String field values: `\"` and `\\` unescape; newlines are allowed inside.
 //! * Floats (`1`, `1.`, `.5`, `-1.5e-3`), integers `1i`, unsigned `1u`, booleans
 //!   `t T true True TRUE f F false False FALSE`.
-//! * A field named `time` is dropped; duplicate fields in one line: the last wins.
+//! * A field named `time` is dropped; duplicate fields in one line: the last wins (of two
+//!   types: both are kept and the catalog drops the point as a `field type conflict`).
 //!
 //! Each line yields a point or a [`LineError`]; a bad line spares its neighbours. Names and
 //! string values are spans into the body unless unescaping forces a copy (into the batch's side

@@ -79,15 +79,26 @@ pub(super) fn res<'s>(b: &'s [u8], side: &'s [u8], s: Span) -> &'s [u8] {
     unsafe { resolve_unchecked(b, side, s) }
 }
 
-/// True if one of `tags` (spans of the point being parsed) has key `k`.
+/// True if one of `tags` (spans of the point being parsed, sorted by key) has key `k`.
 #[inline(always)]
 pub(super) fn tag_named(b: &[u8], side: &[u8], tags: &[(Span, Span)], k: &[u8]) -> bool {
+    if tags.len() > 32 {
+        // Many tags saturate the fingerprint mask: a scan per field would be quadratic.
+        return wide_tag_named(b, side, tags, k);
+    }
     for &(t, _) in tags {
         if same(res(b, side, t), k) {
             return true;
         }
     }
     false
+}
+
+#[cold]
+#[inline(never)]
+fn wide_tag_named(b: &[u8], side: &[u8], tags: &[(Span, Span)], k: &[u8]) -> bool {
+    tags.binary_search_by(|&(t, _)| res(b, side, t).cmp(k))
+        .is_ok()
 }
 
 /// Index of the field named `k` among `fields` (spans of the point being parsed).

@@ -1,6 +1,7 @@
 //! Integration tests of the ingest crate (one binary; a module per area).
 
 mod catalog;
+mod door;
 mod line_protocol;
 mod msgpack;
 mod roundtrip;

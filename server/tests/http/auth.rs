@@ -68,7 +68,10 @@ write = ["a"]
     );
 
     // Admin creates databases (query params); the writer cannot.
-    let r = s.post("/query?q=CREATE+DATABASE+a%3BCREATE+DATABASE+b&u=admin&p=adminpw", "");
+    let r = s.post(
+        "/query?q=CREATE+DATABASE+a%3BCREATE+DATABASE+b&u=admin&p=adminpw",
+        "",
+    );
     assert_eq!(
         r.json::<Value>().unwrap(),
         json!({"results": [{"statement_id": 0}, {"statement_id": 1}]})

@@ -5,9 +5,11 @@
 mod util;
 
 mod auth;
+mod bounds;
 mod cli;
 mod crash;
 mod deploy;
+mod door;
 mod limits;
 mod logs;
 mod metrics_docs;
