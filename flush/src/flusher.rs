@@ -247,11 +247,13 @@ impl Flusher {
         }
     }
 
-    /// Test hook: the next `n` successful inserts report a failure anyway (an
-    /// error after a successful INSERT), process-wide.
+    /// Test hook: the next `n` successful inserts into `db` report a failure anyway
+    /// (an error after a successful INSERT).
     #[doc(hidden)]
-    pub fn inject_failure_after_inserts_for_tests(n: u32) {
-        crate::worker::FAIL_AFTER_INSERT.store(n, std::sync::atomic::Ordering::Release);
+    pub fn inject_failure_after_inserts_for_tests(db: &str, n: u32) {
+        *crate::worker::FAIL_AFTER_INSERT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((db.to_string(), n));
     }
 
     /// Like [`Flusher::join`], bounded: once the committed channel has

@@ -165,14 +165,7 @@ pub(crate) fn insert_parts(
     let insert = Instant::now();
     let settings = table::single_part_settings(rows, insert_threads);
     conn.insert_batch(&qualified(db, measurement), batch, &settings)?;
-    if FAIL_AFTER_INSERT
-        .fetch_update(
-            std::sync::atomic::Ordering::AcqRel,
-            std::sync::atomic::Ordering::Acquire,
-            |n| n.checked_sub(1),
-        )
-        .is_ok()
-    {
+    if injected_failure_after_insert(db) {
         return Err(EngineError::Arrow(
             "injected failure after a successful INSERT (test hook)".into(),
         ));
@@ -184,9 +177,24 @@ pub(crate) fn insert_parts(
 }
 
 /// Test hook ([`crate::Flusher::inject_failure_after_inserts_for_tests`]): this many
-/// successful inserts report a failure anyway.
-pub(crate) static FAIL_AFTER_INSERT: std::sync::atomic::AtomicU32 =
-    std::sync::atomic::AtomicU32::new(0);
+/// successful inserts into this database report a failure anyway. Scoped to one
+/// database so that tests running in parallel in one process are not affected.
+pub(crate) static FAIL_AFTER_INSERT: std::sync::Mutex<Option<(String, u32)>> =
+    std::sync::Mutex::new(None);
+
+/// Whether the test hook turns this successful insert into `db` into a failure.
+fn injected_failure_after_insert(db: &str) -> bool {
+    let mut hook = FAIL_AFTER_INSERT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match hook.as_mut() {
+        Some((target, n)) if target == db && *n > 0 => {
+            *n -= 1;
+            true
+        }
+        _ => false,
+    }
+}
 
 /// A counting semaphore for the number of concurrent inserts.
 pub(crate) struct Semaphore {

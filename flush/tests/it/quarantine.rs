@@ -294,7 +294,7 @@ fn issue_15_a_retry_after_an_error_that_followed_a_successful_insert_is_exactly_
     stack.wait_flushed(warm);
     // The next insert lands, then reports a failure (as unregistering the Arrow
     // table or a panic after the INSERT would): the retry must not insert again.
-    Flusher::inject_failure_after_inserts_for_tests(1);
+    Flusher::inject_failure_after_inserts_for_tests(&db, 1);
     let seq = stack.write(FlushWrite {
         db: db.clone(),
         tables: vec![(
