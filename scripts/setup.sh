@@ -4,7 +4,7 @@
 #
 #   scripts/setup.sh                 install apt packages, fetch the engine, write .cargo/config.toml
 #   scripts/setup.sh --test-deps     also what the HTTP tests drive: the Python clients, Telegraf,
-#                                    Prometheus and systemd-analyze (Debian packages), curl
+#                                    Prometheus, systemd-analyze and InfluxDB 1.x (Debian packages), curl
 #   scripts/setup.sh --save-rocksdb  keep the RocksDB static library cargo just built
 #
 # Caches live outside the checkout, under $CHINGEST_CACHE_DIR
@@ -37,7 +37,10 @@ APT_PACKAGES=(libclang-dev libssl-dev pkg-config)
 # the container's HEALTHCHECK command. Installed without recommends (prometheus would pull
 # in and start prometheus-node-exporter); where systemd runs, the packaged prometheus
 # service may start on :9090: the tests use their own instance on a free loopback port.
-TEST_APT_PACKAGES=(python3-venv prometheus systemd curl)
+# influxdb (1.6.7 on bookworm) is the oracle of the InfluxQL differential test
+# (server/tests/http/influxql_diff.rs), which runs its own influxd on a temp dir and free
+# loopback ports; the packaged service is stopped when installed here (see ensure_test_deps).
+TEST_APT_PACKAGES=(python3-venv prometheus systemd curl influxdb)
 
 # Telegraf for the HTTP tests (server/tests/http/telegraf.rs): a custom build
 # with only the plugins they use: ~1.5 min on 2 cores from a cold Go cache (Go >= 1.25),
@@ -126,7 +129,15 @@ save_rocksdb() {
 }
 
 ensure_test_deps() {
+  local fresh_influxdb=0
+  dpkg-query -W -f='${Status}' influxdb 2>/dev/null | grep -q "install ok installed" || fresh_influxdb=1
   ensure_apt_packages --no-install-recommends "${TEST_APT_PACKAGES[@]}"
+  # Where systemd runs, the package starts influxdb.service on :8086, chingest's own default
+  # port, which the tests do not need; a service installed before this setup is left alone.
+  if [ "$fresh_influxdb" = 1 ] && [ -d /run/systemd/system ]; then
+    as_root systemctl disable --now influxdb >/dev/null 2>&1 \
+      || say "could not stop the packaged influxdb service (it holds :8086): systemctl disable --now influxdb"
+  fi
   local venv="$CACHE/venv"
   if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import influxdb, influxdb_client' 2>/dev/null; then
     say "installing the Python InfluxDB clients into $venv"

@@ -306,6 +306,21 @@ impl From<storage::SqlError> for ApiError {
     }
 }
 
+impl From<storage::InfluxqlError> for ApiError {
+    /// What InfluxDB answers in the statement's result (a bad or unsupported
+    /// statement, a missing database) is `Query` (rendered there by `/query`); the
+    /// sandbox's refusals map as for `/api/v1/sql`; a misread engine answer is a
+    /// bug (500).
+    fn from(e: storage::InfluxqlError) -> Self {
+        use storage::InfluxqlError as E;
+        match e {
+            E::Sql(e) => e.into(),
+            e @ E::EngineAnswer(_) => ApiError::Internal(e.to_string()),
+            e => ApiError::Query(e.to_string()),
+        }
+    }
+}
+
 /// An [`ApiError`] rendered in the v2 shape.
 #[derive(Debug)]
 pub struct V2Error(pub ApiError);

@@ -10,6 +10,8 @@
 //!   handed to the flusher in sequence order.
 //! - Database lifecycle ([`registry`]): create (with retention), drop, existence.
 //! - What `SHOW` statements, `/api/v1/sql` and `/metrics` read ([`read`]).
+//! - InfluxQL `SELECT` ([`influxql`]): planned against the catalog, run as engine SQL in
+//!   the SQL sandbox with the caller's access, over merged points (point identity).
 //! - [`Store::shutdown`] ([`shutdown`]): commit the WAL, flush everything, close the engine;
 //!   bounded by a grace period whatever the flusher's state.
 //! - Quarantine ([`quarantine`]): parts the engine refuses deterministically become durable
@@ -26,6 +28,7 @@ mod commit;
 pub mod config;
 pub mod error;
 mod health;
+pub mod influxql;
 mod open;
 mod quarantine;
 mod read;
@@ -42,6 +45,7 @@ use parking_lot::{Mutex, RwLock};
 
 pub use config::StorageConfig;
 pub use error::StorageError;
+pub use influxql::{InfluxqlError, InfluxqlRequest, StatementResult};
 pub use store::{
     BoxFuture, EngineStats, Prepared, QuarantineAction, QuarantinedTable, Rejection, SqlFormat,
     StorageStats, Store, WriteRequest,
@@ -130,6 +134,9 @@ impl Store for Storage {
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError> {
         self.run_sql(req, sink)
+    }
+    fn influxql(&self, req: InfluxqlRequest<'_>) -> Result<StatementResult, InfluxqlError> {
+        self.run_influxql(req)
     }
     fn series_cardinality(&self) -> Vec<(String, u64)> {
         self.cardinality()

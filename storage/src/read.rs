@@ -197,7 +197,7 @@ fn query_engine_stats(engine: &flush::Engine) -> Option<EngineStats> {
 }
 
 /// A measurement or tag that has no table or column in the engine yet.
-fn not_flushed_yet(engine_message: &str) -> bool {
+pub(crate) fn not_flushed_yet(engine_message: &str) -> bool {
     ["UNKNOWN_TABLE", "UNKNOWN_IDENTIFIER", "UNKNOWN_DATABASE"]
         .iter()
         .any(|code| engine_message.contains(code))

@@ -213,6 +213,10 @@ pub trait Store: Send + Sync + 'static {
         req: SqlRequest<'_>,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError>;
+    /// Answers one InfluxQL `SELECT` (blocking): planned against `db`'s catalog,
+    /// run in the engine's SQL sandbox with `req.access`, over merged points
+    /// (a point written twice reads as one, last write wins field by field).
+    fn influxql(&self, req: InfluxqlRequest<'_>) -> Result<StatementResult, InfluxqlError>;
     /// Series per database (for the `chingest_series` gauge).
     fn series_cardinality(&self) -> Vec<(String, u64)>;
     /// The engine's own state: parts, merges, rows (blocking; `None` when
@@ -253,5 +257,6 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
+use crate::influxql::{InfluxqlError, InfluxqlRequest, StatementResult};
 use crate::StorageError;
 pub use flush::{ReadScope, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};

@@ -1,15 +1,35 @@
 //! Runs one parsed statement against storage (blocking: may touch the WAL or the
-//! engine).
+//! engine), answering in the one result model, [`StatementResult`].
 
-use serde_json::{json, Value};
+use influxql::ast::{
+    MeasurementName, NameMatch, SelectStatement, ShowCommon, ShowMeasurements, Source, Statement,
+    TagKeyMatch,
+};
+use storage::influxql::schema::name_matches;
+use storage::influxql::{Series, StatementResult, Value};
+use storage::{InfluxqlError, InfluxqlRequest, SqlCancel};
 
-use super::parse::{format_duration, Statement};
 use crate::auth::Identity;
 use crate::error::ApiError;
 use crate::{AppState, Store};
 
-fn need_db(on: Option<String>, db: Option<&str>) -> Result<String, ApiError> {
-    on.or(db.map(str::to_string))
+/// What a statement runs with besides itself.
+pub(super) struct Context<'a> {
+    /// Who asks.
+    pub(super) id: &'a Identity,
+    /// The `db` parameter.
+    pub(super) db: Option<&'a str>,
+    /// The `rp` parameter.
+    pub(super) rp: Option<&'a str>,
+    /// `now()` of the request, ns.
+    pub(super) now_ns: i64,
+    /// Set when the client goes away.
+    pub(super) cancel: &'a SqlCancel,
+}
+
+fn need_db(on: Option<&str>, db: Option<&str>) -> Result<String, ApiError> {
+    on.or(db)
+        .map(str::to_string)
         .ok_or_else(|| ApiError::Query("database name required".into()))
 }
 
@@ -24,24 +44,42 @@ fn check_read(id: &Identity, db: &str) -> Result<(), ApiError> {
     }
 }
 
-fn series_obj(name: Option<&str>, columns: &[&str], values: Vec<Value>) -> Value {
-    let mut s = json!({ "columns": columns, "values": values });
-    if let Some(n) = name {
-        s["name"] = json!(n);
+/// A series of a `SHOW` answer.
+fn series(name: &str, columns: &[&str], values: Vec<Vec<Value>>) -> Series {
+    Series {
+        name: name.to_string(),
+        tags: Vec::new(),
+        columns: columns.iter().map(|c| c.to_string()).collect(),
+        values,
     }
-    s
+}
+
+fn answer(series: Vec<Series>) -> StatementResult {
+    StatementResult {
+        series,
+        messages: Vec::new(),
+    }
+}
+
+fn text(s: impl Into<String>) -> Value {
+    Value::String(s.into())
 }
 
 /// Runs one statement (blocking: may touch the WAL or the engine).
 pub(super) fn execute<S: Store>(
     state: &AppState<S>,
-    id: &Identity,
-    db: Option<&str>,
+    cx: &Context<'_>,
     st: Statement,
-) -> Result<Vec<Value>, ApiError> {
+) -> Result<StatementResult, ApiError> {
     let p = state.store.as_ref();
+    let id = cx.id;
+    if let Some(on) = show_condition_db(&st) {
+        // Which series match a condition is the engine's to say.
+        readable(cx, on)?;
+        return in_storage(state, cx, &st);
+    }
     match st {
-        Statement::CreateDatabase(name, _) | Statement::DropDatabase(name)
+        Statement::CreateDatabase { name, .. } | Statement::DropDatabase { name }
             if !id.can_manage_databases() =>
         {
             Err(ApiError::Forbidden(format!(
@@ -49,54 +87,129 @@ pub(super) fn execute<S: Store>(
                 id.name()
             )))
         }
-        Statement::CreateDatabase(name, retention) => {
-            p.create_database(&name, retention)?;
-            Ok(vec![])
+        Statement::CreateDatabase {
+            name,
+            duration_secs,
+        } => {
+            p.create_database(&name, duration_secs)?;
+            Ok(StatementResult::default())
         }
-        Statement::DropDatabase(name) => {
+        Statement::DropDatabase { name } => {
             p.drop_database(&name)?;
-            Ok(vec![])
+            Ok(StatementResult::default())
         }
+        Statement::Select(ref select) => run_select(state, cx, select, &st),
         Statement::ShowDatabases => Ok(show_databases(p, id)),
-        Statement::ShowRetentionPolicies(on) => show_retention_policies(p, &readable(id, on, db)?),
-        Statement::ShowMeasurements(on) => show_measurements(p, &readable(id, on, db)?),
-        Statement::ShowTagKeys(on, from) => {
-            show_tag_keys(p, &readable(id, on, db)?, from.as_deref())
+        Statement::ShowRetentionPolicies { on } => {
+            show_retention_policies(p, &readable(cx, on.as_deref())?)
         }
-        Statement::ShowFieldKeys(on, from) => {
-            show_field_keys(p, &readable(id, on, db)?, from.as_deref())
+        Statement::ShowMeasurements(s) => {
+            let db = readable(cx, s.on.as_deref())?;
+            show_measurements(p, &db, &s)
         }
-        Statement::ShowTagValues { on, from, keys } => {
-            show_tag_values(p, &readable(id, on, db)?, from.as_deref(), &keys)
+        Statement::ShowTagKeys(c) => show_tag_keys(p, &readable(cx, c.on.as_deref())?, &c),
+        Statement::ShowFieldKeys(c) => show_field_keys(p, &readable(cx, c.on.as_deref())?, &c),
+        Statement::ShowTagValues { common, key } => {
+            show_tag_values(p, &readable(cx, common.on.as_deref())?, &common, &key)
         }
-        Statement::ShowSeries(on, from) => show_series(p, &readable(id, on, db)?, from.as_deref()),
+        Statement::ShowSeries(c) => show_series(p, &readable(cx, c.on.as_deref())?, &c),
+        Statement::ShowDiagnostics => Err(unsupported("SHOW DIAGNOSTICS")),
+        Statement::ShowStats => Err(unsupported("SHOW STATS")),
+        Statement::Unsupported { what } => Err(unsupported(&what)),
     }
 }
 
-/// The database a statement reads (`ON db`, else the `db` parameter), if `id` may read it.
-fn readable(id: &Identity, on: Option<String>, db: Option<&str>) -> Result<String, ApiError> {
-    let db = need_db(on, db)?;
-    check_read(id, &db)?;
+fn unsupported(what: &str) -> ApiError {
+    InfluxqlError::Unsupported {
+        what: what.to_string(),
+    }
+    .into()
+}
+
+/// The database a statement reads (`ON db`, else the `db` parameter), if the
+/// caller may read it.
+fn readable(cx: &Context<'_>, on: Option<&str>) -> Result<String, ApiError> {
+    let db = need_db(on, cx.db)?;
+    check_read(cx.id, &db)?;
     Ok(db)
 }
 
-fn show_databases(p: &impl Store, id: &Identity) -> Vec<Value> {
+/// `ON` of a `SHOW` statement with a `WHERE` clause (`Some(None)` without
+/// `ON`); `None` for every other statement.
+fn show_condition_db(st: &Statement) -> Option<Option<&str>> {
+    let (on, cond) = match st {
+        Statement::ShowMeasurements(s) => (&s.on, &s.condition),
+        Statement::ShowTagKeys(c) | Statement::ShowSeries(c) => (&c.on, &c.condition),
+        Statement::ShowTagValues { common, .. } => (&common.on, &common.condition),
+        _ => return None,
+    };
+    cond.as_ref().map(|_| on.as_deref())
+}
+
+/// A `SELECT`: the caller must be allowed to read its database (the engine
+/// checks again, with the caller's role, on what it reads).
+fn run_select<S: Store>(
+    state: &AppState<S>,
+    cx: &Context<'_>,
+    select: &SelectStatement,
+    st: &Statement,
+) -> Result<StatementResult, ApiError> {
+    if let Some(rp) = cx
+        .rp
+        .filter(|rp| *rp != storage::influxql::RETENTION_POLICY)
+    {
+        return Err(InfluxqlError::RetentionPolicyNotFound { rp: rp.into() }.into());
+    }
+    if let Some(db) = select_database(select).or(cx.db) {
+        check_read(cx.id, db)?;
+    }
+    in_storage(state, cx, st)
+}
+
+/// Runs `st` in storage's InfluxQL engine with the caller's access.
+fn in_storage<S: Store>(
+    state: &AppState<S>,
+    cx: &Context<'_>,
+    st: &Statement,
+) -> Result<StatementResult, ApiError> {
+    let access = crate::sql::sql_access(cx.id);
+    let req = InfluxqlRequest {
+        db: cx.db,
+        statement: st,
+        access: &access,
+        cancel: cx.cancel,
+        now_ns: cx.now_ns,
+    };
+    Ok(state.store.influxql(req)?)
+}
+
+/// The database a qualified source names, if any (subqueries looked into).
+fn select_database(select: &SelectStatement) -> Option<&str> {
+    select.sources.iter().find_map(|s| match s {
+        Source::Measurement(MeasurementName { database, .. }) => {
+            database.as_deref().filter(|d| !d.is_empty())
+        }
+        Source::Subquery(inner) => select_database(inner),
+    })
+}
+
+fn show_databases(p: &impl Store, id: &Identity) -> StatementResult {
     let values = p
         .databases()
         .into_iter()
         .filter(|d| id.can_read(d))
-        .map(|d| json!([d]))
+        .map(|d| vec![text(d)])
         .collect();
-    vec![series_obj(Some("databases"), &["name"], values)]
+    answer(vec![series("databases", &["name"], values)])
 }
 
-fn show_retention_policies(p: &impl Store, db: &str) -> Result<Vec<Value>, ApiError> {
+fn show_retention_policies(p: &impl Store, db: &str) -> Result<StatementResult, ApiError> {
     if !p.database_exists(db) {
         return Err(ApiError::Query(format!("database not found: {db}")));
     }
     let retention = p.retention_secs(db);
-    Ok(vec![series_obj(
-        None,
+    Ok(answer(vec![series(
+        "",
         &[
             "name",
             "duration",
@@ -104,14 +217,14 @@ fn show_retention_policies(p: &impl Store, db: &str) -> Result<Vec<Value>, ApiEr
             "replicaN",
             "default",
         ],
-        vec![json!([
-            "autogen",
-            format_duration(retention),
-            format_duration(shard_group_secs(retention)),
-            1,
-            true
-        ])],
-    )])
+        vec![vec![
+            text(storage::influxql::RETENTION_POLICY),
+            text(super::format_duration(retention)),
+            text(super::format_duration(shard_group_secs(retention))),
+            Value::Integer(1),
+            Value::Boolean(true),
+        ]],
+    )]))
 }
 
 /// InfluxDB's shard group duration for a retention.
@@ -124,80 +237,145 @@ fn shard_group_secs(retention: u64) -> u64 {
     }
 }
 
-fn show_measurements(p: &impl Store, db: &str) -> Result<Vec<Value>, ApiError> {
-    let values: Vec<Value> = p.schema(db)?.into_iter().map(|m| json!([m.name])).collect();
-    if values.is_empty() {
-        return Ok(vec![]);
+/// `OFFSET`/`LIMIT` over one list of values.
+fn page<T>(values: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {
+    let skip = usize::try_from(offset.unwrap_or(0)).unwrap_or(usize::MAX);
+    let take = limit
+        .filter(|&l| l > 0)
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    values.into_iter().skip(skip).take(take).collect()
+}
+
+/// Whether measurement `m` is named by `from` (all when empty).
+fn in_from(from: &[MeasurementName], m: &str) -> Result<bool, ApiError> {
+    if from.is_empty() {
+        return Ok(true);
     }
-    Ok(vec![series_obj(Some("measurements"), &["name"], values)])
+    for f in from {
+        if name_matches(&f.name, m)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
-fn show_tag_keys(p: &impl Store, db: &str, from: Option<&str>) -> Result<Vec<Value>, ApiError> {
-    Ok(p.schema(db)?
-        .into_iter()
-        .filter(|m| from.is_none_or(|f| f == m.name))
-        .filter(|m| !m.tag_keys.is_empty())
-        .map(|m| {
-            let values = m.tag_keys.iter().map(|k| json!([k])).collect();
-            series_obj(Some(&m.name), &["tagKey"], values)
-        })
-        .collect())
+fn show_measurements(
+    p: &impl Store,
+    db: &str,
+    s: &ShowMeasurements,
+) -> Result<StatementResult, ApiError> {
+    if !p.database_exists(db) {
+        // InfluxDB answers nothing, not an error.
+        return Ok(StatementResult::default());
+    }
+    let mut values = Vec::new();
+    for m in p.schema(db)? {
+        let wanted = match &s.with_measurement {
+            Some(pattern) => name_matches(pattern, &m.name)?,
+            None => true,
+        };
+        if wanted {
+            values.push(vec![text(m.name)]);
+        }
+    }
+    let values = page(values, s.limit, s.offset);
+    if values.is_empty() {
+        return Ok(StatementResult::default());
+    }
+    Ok(answer(vec![series("measurements", &["name"], values)]))
 }
 
-fn show_field_keys(p: &impl Store, db: &str, from: Option<&str>) -> Result<Vec<Value>, ApiError> {
-    Ok(p.schema(db)?
-        .into_iter()
-        .filter(|m| from.is_none_or(|f| f == m.name))
-        .map(|m| {
-            let values = m
-                .fields
-                .iter()
-                .map(|(k, t)| json!([k, t.influxql_name()]))
-                .collect();
-            series_obj(Some(&m.name), &["fieldKey", "fieldType"], values)
-        })
-        .collect())
+fn show_tag_keys(p: &impl Store, db: &str, c: &ShowCommon) -> Result<StatementResult, ApiError> {
+    let mut out = Vec::new();
+    for m in p.schema(db)? {
+        if !in_from(&c.from, &m.name)? || m.tag_keys.is_empty() {
+            continue;
+        }
+        let values = m.tag_keys.iter().map(|k| vec![text(k.clone())]).collect();
+        let values = page(values, c.limit, c.offset);
+        if !values.is_empty() {
+            out.push(series(&m.name, &["tagKey"], values));
+        }
+    }
+    Ok(answer(out))
+}
+
+fn show_field_keys(p: &impl Store, db: &str, c: &ShowCommon) -> Result<StatementResult, ApiError> {
+    let mut out = Vec::new();
+    for m in p.schema(db)? {
+        if !in_from(&c.from, &m.name)? {
+            continue;
+        }
+        let values = m
+            .fields
+            .iter()
+            .map(|(k, t)| vec![text(k.clone()), text(t.influxql_name())])
+            .collect();
+        let values = page(values, c.limit, c.offset);
+        if !values.is_empty() {
+            out.push(series(&m.name, &["fieldKey", "fieldType"], values));
+        }
+    }
+    Ok(answer(out))
+}
+
+/// Whether tag key `k` is one `WITH KEY ...` asks for.
+fn key_wanted(key: &TagKeyMatch, k: &str) -> Result<bool, ApiError> {
+    Ok(match key {
+        TagKeyMatch::Eq(x) => x == k,
+        TagKeyMatch::NotEq(x) => x != k,
+        TagKeyMatch::In(xs) => xs.iter().any(|x| x == k),
+        TagKeyMatch::Regex(re) => name_matches(&NameMatch::Regex(re.clone()), k)?,
+        TagKeyMatch::NotRegex(re) => !name_matches(&NameMatch::Regex(re.clone()), k)?,
+    })
 }
 
 fn show_tag_values(
     p: &impl Store,
     db: &str,
-    from: Option<&str>,
-    keys: &[String],
-) -> Result<Vec<Value>, ApiError> {
+    c: &ShowCommon,
+    key: &TagKeyMatch,
+) -> Result<StatementResult, ApiError> {
     let mut out = Vec::new();
     for m in p.schema(db)? {
-        if from.is_some_and(|f| f != m.name) {
+        if !in_from(&c.from, &m.name)? {
             continue;
         }
-        let wanted: Vec<String> = keys
-            .iter()
-            .filter(|k| m.tag_keys.contains(k))
-            .cloned()
-            .collect();
+        let mut wanted = Vec::new();
+        for k in &m.tag_keys {
+            if key_wanted(key, k)? {
+                wanted.push(k.clone());
+            }
+        }
         if wanted.is_empty() {
             continue;
         }
-        let values: Vec<Value> = p
+        let values: Vec<Vec<Value>> = p
             .tag_values(db, &m.name, &wanted)?
             .into_iter()
-            .map(|(k, v)| json!([k, v]))
+            .map(|(k, v)| vec![text(k), text(v)])
             .collect();
+        let values = page(values, c.limit, c.offset);
         if !values.is_empty() {
-            out.push(series_obj(Some(&m.name), &["key", "value"], values));
+            out.push(series(&m.name, &["key", "value"], values));
         }
     }
-    Ok(out)
+    Ok(answer(out))
 }
 
-fn show_series(p: &impl Store, db: &str, from: Option<&str>) -> Result<Vec<Value>, ApiError> {
-    let keys = p.series(db, from)?;
-    if keys.is_empty() {
-        return Ok(vec![]);
+fn show_series(p: &impl Store, db: &str, c: &ShowCommon) -> Result<StatementResult, ApiError> {
+    let mut keys = Vec::new();
+    for m in p.schema(db)? {
+        if in_from(&c.from, &m.name)? {
+            keys.extend(p.series(db, Some(&m.name))?);
+        }
     }
-    Ok(vec![series_obj(
-        None,
-        &["key"],
-        keys.into_iter().map(|k| json!([k])).collect(),
-    )])
+    let values: Vec<Vec<Value>> = page(keys, c.limit, c.offset)
+        .into_iter()
+        .map(|k| vec![text(k)])
+        .collect();
+    if values.is_empty() {
+        return Ok(StatementResult::default());
+    }
+    Ok(answer(vec![series("", &["key"], values)]))
 }

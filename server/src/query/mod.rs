@@ -1,31 +1,39 @@
-//! `GET|POST /query`: the InfluxQL statements clients need for schema
-//! management and browsing, answered in the v1 JSON shape.
+//! `GET|POST /query`: InfluxQL, answered in InfluxDB 1.x's JSON shape.
 //!
-//! `q` comes from the query string or a form body; statements are separated
-//! by `;` ([`parse`]). `SHOW` answers come from the catalog; `CREATE`/`DROP
-//! DATABASE` go through storage ([`execute`]) and need `POST` (`GET` → 405,
-//! with InfluxDB 1.x's "please use a POST request instead" text). Data queries
-//! (`SELECT`) are served by `/api/v1/sql`.
+//! `q` comes from the query string or a form body and is parsed by the
+//! `influxql` crate (the one InfluxQL parser); several statements run in
+//! order, each answered with its `statement_id`. `SELECT` goes to storage's
+//! InfluxQL engine ([`storage::Store::influxql`]), `SHOW` answers come from the
+//! catalog, `CREATE`/`DROP DATABASE` go through storage ([`execute`]) and need
+//! `POST` (`GET` → 405, with InfluxDB 1.x's "please use a POST request
+//! instead" text). Parameters: `db`, `rp`, `epoch`, `params` (bound
+//! parameters, a JSON object), `chunked`/`chunk_size`.
+//!
+//! A query that does not parse is a 400 (`error parsing query: ...`); a
+//! statement that fails is the `error` of its own result in a 200 answer.
 
 mod execute;
-mod parse;
+pub mod render;
+
+use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{Extension, RawQuery, State};
 use axum::http::{header, HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
-use serde_json::json;
+use influxql::ast::{Literal, Statement};
+use storage::SqlCancel;
 
 use crate::auth::Identity;
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::{AppState, Store};
 
-pub use parse::{
-    format_duration, parse_duration_secs, parse_statement, split_statements, Statement,
-    MAX_RETENTION_SECS,
-};
+/// A retention in seconds as InfluxDB prints it (`720h0m0s`, `0s`).
+pub fn format_duration(secs: u64) -> String {
+    let ns = i64::try_from(secs.saturating_mul(1_000_000_000)).unwrap_or(i64::MAX);
+    influxql::format_duration(ns)
+}
 
 /// `GET|POST /query`.
 pub async fn query<S: Store>(
@@ -47,50 +55,149 @@ pub async fn query<S: Store>(
     let Some(q) = params.get_nonempty("q").map(str::to_string) else {
         return ApiError::Query("missing required parameter \"q\"".into()).into_response();
     };
-    let db = params.get_nonempty("db").map(str::to_string);
-    let stmts = split_statements(&q);
-    let mut parsed = Vec::with_capacity(stmts.len());
-    for s in &stmts {
-        match parse_statement(s) {
-            Ok(st) => parsed.push(st),
-            Err(e) => return ApiError::Query(format!("error parsing query: {e}")).into_response(),
+    let bound = match bound_params(params.get_nonempty("params")) {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let format =
+        render::Format::from_request(&params, &Params::parse(raw.as_deref().unwrap_or("")));
+    let parsed = match influxql::parse_query(&q, &bound) {
+        Ok(p) => p,
+        // InfluxDB answers these in the statement's result, not as a parse error.
+        Err(e) if e.is_statement_error() => {
+            let answered = render::Answered {
+                result: Err(e.to_string()),
+                chunking: render::Chunking::Whole,
+                zone: None,
+            };
+            return render::respond(vec![answered], format);
+        }
+        Err(e) => return ApiError::Query(format!("error parsing query: {e}")).into_response(),
+    };
+    // An unknown `tz()` zone is a parse error in InfluxDB (its parser loads it).
+    if let Some(e) = parsed.iter().find_map(|st| render::zone_of(st).err()) {
+        return ApiError::Query(format!("error parsing query: {e}")).into_response();
+    }
+    if method == Method::GET {
+        if let Some(e) = state_change_in_get(&parsed) {
+            return e.into_response();
         }
     }
-    // A GET must not change state (a link or an <img> on any web page can
-    // send one). InfluxDB 1.x ran these with a deprecation warning; chingest
-    // refuses them with that warning's text, before running any statement.
-    if method == Method::GET {
-        for (text, st) in stmts.iter().zip(&parsed) {
-            if matches!(
-                st,
-                Statement::CreateDatabase(..) | Statement::DropDatabase(_)
-            ) {
-                return ApiError::MethodNotAllowed(format!(
-                    "deprecated use of '{}' in a read only context, please use a POST request instead",
-                    text.trim()
-                ))
-                .into_response();
+    let db = params.get_nonempty("db").map(str::to_string);
+    let rp = params.get_nonempty("rp").map(str::to_string);
+    let now_ns = now_ns();
+    let cancel = SqlCancel::new();
+    let _cancel_on_drop = CancelOnDrop(cancel.clone());
+    let mut results = Vec::with_capacity(parsed.len());
+    let mut failed = false;
+    for st in parsed {
+        let (chunking, zone) = (
+            render::Chunking::of(&st),
+            render::zone_of(&st).ok().flatten(),
+        );
+        let answered = |result| render::Answered {
+            result,
+            chunking,
+            zone: zone.clone(),
+        };
+        if failed {
+            // InfluxDB runs nothing after a failed statement (the renderer
+            // answers these as it does).
+            results.push(answered(Err("not executed".to_string())));
+            continue;
+        }
+        let (state, id) = (state.clone(), id.clone());
+        let (db, rp, cancel) = (db.clone(), rp.clone(), cancel.clone());
+        let outcome = tokio::task::spawn_blocking(move || {
+            let cx = execute::Context {
+                id: &id,
+                db: db.as_deref(),
+                rp: rp.as_deref(),
+                now_ns,
+                cancel: &cancel,
+            };
+            execute::execute(&state, &cx, st)
+        })
+        .await
+        .unwrap_or_else(|e| Err(ApiError::Internal(e.to_string())));
+        match outcome {
+            Ok(r) => results.push(answered(Ok(r))),
+            Err(
+                e @ (ApiError::AuthFailed
+                | ApiError::AuthMissing
+                | ApiError::Internal(_)
+                | ApiError::Overloaded { .. }
+                | ApiError::Unavailable(_)),
+            ) => return e.into_response(),
+            Err(e) => {
+                failed = true;
+                results.push(answered(Err(e.public_message())));
             }
         }
     }
-    let mut results = Vec::with_capacity(parsed.len());
-    for (i, st) in parsed.into_iter().enumerate() {
-        let state = state.clone();
-        let id = id.clone();
-        let db = db.clone();
-        let outcome =
-            tokio::task::spawn_blocking(move || execute::execute(&state, &id, db.as_deref(), st))
-                .await
-                .unwrap_or_else(|e| Err(ApiError::Internal(e.to_string())));
-        let mut r = match outcome {
-            Ok(series) if series.is_empty() => json!({}),
-            Ok(series) => json!({ "series": series }),
-            Err(e @ (ApiError::AuthFailed | ApiError::AuthMissing)) => return e.into_response(),
-            Err(ApiError::Internal(m)) => return ApiError::Internal(m).into_response(),
-            Err(e) => json!({ "error": e.public_message() }),
+    render::respond(results, format)
+}
+
+/// A GET must not change state (a link or an <img> on any web page can send
+/// one). InfluxDB 1.x ran these with a deprecation warning; chingest refuses
+/// them with that warning's text, before running any statement.
+fn state_change_in_get(parsed: &[Statement]) -> Option<ApiError> {
+    parsed.iter().find_map(|st| {
+        let text = match st {
+            Statement::CreateDatabase { name, .. } => {
+                format!("CREATE DATABASE {}", influxql::quote_ident(name))
+            }
+            Statement::DropDatabase { name } => {
+                format!("DROP DATABASE {}", influxql::quote_ident(name))
+            }
+            _ => return None,
         };
-        r["statement_id"] = json!(i);
-        results.push(r);
+        Some(ApiError::MethodNotAllowed(format!(
+            "deprecated use of '{text}' in a read only context, please use a POST request instead"
+        )))
+    })
+}
+
+/// `params={"name": value, ...}`: the values of `$name` in the query.
+fn bound_params(json: Option<&str>) -> Result<HashMap<String, Literal>, ApiError> {
+    let mut out = HashMap::new();
+    let Some(json) = json else {
+        return Ok(out);
+    };
+    let bad = |m: String| ApiError::Query(format!("error parsing query parameters: {m}"));
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| bad("expected a JSON object".into()))?;
+    for (k, v) in obj {
+        let lit = match v {
+            serde_json::Value::String(s) => Literal::String(s.clone()),
+            serde_json::Value::Bool(b) => Literal::Boolean(*b),
+            serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => Literal::Integer(i),
+                (None, Some(u), _) => Literal::Unsigned(u),
+                (_, _, Some(f)) => Literal::Float(f),
+                _ => return Err(bad(format!("unsupported number for {k}"))),
+            },
+            other => return Err(bad(format!("unsupported value for {k}: {other}"))),
+        };
+        out.insert(k.clone(), lit);
     }
-    Json(json!({ "results": results })).into_response()
+    Ok(out)
+}
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// Cancels the request's engine statements when the handler is dropped
+/// (the client went away) or done.
+struct CancelOnDrop(SqlCancel);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }

@@ -215,6 +215,18 @@ impl Store for MemStore {
             bytes: out.len() as u64,
         })
     }
+    fn influxql(
+        &self,
+        req: storage::InfluxqlRequest<'_>,
+    ) -> Result<storage::StatementResult, storage::InfluxqlError> {
+        // A double: the real planning and engine reads are storage's (tested there
+        // and over a real socket in tests/http/influxql.rs).
+        match req.db {
+            Some(db) if self.dbs.lock().contains_key(db) => Ok(Default::default()),
+            Some(db) => Err(storage::InfluxqlError::DatabaseNotFound { db: db.into() }),
+            None => Err(storage::InfluxqlError::DatabaseRequired),
+        }
+    }
     fn retention_secs(&self, _db: &str) -> u64 {
         0
     }

@@ -1,4 +1,5 @@
-//! The real Python clients (`influxdb`, `influxdb-client`) against the server.
+//! The real Python clients (`influxdb`, `influxdb-client`) against the server:
+//! writes of both, and the `influxdb` client's InfluxQL `query()`/`get_points()`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -36,5 +37,5 @@ fn python_influxdb_clients_write_and_read_back_exactly() {
         "python client tests failed:\n{stderr}\nserver log:\n{}",
         s.log_text()
     );
-    assert!(stderr.contains("Ran 4 tests"), "{stderr}");
+    assert!(stderr.contains("Ran 9 tests"), "{stderr}");
 }

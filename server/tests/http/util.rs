@@ -23,7 +23,8 @@ pub fn data_dir() -> tempfile::TempDir {
         .unwrap()
 }
 
-fn free_port() -> u16 {
+/// A free loopback port.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

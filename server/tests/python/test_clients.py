@@ -2,8 +2,8 @@
 
 Environment: CHINGEST_URL (http://127.0.0.1:PORT), CHINGEST_USER, CHINGEST_PASSWORD,
 CHINGEST_TOKEN. Run by server/tests/http/python.rs with the venv from
-`scripts/setup.sh --test-deps`. Every check reads the points back through
-/api/v1/sql and compares values exactly.
+`scripts/setup.sh --test-deps`. Every write is read back through /api/v1/sql and
+compared exactly; V1Query reads through the client's own InfluxQL `query()`.
 """
 import json
 import os
@@ -13,6 +13,7 @@ import urllib.parse
 import urllib.request
 import urllib.error
 import base64
+from datetime import datetime, timezone
 
 from influxdb import InfluxDBClient
 from influxdb_client import InfluxDBClient as V2Client, Point, WritePrecision
@@ -86,6 +87,121 @@ class V1Client(unittest.TestCase):
         self.assertIn("field type conflict", str(ctx.exception))
         tags = c.query("SHOW TAG KEYS FROM cpu")
         self.assertEqual(sorted(p["tagKey"] for p in tags.get_points()), ["host", "region"])
+
+
+class V1Query(unittest.TestCase):
+    """InfluxDBClient.query() and ResultSet.get_points(): InfluxQL on /query."""
+
+    T0 = 1700000000000  # 2023-11-14T22:13:20Z, on a 10 s boundary
+
+    @classmethod
+    def setUpClass(cls):
+        cls.c = InfluxDBClient(host=HOST, port=PORT, username=USER, password=PASSWORD, database="pyq")
+        cls.c.create_database("pyq")
+        t0 = cls.T0
+
+        def p(host, region, dt, f, i, s, b):
+            return {"measurement": "cpu_q", "tags": {"host": host, "region": region}, "time": t0 + dt,
+                    "fields": {"f": f, "i": i, "s": s, "b": b}}
+        points = [
+            p("a", "eu", 0, 1.0, 1, "x", True),
+            p("b", "us", 1000, 10.0, 10, "", False),
+            p("a", "eu", 5250, 2.0, 2, "y", False),
+            p("a", "eu", 10000, 4.0, 3, "z", True),
+            p("b", "us", 12000, 20.0, 20, "q\"uote", True),
+        ]
+        assert cls.c.write_points(points, time_precision="ms")
+        rows = sql_until("SELECT 1 FROM pyq.cpu_q", len(points))
+        assert len(rows) == len(points), rows
+
+    def test_raw_select_get_points(self):
+        t0 = self.T0
+        rs = self.c.query('SELECT * FROM "cpu_q"', epoch="ms")
+        self.assertEqual(list(rs.keys()), [("cpu_q", None)])
+        points = list(rs.get_points())
+        self.assertEqual(points, [
+            {"time": t0, "b": True, "f": 1.0, "host": "a", "i": 1, "region": "eu", "s": "x"},
+            {"time": t0 + 1000, "b": False, "f": 10.0, "host": "b", "i": 10, "region": "us", "s": ""},
+            {"time": t0 + 5250, "b": False, "f": 2.0, "host": "a", "i": 2, "region": "eu", "s": "y"},
+            {"time": t0 + 10000, "b": True, "f": 4.0, "host": "a", "i": 3, "region": "eu", "s": "z"},
+            {"time": t0 + 12000, "b": True, "f": 20.0, "host": "b", "i": 20, "region": "us", "s": "q\"uote"},
+        ])
+        # Integers stay integers (booleans are not integers).
+        self.assertTrue(all(type(p["i"]) is int for p in points))
+        # Without GROUP BY the client filters on the selected tag columns.
+        self.assertEqual([p["time"] for p in rs.get_points(measurement="cpu_q", tags={"host": "b"})],
+                         [t0 + 1000, t0 + 12000])
+        # Without epoch: RFC3339 in UTC. (The client prints it as it came: "…25.25Z" from JSON,
+        # "…25.250000Z" from msgpack, which it also asks for; the instant is what is compared.)
+        rs = self.c.query('SELECT "f", "host" FROM "cpu_q" WHERE "host" = \'a\'')
+        times = [p["time"] for p in rs.get_points()]
+        self.assertTrue(all(t.endswith("Z") for t in times), times)
+        self.assertEqual([datetime.fromisoformat(t[:-1] + "+00:00") for t in times], [
+            datetime(2023, 11, 14, 22, 13, 20, tzinfo=timezone.utc),
+            datetime(2023, 11, 14, 22, 13, 25, 250000, tzinfo=timezone.utc),
+            datetime(2023, 11, 14, 22, 13, 30, tzinfo=timezone.utc),
+        ])
+
+    def test_aggregate_group_by_time_and_tag(self):
+        t0 = self.T0
+        rs = self.c.query(
+            f'SELECT mean("f") AS "m", count("i") AS "n", max("i") FROM "cpu_q" '
+            f'WHERE time >= {t0}ms AND time < {t0 + 20000}ms GROUP BY time(10s), "host" fill(none)', epoch="ms")
+        self.assertEqual(list(rs.keys()), [("cpu_q", {"host": "a"}), ("cpu_q", {"host": "b"})])
+        self.assertEqual(list(rs.get_points(tags={"host": "a"})), [
+            {"time": t0, "m": 1.5, "n": 2, "max": 2},
+            {"time": t0 + 10000, "m": 4.0, "n": 1, "max": 3},
+        ])
+        self.assertEqual(list(rs.get_points(measurement="cpu_q", tags={"host": "b"})), [
+            {"time": t0, "m": 10.0, "n": 1, "max": 10},
+            {"time": t0 + 10000, "m": 20.0, "n": 1, "max": 20},
+        ])
+        # fill(null): the empty interval is there, with nulls.
+        rs = self.c.query(
+            f'SELECT mean("f") FROM "cpu_q" WHERE "host" = \'a\' AND time >= {t0}ms AND time < {t0 + 30000}ms '
+            'GROUP BY time(10s) fill(null)', epoch="ms")
+        self.assertEqual(list(rs.get_points()), [
+            {"time": t0, "mean": 1.5}, {"time": t0 + 10000, "mean": 4.0}, {"time": t0 + 20000, "mean": None},
+        ])
+
+    def test_bind_params(self):
+        t0 = self.T0
+        rs = self.c.query('SELECT "f", "s" FROM "cpu_q" WHERE "host" = $host AND "f" > $min',
+                          bind_params={"host": "a", "min": 1.5}, epoch="ms")
+        self.assertEqual(list(rs.get_points()), [
+            {"time": t0 + 5250, "f": 2.0, "s": "y"},
+            {"time": t0 + 10000, "f": 4.0, "s": "z"},
+        ])
+
+    def test_several_statements_and_errors(self):
+        both = self.c.query('SELECT count("f") FROM "cpu_q"; SELECT max("i") FROM "cpu_q" WHERE "host" = \'b\'',
+                            epoch="ms")
+        self.assertEqual([list(r.get_points()) for r in both], [
+            [{"time": 0, "count": 5}],
+            [{"time": self.T0 + 12000, "max": 20}],
+        ])
+        from influxdb.exceptions import InfluxDBClientError
+        with self.assertRaises(InfluxDBClientError) as ctx:
+            self.c.query('SELECT nope("f") FROM "cpu_q"')
+        self.assertIn("undefined function nope()", str(ctx.exception))
+        with self.assertRaises(InfluxDBClientError) as ctx:
+            self.c.query('SELECT * FROM "cpu_q"', database="pyq_missing")
+        self.assertIn("database not found: pyq_missing", str(ctx.exception))
+
+    def test_token_scheme_query(self):
+        # The InfluxDB 1.x compatibility API of InfluxDB 2.x takes `Authorization: Token` on
+        # /query; chingest does too. influxdb_client (1.49) has no InfluxQL query of its own:
+        # its query_api() is Flux on /api/v2/query (its Query model says the type "Must be
+        # flux"), so the v1-compatible query path for token users is this one.
+        c = InfluxDBClient(host=HOST, port=PORT, database="pyq", headers={"Authorization": f"Token {TOKEN}"})
+        rs = c.query('SELECT last("f") FROM "cpu_q" GROUP BY "host"', epoch="ms")
+        self.assertEqual(list(rs.get_points(tags={"host": "a"})), [{"time": self.T0 + 10000, "last": 4.0}])
+        self.assertEqual(list(rs.get_points(tags={"host": "b"})), [{"time": self.T0 + 12000, "last": 20.0}])
+        bad = InfluxDBClient(host=HOST, port=PORT, database="pyq", headers={"Authorization": "Token wrong"})
+        from influxdb.exceptions import InfluxDBClientError
+        with self.assertRaises(InfluxDBClientError) as ctx:
+            bad.query('SELECT "f" FROM "cpu_q"')
+        self.assertEqual(ctx.exception.code, 401)
 
 
 class V2ClientTest(unittest.TestCase):

@@ -1,0 +1,348 @@
+//! The statement tree: what a parsed InfluxQL statement says, before any name
+//! is resolved against a database. Planners read it; nothing here knows the engine.
+
+use std::fmt;
+
+/// One parsed statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    /// `SELECT ...`
+    Select(Box<SelectStatement>),
+    /// `SHOW DATABASES`
+    ShowDatabases,
+    /// `SHOW RETENTION POLICIES [ON db]`
+    ShowRetentionPolicies {
+        /// `ON db`.
+        on: Option<String>,
+    },
+    /// `SHOW MEASUREMENTS [ON db] [WITH MEASUREMENT =|=~ ...] [WHERE ...] [LIMIT n] [OFFSET n]`
+    ShowMeasurements(ShowMeasurements),
+    /// `SHOW TAG KEYS [ON db] [FROM ...] [WHERE ...] [LIMIT n] [OFFSET n]`
+    ShowTagKeys(ShowCommon),
+    /// `SHOW TAG VALUES [ON db] [FROM ...] WITH KEY ... [WHERE ...] [LIMIT n] [OFFSET n]`
+    ShowTagValues {
+        /// `ON`, `FROM`, `WHERE`, `LIMIT`, `OFFSET`.
+        common: ShowCommon,
+        /// `WITH KEY ...`.
+        key: TagKeyMatch,
+    },
+    /// `SHOW FIELD KEYS [ON db] [FROM ...] [LIMIT n] [OFFSET n]`
+    ShowFieldKeys(ShowCommon),
+    /// `SHOW SERIES [ON db] [FROM ...] [WHERE ...] [LIMIT n] [OFFSET n]`
+    ShowSeries(ShowCommon),
+    /// `SHOW DIAGNOSTICS`
+    ShowDiagnostics,
+    /// `SHOW STATS`
+    ShowStats,
+    /// `CREATE DATABASE name [WITH DURATION d ...]`
+    CreateDatabase {
+        /// The database.
+        name: String,
+        /// `WITH DURATION`: retention in seconds (`Some(0)` = `INF`).
+        duration_secs: Option<u64>,
+    },
+    /// `DROP DATABASE name`
+    DropDatabase {
+        /// The database.
+        name: String,
+    },
+    /// A statement InfluxDB has and chingest does not implement (`DELETE`,
+    /// `CREATE CONTINUOUS QUERY`, `GRANT`, ...): answered with an error naming it.
+    Unsupported {
+        /// What it is, as InfluxQL names it (e.g. `CREATE CONTINUOUS QUERY`).
+        what: String,
+    },
+}
+
+/// `ON`, `FROM`, `WHERE`, `LIMIT` and `OFFSET` of `SHOW` statements.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ShowCommon {
+    /// `ON db`.
+    pub on: Option<String>,
+    /// `FROM m, /re/, ...`.
+    pub from: Vec<MeasurementName>,
+    /// `WHERE ...`.
+    pub condition: Option<Expr>,
+    /// `LIMIT n`.
+    pub limit: Option<u64>,
+    /// `OFFSET n`.
+    pub offset: Option<u64>,
+}
+
+/// `SHOW MEASUREMENTS`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ShowMeasurements {
+    /// `ON db`.
+    pub on: Option<String>,
+    /// `WITH MEASUREMENT = m` or `=~ /re/`.
+    pub with_measurement: Option<NameMatch>,
+    /// `WHERE ...`.
+    pub condition: Option<Expr>,
+    /// `LIMIT n`.
+    pub limit: Option<u64>,
+    /// `OFFSET n`.
+    pub offset: Option<u64>,
+}
+
+/// `WITH KEY ...` of `SHOW TAG VALUES`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TagKeyMatch {
+    /// `= k`
+    Eq(String),
+    /// `!= k`
+    NotEq(String),
+    /// `IN (k, ...)`
+    In(Vec<String>),
+    /// `=~ /re/`
+    Regex(Regex),
+    /// `!~ /re/`
+    NotRegex(Regex),
+}
+
+/// A name or a regex a name must match.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NameMatch {
+    /// An exact name.
+    Name(String),
+    /// `/re/`.
+    Regex(Regex),
+}
+
+/// A measurement as written in `FROM`: `m`, `"db"."rp"."m"`, `db..m`, `/re/`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasurementName {
+    /// The database, when qualified.
+    pub database: Option<String>,
+    /// The retention policy, when qualified (chingest has one per database).
+    pub retention_policy: Option<String>,
+    /// The measurement or a regex over measurement names.
+    pub name: NameMatch,
+}
+
+/// A regular expression literal (`/.../`), as written (unescaped `\/`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Regex(pub String);
+
+/// A source of a `SELECT`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// A measurement (or a regex over measurements).
+    Measurement(MeasurementName),
+    /// `( SELECT ... )`.
+    Subquery(Box<SelectStatement>),
+}
+
+/// `SELECT fields [INTO ...] FROM sources [WHERE cond] [GROUP BY dims] [fill(...)]
+/// [ORDER BY time [ASC|DESC]] [LIMIT n] [OFFSET n] [SLIMIT n] [SOFFSET n] [tz('...')]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectStatement {
+    /// The selected expressions, in order.
+    pub fields: Vec<Field>,
+    /// `INTO target` (parsed so it can be refused by name).
+    pub into: Option<MeasurementName>,
+    /// `FROM ...`.
+    pub sources: Vec<Source>,
+    /// `WHERE ...`.
+    pub condition: Option<Expr>,
+    /// `GROUP BY ...`.
+    pub dimensions: Vec<Dimension>,
+    /// `fill(...)`; `None` when absent (InfluxDB's default is `fill(null)`).
+    pub fill: Option<Fill>,
+    /// `ORDER BY time DESC`.
+    pub order_desc: bool,
+    /// `LIMIT n` (points per series).
+    pub limit: Option<u64>,
+    /// `OFFSET n`.
+    pub offset: Option<u64>,
+    /// `SLIMIT n` (series).
+    pub slimit: Option<u64>,
+    /// `SOFFSET n`.
+    pub soffset: Option<u64>,
+    /// `tz('Area/City')`.
+    pub timezone: Option<String>,
+}
+
+/// One selected expression and its alias.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    /// The expression.
+    pub expr: Expr,
+    /// `AS alias`.
+    pub alias: Option<String>,
+}
+
+/// A `GROUP BY` dimension.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dimension {
+    /// `time(interval[, offset])`.
+    Time {
+        /// The interval, in nanoseconds.
+        interval: Duration,
+        /// The offset, in nanoseconds (may be negative).
+        offset: Option<Duration>,
+    },
+    /// A tag key.
+    Tag(String),
+    /// `/re/` over tag keys.
+    Regex(Regex),
+    /// `*`: every tag.
+    Wildcard,
+}
+
+/// `fill(...)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fill {
+    /// `fill(null)`: empty intervals are shown with null values.
+    Null,
+    /// `fill(none)`: empty intervals are left out.
+    None,
+    /// `fill(previous)`.
+    Previous,
+    /// `fill(linear)`.
+    Linear,
+    /// `fill(<number>)`.
+    Number(Literal),
+}
+
+/// A duration in nanoseconds (`10s`, `1h30m`, `-5m` as an offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Duration(pub i64);
+
+/// The type a `::` cast or a wildcard restricts a name to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DataType {
+    /// `::float`
+    Float,
+    /// `::integer`
+    Integer,
+    /// `::unsigned`
+    Unsigned,
+    /// `::string`
+    String,
+    /// `::boolean`
+    Boolean,
+    /// `::field`: any field.
+    Field,
+    /// `::tag`: a tag.
+    Tag,
+}
+
+/// A literal value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Literal {
+    /// An integer (`5`, `-3`).
+    Integer(i64),
+    /// An unsigned integer too large for `i64`.
+    Unsigned(u64),
+    /// A float (`1.5`).
+    Float(f64),
+    /// A single-quoted string (unescaped). Compared with `time`, it is a time.
+    String(String),
+    /// `true` / `false`.
+    Boolean(bool),
+    /// A duration literal (`5m`), in nanoseconds.
+    Duration(Duration),
+    /// A regex literal.
+    Regex(Regex),
+}
+
+/// An expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// A name (field, tag or `time`), with an optional `::type` cast.
+    VarRef {
+        /// The name, unquoted.
+        name: String,
+        /// `::type`.
+        data_type: Option<DataType>,
+    },
+    /// `*` or `*::field` / `*::tag`.
+    Wildcard(Option<DataType>),
+    /// A literal.
+    Literal(Literal),
+    /// `name(args...)`, the name lower-cased (`now()`, `mean(x)`, `percentile(x, 90)`).
+    Call {
+        /// Lower-cased function name.
+        name: String,
+        /// Arguments.
+        args: Vec<Expr>,
+    },
+    /// `lhs op rhs`.
+    Binary {
+        /// The operator.
+        op: BinaryOp,
+        /// Left side.
+        lhs: Box<Expr>,
+        /// Right side.
+        rhs: Box<Expr>,
+    },
+    /// `( expr )`, kept so output column names can be rebuilt as written.
+    Paren(Box<Expr>),
+}
+
+/// Binary operators, lowest precedence first: `OR`; `AND`; comparisons;
+/// `+ - | ^`; `* / % &`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    /// `OR`
+    Or,
+    /// `AND`
+    And,
+    /// `=`
+    Eq,
+    /// `!=` or `<>`
+    NotEq,
+    /// `<`
+    Lt,
+    /// `<=`
+    LtEq,
+    /// `>`
+    Gt,
+    /// `>=`
+    GtEq,
+    /// `=~`
+    EqRegex,
+    /// `!~`
+    NotEqRegex,
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/`
+    Div,
+    /// `%`
+    Mod,
+    /// `&`
+    BitAnd,
+    /// `|`
+    BitOr,
+    /// `^`
+    BitXor,
+}
+
+impl fmt::Display for BinaryOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BinaryOp::Or => "OR",
+            BinaryOp::And => "AND",
+            BinaryOp::Eq => "=",
+            BinaryOp::NotEq => "!=",
+            BinaryOp::Lt => "<",
+            BinaryOp::LtEq => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::GtEq => ">=",
+            BinaryOp::EqRegex => "=~",
+            BinaryOp::NotEqRegex => "!~",
+            BinaryOp::Add => "+",
+            BinaryOp::Sub => "-",
+            BinaryOp::Mul => "*",
+            BinaryOp::Div => "/",
+            BinaryOp::Mod => "%",
+            BinaryOp::BitAnd => "&",
+            BinaryOp::BitOr => "|",
+            BinaryOp::BitXor => "^",
+        })
+    }
+}

@@ -1,0 +1,382 @@
+//! InfluxQL text of the tree, as InfluxDB's `String()` methods write it:
+//! used in error messages (`mixing aggregate and non-aggregate queries is not
+//! supported`), and parsing it back gives the same tree.
+
+use std::fmt::{self, Display, Formatter};
+
+use crate::ast::{
+    DataType, Dimension, Duration, Expr, Field, Fill, Literal, MeasurementName, NameMatch, Regex,
+    SelectStatement, Source, Statement, TagKeyMatch,
+};
+use crate::duration::format_duration_literal;
+use crate::token::Kind;
+
+/// Whether `ident` must be quoted to read back as the same identifier.
+fn needs_quotes(ident: &str) -> bool {
+    if Kind::of_word(ident) != Kind::Ident {
+        return true;
+    }
+    let mut chars = ident.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
+        _ => return !ident.is_empty(),
+    }
+    !chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn escape(s: &str, quote: char) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\\' => out.push_str("\\\\"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An identifier, double-quoted (and escaped) when it must be.
+pub fn quote_ident(ident: &str) -> String {
+    quote_idents(&[ident.to_owned()])
+}
+
+/// Dot-joined identifiers as InfluxDB's `QuoteIdent` writes them
+/// (`"db"."rp".m`, `db..m`).
+pub fn quote_idents(segments: &[String]) -> String {
+    let last = segments.len().saturating_sub(1);
+    let mut out = String::new();
+    for (i, seg) in segments.iter().enumerate() {
+        let quote = needs_quotes(seg)
+            || (i < last && !seg.is_empty())
+            || ((i == 0 || i == last) && seg.is_empty());
+        if quote {
+            out.push('"');
+        }
+        out.push_str(&escape(seg, '"'));
+        if quote {
+            out.push('"');
+        }
+        if i < last {
+            out.push('.');
+        }
+    }
+    out
+}
+
+/// A single-quoted string literal.
+pub fn quote_string(s: &str) -> String {
+    format!("'{}'", escape(s, '\''))
+}
+
+impl Display for DataType {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DataType::Float => "float",
+            DataType::Integer => "integer",
+            DataType::Unsigned => "unsigned",
+            DataType::String => "string",
+            DataType::Boolean => "boolean",
+            DataType::Field => "field",
+            DataType::Tag => "tag",
+        })
+    }
+}
+
+impl Display for Regex {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "/{}/", self.0.replace('/', "\\/"))
+    }
+}
+
+impl Display for Duration {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_duration_literal(self.0))
+    }
+}
+
+/// A float as Go's `FormatFloat(v, 'f', -1, 64)`, with `.0` for whole numbers
+/// so it reads back as a float.
+fn float(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    let s = format!("{v}");
+    if s.contains('.') {
+        s
+    } else {
+        s + ".0"
+    }
+}
+
+impl Display for Literal {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Literal::Integer(i) => write!(f, "{i}"),
+            Literal::Unsigned(u) => write!(f, "{u}"),
+            Literal::Float(v) => f.write_str(&float(*v)),
+            Literal::String(s) => f.write_str(&quote_string(s)),
+            Literal::Boolean(b) => write!(f, "{b}"),
+            Literal::Duration(d) => write!(f, "{d}"),
+            Literal::Regex(r) => write!(f, "{r}"),
+        }
+    }
+}
+
+impl Display for Expr {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::VarRef { name, data_type } => {
+                f.write_str(&quote_ident(name))?;
+                match data_type {
+                    Some(t) => write!(f, "::{t}"),
+                    None => Ok(()),
+                }
+            }
+            Expr::Wildcard(None) => f.write_str("*"),
+            Expr::Wildcard(Some(t)) => write!(f, "*::{t}"),
+            Expr::Literal(l) => write!(f, "{l}"),
+            Expr::Call { name, args } => {
+                write!(f, "{name}(")?;
+                for (i, a) in args.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{a}")?;
+                }
+                f.write_str(")")
+            }
+            Expr::Binary { op, lhs, rhs } => write!(f, "{lhs} {op} {rhs}"),
+            Expr::Paren(e) => write!(f, "({e})"),
+        }
+    }
+}
+
+impl Display for Field {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.expr)?;
+        match &self.alias {
+            Some(a) => write!(f, " AS {}", quote_ident(a)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Display for Dimension {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Dimension::Time {
+                interval,
+                offset: None,
+            } => write!(f, "time({interval})"),
+            Dimension::Time {
+                interval,
+                offset: Some(o),
+            } => write!(f, "time({interval}, {o})"),
+            Dimension::Tag(t) => f.write_str(&quote_ident(t)),
+            Dimension::Regex(r) => write!(f, "{r}"),
+            Dimension::Wildcard => f.write_str("*"),
+        }
+    }
+}
+
+impl Display for Fill {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Fill::Null => f.write_str("fill(null)"),
+            Fill::None => f.write_str("fill(none)"),
+            Fill::Previous => f.write_str("fill(previous)"),
+            Fill::Linear => f.write_str("fill(linear)"),
+            Fill::Number(n) => write!(f, "fill({n})"),
+        }
+    }
+}
+
+impl Display for NameMatch {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            NameMatch::Name(n) => f.write_str(&quote_ident(n)),
+            NameMatch::Regex(r) => write!(f, "{r}"),
+        }
+    }
+}
+
+/// As InfluxDB's `Measurement.String()`: `"db"."rp".m`, `"db"..m`, `/re/`.
+impl Display for MeasurementName {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        if let Some(db) = &self.database {
+            write!(f, "{}.", quote_ident(db))?;
+        }
+        if let Some(rp) = &self.retention_policy {
+            f.write_str(&quote_ident(rp))?;
+        }
+        if self.database.is_some() || self.retention_policy.is_some() {
+            f.write_str(".")?;
+        }
+        write!(f, "{}", self.name)
+    }
+}
+
+impl Display for Source {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Measurement(m) => write!(f, "{m}"),
+            Source::Subquery(s) => write!(f, "({s})"),
+        }
+    }
+}
+
+/// Writes `items` separated by `, `.
+fn list<T: Display>(f: &mut Formatter<'_>, items: &[T]) -> fmt::Result {
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write!(f, "{x}")?;
+    }
+    Ok(())
+}
+
+/// Writes ` KEYWORD n` when `n` is set.
+fn opt(f: &mut Formatter<'_>, kw: &str, n: Option<u64>) -> fmt::Result {
+    match n {
+        Some(n) => write!(f, " {kw} {n}"),
+        None => Ok(()),
+    }
+}
+
+impl Display for SelectStatement {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        f.write_str("SELECT ")?;
+        list(f, &self.fields)?;
+        if let Some(into) = &self.into {
+            write!(f, " INTO {into}")?;
+        }
+        f.write_str(" FROM ")?;
+        list(f, &self.sources)?;
+        if let Some(c) = &self.condition {
+            write!(f, " WHERE {c}")?;
+        }
+        if !self.dimensions.is_empty() {
+            f.write_str(" GROUP BY ")?;
+            list(f, &self.dimensions)?;
+        }
+        if let Some(fill) = &self.fill {
+            write!(f, " {fill}")?;
+        }
+        if self.order_desc {
+            f.write_str(" ORDER BY time DESC")?;
+        }
+        opt(f, "LIMIT", self.limit)?;
+        opt(f, "OFFSET", self.offset)?;
+        opt(f, "SLIMIT", self.slimit)?;
+        opt(f, "SOFFSET", self.soffset)?;
+        if let Some(tz) = &self.timezone {
+            write!(f, " TZ({})", quote_string(tz))?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for TagKeyMatch {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            TagKeyMatch::Eq(k) => write!(f, "= {}", quote_ident(k)),
+            TagKeyMatch::NotEq(k) => write!(f, "!= {}", quote_ident(k)),
+            TagKeyMatch::In(keys) => {
+                let keys: Vec<String> = keys.iter().map(|k| quote_ident(k)).collect();
+                write!(f, "IN ({})", keys.join(", "))
+            }
+            TagKeyMatch::Regex(r) => write!(f, "=~ {r}"),
+            TagKeyMatch::NotRegex(r) => write!(f, "!~ {r}"),
+        }
+    }
+}
+
+/// ` ON db`, ` FROM ...`, ` WHERE ...` of a `SHOW` statement.
+fn show_clauses(
+    f: &mut Formatter<'_>,
+    on: &Option<String>,
+    from: &[MeasurementName],
+    cond: &Option<Expr>,
+) -> fmt::Result {
+    if let Some(db) = on {
+        write!(f, " ON {}", quote_ident(db))?;
+    }
+    if !from.is_empty() {
+        f.write_str(" FROM ")?;
+        list(f, from)?;
+    }
+    if let Some(c) = cond {
+        write!(f, " WHERE {c}")?;
+    }
+    Ok(())
+}
+
+impl Display for Statement {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Statement::Select(s) => write!(f, "{s}"),
+            Statement::ShowDatabases => f.write_str("SHOW DATABASES"),
+            Statement::ShowRetentionPolicies { on } => {
+                f.write_str("SHOW RETENTION POLICIES")?;
+                show_clauses(f, on, &[], &None)
+            }
+            Statement::ShowMeasurements(s) => {
+                f.write_str("SHOW MEASUREMENTS")?;
+                show_clauses(f, &s.on, &[], &None)?;
+                if let Some(m) = &s.with_measurement {
+                    let op = if matches!(m, NameMatch::Regex(_)) {
+                        "=~"
+                    } else {
+                        "="
+                    };
+                    write!(f, " WITH MEASUREMENT {op} {m}")?;
+                }
+                show_clauses(f, &None, &[], &s.condition)?;
+                opt(f, "LIMIT", s.limit)?;
+                opt(f, "OFFSET", s.offset)
+            }
+            Statement::ShowTagKeys(c) | Statement::ShowFieldKeys(c) | Statement::ShowSeries(c) => {
+                f.write_str(match self {
+                    Statement::ShowTagKeys(_) => "SHOW TAG KEYS",
+                    Statement::ShowFieldKeys(_) => "SHOW FIELD KEYS",
+                    _ => "SHOW SERIES",
+                })?;
+                show_clauses(f, &c.on, &c.from, &c.condition)?;
+                opt(f, "LIMIT", c.limit)?;
+                opt(f, "OFFSET", c.offset)
+            }
+            Statement::ShowTagValues { common: c, key } => {
+                f.write_str("SHOW TAG VALUES")?;
+                show_clauses(f, &c.on, &c.from, &None)?;
+                write!(f, " WITH KEY {key}")?;
+                show_clauses(f, &None, &[], &c.condition)?;
+                opt(f, "LIMIT", c.limit)?;
+                opt(f, "OFFSET", c.offset)
+            }
+            Statement::ShowDiagnostics => f.write_str("SHOW DIAGNOSTICS"),
+            Statement::ShowStats => f.write_str("SHOW STATS"),
+            Statement::CreateDatabase {
+                name,
+                duration_secs,
+            } => {
+                write!(f, "CREATE DATABASE {}", quote_ident(name))?;
+                match duration_secs {
+                    Some(0) => f.write_str(" WITH DURATION INF"),
+                    Some(s) => write!(f, " WITH DURATION {}s", s),
+                    None => Ok(()),
+                }
+            }
+            Statement::DropDatabase { name } => write!(f, "DROP DATABASE {}", quote_ident(name)),
+            Statement::Unsupported { what } => f.write_str(what),
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Which statement a query holds, by its leading keywords (InfluxDB's parse
+//! tree, with its `expected` lists in its order). Statements chingest does not
+//! implement parse to [`Statement::Unsupported`] naming them.
+
+use super::Parser;
+use crate::ast::Statement;
+use crate::error::ParseError;
+use crate::token::{Keyword as K, Kind};
+
+const STATEMENTS: &[&str] = &[
+    "SELECT", "DELETE", "SHOW", "CREATE", "DROP", "EXPLAIN", "GRANT", "REVOKE", "ALTER", "SET",
+    "KILL",
+];
+
+const SHOW: &[&str] = &[
+    "CONTINUOUS",
+    "DATABASES",
+    "DIAGNOSTICS",
+    "FIELD",
+    "GRANTS",
+    "MEASUREMENT",
+    "MEASUREMENTS",
+    "QUERIES",
+    "RETENTION",
+    "SERIES",
+    "SHARD",
+    "SHARDS",
+    "STATS",
+    "SUBSCRIPTIONS",
+    "TAG",
+    "USERS",
+];
+
+const CREATE: &[&str] = &[
+    "CONTINUOUS",
+    "DATABASE",
+    "USER",
+    "RETENTION",
+    "SUBSCRIPTION",
+];
+
+const DROP: &[&str] = &[
+    "CONTINUOUS",
+    "DATABASE",
+    "MEASUREMENT",
+    "RETENTION",
+    "SERIES",
+    "SHARD",
+    "SUBSCRIPTION",
+    "USER",
+];
+
+impl Parser<'_> {
+    /// One statement.
+    pub(crate) fn statement(&mut self) -> Result<Statement, ParseError> {
+        let t = self.scan_ws();
+        match t.kind {
+            Kind::Kw(K::SELECT) => Ok(Statement::Select(Box::new(self.select()?))),
+            Kind::Kw(K::SHOW) => self.show(),
+            Kind::Kw(K::CREATE) => self.create(),
+            Kind::Kw(K::DROP) => self.drop_statement(),
+            Kind::Kw(K::DELETE) => self.needs_from_or_where("DELETE"),
+            Kind::Kw(K::GRANT) => self.unsupported("GRANT"),
+            Kind::Kw(K::REVOKE) => self.unsupported("REVOKE"),
+            Kind::Kw(K::EXPLAIN) => {
+                let what = if self.accept_kw(K::ANALYZE) {
+                    "EXPLAIN ANALYZE"
+                } else {
+                    "EXPLAIN"
+                };
+                self.accept_kw(K::VERBOSE);
+                self.expect_kw(K::SELECT)?;
+                self.unsupported(what)
+            }
+            Kind::Kw(K::ALTER) => {
+                self.keywords(&[K::RETENTION, K::POLICY], "ALTER RETENTION POLICY")
+            }
+            Kind::Kw(K::SET) => self.keywords(&[K::PASSWORD, K::FOR], "SET PASSWORD"),
+            Kind::Kw(K::KILL) => {
+                self.expect_kw(K::QUERY)?;
+                self.expect(Kind::Integer, &["integer"])?;
+                self.unsupported("KILL QUERY")
+            }
+            _ => Err(ParseError::unexpected(&t, STATEMENTS)),
+        }
+    }
+
+    /// `SHOW ...`
+    fn show(&mut self) -> Result<Statement, ParseError> {
+        let t = self.scan_ws();
+        match t.kind {
+            Kind::Kw(K::DATABASES) => Ok(Statement::ShowDatabases),
+            Kind::Kw(K::DIAGNOSTICS) => {
+                self.show_module(Statement::ShowDiagnostics, "SHOW DIAGNOSTICS FOR")
+            }
+            Kind::Kw(K::STATS) => self.show_module(Statement::ShowStats, "SHOW STATS FOR"),
+            Kind::Kw(K::RETENTION) => {
+                self.expect_kw(K::POLICIES)?;
+                self.show_retention_policies()
+            }
+            Kind::Kw(K::MEASUREMENTS) => self.show_measurements(),
+            Kind::Kw(K::SERIES) => self.show_series(),
+            Kind::Kw(K::TAG) => {
+                let t = self.scan_ws();
+                match t.kind {
+                    Kind::Kw(K::KEYS) => self.show_tag_keys(),
+                    Kind::Kw(K::VALUES) => self.show_tag_values(),
+                    Kind::Kw(K::KEY) => self.cardinality("SHOW TAG KEY"),
+                    _ => Err(ParseError::unexpected(&t, &["KEY", "KEYS", "VALUES"])),
+                }
+            }
+            Kind::Kw(K::FIELD) => {
+                let t = self.scan_ws();
+                match t.kind {
+                    Kind::Kw(K::KEYS) => self.show_field_keys(),
+                    Kind::Kw(K::KEY) => self.cardinality("SHOW FIELD KEY"),
+                    _ => Err(ParseError::unexpected(&t, &["KEY", "KEYS"])),
+                }
+            }
+            Kind::Kw(K::MEASUREMENT) => {
+                let t = self.scan_ws();
+                match t.kind {
+                    Kind::Kw(K::EXACT) => {
+                        self.expect_kw(K::CARDINALITY)?;
+                        self.unsupported("SHOW MEASUREMENT EXACT CARDINALITY")
+                    }
+                    Kind::Kw(K::CARDINALITY) => self.unsupported("SHOW MEASUREMENT CARDINALITY"),
+                    _ => Err(ParseError::unexpected(&t, &["EXACT", "CARDINALITY"])),
+                }
+            }
+            Kind::Kw(K::CONTINUOUS) => self.keywords(&[K::QUERIES], "SHOW CONTINUOUS QUERIES"),
+            Kind::Kw(K::GRANTS) => self.keywords(&[K::FOR], "SHOW GRANTS"),
+            Kind::Kw(K::SHARD) => self.keywords(&[K::GROUPS], "SHOW SHARD GROUPS"),
+            Kind::Kw(K::QUERIES) => self.unsupported("SHOW QUERIES"),
+            Kind::Kw(K::SHARDS) => self.unsupported("SHOW SHARDS"),
+            Kind::Kw(K::SUBSCRIPTIONS) => self.unsupported("SHOW SUBSCRIPTIONS"),
+            Kind::Kw(K::USERS) => self.unsupported("SHOW USERS"),
+            _ => Err(ParseError::unexpected(&t, SHOW)),
+        }
+    }
+
+    /// `SHOW DIAGNOSTICS|STATS [FOR 'module']`: the module form is not implemented.
+    fn show_module(
+        &mut self,
+        plain: Statement,
+        with_module: &str,
+    ) -> Result<Statement, ParseError> {
+        if self.accept_kw(K::FOR) {
+            self.expect(Kind::Str, &["string"])?;
+            return self.unsupported(with_module);
+        }
+        Ok(plain)
+    }
+
+    /// `SHOW TAG KEY [EXACT] CARDINALITY ...` and its `FIELD KEY` twin.
+    fn cardinality(&mut self, prefix: &str) -> Result<Statement, ParseError> {
+        let exact = self.accept_kw(K::EXACT);
+        let expected: &[&str] = if exact {
+            &["CARDINALITY"]
+        } else {
+            &["EXACT", "CARDINALITY"]
+        };
+        self.expect(Kind::Kw(K::CARDINALITY), expected)?;
+        let what = format!("{prefix}{} CARDINALITY", if exact { " EXACT" } else { "" });
+        self.unsupported(&what)
+    }
+
+    /// `CREATE ...`
+    fn create(&mut self) -> Result<Statement, ParseError> {
+        let t = self.scan_ws();
+        match t.kind {
+            Kind::Kw(K::DATABASE) => self.create_database(),
+            Kind::Kw(K::CONTINUOUS) => self.keywords(&[K::QUERY], "CREATE CONTINUOUS QUERY"),
+            Kind::Kw(K::RETENTION) => self.keywords(&[K::POLICY], "CREATE RETENTION POLICY"),
+            Kind::Kw(K::USER) => self.unsupported("CREATE USER"),
+            Kind::Kw(K::SUBSCRIPTION) => self.unsupported("CREATE SUBSCRIPTION"),
+            _ => Err(ParseError::unexpected(&t, CREATE)),
+        }
+    }
+
+    /// `DROP ...`
+    fn drop_statement(&mut self) -> Result<Statement, ParseError> {
+        let t = self.scan_ws();
+        match t.kind {
+            Kind::Kw(K::DATABASE) => self.drop_database(),
+            Kind::Kw(K::CONTINUOUS) => self.keywords(&[K::QUERY], "DROP CONTINUOUS QUERY"),
+            Kind::Kw(K::RETENTION) => self.keywords(&[K::POLICY], "DROP RETENTION POLICY"),
+            Kind::Kw(K::MEASUREMENT) => self.unsupported("DROP MEASUREMENT"),
+            Kind::Kw(K::SERIES) => self.needs_from_or_where("DROP SERIES"),
+            Kind::Kw(K::SHARD) => self.unsupported("DROP SHARD"),
+            Kind::Kw(K::SUBSCRIPTION) => self.unsupported("DROP SUBSCRIPTION"),
+            Kind::Kw(K::USER) => self.unsupported("DROP USER"),
+            _ => Err(ParseError::unexpected(&t, DROP)),
+        }
+    }
+
+    /// `DELETE` and `DROP SERIES`, which need `FROM` or `WHERE`.
+    fn needs_from_or_where(&mut self, what: &str) -> Result<Statement, ParseError> {
+        let t = self.peek_ws();
+        if !(t.is(K::FROM) || t.is(K::WHERE)) {
+            return Err(ParseError::unexpected(&t, &["FROM", "WHERE"]));
+        }
+        self.unsupported(what)
+    }
+
+    /// The remaining leading keywords of an unimplemented statement, then the statement.
+    fn keywords(&mut self, kws: &[K], what: &str) -> Result<Statement, ParseError> {
+        for kw in kws {
+            self.expect_kw(*kw)?;
+        }
+        self.unsupported(what)
+    }
+
+    /// An unimplemented statement: the rest of it, up to `;` or the end, is
+    /// skipped unread; executing it answers an error naming `what`.
+    pub(crate) fn unsupported(&mut self, what: &str) -> Result<Statement, ParseError> {
+        loop {
+            let t = self.scan_ws();
+            if matches!(t.kind, Kind::Semicolon | Kind::Eof) {
+                self.unscan();
+                return Ok(Statement::Unsupported {
+                    what: what.to_owned(),
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! The document's layout: `results[]` elements and `models.Row` series as
+//! Go's `encoding/json` lays them out, written compact into a buffer that is
+//! handed on (indented for `pretty=true`) once it is large.
+
+use std::io::{self, Write};
+
+use storage::influxql::series::{Series, Value};
+
+use super::indent::Indenter;
+use super::json::{json_string, json_value, Times};
+use super::Outcome;
+
+/// Flush the compact buffer to the writer past this many bytes.
+const BUFFER_BYTES: usize = 64 * 1024;
+
+/// A series, or a run of its rows, as written in one place.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Part<'a> {
+    pub(super) series: &'a Series,
+    pub(super) rows: &'a [Vec<Value>],
+    pub(super) partial: bool,
+}
+
+/// The output: a compact JSON buffer, indented on its way out for
+/// `pretty=true`.
+pub(super) struct Sink<W: Write> {
+    pub(super) w: W,
+    buf: Vec<u8>,
+    indent: Option<Indenter>,
+    scratch: Vec<u8>,
+}
+
+impl<W: Write> Sink<W> {
+    pub(super) fn new(w: W, pretty: bool) -> Self {
+        Sink {
+            w,
+            buf: Vec::with_capacity(BUFFER_BYTES),
+            indent: pretty.then(Indenter::default),
+            scratch: Vec::new(),
+        }
+    }
+
+    pub(super) fn put(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Hands the buffer on once it is large.
+    pub(super) fn spill(&mut self) -> io::Result<()> {
+        if self.buf.len() >= BUFFER_BYTES {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn drain(&mut self) -> io::Result<()> {
+        match &mut self.indent {
+            Some(indenter) => {
+                self.scratch.clear();
+                indenter.feed(&self.buf, &mut self.scratch);
+                self.w.write_all(&self.scratch)?;
+            }
+            None => self.w.write_all(&self.buf)?,
+        }
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Ends one JSON document: Go's encoder writes a newline after it.
+    pub(super) fn end_document(&mut self) -> io::Result<()> {
+        self.put(b"\n");
+        self.drain()?;
+        if let Some(indenter) = &mut self.indent {
+            *indenter = Indenter::default();
+        }
+        Ok(())
+    }
+
+    /// One `results[]` element: `statement_id`, `series`, `messages`,
+    /// `partial`, `error`, in `query.Result`'s field order.
+    pub(super) fn result(
+        &mut self,
+        id: usize,
+        parts: &[Part<'_>],
+        messages: &[(String, String)],
+        partial: bool,
+        outcome: Outcome<'_>,
+        times: &Times<'_>,
+    ) -> io::Result<()> {
+        self.put(format!("{{\"statement_id\":{id}").as_bytes());
+        if !parts.is_empty() {
+            self.put(b",\"series\":[");
+            for (i, part) in parts.iter().enumerate() {
+                if i > 0 {
+                    self.put(b",");
+                }
+                self.series(part, times)?;
+            }
+            self.put(b"]");
+        }
+        if !messages.is_empty() {
+            self.put(b",\"messages\":[");
+            for (i, (level, text)) in messages.iter().enumerate() {
+                if i > 0 {
+                    self.put(b",");
+                }
+                self.put(b"{\"level\":");
+                json_string(&mut self.buf, level);
+                self.put(b",\"text\":");
+                json_string(&mut self.buf, text);
+                self.put(b"}");
+            }
+            self.put(b"]");
+        }
+        if partial {
+            self.put(b",\"partial\":true");
+        }
+        if let Outcome::Error(message) = outcome {
+            self.put(b",\"error\":");
+            json_string(&mut self.buf, message);
+        }
+        self.put(b"}");
+        Ok(())
+    }
+
+    /// One `models.Row`: `name`, `tags`, `columns`, `values`, `partial`, each
+    /// left out when empty.
+    pub(super) fn series(&mut self, part: &Part<'_>, times: &Times<'_>) -> io::Result<()> {
+        let s = part.series;
+        let mut fields = 0;
+        let mut sep = |buf: &mut Vec<u8>| {
+            if fields > 0 {
+                buf.push(b',');
+            }
+            fields += 1;
+        };
+        self.put(b"{");
+        if !s.name.is_empty() {
+            sep(&mut self.buf);
+            self.put(b"\"name\":");
+            json_string(&mut self.buf, &s.name);
+        }
+        if !s.tags.is_empty() {
+            sep(&mut self.buf);
+            self.put(b"\"tags\":{");
+            // Go writes a map's keys sorted.
+            let mut tags: Vec<&(String, String)> = s.tags.iter().collect();
+            tags.sort();
+            for (i, (k, v)) in tags.into_iter().enumerate() {
+                if i > 0 {
+                    self.put(b",");
+                }
+                json_string(&mut self.buf, k);
+                self.put(b":");
+                json_string(&mut self.buf, v);
+            }
+            self.put(b"}");
+        }
+        if !s.columns.is_empty() {
+            sep(&mut self.buf);
+            self.put(b"\"columns\":[");
+            for (i, c) in s.columns.iter().enumerate() {
+                if i > 0 {
+                    self.put(b",");
+                }
+                json_string(&mut self.buf, c);
+            }
+            self.put(b"]");
+        }
+        if !part.rows.is_empty() {
+            sep(&mut self.buf);
+            self.put(b"\"values\":[");
+            for (i, row) in part.rows.iter().enumerate() {
+                if i > 0 {
+                    self.put(b",");
+                }
+                self.put(b"[");
+                for (j, v) in row.iter().enumerate() {
+                    if j > 0 {
+                        self.put(b",");
+                    }
+                    json_value(&mut self.buf, v, times);
+                }
+                self.put(b"]");
+                self.spill()?;
+            }
+            self.put(b"]");
+        }
+        if part.partial {
+            sep(&mut self.buf);
+            self.put(b"\"partial\":true");
+        }
+        self.put(b"}");
+        Ok(())
+    }
+}

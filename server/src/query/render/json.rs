@@ -1,0 +1,146 @@
+//! Values as Go's `encoding/json` writes InfluxDB's `interface{}` cells:
+//! floats, strings, and times (`time.Time`'s RFC3339Nano, or `epoch=`
+//! integers).
+
+use std::io::Write;
+
+use storage::influxql::series::Value;
+
+use storage::influxql::zone::TimeZone;
+
+/// How times are written.
+pub(super) struct Times<'a> {
+    pub(super) epoch: Option<i64>,
+    pub(super) zone: Option<&'a TimeZone>,
+}
+
+/// One cell, as Go's `encoding/json` writes its `interface{}` value.
+pub(super) fn json_value(buf: &mut Vec<u8>, v: &Value, times: &Times<'_>) {
+    match v {
+        Value::Null => buf.extend_from_slice(b"null"),
+        Value::Time(ns) => match times.epoch {
+            // Go's integer division truncates toward zero, as Rust's does.
+            Some(divisor) => buf.extend_from_slice((ns / divisor).to_string().as_bytes()),
+            None => {
+                let offset = times.zone.map_or(0, |zone| zone.offset_at(*ns));
+                buf.push(b'"');
+                rfc3339_nano(buf, *ns, offset);
+                buf.push(b'"');
+            }
+        },
+        Value::Float(f) => go_float(buf, *f),
+        Value::Integer(i) => buf.extend_from_slice(i.to_string().as_bytes()),
+        Value::Unsigned(u) => buf.extend_from_slice(u.to_string().as_bytes()),
+        Value::String(s) => json_string(buf, s),
+        Value::Boolean(b) => buf.extend_from_slice(if *b { b"true" } else { b"false" }),
+    }
+}
+
+/// A float as Go's `encoding/json` writes it: the shortest decimal that reads
+/// back the same, in exponent form below 1e-6 or from 1e21 on (`1e-7`,
+/// `1e+21`), plain otherwise (`100000000000000000000`, `0.000001`).
+fn go_float(buf: &mut Vec<u8>, f: f64) {
+    if !f.is_finite() {
+        // See the module documentation: InfluxDB shows NaN as null and fails
+        // the whole response on ±Inf.
+        buf.extend_from_slice(b"null");
+        return;
+    }
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        // Rust: `1e21`, `1.5e300`, `1e-7`; Go: `1e+21`, `1.5e+300`, `1e-7`.
+        let s = format!("{f:e}");
+        match s.split_once('e') {
+            Some((mantissa, exp)) if !exp.starts_with('-') => {
+                buf.extend_from_slice(mantissa.as_bytes());
+                buf.extend_from_slice(b"e+");
+                buf.extend_from_slice(exp.as_bytes());
+            }
+            _ => buf.extend_from_slice(s.as_bytes()),
+        }
+    } else {
+        buf.extend_from_slice(f.to_string().as_bytes());
+    }
+}
+
+/// A JSON string as Go's `encoding/json` writes it (HTML-safe: `<`, `>`, `&`
+/// escaped, as are U+2028 and U+2029; other control characters as `\u00xx`
+/// but `\n`, `\r`, `\t`).
+pub(super) fn json_string(buf: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    buf.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        let escape: Option<&[u8]> = match c {
+            '"' => Some(b"\\\""),
+            '\\' => Some(b"\\\\"),
+            '\n' => Some(b"\\n"),
+            '\r' => Some(b"\\r"),
+            '\t' => Some(b"\\t"),
+            '\u{2028}' => Some(b"\\u2028"),
+            '\u{2029}' => Some(b"\\u2029"),
+            c if (c as u32) < 0x20 || c == '<' || c == '>' || c == '&' => Some(b""),
+            _ => None,
+        };
+        let Some(escape) = escape else { continue };
+        buf.extend_from_slice(&bytes[start..i]);
+        if escape.is_empty() {
+            let b = c as u8;
+            buf.extend_from_slice(b"\\u00");
+            buf.push(HEX[usize::from(b >> 4)]);
+            buf.push(HEX[usize::from(b & 0xf)]);
+        } else {
+            buf.extend_from_slice(escape);
+        }
+        start = i + c.len_utf8();
+    }
+    buf.extend_from_slice(&bytes[start..]);
+    buf.push(b'"');
+}
+
+/// Go's `time.RFC3339Nano` of `ns` at `offset` seconds east of UTC:
+/// `2006-01-02T15:04:05.999999999Z07:00` (fraction trimmed of trailing
+/// zeros and left out when zero; `Z` for a zero offset).
+fn rfc3339_nano(buf: &mut Vec<u8>, ns: i64, offset: i32) {
+    let local = i128::from(ns) + i128::from(offset) * 1_000_000_000;
+    let secs = local.div_euclid(1_000_000_000);
+    let nanos = local.rem_euclid(1_000_000_000) as u32;
+    let days = secs.div_euclid(86_400) as i64;
+    let sod = secs.rem_euclid(86_400) as u32;
+    let (y, m, d) = civil_from_days(days);
+    let _ = write!(
+        buf,
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    );
+    if nanos > 0 {
+        let frac = format!("{nanos:09}");
+        buf.push(b'.');
+        buf.extend_from_slice(frac.trim_end_matches('0').as_bytes());
+    }
+    if offset == 0 {
+        buf.push(b'Z');
+    } else {
+        let sign = if offset < 0 { '-' } else { '+' };
+        let abs = offset.unsigned_abs();
+        let _ = write!(buf, "{sign}{:02}:{:02}", abs / 3600, abs / 60 % 60);
+    }
+}
+
+/// (year, month, day) of a day count since 1970-01-01 in the proleptic
+/// Gregorian calendar (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}

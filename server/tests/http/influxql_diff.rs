@@ -1,0 +1,668 @@
+//! The InfluxQL differential test: a real InfluxDB 1.x (Debian's `influxdb`
+//! package, 1.6.7 on bookworm, installed by `scripts/setup.sh --test-deps`) and
+//! chingest get the same line protocol (`tests/data/influxql/data.lp`, batch by
+//! batch, in order), then every query of `queries.txt` goes to both and the
+//! answers are compared: HTTP status, and the JSON value by value (floats to a
+//! relative 1e-9, as summation order differs; times, names, tags, columns,
+//! error texts exactly). A query whose answers differ must be listed in
+//! `deviations.txt` with why; a listed one that now matches fails the test too,
+//! so the list stays honest.
+//!
+//! - `CHINGEST_INFLUXQL_REPORT=<path>`: writes every query's comparison, both
+//!   answers in full, to `<path>` (the worklist for the InfluxQL engine).
+//! - `CHINGEST_INFLUXQL_BLESS=1`: rewrites `expected.jsonl`, InfluxDB's answers,
+//!   for reviewers to read; otherwise the live oracle is checked against it, so
+//!   that snapshot stays what InfluxDB answers.
+//! - `CHINGEST_INFLUXD=<path>`: another `influxd` 1.x binary.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::util::*;
+
+const TEST: &str = "influxql_answers_match_influxdb_1x";
+
+/// How many failures the test prints in full (the report has all).
+const PRINTED_FAILURES: usize = 15;
+
+fn data_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/influxql")
+        .join(name)
+}
+
+fn read_data(name: &str) -> String {
+    std::fs::read_to_string(data_path(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// One query of the corpus: `<id> [@param=value ...] <query>`.
+struct Case {
+    id: String,
+    /// `/query` parameters, `q` last.
+    params: Vec<(String, String)>,
+}
+
+impl Case {
+    fn query(&self) -> &str {
+        &self.params.last().unwrap().1
+    }
+}
+
+/// Parses `queries.txt` (see its header), asserting unique ids.
+fn corpus() -> Vec<Case> {
+    let mut seen = BTreeSet::new();
+    let mut cases = Vec::new();
+    for line in read_data("queries.txt").lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (id, mut rest) = line.split_once(' ').expect("`<id> <query>`");
+        assert!(seen.insert(id.to_string()), "duplicate query id {id}");
+        let mut params = vec![("db".to_string(), "diff".to_string())];
+        while let Some(tail) = rest.strip_prefix('@') {
+            let (token, after) = tail.split_once(' ').expect("a query after the parameters");
+            let (k, v) = token.split_once('=').expect("`@key=value`");
+            params.retain(|(have, _)| have != k);
+            if !(k == "db" && v.is_empty()) {
+                params.push((k.to_string(), v.to_string()));
+            }
+            rest = after.trim_start();
+        }
+        params.push(("q".to_string(), rest.to_string()));
+        cases.push(Case {
+            id: id.to_string(),
+            params,
+        });
+    }
+    cases
+}
+
+/// One write: the lines after a `#! db=<db> precision=<p>` directive of data.lp.
+struct Batch {
+    params: Vec<(String, String)>,
+    body: String,
+}
+
+fn batches() -> Vec<Batch> {
+    let mut out: Vec<Batch> = Vec::new();
+    for line in read_data("data.lp").lines() {
+        if let Some(directive) = line.strip_prefix("#!") {
+            let params = directive
+                .split_whitespace()
+                .map(|kv| {
+                    let (k, v) = kv.split_once('=').expect("`#! key=value ...`");
+                    (k.to_string(), v.to_string())
+                })
+                .collect();
+            out.push(Batch {
+                params,
+                body: String::new(),
+            });
+        } else if !line.is_empty() && !line.starts_with('#') {
+            let batch = out
+                .last_mut()
+                .expect("data.lp starts with a `#!` directive");
+            batch.body.push_str(line);
+            batch.body.push('\n');
+        }
+    }
+    out
+}
+
+/// `deviations.txt`: `<id> <why>` per line, `#` comments.
+fn deviations() -> BTreeMap<String, String> {
+    read_data("deviations.txt")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (id, why) = l.split_once(' ').unwrap_or((l, ""));
+            assert!(
+                !why.trim().is_empty(),
+                "deviations.txt: `{id}` needs a reason"
+            );
+            (id.to_string(), why.trim().to_string())
+        })
+        .collect()
+}
+
+/// InfluxDB 1.x on a temp dir and free loopback ports, killed on drop.
+struct Influxd {
+    child: Child,
+    base: String,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Influxd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Everything under the temp dir and on loopback, nothing in /etc or /var:
+/// no usage reporting, no `_internal` database (it would show in SHOW
+/// DATABASES), no continuous queries; the rest is influxd's defaults.
+fn influxd_config(dir: &Path, http: u16, rpc: u16) -> String {
+    let d = dir.display();
+    format!(
+        "reporting-enabled = false\n\
+         bind-address = \"127.0.0.1:{rpc}\"\n\
+         [meta]\n  dir = \"{d}/meta\"\n\
+         [data]\n  dir = \"{d}/data\"\n  wal-dir = \"{d}/wal\"\n  query-log-enabled = false\n\
+         [monitor]\n  store-enabled = false\n\
+         [continuous_queries]\n  enabled = false\n\
+         [http]\n  bind-address = \"127.0.0.1:{http}\"\n  log-enabled = false\n\
+         [logging]\n  level = \"warn\"\n  suppress-logo = true\n"
+    )
+}
+
+impl Influxd {
+    fn start(bin: &Path) -> Influxd {
+        let dir = data_dir();
+        let (http, rpc) = (free_port(), free_port());
+        let conf = dir.path().join("influxdb.conf");
+        std::fs::write(&conf, influxd_config(dir.path(), http, rpc)).unwrap();
+        let log = dir.path().join("influxd.log");
+        let child = Command::new(bin)
+            .arg("-config")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        let mut influxd = Influxd {
+            child,
+            base: format!("http://127.0.0.1:{http}"),
+            log,
+            _dir: dir,
+        };
+        influxd.wait_ready();
+        influxd
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_ready(&mut self) {
+        let client = client();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("influxd exited ({status}):\n{}", self.log_text());
+            }
+            if let Ok(r) = client.get(format!("{}/ping", self.base)).send() {
+                if r.status() == 204 {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("influxd did not answer /ping in 30 s:\n{}", self.log_text());
+    }
+}
+
+fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
+/// Creates the databases and writes every batch, asserting 204 (the two
+/// servers must hold the same data for the comparison to mean anything).
+fn load(client: &reqwest::blocking::Client, base: &str, who: &str) {
+    let batches = batches();
+    let dbs: BTreeSet<&str> = batches
+        .iter()
+        .flat_map(|b| b.params.iter().filter(|(k, _)| k == "db"))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    for db in dbs {
+        let r = client
+            .post(format!("{base}/query"))
+            .query(&[("q", format!("CREATE DATABASE \"{db}\""))])
+            .send()
+            .unwrap();
+        assert_eq!(
+            r.status(),
+            200,
+            "{who}: CREATE DATABASE {db}: {:?}",
+            r.text()
+        );
+    }
+    for (i, b) in batches.iter().enumerate() {
+        let r = client
+            .post(format!("{base}/write"))
+            .query(&b.params)
+            .body(b.body.clone())
+            .send()
+            .unwrap();
+        let status = r.status();
+        assert_eq!(
+            status,
+            204,
+            "{who}: batch {i} {:?}: {:?}",
+            b.params,
+            r.text()
+        );
+    }
+}
+
+/// Polls chingest's /health until every write is flushed to the engine (reads
+/// see only flushed rows).
+fn wait_flushed(s: &Server) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let h: Value = s.get("/health").json().unwrap();
+        let wal = &h["wal"];
+        let (flushed, last) = (wal["flushed_seq"].as_u64(), wal["last_seq"].as_u64());
+        if wal["unflushed_points"] == 0 && flushed.is_some() && flushed >= last {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "chingest did not flush the dataset in 60 s: {h}\n{}",
+            s.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// One server's answer: status and the body as JSON values (one per chunk
+/// with `chunked=true`), or its text if it is not JSON.
+#[derive(PartialEq)]
+struct Answer {
+    status: u16,
+    body: Result<Vec<Value>, String>,
+}
+
+impl Answer {
+    fn to_json(&self) -> Value {
+        match &self.body {
+            Ok(values) => json!({"status": self.status, "body": values}),
+            Err(text) => json!({"status": self.status, "text": text}),
+        }
+    }
+
+    fn from_json(v: &Value) -> Answer {
+        Answer {
+            status: v["status"].as_u64().unwrap() as u16,
+            body: match v.get("text") {
+                Some(t) => Err(t.as_str().unwrap().to_string()),
+                None => Ok(v["body"].as_array().unwrap().clone()),
+            },
+        }
+    }
+
+    fn render(&self) -> String {
+        let body = match &self.body {
+            Ok(values) => values
+                .iter()
+                .map(Value::to_string)
+                .collect::<Vec<_>>()
+                .join("\n  "),
+            Err(text) => format!("(not JSON) {text}"),
+        };
+        format!("{} {body}", self.status)
+    }
+}
+
+/// `GET /query`, as the influx clients send SELECT and SHOW; with `@method=POST`
+/// a form body, as Grafana's data source can be set to.
+fn ask(client: &reqwest::blocking::Client, base: &str, case: &Case) -> Answer {
+    let url = format!("{base}/query");
+    let post = case
+        .params
+        .iter()
+        .any(|(k, v)| k == "method" && v == "POST");
+    let params: Vec<&(String, String)> =
+        case.params.iter().filter(|(k, _)| k != "method").collect();
+    let request = if post {
+        client.post(url).form(&params)
+    } else {
+        client.get(url).query(&params)
+    };
+    let r = request
+        .send()
+        .unwrap_or_else(|e| panic!("{}: {e}", case.id));
+    let status = r.status().as_u16();
+    let text = r.text().unwrap_or_default();
+    let body = serde_json::Deserializer::from_str(&text)
+        .into_iter::<Value>()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| text.clone());
+    Answer { status, body }
+}
+
+/// Integers exactly; otherwise as floats, to a relative 1e-9 (or 1e-12 near zero).
+fn numbers_equal(a: &serde_json::Number, b: &serde_json::Number) -> bool {
+    if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
+        return x == y;
+    }
+    if let (Some(x), Some(y)) = (a.as_u64(), b.as_u64()) {
+        return x == y;
+    }
+    let (x, y) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+    let d = (x - y).abs();
+    d <= 1e-12 || d <= 1e-9 * x.abs().max(y.abs())
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    match s.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
+
+/// The first place where `got` differs from `want`, as `path: want vs got`.
+fn first_difference(path: &str, want: &Value, got: &Value) -> Option<String> {
+    match (want, got) {
+        (Value::Number(a), Value::Number(b)) if numbers_equal(a, b) => None,
+        (Value::Array(a), Value::Array(b)) => {
+            let inner = a
+                .iter()
+                .zip(b)
+                .enumerate()
+                .find_map(|(i, (x, y))| first_difference(&format!("{path}[{i}]"), x, y));
+            inner.or_else(|| {
+                (a.len() != b.len()).then(|| {
+                    format!(
+                        "{path}: {} elements vs {} (first extra: {})",
+                        a.len(),
+                        b.len(),
+                        short(if a.len() > b.len() {
+                            &a[b.len()]
+                        } else {
+                            &b[a.len()]
+                        })
+                    )
+                })
+            })
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            keys.into_iter().find_map(|k| match (a.get(k), b.get(k)) {
+                (Some(x), Some(y)) => first_difference(&format!("{path}.{k}"), x, y),
+                (x, y) => Some(format!(
+                    "{path}.{k}: {} vs {}",
+                    x.map_or("absent".into(), short),
+                    y.map_or("absent".into(), short)
+                )),
+            })
+        }
+        _ if want == got => None,
+        _ => Some(format!("{path}: {} vs {}", short(want), short(got))),
+    }
+}
+
+/// `v` with the rows of each series that share a time put in one canonical
+/// order. InfluxDB 1.x merges series by time with a heap, so points of several
+/// series at the same time come out in an order that differs from one
+/// timestamp to the next (and between queries); no order is right. Rows with
+/// different times keep their order, so `ORDER BY time DESC` is still checked.
+fn ties_in_order(v: Value) -> Value {
+    match v {
+        Value::Array(items) => Value::Array(items.into_iter().map(ties_in_order).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| match (k.as_str(), v) {
+                    ("values", Value::Array(rows)) => (k, Value::Array(sort_within_ties(rows))),
+                    (_, v) => (k, ties_in_order(v)),
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+fn sort_within_ties(rows: Vec<Value>) -> Vec<Value> {
+    let time = |r: &Value| r.get(0).cloned().unwrap_or(Value::Null);
+    let mut out: Vec<Value> = Vec::with_capacity(rows.len());
+    let mut run: Vec<Value> = Vec::new();
+    for row in rows {
+        if run.last().is_some_and(|last| time(last) != time(&row)) {
+            run.sort_by_key(Value::to_string);
+            out.append(&mut run);
+        }
+        run.push(row);
+    }
+    run.sort_by_key(Value::to_string);
+    out.append(&mut run);
+    out
+}
+
+/// `None` when the answers match.
+fn compare(want: &Answer, got: &Answer) -> Option<String> {
+    if want.status != got.status {
+        return Some(format!("HTTP status {} vs {}", want.status, got.status));
+    }
+    match (&want.body, &got.body) {
+        (Ok(a), Ok(b)) => first_difference(
+            "",
+            &ties_in_order(Value::from(a.clone())),
+            &ties_in_order(Value::from(b.clone())),
+        ),
+        (Err(a), Err(b)) if a == b => None,
+        _ => Some("body: JSON vs not JSON (or different text)".to_string()),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Verdict {
+    Pass,
+    /// Differs, as deviations.txt says.
+    Deviates,
+    /// Differs and is not listed.
+    Fails,
+    /// Listed in deviations.txt, but matches.
+    Stale,
+}
+
+struct Outcome<'a> {
+    case: &'a Case,
+    oracle: Answer,
+    chingest: Answer,
+    difference: Option<String>,
+    verdict: Verdict,
+}
+
+fn judge<'a>(
+    case: &'a Case,
+    oracle: Answer,
+    chingest: Answer,
+    listed: &BTreeMap<String, String>,
+) -> Outcome<'a> {
+    let difference = compare(&oracle, &chingest);
+    let verdict = match (&difference, listed.contains_key(&case.id)) {
+        (None, false) => Verdict::Pass,
+        (None, true) => Verdict::Stale,
+        (Some(_), true) => Verdict::Deviates,
+        (Some(_), false) => Verdict::Fails,
+    };
+    Outcome {
+        case,
+        oracle,
+        chingest,
+        difference,
+        verdict,
+    }
+}
+
+fn render_outcome(o: &Outcome, listed: &BTreeMap<String, String>) -> String {
+    let mut s = String::new();
+    let params: Vec<String> = o.case.params[..o.case.params.len() - 1]
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let _ = writeln!(s, "query:    {} [{}]", o.case.query(), params.join("&"));
+    if let Some(d) = &o.difference {
+        let _ = writeln!(s, "differs:  {d}");
+    }
+    if let Some(why) = listed.get(&o.case.id) {
+        let _ = writeln!(s, "listed:   {why}");
+    }
+    let _ = writeln!(s, "influxdb: {}", o.oracle.render());
+    let _ = writeln!(s, "chingest: {}", o.chingest.render());
+    s
+}
+
+fn summary(outcomes: &[Outcome]) -> String {
+    let count = |v: Verdict| outcomes.iter().filter(|o| o.verdict == v).count();
+    format!(
+        "InfluxQL differential test: {} queries: {} match InfluxDB, {} deviate as listed, \
+         {} differ unlisted, {} listed but match",
+        outcomes.len(),
+        count(Verdict::Pass),
+        count(Verdict::Deviates),
+        count(Verdict::Fails),
+        count(Verdict::Stale)
+    )
+}
+
+/// The full comparison, every query, for `CHINGEST_INFLUXQL_REPORT`.
+fn write_report(path: &Path, outcomes: &[Outcome], listed: &BTreeMap<String, String>) {
+    let mut s = summary(outcomes) + "\n\n";
+    for o in outcomes {
+        let verdict = match o.verdict {
+            Verdict::Pass => "PASS",
+            Verdict::Deviates => "DEVIATES (listed)",
+            Verdict::Fails => "FAIL",
+            Verdict::Stale => "STALE (listed, but matches)",
+        };
+        let _ = writeln!(
+            s,
+            "=== {} {verdict}\n{}",
+            o.case.id,
+            render_outcome(o, listed)
+        );
+    }
+    std::fs::write(path, s).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// With `CHINGEST_INFLUXQL_BLESS=1` writes InfluxDB's answers to expected.jsonl;
+/// otherwise returns the ids whose live answer differs from that snapshot.
+fn check_snapshot(outcomes: &[Outcome]) -> Vec<String> {
+    let path = data_path("expected.jsonl");
+    if std::env::var("CHINGEST_INFLUXQL_BLESS").as_deref() == Ok("1") {
+        let text: String = outcomes
+            .iter()
+            .map(|o| {
+                let mut v = o.oracle.to_json();
+                v["id"] = json!(o.case.id);
+                v["q"] = json!(o.case.query());
+                v.to_string() + "\n"
+            })
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        return Vec::new();
+    }
+    assert!(
+        path.exists(),
+        "no {}: run the test with CHINGEST_INFLUXQL_BLESS=1 to write it",
+        path.display()
+    );
+    let snapshot: BTreeMap<String, Answer> = read_data("expected.jsonl")
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["id"].as_str().unwrap().to_string(), Answer::from_json(&v))
+        })
+        .collect();
+    let mut stale: Vec<String> = outcomes
+        .iter()
+        .filter(|o| snapshot.get(&o.case.id) != Some(&o.oracle))
+        .map(|o| o.case.id.clone())
+        .collect();
+    let ids: BTreeSet<&String> = outcomes.iter().map(|o| &o.case.id).collect();
+    stale.extend(snapshot.keys().filter(|k| !ids.contains(k)).cloned());
+    stale
+}
+
+#[test]
+fn influxql_answers_match_influxdb_1x() {
+    let bin = std::env::var_os("CHINGEST_INFLUXD")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/influxd"));
+    let Some(bin) = test_dep_or_skip(
+        bin,
+        "InfluxDB 1.x `influxd` (Debian package `influxdb`)",
+        TEST,
+    ) else {
+        return;
+    };
+    let cases = corpus();
+    assert!(cases.len() >= 150, "the corpus has {} queries", cases.len());
+    let listed = deviations();
+    let unknown: Vec<&String> = listed
+        .keys()
+        .filter(|id| !cases.iter().any(|c| &c.id == *id))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "deviations.txt lists unknown ids {unknown:?}"
+    );
+
+    let oracle = Influxd::start(&bin);
+    let dir = data_dir();
+    let s = Spawn::new(dir.path()).start();
+    let http = client();
+    load(&http, &oracle.base, "influxd");
+    load(&http, &s.base, "chingest");
+    wait_flushed(&s);
+
+    let outcomes: Vec<Outcome> = cases
+        .iter()
+        .map(|c| {
+            judge(
+                c,
+                ask(&http, &oracle.base, c),
+                ask(&http, &s.base, c),
+                &listed,
+            )
+        })
+        .collect();
+
+    if let Some(path) = std::env::var_os("CHINGEST_INFLUXQL_REPORT") {
+        write_report(Path::new(&path), &outcomes, &listed);
+    }
+    let snapshot_stale = check_snapshot(&outcomes);
+    let summary = summary(&outcomes);
+    eprintln!("{summary}");
+    let bad: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| matches!(o.verdict, Verdict::Fails | Verdict::Stale))
+        .collect();
+    let mut shown = String::new();
+    for o in bad.iter().take(PRINTED_FAILURES) {
+        let what = if o.verdict == Verdict::Stale {
+            "matches InfluxDB but is listed in deviations.txt: remove it"
+        } else {
+            "differs from InfluxDB"
+        };
+        let _ = writeln!(
+            shown,
+            "--- {} {what}\n{}",
+            o.case.id,
+            render_outcome(o, &listed)
+        );
+    }
+    assert!(
+        bad.is_empty(),
+        "{summary}\n(CHINGEST_INFLUXQL_REPORT=<path> writes every comparison)\n\n{shown}"
+    );
+    assert!(
+        snapshot_stale.is_empty(),
+        "InfluxDB's answers differ from tests/data/influxql/expected.jsonl for {snapshot_stale:?}: \
+         rerun with CHINGEST_INFLUXQL_BLESS=1 and review the change"
+    );
+}

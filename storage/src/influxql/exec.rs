@@ -1,0 +1,325 @@
+//! Runs a planned `SELECT`: one engine statement per measurement in the SQL
+//! sandbox (with the caller's access), its rows cut into series, then what
+//! the engine does not do (fill, `ORDER BY time DESC` of aggregates,
+//! `LIMIT`/`OFFSET` of filled intervals, `SLIMIT`/`SOFFSET`).
+
+use influxql::ast::{Fill, SelectStatement, Source, Statement};
+
+use super::error::InfluxqlError;
+use super::fill::{fill_series_in, Grid};
+use super::plan::{self, Plan};
+use super::range;
+use super::rows::{self, Row};
+use super::schema;
+use super::series::{Series, StatementResult, Value};
+use super::{post, reduce, sql, subquery, InfluxqlRequest};
+use crate::Storage;
+
+impl Storage {
+    /// Answers one statement (see [`crate::Store::influxql`]).
+    pub(crate) fn run_influxql(
+        &self,
+        req: InfluxqlRequest<'_>,
+    ) -> Result<StatementResult, InfluxqlError> {
+        match req.statement {
+            Statement::Select(s) => self.run_select(&req, s),
+            other => self.run_show(&req, other),
+        }
+    }
+
+    fn run_select(
+        &self,
+        req: &InfluxqlRequest<'_>,
+        stmt: &SelectStatement,
+    ) -> Result<StatementResult, InfluxqlError> {
+        let shape = plan::check(stmt)?;
+        let filter = range::split(stmt.condition.as_ref(), req.now_ns)?;
+        let (db, tables) = match stmt.sources.as_slice() {
+            [Source::Subquery(inner)] => {
+                let inner = self.run_select(req, inner)?;
+                let tables = subquery::materialize(&inner)
+                    .into_iter()
+                    .map(|m| (m.schema, Some(m.table)))
+                    .collect();
+                (String::new(), tables)
+            }
+            sources if sources.iter().any(|s| matches!(s, Source::Subquery(_))) => {
+                return Err(InfluxqlError::unsupported(
+                    "a subquery together with other sources",
+                ))
+            }
+            sources => {
+                let catalog = |db: &str| {
+                    self.catalog
+                        .database_exists(db)
+                        .then(|| self.catalog.schema(db))
+                };
+                let resolved = schema::resolve(req.db, sources, &catalog)?;
+                let tables = resolved
+                    .measurements
+                    .into_iter()
+                    .map(|m| (m, None))
+                    .collect::<Vec<_>>();
+                (resolved.db, tables)
+            }
+        };
+        // Every answer row is built in memory: the sandbox's row limit bounds
+        // them as it bounds the engine's answers.
+        let limit = self.row_limit();
+        let mut budget = RowBudget { limit, left: limit };
+        let schemas: Vec<_> = tables.iter().map(|(m, _)| m.clone()).collect();
+        let all = schema::union(&schemas);
+        let mut series = Vec::new();
+        for (m, table) in &tables {
+            let target = plan::Target {
+                db: &db,
+                schema: m,
+                all: &all,
+                source: table.as_deref(),
+            };
+            let Some(plan) = plan::plan(stmt, shape, target, &filter, req.now_ns)? else {
+                continue;
+            };
+            if plan.range.is_empty() {
+                continue;
+            }
+            let rows = self.engine_rows(
+                &sql::render(&plan),
+                req,
+                plan.group_tags.len(),
+                &plan.measurement,
+            )?;
+            let mut found = to_series(&plan, rows, &mut budget)?;
+            if plan.order_desc {
+                // Series come in descending tag order too.
+                found.reverse();
+            }
+            series.extend(found);
+        }
+        Ok(StatementResult {
+            series: slimit(series, stmt),
+            messages: Vec::new(),
+        })
+    }
+
+    /// Rows one InfluxQL answer may have: `[sql] max_result_rows`.
+    fn row_limit(&self) -> u64 {
+        self.engine().map_or(0, |e| e.sql_config().max_result_rows)
+    }
+
+    /// The engine's rows for `sql` (`groups` tag columns after the time);
+    /// none when the measurement's table (or a column) is not in the engine
+    /// yet (nothing of it flushed).
+    pub(crate) fn engine_rows(
+        &self,
+        sql: &str,
+        req: &InfluxqlRequest<'_>,
+        groups: usize,
+        measurement: &str,
+    ) -> Result<Vec<Row>, InfluxqlError> {
+        let engine = self
+            .engine()
+            .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
+        let mut answer = Vec::new();
+        let ran = engine.sql(
+            sql,
+            flush::OutputFormat::JSONCompactEachRowWithNamesAndTypes,
+            req.access,
+            req.cancel,
+            &mut |block| {
+                answer.extend_from_slice(block);
+                true
+            },
+        );
+        match ran {
+            Ok(_) => rows::parse(&answer, groups),
+            Err(flush::SqlError::Invalid(m)) if crate::read::not_flushed_yet(&m) => {
+                tracing::debug!(measurement, "InfluxQL read of unflushed data: {m}");
+                Ok(Vec::new())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Rows (ordered by group) cut into series, filled where the plan says.
+fn to_series(
+    plan: &Plan,
+    rows: Vec<Row>,
+    budget: &mut RowBudget,
+) -> Result<Vec<Series>, InfluxqlError> {
+    let mut columns = vec!["time".to_string()];
+    columns.extend(plan.columns.iter().map(|c| c.name.clone()));
+    let mut out: Vec<Series> = Vec::new();
+    let mut current: Option<Vec<String>> = None;
+    for row in rows {
+        if current.as_ref() != Some(&row.group) {
+            out.push(Series {
+                name: plan.measurement.clone(),
+                tags: plan
+                    .group_tags
+                    .iter()
+                    .cloned()
+                    .zip(row.group.iter().cloned())
+                    .collect(),
+                columns: columns.clone(),
+                values: Vec::new(),
+            });
+            current = Some(row.group.clone());
+        }
+        let mut values = Vec::with_capacity(row.values.len() + 1);
+        values.push(row.time.map_or(Value::Null, Value::Time));
+        values.extend(row.values);
+        if let Some(s) = out.last_mut() {
+            s.values.push(values);
+        }
+    }
+    for s in &mut out {
+        if reduce_rows(plan, s)? {
+            // Several rows per group, at their points' times: no fill.
+            if plan.order_desc {
+                s.values.reverse();
+            }
+            s.values = page(std::mem::take(&mut s.values), plan.limit, plan.offset);
+        } else {
+            finish(plan, s, budget)?;
+        }
+        budget.spend(s.values.len() as u64)?;
+    }
+    out.retain(|s| !s.values.is_empty());
+    Ok(out)
+}
+
+/// Computes the reducer column (`mode`, `distinct`, `top`, `bottom`) of each
+/// row from its group's points; true when groups answer several rows.
+fn reduce_rows(plan: &Plan, s: &mut Series) -> Result<bool, InfluxqlError> {
+    let Some((i, r)) = plan
+        .columns
+        .iter()
+        .enumerate()
+        .find_map(|(i, c)| c.reducer.as_ref().map(|r| (i + 1, r)))
+    else {
+        return Ok(false);
+    };
+    let mut rows = Vec::with_capacity(s.values.len());
+    for row in std::mem::take(&mut s.values) {
+        let group_time = match row.first() {
+            Some(Value::Time(t)) => *t,
+            _ => 0,
+        };
+        let tuples = reduce::decode(&row[i], r)?;
+        for (t, v, extras) in reduce::reduce(r, &tuples, group_time) {
+            let mut out = row.clone();
+            out[0] = Value::Time(t);
+            out[i] = v;
+            for (c, col) in plan.columns.iter().enumerate() {
+                if let Some(e) = col.companion {
+                    out[c + 1] = extras.get(e).cloned().unwrap_or(Value::Null);
+                }
+            }
+            rows.push(out);
+        }
+    }
+    s.values = rows;
+    Ok(r.multi_row())
+}
+
+/// Fill, transformations, order and limits of one series.
+fn finish(plan: &Plan, s: &mut Series, budget: &RowBudget) -> Result<(), InfluxqlError> {
+    let window = plan.aggregate.as_ref().and_then(|a| a.window);
+    let transforms = plan.transforms();
+    if let (Some(agg), Some(w)) = (&plan.aggregate, window) {
+        if plan.order_desc {
+            s.values.reverse();
+        }
+        let grid = Grid {
+            interval: w.interval,
+            offset: w.offset,
+            start: plan.range.min,
+            end: plan.range.max.unwrap_or(i64::MAX),
+            descending: plan.order_desc,
+        };
+        if !matches!(agg.fill, Fill::None) {
+            budget.check_buckets(&grid, s)?;
+        }
+        let columns: Vec<_> = plan.columns.iter().map(|c| c.fill).collect();
+        if !transforms {
+            let zone = agg.zone.as_ref();
+            fill_series_in(s, &agg.fill, &grid, zone, &columns, plan.limit, plan.offset);
+            return Ok(());
+        }
+        fill_series_in(s, &agg.fill, &grid, agg.zone.as_ref(), &columns, None, None);
+    }
+    if transforms {
+        let list: Vec<_> = plan.columns.iter().map(|c| c.transform.clone()).collect();
+        let opts = post::Options {
+            interval: window.map(|w| w.interval),
+            descending: plan.order_desc,
+            limit: plan.limit,
+            offset: plan.offset,
+        };
+        post::apply(s, &list, opts);
+        return Ok(());
+    } else if plan.aggregate.is_none() {
+        // Raw points: the engine applied LIMIT and OFFSET.
+        return Ok(());
+    }
+    s.values = page(std::mem::take(&mut s.values), plan.limit, plan.offset);
+    Ok(())
+}
+
+/// Rows an answer may still build. `GROUP BY time(1ns)` over a year with
+/// `fill(null)` would otherwise build ~10^16 empty intervals in memory: the
+/// intervals a series would be filled with are counted before they are built,
+/// and refused with InfluxDB's `max-select-buckets` error past the limit.
+struct RowBudget {
+    limit: u64,
+    left: u64,
+}
+
+impl RowBudget {
+    fn check_buckets(&self, grid: &Grid, s: &Series) -> Result<(), InfluxqlError> {
+        let first_time = s.values.iter().find_map(|r| match r.first() {
+            Some(Value::Time(t)) => Some(*t),
+            _ => None,
+        });
+        let Some(start) = grid.start.or(first_time) else {
+            return Ok(());
+        };
+        let (first, last) = (grid.window(start), grid.window(grid.end));
+        let buckets = (i128::from(last) - i128::from(first)) / i128::from(grid.interval.max(1)) + 1;
+        let buckets = u64::try_from(buckets.max(0)).unwrap_or(u64::MAX);
+        if buckets > self.left {
+            return Err(InfluxqlError::invalid(format!(
+                "max-select-buckets limit exceeded: ({buckets}/{}) ([sql] max_result_rows)",
+                self.left
+            )));
+        }
+        Ok(())
+    }
+
+    fn spend(&mut self, rows: u64) -> Result<(), InfluxqlError> {
+        self.left = self.left.checked_sub(rows).ok_or_else(|| {
+            InfluxqlError::invalid(format!(
+                "max-select-point limit exceeded: ({}/{}) ([sql] max_result_rows)",
+                self.limit - self.left + rows,
+                self.limit
+            ))
+        })?;
+        Ok(())
+    }
+}
+
+/// `OFFSET`/`LIMIT` over rows (`LIMIT 0` is none).
+fn page<T>(rows: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {
+    let skip = usize::try_from(offset.unwrap_or(0)).unwrap_or(usize::MAX);
+    let take = limit
+        .filter(|&l| l > 0)
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    rows.into_iter().skip(skip).take(take).collect()
+}
+
+/// `SOFFSET`/`SLIMIT` over the statement's series.
+fn slimit(series: Vec<Series>, stmt: &SelectStatement) -> Vec<Series> {
+    page(series, stmt.slimit, stmt.soffset)
+}

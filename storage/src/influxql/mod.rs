@@ -1,0 +1,57 @@
+//! InfluxQL `SELECT` over the engine: planned against the catalog, run as
+//! engine SQL in the SQL sandbox with the caller's access, answered as
+//! [`series::StatementResult`].
+//!
+//! Brief overview:
+//! - [`schema`]: `FROM` resolved to a database and measurements.
+//! - `range`: `WHERE` split into the time range and the rest.
+//! - `expr`, `agg`: expressions, aggregates and selectors as engine SQL.
+//! - `plan`: InfluxDB's statement checks and one plan per measurement.
+//! - `sql`: a plan as one statement, always over merged points (InfluxDB's
+//!   point identity: a point written twice is one point, last write wins
+//!   field by field).
+//! - `rows`, `exec`: the engine's answer read back and cut into series;
+//!   [`fill`] and [`transform`] do what the engine does not.
+//! - [`error`]: [`InfluxqlError`], mapped to HTTP by the server.
+
+mod agg;
+pub mod error;
+mod exec;
+mod expr;
+pub mod fill;
+mod plan;
+mod post;
+mod range;
+mod reduce;
+mod rows;
+pub mod schema;
+pub mod selector;
+pub mod series;
+mod show;
+mod sql;
+mod subquery;
+pub mod transform;
+pub mod zone;
+
+pub use error::InfluxqlError;
+pub use schema::RETENTION_POLICY;
+pub use series::{Series, StatementResult, Value};
+
+use flush::{SqlAccess, SqlCancel};
+use influxql::ast::Statement;
+
+/// One InfluxQL statement to answer.
+#[derive(Debug)]
+pub struct InfluxqlRequest<'a> {
+    /// The `db` parameter (a qualified name in `FROM` takes precedence).
+    pub db: Option<&'a str>,
+    /// The statement: a `SELECT`, or a `SHOW` with a `WHERE` clause (the
+    /// other `SHOW` statements are answered from the catalog).
+    pub statement: &'a Statement,
+    /// Who asks: the engine reads only what this caller may read.
+    pub access: &'a SqlAccess,
+    /// Set when the client goes away.
+    pub cancel: &'a SqlCancel,
+    /// `now()`, ns since the epoch: one instant for the whole request.
+    pub now_ns: i64,
+}

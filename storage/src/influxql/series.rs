@@ -1,0 +1,48 @@
+//! What an InfluxQL statement answers: series of rows, in InfluxDB 1.x's
+//! shape (`name`, `tags`, `columns`, `values`), before any JSON. Times stay
+//! nanoseconds since the epoch ([`Value::Time`]); the HTTP layer formats them
+//! (RFC3339 by default, `epoch=` units otherwise).
+
+/// One value of a result cell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// No value (a missing field, an empty `fill(null)` interval).
+    Null,
+    /// A point's or an interval's time, ns since the epoch.
+    Time(i64),
+    /// A float.
+    Float(f64),
+    /// A signed integer.
+    Integer(i64),
+    /// An unsigned integer.
+    Unsigned(u64),
+    /// A string.
+    String(String),
+    /// A boolean.
+    Boolean(bool),
+}
+
+/// One series of an answer: a measurement (or `SHOW` result name) and a tag
+/// set (`GROUP BY`), its columns and rows in answer order. Data answers have
+/// `time` as their first column; `SHOW` answers usually have none.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Series {
+    /// The measurement name (empty for `SHOW` answers InfluxDB leaves unnamed).
+    pub name: String,
+    /// The `GROUP BY` tags, sorted by key; empty when not grouped by tags
+    /// (rendered without a `tags` object).
+    pub tags: Vec<(String, String)>,
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows, one value per column.
+    pub values: Vec<Vec<Value>>,
+}
+
+/// The answer of one statement: its series and the messages InfluxDB attaches.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StatementResult {
+    /// The series, in answer order.
+    pub series: Vec<Series>,
+    /// Informational messages (`messages[]` in the JSON: `{"level","text"}`).
+    pub messages: Vec<(String, String)>,
+}

@@ -1,0 +1,285 @@
+//! `SHOW MEASUREMENTS|TAG KEYS|TAG VALUES|SERIES ... WHERE <tag condition>`:
+//! which series match is the engine's to say (one `SELECT DISTINCT` of the
+//! tag columns per measurement, in the SQL sandbox with the caller's access);
+//! without `WHERE` the server answers from the catalog.
+
+use flush::quote_ident;
+use influxql::ast::{Expr, MeasurementName, NameMatch, ShowCommon, Statement, TagKeyMatch};
+use ingest::MeasurementSchema;
+
+use super::error::InfluxqlError;
+use super::expr::{Scope, SRC};
+use super::range;
+use super::schema::name_matches;
+use super::series::{Series, StatementResult, Value};
+use super::InfluxqlRequest;
+use crate::Storage;
+
+impl Storage {
+    /// Answers a `SHOW` statement with a `WHERE` clause.
+    pub(crate) fn run_show(
+        &self,
+        req: &InfluxqlRequest<'_>,
+        statement: &Statement,
+    ) -> Result<StatementResult, InfluxqlError> {
+        let (on, from, cond, limit, offset) = match statement {
+            Statement::ShowMeasurements(s) => (&s.on, &[][..], &s.condition, s.limit, s.offset),
+            Statement::ShowTagKeys(c) | Statement::ShowSeries(c) => common(c),
+            Statement::ShowTagValues { common: c, .. } => common(c),
+            other => {
+                return Err(InfluxqlError::unsupported(format!("{other:?}")));
+            }
+        };
+        let db = on
+            .as_deref()
+            .or(req.db)
+            .ok_or(InfluxqlError::DatabaseRequired)?;
+        if !self.catalog.database_exists(db) {
+            return Err(InfluxqlError::DatabaseNotFound { db: db.into() });
+        }
+        let Some(cond) = cond else {
+            return Err(InfluxqlError::unsupported("SHOW without WHERE in storage"));
+        };
+        let mut out: Vec<Series> = Vec::new();
+        let mut flat: Vec<Vec<Value>> = Vec::new();
+        for m in self.catalog.schema(db) {
+            if !in_from(from, &m.name)? {
+                continue;
+            }
+            if let Statement::ShowMeasurements(s) = statement {
+                if let Some(p) = &s.with_measurement {
+                    if !name_matches(p, &m.name)? {
+                        continue;
+                    }
+                }
+            }
+            let keys = match statement {
+                Statement::ShowTagValues { key, .. } => wanted_keys(&m, key)?,
+                _ => m.tag_keys.clone(),
+            };
+            let sets = self.tag_sets(req, db, &m, cond, &keys)?;
+            if sets.is_empty() {
+                continue;
+            }
+            match statement {
+                Statement::ShowMeasurements(_) => flat.push(vec![Value::String(m.name.clone())]),
+                Statement::ShowSeries(_) => flat.extend(
+                    sets.iter()
+                        .map(|s| vec![Value::String(series_key(&m.name, &keys, s))]),
+                ),
+                Statement::ShowTagKeys(_) => {
+                    let values = keys
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| sets.iter().any(|s| !s[*i].is_empty()))
+                        .map(|(_, k)| vec![Value::String(k.clone())])
+                        .collect();
+                    push(&mut out, &m.name, &["tagKey"], page(values, limit, offset));
+                }
+                _ => {
+                    let mut pairs: Vec<(String, String)> = Vec::new();
+                    for s in &sets {
+                        for (k, v) in keys.iter().zip(s) {
+                            if !v.is_empty() {
+                                pairs.push((k.clone(), v.clone()));
+                            }
+                        }
+                    }
+                    pairs.sort();
+                    pairs.dedup();
+                    let values = pairs
+                        .into_iter()
+                        .map(|(k, v)| vec![Value::String(k), Value::String(v)])
+                        .collect();
+                    push(
+                        &mut out,
+                        &m.name,
+                        &["key", "value"],
+                        page(values, limit, offset),
+                    );
+                }
+            }
+        }
+        match statement {
+            Statement::ShowMeasurements(_) => push(
+                &mut out,
+                "measurements",
+                &["name"],
+                page(flat, limit, offset),
+            ),
+            Statement::ShowSeries(_) => {
+                flat.sort_by(|a, b| match (&a[0], &b[0]) {
+                    (Value::String(x), Value::String(y)) => x.cmp(y),
+                    _ => std::cmp::Ordering::Equal,
+                });
+                push(&mut out, "", &["key"], page(flat, limit, offset))
+            }
+            _ => {}
+        }
+        Ok(StatementResult {
+            series: out,
+            messages: Vec::new(),
+        })
+    }
+
+    /// The distinct values of `keys` (`''` where absent) over the series of
+    /// `m` that match `cond`, sorted.
+    fn tag_sets(
+        &self,
+        req: &InfluxqlRequest<'_>,
+        db: &str,
+        m: &MeasurementSchema,
+        cond: &Expr,
+        keys: &[String],
+    ) -> Result<Vec<Vec<String>>, InfluxqlError> {
+        let filter = range::split(Some(cond), req.now_ns)?;
+        let mut scope = Scope::new(m);
+        scope.qualifier = SRC;
+        let mut conds = Vec::new();
+        for c in &filter.rest {
+            conds.push(scope.condition(c)?);
+        }
+        let mut select = String::from("SELECT toInt64(0) AS __iq_t");
+        for (i, k) in keys.iter().enumerate() {
+            let col = if m.tag_keys.contains(k) {
+                format!("{SRC}{}", quote_ident(k))
+            } else {
+                "''".into()
+            };
+            select.push_str(&format!(", toString({col}) AS __iq_c{i}"));
+        }
+        let table = flush::table::qualified(db, &m.name);
+        let mut sql = format!("{select} FROM {table} AS __src");
+        if !conds.is_empty() {
+            sql.push_str(&format!(" WHERE {}", conds.join(" AND ")));
+        }
+        sql.push_str(" GROUP BY ");
+        let groups: Vec<String> = (0..keys.len()).map(|i| format!("__iq_c{i}")).collect();
+        sql.push_str(&if groups.is_empty() {
+            "__iq_t".to_string()
+        } else {
+            groups.join(", ")
+        });
+        if !groups.is_empty() {
+            sql.push_str(&format!(" ORDER BY {}", groups.join(", ")));
+        }
+        let rows = self.engine_rows(&sql, req, 0, &m.name)?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                r.values
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::String(s) => s,
+                        _ => String::new(),
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+}
+
+/// The clauses every `SHOW` with a condition has.
+type Clauses<'a> = (
+    &'a Option<String>,
+    &'a [MeasurementName],
+    &'a Option<Expr>,
+    Option<u64>,
+    Option<u64>,
+);
+
+fn common(c: &ShowCommon) -> Clauses<'_> {
+    (&c.on, c.from.as_slice(), &c.condition, c.limit, c.offset)
+}
+
+fn in_from(from: &[MeasurementName], m: &str) -> Result<bool, InfluxqlError> {
+    if from.is_empty() {
+        return Ok(true);
+    }
+    for f in from {
+        if name_matches(&f.name, m)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The tag keys of `m` that `WITH KEY ...` asks for.
+fn wanted_keys(m: &MeasurementSchema, key: &TagKeyMatch) -> Result<Vec<String>, InfluxqlError> {
+    let mut out = Vec::new();
+    for k in &m.tag_keys {
+        let hit = match key {
+            TagKeyMatch::Eq(x) => x == k,
+            TagKeyMatch::NotEq(x) => x != k,
+            TagKeyMatch::In(xs) => xs.contains(k),
+            TagKeyMatch::Regex(re) => name_matches(&NameMatch::Regex(re.clone()), k)?,
+            TagKeyMatch::NotRegex(re) => !name_matches(&NameMatch::Regex(re.clone()), k)?,
+        };
+        if hit {
+            out.push(k.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// `m,k=v,...` with InfluxDB's escaping, tags a series lacks left out.
+fn series_key(m: &str, keys: &[String], values: &[String]) -> String {
+    let esc = |s: &str, chars: &[char]| {
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            if chars.contains(&c) {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let mut key = esc(m, &[',', ' ']);
+    for (k, v) in keys.iter().zip(values) {
+        if !v.is_empty() {
+            key.push(',');
+            key.push_str(&esc(k, &[',', '=', ' ']));
+            key.push('=');
+            key.push_str(&esc(v, &[',', '=', ' ']));
+        }
+    }
+    key
+}
+
+fn page<T>(rows: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {
+    let skip = usize::try_from(offset.unwrap_or(0)).unwrap_or(usize::MAX);
+    let take = limit
+        .filter(|&l| l > 0)
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    rows.into_iter().skip(skip).take(take).collect()
+}
+
+fn push(out: &mut Vec<Series>, name: &str, columns: &[&str], values: Vec<Vec<Value>>) {
+    if values.is_empty() {
+        return;
+    }
+    out.push(Series {
+        name: name.to_string(),
+        tags: Vec::new(),
+        columns: columns.iter().map(|c| c.to_string()).collect(),
+        values,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_keys_escape_and_skip_absent_tags() {
+        let keys = ["host".to_string(), "pa th".to_string()];
+        assert_eq!(
+            series_key("c,pu", &keys, &["a=b".into(), String::new()]),
+            r"c\,pu,host=a\=b"
+        );
+        assert_eq!(
+            series_key("cpu", &keys, &["a".into(), "/x".into()]),
+            r"cpu,host=a,pa\ th=/x"
+        );
+    }
+}

@@ -1,0 +1,287 @@
+//! A [`Plan`] as one engine statement.
+//!
+//! Every read goes through the point merge ([`merged`]): one row per
+//! (series, time), each field its latest write's value (InfluxDB's point
+//! identity: a point written twice is one point, last write wins field by
+//! field). Tag conditions and the time range apply before the merge (a
+//! series' tags and a point's time are its identity), field conditions after.
+//!
+//! The answer's columns: `__iq_t` (ns), `__iq_g<i>` (the `GROUP BY` tags),
+//! `__iq_c<i>` (the output columns), in that order. Names and literals are
+//! quoted by `flush::quote_ident`/`quote_string`; nothing from the statement
+//! is pasted.
+
+use flush::quote_ident;
+
+use super::agg::T;
+use super::expr::SRC;
+use super::plan::{Plan, Window};
+
+/// Prefix of the answer's own column aliases.
+pub(crate) const TIME_ALIAS: &str = "__iq_t";
+
+/// The statement for `plan`.
+pub(crate) fn render(plan: &Plan) -> String {
+    match &plan.aggregate {
+        None => raw(plan),
+        Some(_) => aggregate(plan),
+    }
+}
+
+/// The merged points of the plan's measurement, with the columns it reads.
+pub(crate) fn merged(plan: &Plan) -> String {
+    let q = |c: &str| format!("{SRC}{}", quote_ident(c));
+    let mut sql = format!(
+        "SELECT {} AS `time`, {} AS `__iq_sid`",
+        q("time"),
+        q("series_id")
+    );
+    for t in &plan.tags {
+        sql.push_str(&format!(", any({}) AS {}", q(t), quote_ident(t)));
+    }
+    for f in &plan.fields {
+        sql.push_str(&format!(
+            ", argMaxIf({c}, ({seq}, {row}), {c} IS NOT NULL) AS {a}",
+            c = q(f),
+            seq = q("__seq"),
+            row = q("__row"),
+            a = quote_ident(f)
+        ));
+    }
+    let table = match &plan.source {
+        Some(t) => t.clone(),
+        None => flush::table::qualified(&plan.db, &plan.measurement),
+    };
+    sql.push_str(&format!(" FROM {table} AS __src"));
+    let mut conds = Vec::new();
+    let mut min = plan.range.min;
+    if let (Some(m), Some(w), Some(_)) = (
+        min,
+        plan.aggregate.as_ref().and_then(|a| a.window),
+        &plan.source,
+    ) {
+        // A subquery's rows are its intervals, stamped with their starts:
+        // the outer range takes whole intervals, as InfluxDB passes it down.
+        min = Some(super::fill::window_start(m, w.interval, w.offset));
+    }
+    if let Some(min) = min {
+        conds.push(format!(
+            "{} >= fromUnixTimestamp64Nano(toInt64({min}))",
+            q("time")
+        ));
+    }
+    if let Some(max) = plan.range.max {
+        conds.push(format!(
+            "{} <= fromUnixTimestamp64Nano(toInt64({max}))",
+            q("time")
+        ));
+    }
+    conds.extend(plan.inner_where.iter().cloned());
+    where_clause(&mut sql, &conds);
+    sql.push_str(&format!(" GROUP BY {}, {}", q("series_id"), q("time")));
+    sql
+}
+
+fn where_clause(sql: &mut String, conds: &[String]) {
+    if !conds.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&conds.join(" AND "));
+    }
+}
+
+/// `SELECT` list shared by both shapes: time, group tags, columns.
+fn select_list(plan: &Plan, time_sql: &str) -> String {
+    let mut s = format!("SELECT {time_sql} AS {TIME_ALIAS}");
+    for (i, t) in plan.group_tags.iter().enumerate() {
+        // A tag the measurement does not have groups as `''` (one group).
+        let sql = if plan.tags.contains(t) {
+            quote_ident(t)
+        } else {
+            "''".to_string()
+        };
+        s.push_str(&format!(", {sql} AS __iq_g{i}"));
+    }
+    for (i, c) in plan.columns.iter().enumerate() {
+        s.push_str(&format!(", {} AS __iq_c{i}", c.sql));
+    }
+    s
+}
+
+fn group_aliases(plan: &Plan) -> Vec<String> {
+    (0..plan.group_tags.len())
+        .map(|i| format!("__iq_g{i}"))
+        .collect()
+}
+
+/// Raw points, ordered by series then time, limited per series.
+fn raw(plan: &Plan) -> String {
+    let mut sql = select_list(plan, T);
+    sql.push_str(&format!(" FROM ({})", merged(plan)));
+    let mut conds = plan.outer_where.clone();
+    conds.push(format!(
+        "({})",
+        plan.nonnull
+            .iter()
+            .map(|c| format!("{c} IS NOT NULL"))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    ));
+    where_clause(&mut sql, &conds);
+    let groups = group_aliases(plan);
+    let dir = if plan.order_desc { " DESC" } else { "" };
+    let mut order: Vec<String> = groups.clone();
+    order.push(format!("{TIME_ALIAS}{dir}"));
+    order.extend(plan.order_tags.iter().map(|t| quote_ident(t)));
+    // Then by series (a subquery's rows: in the inner answer's order).
+    order.push("`__iq_sid`".to_string());
+    sql.push_str(&format!(" ORDER BY {}", order.join(", ")));
+    if (plan.limit.is_some() || plan.offset.is_some()) && !plan.transforms() {
+        let n = plan.limit.unwrap_or(u64::MAX >> 1);
+        let off = plan.offset.unwrap_or(0);
+        sql.push_str(&format!(" LIMIT {off}, {n}"));
+        if !groups.is_empty() {
+            sql.push_str(&format!(" BY {}", groups.join(", ")));
+        }
+    }
+    sql
+}
+
+/// One row per group (and bucket); buckets without values are the caller's
+/// to fill.
+fn aggregate(plan: &Plan) -> String {
+    let agg = plan.aggregate.as_ref().expect("an aggregate plan");
+    let time_sql = match (&agg.window, &agg.point_time) {
+        (Some(w), _) => match &agg.zone {
+            Some(z) => bucket_in_zone(w, &z.name),
+            None => bucket(w),
+        },
+        (None, Some(t)) => t.clone(),
+        (None, None) => format!("toInt64({})", plan.range.min.unwrap_or(0)),
+    };
+    let mut sql = select_list(plan, &time_sql);
+    sql.push_str(&format!(" FROM ({})", merged(plan)));
+    where_clause(&mut sql, &plan.outer_where);
+    let groups = group_aliases(plan);
+    let mut group_by = groups.clone();
+    if agg.window.is_some() {
+        group_by.insert(0, TIME_ALIAS.to_string());
+    }
+    if !group_by.is_empty() {
+        sql.push_str(&format!(" GROUP BY {}", group_by.join(", ")));
+    }
+    let present: Vec<String> = agg
+        .fields
+        .iter()
+        .map(|f| format!("count({})", quote_ident(f)))
+        .collect();
+    if present.is_empty() {
+        sql.push_str(" HAVING 0");
+    } else {
+        sql.push_str(&format!(" HAVING {} > 0", present.join(" + ")));
+    }
+    let mut order = groups;
+    order.push(TIME_ALIAS.to_string());
+    sql.push_str(&format!(" ORDER BY {}", order.join(", ")));
+    sql
+}
+
+/// The start of a point's bucket: epoch-aligned, shifted by the offset,
+/// floored (also before 1970).
+fn bucket(w: &Window) -> String {
+    let (iv, off) = (w.interval, w.offset);
+    format!("({T} - ((({T} - {off}) % {iv}) + {iv}) % {iv})")
+}
+
+/// The start of a point's bucket in a `tz()` zone, as InfluxDB's `Window`
+/// computes it (`fill.rs`'s `window_start_in`): aligned on local time with
+/// the zone's offset at the point, moved by the offset change when the
+/// bucket's start has another offset (and the change is shorter than the
+/// interval). The engine knows the zone's offsets.
+fn bucket_in_zone(w: &Window, zone: &str) -> String {
+    let (iv, off) = (w.interval, w.offset);
+    let z = flush::quote_string(zone);
+    let local = |x: &str| {
+        format!("(toInt64(timeZoneOffset(toDateTime(intDiv({x}, 1000000000), {z}))) * 1000000000)")
+    };
+    let t = format!("({T} - {off})");
+    let start = format!("({t} - ((({t} + {}) % {iv}) + {iv}) % {iv})", local(&t));
+    let shift = format!("({} - {})", local(&t), local(&start));
+    format!("(if({shift} != 0 AND abs({shift}) < {iv}, {start} + {shift}, {start}) + {off})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::influxql::plan::{Aggregate, Column};
+    use crate::influxql::range::TimeRange;
+    use influxql::ast::Fill;
+
+    fn plan() -> Plan {
+        Plan {
+            db: "d`b".into(),
+            measurement: "c'pu".into(),
+            source: None,
+            tags: vec!["host".into()],
+            fields: vec!["f".into()],
+            columns: vec![Column {
+                name: "f".into(),
+                sql: "`f`".into(),
+                fill: Default::default(),
+                transform: None,
+                reducer: None,
+                companion: None,
+            }],
+            aggregate: None,
+            group_tags: vec!["host".into()],
+            order_tags: vec![],
+            range: TimeRange {
+                min: Some(10),
+                max: None,
+            },
+            inner_where: vec!["(__src.`host` = 'a')".into()],
+            outer_where: vec!["(`f` > toInt64(1))".into()],
+            nonnull: vec!["`f`".into()],
+            order_desc: true,
+            limit: Some(2),
+            offset: Some(1),
+        }
+    }
+
+    #[test]
+    fn raw_reads_merged_points_with_conditions_on_each_side() {
+        let sql = render(&plan());
+        assert_eq!(
+            sql,
+            "SELECT toUnixTimestamp64Nano(`time`) AS __iq_t, `host` AS __iq_g0, `f` AS __iq_c0 \
+             FROM (SELECT __src.`time` AS `time`, __src.`series_id` AS `__iq_sid`, any(__src.`host`) AS `host`, \
+             argMaxIf(__src.`f`, (__src.`__seq`, __src.`__row`), __src.`f` IS NOT NULL) AS `f` \
+             FROM `d\\`b`.`c'pu` AS __src WHERE __src.`time` >= fromUnixTimestamp64Nano(toInt64(10)) \
+             AND (__src.`host` = 'a') GROUP BY __src.`series_id`, __src.`time`) \
+             WHERE (`f` > toInt64(1)) AND (`f` IS NOT NULL) \
+             ORDER BY __iq_g0, __iq_t DESC, `__iq_sid` LIMIT 1, 2 BY __iq_g0"
+        );
+    }
+
+    #[test]
+    fn aggregates_group_by_bucket_and_tags() {
+        let mut p = plan();
+        p.aggregate = Some(Aggregate {
+            window: Some(Window {
+                interval: 60,
+                offset: 5,
+            }),
+            point_time: None,
+            fields: vec!["f".into()],
+            fill: Fill::Null,
+            zone: None,
+        });
+        let sql = render(&p);
+        assert!(
+            sql.contains(
+                " GROUP BY __iq_t, __iq_g0 HAVING count(`f`) > 0 ORDER BY __iq_g0, __iq_t"
+            ),
+            "{sql}"
+        );
+        assert!(sql.starts_with("SELECT (toUnixTimestamp64Nano(`time`) - (((toUnixTimestamp64Nano(`time`) - 5) % 60) + 60) % 60) AS __iq_t"), "{sql}");
+    }
+}
