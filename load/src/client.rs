@@ -211,6 +211,11 @@ impl Sender {
         }
     }
 
+    /// The target URL (with its credentials, if any: redact before printing).
+    pub fn url(&self) -> String {
+        self.target.uri.to_string()
+    }
+
     /// The payloads this sender sends.
     pub fn payloads(&self) -> &PayloadSet {
         &self.payloads

@@ -45,6 +45,19 @@ pub enum Error {
     /// Encoding a payload failed.
     #[error("encoding payload: {0}")]
     Encode(String),
+    /// An HTTP exchange outside the measured requests failed (the query
+    /// benchmark's writes and queries must all succeed).
+    #[error("{url}: {reason}")]
+    Http {
+        /// The URL (credentials redacted).
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A benchmark precondition does not hold: a server refused a query, or
+    /// two servers answer the same query differently.
+    #[error("check failed: {0}")]
+    Check(String),
 }
 
 impl Error {

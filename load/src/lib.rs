@@ -16,6 +16,12 @@
 //!   HDR histogram; [`summary`] reduces a run to *sustainable* and *peak*.
 //! * [`report`] writes markdown + JSON (+ the [`chart`] SVG) and assembles the
 //!   every-layer benchmark page; [`host`] records the machine and build.
+//! * [`overload`] runs the sustainable rate, twice it, then the sustainable
+//!   rate again, sampling the server's memory, and judges refusal latency,
+//!   memory against the configured budget and recovery; [`refusals`] reads
+//!   which server limit refused from its `/metrics`.
+//! * [`query`] benchmarks InfluxQL reads: it writes a data set to each
+//!   server, checks that their answers agree, then times Grafana's query shapes.
 //! * [`sink`] is a null endpoint (204 to everything) that measures the load
 //!   generator itself on the same machine.
 //!
@@ -29,6 +35,9 @@ pub mod cpu;
 mod error;
 pub mod gen;
 pub mod host;
+pub mod overload;
+pub mod query;
+pub mod refusals;
 pub mod report;
 pub mod schedule;
 pub mod sink;

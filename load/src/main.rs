@@ -10,7 +10,17 @@ use clap::{Args, Parser, Subcommand};
 use load::client::{redact_url, PayloadSet, Sender, Target};
 use load::closed::{run_closed, ClosedConfig};
 use load::gen::{generate, Format, GenConfig};
-use load::report::{regenerate, write_run, ReportInputs};
+use load::overload::result::loadavg;
+use load::overload::result::Targets;
+use load::overload::{run_overload, OverloadConfig};
+use load::query::bench::{failed, grafana_queries, run_query, Runs};
+use load::query::fill::{run_fill, FillConfig, FillResult};
+use load::query::http::Http;
+use load::query::result::{Phase, QueryBench};
+use load::report::{
+    overload_markdown, query_bench_markdown, regenerate, write_overload, write_query_bench,
+    write_run, ReportInputs, OVERLOAD_NAME, QUERY_BENCH_NAME,
+};
 use load::schedule::{run_ramp, RampConfig};
 use load::summary::{summarize, RunResult, StepResult};
 
@@ -33,10 +43,99 @@ enum Cmd {
     Ramp(RampArgs),
     /// Closed model: N users back to back per step (contrast only).
     Closed(ClosedArgs),
+    /// Overload: 1×, then 2×, then 1× the sustainable rate, with the server's RSS.
+    Overload(OverloadArgs),
     /// Regenerate the every-layer benchmark page from the JSON results.
     Report(ReportArgs),
     /// Null endpoint answering 204 to every write: ramp against it to measure this client.
     Sink(SinkArgs),
+    /// Query benchmark, step 1: write exactly N points of `cpu` over a time span, timed.
+    Fill(FillArgs),
+    /// Query benchmark, step 2: check, then time Grafana's query shapes on each server.
+    Query(QueryArgs),
+}
+
+#[derive(Args)]
+struct FillArgs {
+    /// Server name in the report (chingest, influxdb).
+    #[arg(long)]
+    server: String,
+    /// Full write URL, e.g. http://127.0.0.1:8086/write?db=bench.
+    #[arg(long)]
+    url: String,
+    /// Points in all (a multiple of --hosts and of --batch).
+    #[arg(long, default_value_t = 10_000_000)]
+    points: u64,
+    /// Hosts, i.e. series.
+    #[arg(long, default_value_t = 1_000)]
+    hosts: usize,
+    /// Fields per point (cpu's fields: usage_user, usage_system, procs, ...).
+    #[arg(long, default_value_t = 2)]
+    fields: usize,
+    /// First timestamp, ns since the epoch (default 2026-01-01T00:00:00Z).
+    #[arg(long, default_value_t = 1_767_225_600_000_000_000)]
+    start_ns: i64,
+    /// Seconds the points cover.
+    #[arg(long, default_value_t = 86_400)]
+    span_secs: i64,
+    /// Points per request.
+    #[arg(long, default_value_t = 50_000)]
+    batch: usize,
+    /// Requests in flight.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Per-request timeout, seconds.
+    #[arg(long, default_value_t = 120.0)]
+    timeout_secs: f64,
+    /// Where to write the fill's JSON result (read by `query --ingest`).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+struct QueryArgs {
+    /// A server, NAME=http://host:port (repeat; the first is the reference answer).
+    #[arg(long = "server", required = true)]
+    servers: Vec<load::query::bench::Server>,
+    /// Database.
+    #[arg(long, default_value = "bench")]
+    db: String,
+    /// `fill --out` results of this data set, one per server (the first sets the time range).
+    #[arg(long = "ingest", required = true)]
+    ingest: Vec<PathBuf>,
+    /// Phase name; a rerun replaces the phase of that name in the results.
+    #[arg(long)]
+    phase: String,
+    /// A line for the report (how the servers were made queryable, ...); repeatable.
+    #[arg(long = "note")]
+    notes: Vec<String>,
+    /// Host of the panel query (default: the middle host).
+    #[arg(long)]
+    host: Option<String>,
+    /// Untimed runs per server and query before timing.
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+    /// Timed requests of the panel query per server and client count.
+    #[arg(long, default_value_t = 50)]
+    panel_runs: usize,
+    /// Timed requests of the all-hosts query per server and client count.
+    #[arg(long, default_value_t = 20)]
+    all_hosts_runs: usize,
+    /// Client counts of the panel query.
+    #[arg(long, value_delimiter = ',', default_value = "1,4")]
+    panel_clients: Vec<usize>,
+    /// Client counts of the all-hosts query.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    all_hosts_clients: Vec<usize>,
+    /// Per-request timeout, seconds.
+    #[arg(long, default_value_t = 600.0)]
+    timeout_secs: f64,
+    /// Results directory.
+    #[arg(long, default_value = "test_results")]
+    results: PathBuf,
+    /// Base name of the result files.
+    #[arg(long, default_value = load::report::QUERY_BENCH_NAME)]
+    name: String,
 }
 
 #[derive(Args)]
@@ -94,12 +193,6 @@ struct Common {
     /// Directory written by `gen`.
     #[arg(long, default_value = "payloads")]
     payloads: PathBuf,
-    /// Seconds per step.
-    #[arg(long, default_value_t = 10.0)]
-    step_secs: f64,
-    /// p95 budget for the sustainable rule, ms.
-    #[arg(long, default_value_t = 250.0)]
-    budget_ms: f64,
     /// Per-request timeout, seconds (counted as a timeout, not a latency).
     #[arg(long, default_value_t = 30.0)]
     timeout_secs: f64,
@@ -109,15 +202,27 @@ struct Common {
     /// Results directory.
     #[arg(long, default_value = "test_results")]
     results: PathBuf,
-    /// Base name of the result files (default: ramp / closed).
+    /// Base name of the result files (default: ramp / closed / overload).
     #[arg(long)]
     name: Option<String>,
+}
+
+#[derive(Args)]
+struct Steps {
+    /// Seconds per step.
+    #[arg(long, default_value_t = 10.0)]
+    step_secs: f64,
+    /// p95 budget for the sustainable rule, ms.
+    #[arg(long, default_value_t = 250.0)]
+    budget_ms: f64,
 }
 
 #[derive(Args)]
 struct RampArgs {
     #[command(flatten)]
     common: Common,
+    #[command(flatten)]
+    steps: Steps,
     /// Offered requests per second, comma-separated, one step each.
     #[arg(long, value_delimiter = ',', required = true)]
     rates: Vec<f64>,
@@ -134,9 +239,54 @@ struct RampArgs {
 struct ClosedArgs {
     #[command(flatten)]
     common: Common,
+    #[command(flatten)]
+    steps: Steps,
     /// Virtual users, comma-separated, one step each.
     #[arg(long, value_delimiter = ',', default_value = "1,4,16,64")]
     vus: Vec<usize>,
+}
+
+#[derive(Args)]
+struct OverloadArgs {
+    #[command(flatten)]
+    common: Common,
+    /// The sustainable rate (1×), requests per second.
+    #[arg(long)]
+    base_rate: f64,
+    /// Where the base rate comes from, for the report.
+    #[arg(long, default_value = "--base-rate")]
+    base_source: String,
+    /// Overload multiple of the base rate.
+    #[arg(long, default_value_t = 2.0)]
+    factor: f64,
+    /// Seconds at 1× before the overload.
+    #[arg(long, default_value_t = 30.0)]
+    warm_secs: f64,
+    /// Seconds at the overload rate.
+    #[arg(long, default_value_t = 60.0)]
+    overload_secs: f64,
+    /// Seconds at 1× after the overload.
+    #[arg(long, default_value_t = 60.0)]
+    recover_secs: f64,
+    /// In-flight cap; a request due while it is reached is dropped.
+    #[arg(long, default_value_t = 64)]
+    max_in_flight: usize,
+    /// Server's Prometheus URL: stage time and refusals by limit per phase.
+    #[arg(long)]
+    metrics_url: Option<String>,
+    /// Resident memory sampling interval (needs --server-pid), ms.
+    #[arg(long, default_value_t = 250)]
+    rss_every_ms: u64,
+    /// A memory-bounding server setting summed into the budget, NAME=BYTES
+    /// (repeat or comma-separate), on top of the idle server's measured RSS.
+    #[arg(long = "budget-part", value_delimiter = ',')]
+    budget_parts: Vec<load::overload::result::BudgetPart>,
+    /// Refusal p99 target, ms.
+    #[arg(long, default_value_t = 100.0)]
+    refusal_p99_ms: f64,
+    /// Recovery target: accepted rate after ÷ before, at least.
+    #[arg(long, default_value_t = 0.95)]
+    recovery_fraction: f64,
 }
 
 #[derive(Args)]
@@ -176,11 +326,12 @@ fn sender(c: &Common, pool: usize) -> anyhow::Result<Arc<Sender>> {
 fn finish(
     kind: &str,
     c: &Common,
+    budget_ms: f64,
     s: &Sender,
     config: serde_json::Value,
     steps: Vec<StepResult>,
 ) -> anyhow::Result<()> {
-    let summary = summarize(&steps, c.budget_ms);
+    let summary = summarize(&steps, budget_ms);
     let run = RunResult {
         kind: kind.into(),
         tool: format!("chingest-load {}", env!("CARGO_PKG_VERSION")),
@@ -210,8 +361,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Gen(a) => gen(a),
         Cmd::Ramp(a) => ramp(a),
         Cmd::Closed(a) => closed(a),
+        Cmd::Overload(a) => overload(a),
         Cmd::Report(a) => report(a),
         Cmd::Sink(a) => sink(a),
+        Cmd::Fill(a) => fill(a),
+        Cmd::Query(a) => query(a),
     }
 }
 
@@ -245,29 +399,75 @@ fn gen(a: GenArgs) -> anyhow::Result<()> {
 fn ramp(a: RampArgs) -> anyhow::Result<()> {
     let cfg = RampConfig {
         rates: a.rates,
-        step_secs: a.common.step_secs,
+        step_secs: a.steps.step_secs,
         max_in_flight: a.max_in_flight,
-        budget_ms: a.common.budget_ms,
+        budget_ms: a.steps.budget_ms,
         server_pid: a.common.server_pid,
         metrics_url: a.metrics_url,
     };
     cfg.steps()?;
     let s = sender(&a.common, a.max_in_flight)?;
     let steps = runtime()?.block_on(run_ramp(&cfg, s.clone()))?;
-    finish("ramp", &a.common, &s, serde_json::to_value(&cfg)?, steps)
+    let budget = cfg.budget_ms;
+    finish(
+        "ramp",
+        &a.common,
+        budget,
+        &s,
+        serde_json::to_value(&cfg)?,
+        steps,
+    )
 }
 
 fn closed(a: ClosedArgs) -> anyhow::Result<()> {
     let cfg = ClosedConfig {
         vus: a.vus,
-        step_secs: a.common.step_secs,
-        budget_ms: a.common.budget_ms,
+        step_secs: a.steps.step_secs,
+        budget_ms: a.steps.budget_ms,
         server_pid: a.common.server_pid,
     };
     let pool = cfg.vus.iter().copied().max().unwrap_or(1);
     let s = sender(&a.common, pool)?;
     let steps = runtime()?.block_on(run_closed(&cfg, s.clone()))?;
-    finish("closed", &a.common, &s, serde_json::to_value(&cfg)?, steps)
+    let budget = cfg.budget_ms;
+    finish(
+        "closed",
+        &a.common,
+        budget,
+        &s,
+        serde_json::to_value(&cfg)?,
+        steps,
+    )
+}
+
+fn overload(a: OverloadArgs) -> anyhow::Result<()> {
+    let cfg = OverloadConfig {
+        base_rps: a.base_rate,
+        base_source: a.base_source,
+        factor: a.factor,
+        warm_secs: a.warm_secs,
+        overload_secs: a.overload_secs,
+        recover_secs: a.recover_secs,
+        max_in_flight: a.max_in_flight,
+        server_pid: a.common.server_pid,
+        metrics_url: a.metrics_url,
+        rss_every_ms: a.rss_every_ms,
+        budget_parts: a.budget_parts,
+        targets: Targets {
+            refusal_p99_ms: a.refusal_p99_ms,
+            recovery_fraction: a.recovery_fraction,
+        },
+    };
+    cfg.steps()?;
+    let s = sender(&a.common, a.max_in_flight)?;
+    let mut r = runtime()?.block_on(run_overload(&cfg, s))?;
+    r.url = redact_url(&a.common.url);
+    let name = a.common.name.as_deref().unwrap_or(OVERLOAD_NAME);
+    for p in write_overload(&a.common.results, name, &r)? {
+        eprintln!("wrote {}", p.display());
+    }
+    print!("{}", overload_markdown(&r));
+    Ok(())
 }
 
 fn report(a: ReportArgs) -> anyhow::Result<()> {
@@ -279,6 +479,14 @@ fn report(a: ReportArgs) -> anyhow::Result<()> {
     };
     regenerate(&inp)?;
     eprintln!("wrote {}", inp.out.display());
+    // The query benchmark's own page is a view of its JSON too: keep it in step.
+    let query_json = inp.results_dir.join(format!("{QUERY_BENCH_NAME}.json"));
+    if query_json.exists() {
+        let bench = QueryBench::load(&query_json)?;
+        for p in write_query_bench(&inp.results_dir, QUERY_BENCH_NAME, &bench)? {
+            eprintln!("wrote {}", p.display());
+        }
+    }
     Ok(())
 }
 
@@ -291,6 +499,112 @@ fn sink(a: SinkArgs) -> anyhow::Result<()> {
         load::sink::serve(listener).await?;
         Ok(())
     })
+}
+
+fn timeout(secs: f64) -> anyhow::Result<Duration> {
+    if !(secs.is_finite() && secs > 0.0) {
+        anyhow::bail!("--timeout-secs must be positive");
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn fill(a: FillArgs) -> anyhow::Result<()> {
+    let cfg = FillConfig {
+        url: a.url,
+        points: a.points,
+        hosts: a.hosts,
+        fields: a.fields,
+        start_ns: a.start_ns,
+        span_ns: a
+            .span_secs
+            .checked_mul(1_000_000_000)
+            .context("--span-secs too large")?,
+        batch: a.batch,
+        concurrency: a.concurrency,
+    };
+    let t = timeout(a.timeout_secs)?;
+    let r = runtime()?.block_on(run_fill(&a.server, &cfg, t))?;
+    let json = serde_json::to_vec_pretty(&r)?;
+    std::fs::write(&a.out, json).with_context(|| format!("writing {}", a.out.display()))?;
+    eprintln!(
+        "{}: {} points in {:.1} s ({:.0} points/s, {} retries)",
+        r.server,
+        r.points,
+        r.secs,
+        r.points_per_sec(),
+        r.retries
+    );
+    Ok(())
+}
+
+fn query(a: QueryArgs) -> anyhow::Result<()> {
+    let ingest = a
+        .ingest
+        .iter()
+        .map(|p| {
+            let text = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+            serde_json::from_slice::<FillResult>(&text)
+                .with_context(|| format!("parsing {}", p.display()))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let data = &ingest[0];
+    let host = a
+        .host
+        .unwrap_or_else(|| format!("host-{:05}", data.series / 2));
+    let runs = Runs {
+        warmup: a.warmup,
+        panel: a.panel_runs,
+        all_hosts: a.all_hosts_runs,
+        panel_clients: a.panel_clients,
+        all_hosts_clients: a.all_hosts_clients,
+    };
+    let specs = grafana_queries(data, &host, &runs);
+    let pool = runs
+        .panel_clients
+        .iter()
+        .chain(&runs.all_hosts_clients)
+        .copied()
+        .max()
+        .unwrap_or(1);
+    let http = Http::new(pool, timeout(a.timeout_secs)?);
+    let loadavg_before = loadavg();
+    let queries = runtime()?.block_on(async {
+        let mut out = Vec::new();
+        for q in &specs {
+            eprintln!("query {}: {}", q.name, q.text);
+            // A failure is recorded (the page says why) and the run goes on.
+            out.push(match run_query(&http, &a.servers, &a.db, q).await {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("query {}: {e}", q.name);
+                    failed(q, &e)
+                }
+            });
+        }
+        out
+    });
+    let failures = queries.iter().filter(|q| q.failure.is_some()).count();
+    let phase = Phase {
+        name: a.phase,
+        tool: format!("chingest-load {}", env!("CARGO_PKG_VERSION")),
+        ingest,
+        notes: a.notes,
+        queries,
+        loadavg_before,
+        loadavg_after: loadavg(),
+        host: load::host::collect(),
+    };
+    let path = a.results.join(format!("{}.json", a.name));
+    let mut bench = QueryBench::load(&path)?;
+    bench.upsert(phase);
+    for p in write_query_bench(&a.results, &a.name, &bench)? {
+        eprintln!("wrote {}", p.display());
+    }
+    print!("{}", query_bench_markdown(&bench));
+    if failures > 0 {
+        anyhow::bail!("{failures} quer(ies) failed: see the results");
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {

@@ -26,8 +26,9 @@ use hyper::Uri;
 use crate::client::{Sender, Target};
 use crate::cpu::CpuMark;
 use crate::error::{Error, Result};
+use crate::refusals;
 use crate::stages::{self, StageTotal, MAX_METRICS_BYTES};
-use crate::stats::{LatencyHist, Tally};
+use crate::stats::{LatencyHist, Outcome, Tally};
 use crate::summary::StepResult;
 
 /// Most requests one step may schedule (keeps a typo like `--rates 1e9` bounded).
@@ -214,6 +215,33 @@ impl RampConfig {
     }
 }
 
+/// What a run needs besides its steps: the in-flight cap, the server process
+/// to sample CPU time from, and its Prometheus endpoint.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunOptions {
+    /// In-flight cap; a request due while it is reached is dropped.
+    pub max_in_flight: usize,
+    /// Server process to sample CPU time from.
+    pub server_pid: Option<u32>,
+    /// The server's Prometheus endpoint, scraped before the run and after each step.
+    pub metrics_url: Option<String>,
+}
+
+impl RampConfig {
+    /// The options of a run of this ramp.
+    pub fn options(&self) -> RunOptions {
+        RunOptions {
+            max_in_flight: self.max_in_flight,
+            server_pid: self.server_pid,
+            metrics_url: self.metrics_url.clone(),
+        }
+    }
+}
+
+/// Sees every finished request: when it was sent (from the run's start), how
+/// it ended, how long it took and how many points it carried.
+pub type Observer = Arc<dyn Fn(Duration, &Outcome, Duration, u64) + Send + Sync>;
+
 /// One finished step of a ramp, before its requests have all answered.
 struct OpenStep {
     offered_points: u64,
@@ -224,7 +252,7 @@ struct OpenStep {
 
 impl OpenStep {
     /// The step's result, once every request it started has ended.
-    fn result(self, i: usize, step: &Step, stages: BTreeMap<String, StageTotal>) -> StepResult {
+    fn result(self, i: usize, step: &Step, before: &Scrape, after: &Scrape) -> StepResult {
         // A poisoned lock only means a request task panicked; keep its counts.
         let t = self.tally.lock().unwrap_or_else(|p| p.into_inner());
         let mut r = StepResult::from_tally(
@@ -240,26 +268,47 @@ impl OpenStep {
         );
         r.sched_lag_p99_us = Some(self.sched.lag.summary().p99_us);
         (r.server_cpu_pct, r.client_cpu_pct) = self.cpu;
-        r.stages = stages;
+        r.stages = stages::delta(&before.stages, &after.stages);
+        r.refused_by_limit = refusals::delta(&before.refusals, &after.refusals);
         r
     }
 }
 
-/// One scrape of the server's stage totals; empty when there is no URL or it fails.
-async fn scrape(sender: &Sender, uri: Option<&Uri>) -> BTreeMap<String, StageTotal> {
+/// One scrape of the server's `/metrics`: stage totals and refusals by limit.
+#[derive(Debug, Clone, Default)]
+struct Scrape {
+    stages: BTreeMap<String, StageTotal>,
+    refusals: BTreeMap<String, f64>,
+}
+
+/// Scrapes the server; empty when there is no URL or it fails.
+async fn scrape(sender: &Sender, uri: Option<&Uri>) -> Scrape {
     let Some(uri) = uri else {
-        return BTreeMap::new();
+        return Scrape::default();
     };
     match sender.get_text(uri, MAX_METRICS_BYTES).await {
-        Some(text) => stages::parse(&text),
-        None => BTreeMap::new(),
+        Some(text) => Scrape {
+            stages: stages::parse(&text),
+            refusals: refusals::parse(&text),
+        },
+        None => Scrape::default(),
     }
 }
 
 /// Runs the ramp and returns one result per step.
 pub async fn run_ramp(cfg: &RampConfig, sender: Arc<Sender>) -> Result<Vec<StepResult>> {
-    let steps = cfg.steps()?;
-    let metrics = cfg
+    run_steps(&cfg.steps()?, &cfg.options(), sender, None).await
+}
+
+/// Runs `steps` back to back (each at its own rate and length) and returns one
+/// result per step; `observer`, when given, sees every finished request.
+pub async fn run_steps(
+    steps: &[Step],
+    opts: &RunOptions,
+    sender: Arc<Sender>,
+    observer: Option<Observer>,
+) -> Result<Vec<StepResult>> {
+    let metrics = opts
         .metrics_url
         .as_deref()
         .map(Target::parse_uri)
@@ -268,17 +317,21 @@ pub async fn run_ramp(cfg: &RampConfig, sender: Arc<Sender>) -> Result<Vec<StepR
     // Scrapes at step ends run beside the load, so a slow /metrics never
     // opens a gap between steps.
     let mut scrapes = Vec::with_capacity(steps.len());
-    let inflight = InFlight::new(cfg.max_in_flight);
-    let seq = AtomicU64::new(0);
+    let inflight = InFlight::new(opts.max_in_flight);
+    let run = Run {
+        seq: AtomicU64::new(0),
+        start: Instant::now(),
+        observer,
+    };
     let mut done = Vec::with_capacity(steps.len());
     for (i, step) in steps.iter().enumerate() {
-        let s = open_step(step, &inflight, &seq, &sender, cfg.server_pid).await;
+        let s = open_step(step, &inflight, &run, &sender, opts.server_pid).await;
         let (s2, m2) = (sender.clone(), metrics.clone());
         scrapes.push(tokio::spawn(async move { scrape(&s2, m2.as_ref()).await }));
         eprintln!(
             "step {i}: {:.1} req/s for {}s: started {}, dropped {}, in flight {}",
             step.rate,
-            cfg.step_secs,
+            step.duration.as_secs_f64(),
             s.sched.started,
             s.sched.dropped,
             inflight.current()
@@ -290,27 +343,29 @@ pub async fn run_ramp(cfg: &RampConfig, sender: Arc<Sender>) -> Result<Vec<StepR
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let mut prev = first_scrape;
-    let mut stage_deltas = Vec::with_capacity(scrapes.len());
-    for h in scrapes {
+    let mut results = Vec::with_capacity(steps.len());
+    for (i, ((s, step), h)) in done.into_iter().zip(steps).zip(scrapes).enumerate() {
         let cur = h.await.unwrap_or_default();
-        stage_deltas.push(stages::delta(&prev, &cur));
+        results.push(s.result(i, step, &prev, &cur));
         prev = cur;
     }
-    Ok(done
-        .into_iter()
-        .zip(&steps)
-        .zip(stage_deltas)
-        .enumerate()
-        .map(|(i, ((s, step), stages))| s.result(i, step, stages))
-        .collect())
+    Ok(results)
+}
+
+/// What every step of one run shares: the request counter (request `n` of
+/// the run sends payload `n`), the run's start and the observer.
+struct Run {
+    seq: AtomicU64,
+    start: Instant,
+    observer: Option<Observer>,
 }
 
 /// Runs one step of a ramp: every due request that gets a slot is sent on a
-/// task of its own (request `n` of the run sends payload `n`).
+/// task of its own.
 async fn open_step(
     step: &Step,
     inflight: &Arc<InFlight>,
-    seq: &AtomicU64,
+    run: &Run,
     sender: &Arc<Sender>,
     server_pid: Option<u32>,
 ) -> OpenStep {
@@ -318,18 +373,23 @@ async fn open_step(
     let mut offered_points = 0u64;
     let before = CpuMark::now(server_pid);
     let sched = run_step(step, inflight, |tick| {
-        let n = seq.fetch_add(1, Ordering::Relaxed);
+        let n = run.seq.fetch_add(1, Ordering::Relaxed);
         let points = sender.payloads().get(n).points;
         offered_points += points;
         let Some(permit) = tick.permit else { return };
         let sender = sender.clone();
         let tally = tally.clone();
+        let observer = run.observer.clone();
+        let run_start = run.start;
         tokio::spawn(async move {
             let t0 = Instant::now();
             let outcome = sender.send(n).await;
             let latency = t0.elapsed();
             if let Ok(mut t) = tally.lock() {
                 t.record(&outcome, latency, points);
+            }
+            if let Some(o) = observer {
+                o(t0.duration_since(run_start), &outcome, latency, points);
             }
             drop(permit);
         });

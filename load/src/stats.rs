@@ -126,6 +126,8 @@ pub struct Tally {
     pub timeouts: u64,
     /// `Retry-After` values seen, by value.
     pub retry_after: BTreeMap<String, u64>,
+    /// Latency of shed answers by status (429, 503): how fast a refusal comes back.
+    pub shed_latency: BTreeMap<u16, LatencyHist>,
 }
 
 impl Tally {
@@ -149,6 +151,10 @@ impl Tally {
                 } else {
                     self.shed_503 += 1;
                 }
+                self.shed_latency
+                    .entry(*status)
+                    .or_default()
+                    .record(latency);
                 self.note_retry_after(retry_after.as_deref());
             }
             Outcome::Failed {
@@ -285,6 +291,9 @@ mod tests {
         assert_eq!(t.completed(), 8);
         assert_eq!(t.ok_latency.summary().count, 2);
         assert_eq!(t.all_latency.summary().count, 6);
+        assert_eq!(t.shed_latency[&429].summary().count, 1);
+        assert_eq!(t.shed_latency[&503].summary().count, 2);
+        assert!(!t.shed_latency.contains_key(&400));
     }
 
     #[test]

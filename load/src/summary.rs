@@ -61,6 +61,9 @@ pub struct StepResult {
     pub latency: Latency,
     /// Latency of every answered request (including shed and failed ones).
     pub latency_all: Latency,
+    /// Latency of shed answers by status (429, 503), from the actual send.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub shed_latency: BTreeMap<u16, Latency>,
     /// 99th percentile of how late the scheduler started requests (client health; open model).
     pub sched_lag_p99_us: Option<u64>,
     /// Server CPU % during the step (100 = one core), from `/proc/<pid>/stat`.
@@ -71,6 +74,10 @@ pub struct StepResult {
     /// after it, when a metrics URL was given): observations and seconds per series.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stages: BTreeMap<String, StageTotal>,
+    /// Server refusals during the step by the limit that tripped (from the
+    /// same scrapes): `cpu_wait`, `bytes_budget`, `unflushed_points`, ….
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub refused_by_limit: BTreeMap<String, u64>,
 }
 
 impl StepResult {
@@ -119,10 +126,16 @@ impl StepResult {
             retry_after: t.retry_after.clone(),
             latency: t.ok_latency.summary(),
             latency_all: t.all_latency.summary(),
+            shed_latency: t
+                .shed_latency
+                .iter()
+                .map(|(s, h)| (*s, h.summary()))
+                .collect(),
             sched_lag_p99_us: None,
             server_cpu_pct: None,
             client_cpu_pct: None,
             stages: BTreeMap::new(),
+            refused_by_limit: BTreeMap::new(),
         }
     }
 
@@ -265,10 +278,12 @@ pub(crate) mod tests {
                 ..Latency::default()
             },
             latency_all: Latency::default(),
+            shed_latency: BTreeMap::new(),
             sched_lag_p99_us: None,
             server_cpu_pct: None,
             client_cpu_pct: None,
             stages: BTreeMap::new(),
+            refused_by_limit: BTreeMap::new(),
         }
     }
 

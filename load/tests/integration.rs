@@ -4,6 +4,7 @@
 //! 503 + Retry-After: 1) and checks every request's headers and body, so the
 //! counts the ramp reports can be compared with what the server saw.
 
+mod query_bench;
 mod report_golden;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -276,4 +277,129 @@ async fn stage_time_per_step_from_metrics() {
         table.contains("| 1 | 4k | 0.40 (10.0) |") || table.contains("| 1 | 4k | 0.38 (10.0) |"),
         "{table}"
     );
+}
+
+/// The overload mode end to end against the dummy (answers 204, 204, 429, 503
+/// in turn): three phases at 1×, 2×, 1×, refusals and their latency by status,
+/// refusals by limit from `/metrics`, RSS samples (of this test process) in
+/// each phase against a budget, the verdicts, the files and the page section.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload_runs_three_phases_and_judges_them() {
+    use load::overload::result::{BudgetPart, Targets};
+    use load::overload::{run_overload, OverloadConfig};
+
+    let (base, seen) = dummy().await;
+    let cfg = OverloadConfig {
+        base_rps: 20.0,
+        base_source: "test".into(),
+        factor: 2.0,
+        warm_secs: 0.5,
+        overload_secs: 0.5,
+        recover_secs: 0.5,
+        max_in_flight: 16,
+        server_pid: Some(std::process::id()),
+        metrics_url: Some(format!("{base}/metrics")),
+        rss_every_ms: 50,
+        budget_parts: vec![BudgetPart {
+            name: "limits.max_inflight_bytes".into(),
+            bytes: 1 << 40,
+        }],
+        targets: Targets::default(),
+    };
+    let r = run_overload(&cfg, sender(&format!("{base}/write?db=bench"), 16))
+        .await
+        .unwrap();
+    assert_eq!(seen.bad.load(Ordering::Relaxed), 0);
+    // 10 + 20 + 10 requests: a quarter each 429 and 503.
+    assert_eq!(seen.requests.load(Ordering::Relaxed), 40);
+    let names: Vec<&str> = r.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["1× (warm)", "2× (overload)", "1× (after)"]);
+    let scheduled: Vec<u64> = r.phases.iter().map(|p| p.step.scheduled).collect();
+    assert_eq!(scheduled, [10, 20, 10]);
+    let shed: u64 = r
+        .phases
+        .iter()
+        .map(|p| p.step.shed_429 + p.step.shed_503)
+        .sum();
+    assert_eq!(shed, 20);
+    assert_eq!(r.refusal_latency[&429].count, 10);
+    assert_eq!(r.refusal_latency[&503].count, 10);
+    for p in &r.phases {
+        let shed_timed: u64 = p.step.shed_latency.values().map(|l| l.count).sum();
+        assert_eq!(shed_timed, p.step.shed_429 + p.step.shed_503, "{p:?}");
+        let rss = p.rss.expect("RSS sampled in every phase");
+        assert!(rss.samples >= 3 && rss.peak_bytes > 1 << 20, "{rss:?}");
+    }
+    // The timeline holds every request by send time.
+    let total: u64 = r.timeline.iter().map(|s| s.ok + s.refused + s.failed).sum();
+    assert_eq!(total, 40);
+    assert_eq!(r.timeline.iter().map(|s| s.ok).sum::<u64>(), 20);
+    // The dummy answers at once and the process is far under 1 TiB.
+    let v = &r.verdicts;
+    assert_eq!(v.refusals_fast, Some(true), "{v:?}");
+    assert_eq!(v.rss_within_budget, Some(true), "{v:?}");
+    let baseline = r.memory_budget.baseline_rss_bytes.unwrap();
+    assert_eq!(r.memory_budget.total_bytes, Some(baseline + (1 << 40)));
+    assert_eq!(v.unanswered, 0);
+    assert!(
+        v.recovery.is_some_and(|x| (0.5..=2.0).contains(&x)),
+        "{v:?}"
+    );
+    assert!(r.loadavg_before.is_some() && r.loadavg_after.is_some());
+
+    let d = tempfile::tempdir().unwrap();
+    let results = d.path().join("results");
+    load::report::write_overload(&results, "overload", &r).unwrap();
+    let md = std::fs::read_to_string(results.join("overload.md")).unwrap();
+    assert!(md.contains("| 2× (overload) | 40 | 4k |"), "{md}");
+    assert!(
+        md.contains("Refusals answered within 100 ms at p99: **met**"),
+        "{md}"
+    );
+    assert!(md.contains("## Timeline"), "{md}");
+    let page = every_layer_markdown(&ReportInputs {
+        results_dir: results,
+        out: d.path().join("docs/e2e.md"),
+        ramp_name: "ramp".into(),
+        closed_name: "closed".into(),
+    });
+    assert!(
+        page.contains("## Overload: twice the sustainable rate (issue #15)"),
+        "{page}"
+    );
+    assert!(
+        page.contains("Resident memory under the configured budget: **met**"),
+        "{page}"
+    );
+}
+
+/// The ramp records which server limit refused, from `/metrics` around each step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_by_limit_per_step_from_metrics() {
+    let app = Router::new()
+        .route("/write", post(|| async { StatusCode::NO_CONTENT }))
+        .route(
+            "/metrics",
+            axum::routing::get(|State(n): State<Arc<AtomicU64>>| async move {
+                let n = n.fetch_add(1, Ordering::Relaxed);
+                format!(
+                    "chingest_backpressure_rejections_total{{limit=\"cpu_wait\"}} {}\nchingest_http_connections_refused_total 0\n",
+                    n * 5
+                )
+            }),
+        )
+        .with_state(Arc::new(AtomicU64::new(0)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let mut cfg = ramp(vec![20.0, 20.0], 0.2, 8);
+    cfg.metrics_url = Some(format!("http://{addr}/metrics"));
+    let steps = run_ramp(&cfg, sender(&format!("http://{addr}/write"), 8))
+        .await
+        .unwrap();
+    // Scrapes 0, 1, 2 read 0, 5, 10 cpu_wait refusals: 5 per step.
+    for s in &steps {
+        assert_eq!(s.refused_by_limit.get("cpu_wait"), Some(&5), "{s:?}");
+        assert!(!s.refused_by_limit.contains_key("max_connections"));
+    }
 }

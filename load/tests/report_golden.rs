@@ -12,7 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
-use load::report::{regenerate, write_run, ReportInputs};
+use load::overload::result::OverloadResult;
+use load::report::{regenerate, write_overload, write_run, ReportInputs};
 use load::summary::RunResult;
 
 const RUNS: [&str; 5] = ["ramp", "closed", "soak_1", "soak_2", "client_ceiling"];
@@ -106,9 +107,27 @@ fn golden_run_files() {
     }
 }
 
+/// The overload run's own files (`overload.json`, `overload.md`).
+#[test]
+fn golden_overload_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let run: OverloadResult =
+        serde_json::from_slice(&std::fs::read(fixtures("full").join("overload.json")).unwrap())
+            .unwrap();
+    let paths = write_overload(&out, "overload", &run).unwrap();
+    assert_eq!(paths.len(), 2, "{paths:?}");
+    for p in paths {
+        check(
+            &golden("full").join(p.file_name().unwrap()),
+            &std::fs::read_to_string(&p).unwrap(),
+        );
+    }
+}
+
 /// The every-layer page with every input present: engine and flush benches,
 /// ramp (with its chart), two soaks (the first did not hold), closed model,
-/// client ceiling, server metrics, perf profile, component tables.
+/// overload run, client ceiling, server metrics, perf profile, component tables.
 #[test]
 fn golden_every_layer_page_with_every_input() {
     let tmp = tempfile::tempdir().unwrap();

@@ -113,9 +113,10 @@ pub struct LimitsConfig {
     /// Threads that parse and encode; 0 = one per core. Default: 0.
     pub cpu_workers: usize,
     /// Longest a write waits for a parse/encode thread before it is refused
-    /// with 503 (v1) / 429 (v2), in milliseconds; 0 = wait forever. This is
-    /// what keeps an overloaded server answering in milliseconds instead of
-    /// queueing for seconds. Default: 100.
+    /// with 503 (v1) / 429 (v2), in milliseconds; 0 = wait forever. After
+    /// such a refusal, writes arriving within the same span are refused before
+    /// their body is read. This is what keeps an overloaded server answering
+    /// in milliseconds instead of queueing for seconds. Default: 100.
     pub max_cpu_wait_ms: u64,
     /// Series per database; 0 = unlimited. Default: 0.
     pub max_series_per_database: u64,

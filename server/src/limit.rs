@@ -11,10 +11,15 @@
 //!
 //! Exhaustion answers at once with [`ApiError::Overloaded`] (503 v1 / 429 v2
 //! with `Retry-After`). The CPU pool is a semaphore sized to the cores that is
-//! awaited: the byte budget already bounds how many requests can wait on it.
+//! awaited at most `max_cpu_wait_ms`. When that wait runs out the server is
+//! saturated: for the next `max_cpu_wait_ms` new writes are refused *before*
+//! their body is read ([`Budgets::check_cpu`]), so a refusal under overload
+//! costs no body read and no wait (a refusal after the body was read took
+//! seconds at 2× the sustainable rate, `test_results/overload.md`).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -34,6 +39,10 @@ pub struct Budgets {
     bytes: Arc<Semaphore>,
     points: Arc<Semaphore>,
     cpu: Arc<Semaphore>,
+    /// Until when (ms since `epoch`) writes are refused before their body is
+    /// read: set when a write waited `max_cpu_wait_ms` for a parse thread in vain.
+    saturated_until_ms: AtomicU64,
+    epoch: Instant,
 }
 
 fn clamp_permits(n: u64) -> usize {
@@ -49,8 +58,28 @@ impl Budgets {
             ))),
             points: Arc::new(Semaphore::new(clamp_permits(config.max_inflight_points))),
             cpu: Arc::new(Semaphore::new(config.cpu_workers())),
+            saturated_until_ms: AtomicU64::new(0),
+            epoch: Instant::now(),
             config: config.clone(),
         }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Refuses a write before its body is read while the parse threads are
+    /// saturated (a write waited `max_cpu_wait_ms` for one in vain less than
+    /// `max_cpu_wait_ms` ago): the refusal costs neither a body read nor a wait.
+    pub fn check_cpu(&self) -> Result<(), ApiError> {
+        let ms = self.config.max_cpu_wait_ms;
+        if ms > 0 && self.now_ms() < self.saturated_until_ms.load(Ordering::Relaxed) {
+            return Err(self.overloaded(
+                "cpu_wait",
+                format!("every parse thread stayed busy for {ms} ms (limits.max_cpu_wait_ms)"),
+            ));
+        }
+        Ok(())
     }
 
     /// An overload answer with the configured `Retry-After`, counted by
@@ -171,12 +200,14 @@ impl Budgets {
             ms => match tokio::time::timeout(std::time::Duration::from_millis(ms), acquire).await {
                 Ok(p) => p,
                 Err(_) => {
+                    self.saturated_until_ms
+                        .fetch_max(self.now_ms().saturating_add(ms), Ordering::Relaxed);
                     return Err(self.overloaded(
                         "cpu_wait",
                         format!(
                             "every parse thread stayed busy for {ms} ms (limits.max_cpu_wait_ms)"
                         ),
-                    ))
+                    ));
                 }
             },
         };
@@ -280,8 +311,16 @@ mod tests {
             l.cpu_permit().await,
             Err(ApiError::Overloaded { retry_after: 1, .. })
         ));
+        // Saturated: the next write is refused before its body is read, for
+        // `max_cpu_wait_ms`, and admitted again after.
+        assert!(matches!(
+            l.check_cpu(),
+            Err(ApiError::Overloaded { retry_after: 1, .. })
+        ));
         drop(held);
         assert!(l.cpu_permit().await.is_ok());
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        assert!(l.check_cpu().is_ok());
     }
 
     #[test]

@@ -225,8 +225,10 @@ async fn write<S: Store>(
             return Err(ApiError::DatabaseNotFound(db));
         }
     }
-    // Refuse before reading a byte when the storage side is behind.
+    // Refuse before reading a byte when the storage side is behind or the
+    // parse threads are saturated.
     state.limits.check_storage(&store.stats())?;
+    state.limits.check_cpu()?;
 
     let max = state.config.server.max_body_bytes;
     let declared = headers
@@ -360,7 +362,14 @@ async fn read_body<S: Store>(
             return Err(ApiError::TooLarge { limit: max });
         }
         if len > permit.bytes() {
-            permit.grow(&state.limits, len)?;
+            if let Err(e) = permit.grow(&state.limits, len) {
+                // The rest is read and dropped in the background (as for a
+                // refusal before the body): a client still sending reads the
+                // 503/429 instead of a broken pipe.
+                drop(buf);
+                discard_body(state, body);
+                return Err(e);
+            }
         }
         buf.extend_from_slice(&data);
     }

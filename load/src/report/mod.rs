@@ -9,13 +9,17 @@
 //! * building blocks both use: the step tables (`tables`) with their cells
 //!   (`cells`) and notes (`notes`), the `verdict` on what holds the server
 //!   back, the server's own profile (`server`), the component benches' JSON
-//!   (`bench_json`), and reading and writing files (`files`).
+//!   (`bench_json`), and reading and writing files (`files`);
+//! * `overload`: the overload run's page and its section of the every-layer page;
+//! * `query`: the query benchmark's page and its section of the every-layer page.
 
 mod bench_json;
 mod cells;
 mod every_layer;
 mod files;
 mod notes;
+mod overload;
+mod query;
 mod run;
 mod server;
 mod tables;
@@ -26,6 +30,8 @@ pub use every_layer::{
     every_layer_markdown, regenerate, ReportInputs, TARGET_FRACTION_OF_CEILING, TARGET_SUSTAINABLE,
 };
 pub use files::relative_path;
+pub use overload::{overload_markdown, write_overload, OVERLOAD_NAME};
+pub use query::{query_bench_markdown, write_query_bench, QUERY_BENCH_NAME};
 pub use run::{run_markdown, write_run};
 pub use server::{cpu_by_role, stage_times, thread_role};
 pub use tables::{closed_table, ramp_table, stage_step_table};

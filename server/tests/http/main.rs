@@ -17,6 +17,7 @@ mod influxql_render;
 mod limits;
 mod logs;
 mod metrics_docs;
+mod overload;
 mod prometheus;
 mod python;
 mod reliability;

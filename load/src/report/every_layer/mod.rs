@@ -2,7 +2,9 @@
 //! `scripts/bench.sh` run on one page, from the engine ceiling up to end to end.
 //!
 //! [`inputs`] loads whatever results exist; each section renders from them in
-//! page order: [`layers`], [`targets`], the run [`sections`], the fixed
+//! page order: [`layers`], [`targets`], the run [`sections`] (then the
+//! overload run's section, from `overload.json`, and the query benchmark's,
+//! from `query_bench.json`), the fixed
 //! [`method`] text, the [`components`]' own tables, then the host.
 
 mod components;
@@ -39,6 +41,8 @@ pub fn every_layer_markdown(inp: &ReportInputs) -> String {
         sections::soaks(&r.soaks),
         sections::time(&r, dir),
         sections::closed(&r),
+        crate::report::overload::section(dir),
+        crate::report::query::section(dir),
         method::METHOD.to_string(),
         components::section(dir),
         host_section(&r),

@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# Query benchmark (issue #12): InfluxQL read latency of chingest next to
+# InfluxDB 1.x, then chingest alone on a data set 10× larger; regenerates the
+# report page. Never part of CI (it writes 10⁷–10⁸ points).
+#
+#   scripts/query_bench.sh                      both phases with the defaults below
+#   ONLY=small scripts/query_bench.sh           only the side-by-side phase (ONLY=big: only chingest's)
+#   POINTS=1000000 BIG_POINTS=0 PANEL_RUNS=5 ALL_HOSTS_RUNS=2 scripts/query_bench.sh   a quick smoke run
+#
+# Phase "small" (named after POINTS, e.g. 10M): chingest and InfluxDB 1.x (influxd, Debian's
+# `influxdb` package) each on a fresh temp dir and loopback ports; the same POINTS points of
+# `cpu` (HOSTS series, FIELDS fields, evenly over SPAN_SECS) written to each in turn
+# (`chingest-load fill`, timed, as context); then chingest's flush lag waited to 0 (/health) and
+# SETTLE_SECS more for both (InfluxDB answers right after its 204 but compacts in the background;
+# chingest's engine merges parts in the background too); then `chingest-load query`: per query
+# the answers are checked equal on both servers, WARMUP untimed runs, then PANEL_RUNS /
+# ALL_HOSTS_RUNS timed runs per server with each client count of PANEL_CLIENTS /
+# ALL_HOSTS_CLIENTS, the servers interleaved round by round.
+# Phase "big" (named after BIG_POINTS, e.g. 100M): chingest alone, fresh, BIG_POINTS points,
+# same series and fields over BIG_SPAN_SECS (default 10 days: the same density as the small
+# phase, one point per host every 8.64 s, so the queries cover a table 10× larger), same
+# queries over the data's last 1 h / 24 h (answers checked against the shape the data set
+# implies), BIG_PANEL_RUNS / BIG_ALL_HOSTS_RUNS timed runs. BIG_POINTS=0 skips it.
+# A query a server refuses is recorded as failed (the page says why) and the run goes on;
+# answers that differ between the servers are recorded the same way.
+#
+# Everything is a variable with a default:
+#   DB (bench)  PORT (18096, chingest)  INFLUX_PORT (18196)  INFLUX_RPC_PORT (18197)
+#   POINTS (10000000)  BIG_POINTS (100000000)  HOSTS (1000)  FIELDS (2)
+#   SPAN_SECS (86400)  BIG_SPAN_SECS (864000)  START_NS (2026-01-01T00:00:00Z)
+#   BATCH (50000 points per write)  CONCURRENCY (4 writes in flight)  SETTLE_SECS (30)
+#   WARMUP (2)  PANEL_RUNS (50)  ALL_HOSTS_RUNS (20)  PANEL_CLIENTS (1,4)  ALL_HOSTS_CLIENTS (1)
+#   BIG_PANEL_RUNS (PANEL_RUNS)  BIG_ALL_HOSTS_RUNS (10)
+#   RESULTS (test_results)  REPORT (docs/benchmarks.md)  INFLUXD (influxd)
+#   SQL_CONFIG: chingest's [sql] section for the run. InfluxQL runs in the SQL sandbox, whose
+#               defaults (2 statements at once, 1,000,000 result rows, 1 GiB per statement, 20 s)
+#               refuse a 4-client panel and the all-hosts query on 10M points (1.44M rows; its
+#               point-identity merge needs more than 1 GiB); the default below raises exactly
+#               those (threads per statement stay at the default 1).
+#   REQUEST_TIMEOUT_SECS (330): chingest's [server] request_timeout_secs (default 30 s, which the
+#               all-hosts query on 10M points exceeds on a busy 2-core box); above max_execution_secs.
+#   SERVER_CONFIG_EXTRA: more TOML appended to chingest's config
+#   SERVER_CMD: how to start chingest; gets the config path appended
+#               (default: "<target>/release/chingest serve --config")
+#   LOAD: the chingest-load binary (default: <target>/release/chingest-load)
+#   KEEP_TMP=1 keeps the temp dirs and logs; SKIP_BUILD=1 uses the binaries as they are.
+#
+# All traffic goes to 127.0.0.1. Results: $RESULTS/query_bench.{json,md}, one entry per phase
+# (a rerun replaces its phase), and the query section of $REPORT.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+DB=${DB:-bench}
+PORT=${PORT:-18096}
+INFLUX_PORT=${INFLUX_PORT:-18196}
+INFLUX_RPC_PORT=${INFLUX_RPC_PORT:-18197}
+POINTS=${POINTS:-10000000}
+BIG_POINTS=${BIG_POINTS:-100000000}
+HOSTS=${HOSTS:-1000}
+FIELDS=${FIELDS:-2}
+SPAN_SECS=${SPAN_SECS:-86400}
+BIG_SPAN_SECS=${BIG_SPAN_SECS:-864000}
+START_NS=${START_NS:-1767225600000000000}
+BATCH=${BATCH:-50000}
+CONCURRENCY=${CONCURRENCY:-4}
+SETTLE_SECS=${SETTLE_SECS:-30}
+WARMUP=${WARMUP:-2}
+PANEL_RUNS=${PANEL_RUNS:-50}
+ALL_HOSTS_RUNS=${ALL_HOSTS_RUNS:-20}
+PANEL_CLIENTS=${PANEL_CLIENTS:-1,4}
+ALL_HOSTS_CLIENTS=${ALL_HOSTS_CLIENTS:-1}
+BIG_PANEL_RUNS=${BIG_PANEL_RUNS:-$PANEL_RUNS}
+BIG_ALL_HOSTS_RUNS=${BIG_ALL_HOSTS_RUNS:-10}
+RESULTS=${RESULTS:-test_results}
+REPORT=${REPORT:-docs/benchmarks.md}
+INFLUXD=${INFLUXD:-influxd}
+ONLY=${ONLY:-}
+REQUEST_TIMEOUT_SECS=${REQUEST_TIMEOUT_SECS:-330}
+SQL_CONFIG=${SQL_CONFIG:-"max_concurrent_queries = 8
+max_result_rows = 10000000
+max_memory_bytes = 4294967296
+max_execution_secs = 300"}
+case "$ONLY" in
+  "" | small | big) ;;
+  *) echo "query_bench: ONLY=$ONLY: use small or big" >&2; exit 1 ;;
+esac
+
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+BIN=$TARGET/release
+SERVER_CMD=${SERVER_CMD:-"$BIN/chingest serve --config"}
+LOAD=${LOAD:-$BIN/chingest-load}
+
+say() { echo "query_bench: $*" >&2; }
+die() { say "$*"; exit 1; }
+command -v curl >/dev/null || die "curl is needed (apt-get install curl)"
+command -v python3 >/dev/null || die "python3 is needed to read /health"
+
+# 10000000 → 10M, 100000000 → 100M, 2500000 → 2.5M.
+label() { python3 -c 'import sys; n=int(sys.argv[1]); print(next((f"{n/d:g}{s}" for d, s in ((10**9,"G"),(10**6,"M"),(10**3,"k")) if n >= d), str(n)))' "$1"; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/chingest-query-bench.XXXXXX")
+PIDS=()
+stop() { # pid: graceful, then insist
+  kill -TERM "$1" 2>/dev/null || true
+  for _ in $(seq 1 300); do kill -0 "$1" 2>/dev/null || break; sleep 0.2; done
+  kill -KILL "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+cleanup() {
+  for p in "${PIDS[@]}"; do stop "$p"; done
+  if [ "${KEEP_TMP:-0}" = 1 ]; then say "kept $TMP"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  say "building release binaries (chingest, chingest-load)"
+  cargo build --release -p chingest -p load
+fi
+[ "$ONLY" = big ] || command -v "$INFLUXD" >/dev/null \
+  || die "$INFLUXD not found: install InfluxDB 1.x (apt-get install influxdb) or run ONLY=big"
+
+wait_ping() { # url pid log
+  for _ in $(seq 1 300); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$1/ping" || true)" = 204 ] && return 0
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.2
+  done
+  tail -n 30 "$3" >&2
+  die "$1 did not answer /ping with 204 within 60 s (or exited)"
+}
+
+create_db() { # base url
+  curl -sf -o /dev/null -XPOST "$1/query" --data-urlencode "q=CREATE DATABASE $DB" \
+    || die "CREATE DATABASE $DB failed on $1"
+}
+
+CH_PID=
+start_chingest() { # name
+  cat > "$TMP/$1.toml" <<TOML
+[server]
+listen = "127.0.0.1:$PORT"
+request_timeout_secs = $REQUEST_TIMEOUT_SECS
+
+[storage]
+data_dir = "$TMP/$1-data"
+
+[sql]
+$SQL_CONFIG
+${SERVER_CONFIG_EXTRA:-}
+TOML
+  say "starting: $SERVER_CMD $TMP/$1.toml (log: $TMP/$1.log)"
+  # shellcheck disable=SC2086 # SERVER_CMD is a command line on purpose.
+  $SERVER_CMD "$TMP/$1.toml" >"$TMP/$1.log" 2>&1 &
+  CH_PID=$!
+  PIDS+=("$CH_PID")
+  wait_ping "http://127.0.0.1:$PORT" "$CH_PID" "$TMP/$1.log"
+  create_db "http://127.0.0.1:$PORT"
+}
+
+# InfluxDB 1.x on a temp dir, loopback only: no usage reporting, no _internal
+# database, no query log (the same config as the differential test's).
+INFLUX_PID=
+start_influxd() {
+  local d=$TMP/influxdb
+  mkdir -p "$d"
+  cat > "$d/influxdb.conf" <<TOML
+reporting-enabled = false
+bind-address = "127.0.0.1:$INFLUX_RPC_PORT"
+[meta]
+  dir = "$d/meta"
+[data]
+  dir = "$d/data"
+  wal-dir = "$d/wal"
+  query-log-enabled = false
+[monitor]
+  store-enabled = false
+[continuous_queries]
+  enabled = false
+[http]
+  bind-address = "127.0.0.1:$INFLUX_PORT"
+  log-enabled = false
+[logging]
+  level = "warn"
+  suppress-logo = true
+TOML
+  say "starting: $INFLUXD -config $d/influxdb.conf ($("$INFLUXD" version 2>/dev/null || echo '?'))"
+  "$INFLUXD" -config "$d/influxdb.conf" >"$d/influxd.log" 2>&1 &
+  INFLUX_PID=$!
+  PIDS+=("$INFLUX_PID")
+  wait_ping "http://127.0.0.1:$INFLUX_PORT" "$INFLUX_PID" "$d/influxd.log"
+  create_db "http://127.0.0.1:$INFLUX_PORT"
+}
+
+# Seconds until chingest's /health says every acknowledged point reached the engine.
+wait_flushed() {
+  local t0=$SECONDS
+  until curl -s "http://127.0.0.1:$PORT/health" | python3 -c 'import json,sys
+w=json.load(sys.stdin)["wal"]
+sys.exit(0 if w["unflushed_points"] == 0 and w["flushed_seq"] is not None and w["flushed_seq"] >= w["last_seq"] else 1)'; do
+    [ $((SECONDS - t0)) -lt 600 ] || die "chingest did not flush within 600 s"
+    sleep 0.5
+  done
+  echo $((SECONDS - t0))
+}
+
+fill() { # server-name port points span out
+  say "fill $1: $3 points over $4 s, load average $(loadavg)"
+  "$LOAD" fill --server "$1" --url "http://127.0.0.1:$2/write?db=$DB" --points "$3" \
+    --hosts "$HOSTS" --fields "$FIELDS" --start-ns "$START_NS" --span-secs "$4" \
+    --batch "$BATCH" --concurrency "$CONCURRENCY" --out "$5"
+}
+
+query() { # phase panel-runs all-hosts-runs, then --server/--ingest/--note arguments
+  local phase=$1 panel=$2 all=$3
+  shift 3
+  say "queries ($phase): load average $(loadavg)"
+  "$LOAD" query --phase "$phase" --db "$DB" --warmup "$WARMUP" \
+    --panel-runs "$panel" --all-hosts-runs "$all" \
+    --panel-clients "$PANEL_CLIENTS" --all-hosts-clients "$ALL_HOSTS_CLIENTS" \
+    --results "$RESULTS" "$@" >/dev/null \
+    || say "a query failed ($phase): recorded in $RESULTS/query_bench.md"
+}
+
+sql_note() {
+  echo "chingest's settings for this run: [server] request_timeout_secs = $REQUEST_TIMEOUT_SECS; [sql] (InfluxQL runs in the SQL sandbox) $(echo "$SQL_CONFIG" | tr '\n' ';' | sed 's/;$//; s/;/, /g'); everything else default (so 1 engine thread per statement). With the defaults the all-hosts query is refused on 10M points: first by [sql] max_memory_bytes (1 GiB: the point-identity merge groups every point of the range by series and time), then by the 30 s request timeout."
+}
+
+small_phase() {
+  local name
+  name=$(label "$POINTS")
+  start_influxd
+  start_chingest small
+  fill influxdb "$INFLUX_PORT" "$POINTS" "$SPAN_SECS" "$TMP/fill-influxdb.json"
+  fill chingest "$PORT" "$POINTS" "$SPAN_SECS" "$TMP/fill-chingest.json"
+  local lag
+  lag=$(wait_flushed)
+  say "chingest flushed ${lag} s after its last write; settling $SETTLE_SECS s"
+  sleep "$SETTLE_SECS"
+  query "$name" "$PANEL_RUNS" "$ALL_HOSTS_RUNS" --server "influxdb=http://127.0.0.1:$INFLUX_PORT" --server "chingest=http://127.0.0.1:$PORT" \
+    --ingest "$TMP/fill-influxdb.json" --ingest "$TMP/fill-chingest.json" \
+    --note "InfluxDB $("$INFLUXD" version 2>/dev/null | sed 's/^InfluxDB //'), default settings (temp dir, loopback; reporting, monitor store, query log and continuous queries off); written first, then chingest; both servers ran throughout." \
+    --note "Queryable: chingest's /health showed every acknowledged point in the engine ${lag} s after its last write; InfluxDB answers a point right after its 204. Then both settled ${SETTLE_SECS} s more (a fixed time: InfluxDB compacts its TSM files and chingest's engine merges parts in the background; both may still be doing so during the queries)." \
+    --note "$(sql_note)"
+  stop "$CH_PID"
+  stop "$INFLUX_PID"
+}
+
+big_phase() {
+  local name
+  name=$(label "$BIG_POINTS")
+  start_chingest big
+  fill chingest "$PORT" "$BIG_POINTS" "$BIG_SPAN_SECS" "$TMP/fill-big.json"
+  local lag
+  lag=$(wait_flushed)
+  say "chingest flushed ${lag} s after its last write; settling $SETTLE_SECS s"
+  sleep "$SETTLE_SECS"
+  query "$name" "$BIG_PANEL_RUNS" "$BIG_ALL_HOSTS_RUNS" --server "chingest=http://127.0.0.1:$PORT" --ingest "$TMP/fill-big.json" \
+    --note "chingest alone (InfluxDB not running). Queryable: /health showed every acknowledged point in the engine ${lag} s after the last write, then ${SETTLE_SECS} s more (the engine's background merges may still run during the queries)." \
+    --note "$(sql_note)"
+  stop "$CH_PID"
+}
+
+[ "$ONLY" = big ] || small_phase
+if [ "$ONLY" != small ] && [ "$BIG_POINTS" -gt 0 ]; then big_phase; fi
+
+"$LOAD" report --results "$RESULTS" --out "$REPORT"
+say "done: $RESULTS/query_bench.md and $REPORT"
