@@ -115,7 +115,8 @@ pub struct LimitsConfig {
     /// Longest a write waits for a parse/encode thread before it is refused
     /// with 503 (v1) / 429 (v2), in milliseconds; 0 = wait forever. After
     /// such a refusal, writes arriving within the same span are refused before
-    /// their body is read. This is what keeps an overloaded server answering
+    /// their body is read, and so are writes arriving while one write per
+    /// parse thread already waits. This is what keeps an overloaded server answering
     /// in milliseconds instead of queueing for seconds. Default: 100.
     pub max_cpu_wait_ms: u64,
     /// Series per database; 0 = unlimited. Default: 0.

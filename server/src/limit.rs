@@ -12,7 +12,8 @@
 //! Exhaustion answers at once with [`ApiError::Overloaded`] (503 v1 / 429 v2
 //! with `Retry-After`). The CPU pool is a semaphore sized to the cores that is
 //! awaited at most `max_cpu_wait_ms`. When that wait runs out the server is
-//! saturated: for the next `max_cpu_wait_ms` new writes are refused *before*
+//! saturated: for the next `max_cpu_wait_ms`, and while one write per parse
+//! thread already waits, new writes are refused *before*
 //! their body is read ([`Budgets::check_cpu`]), so a refusal under overload
 //! costs no body read and no wait (a refusal after the body was read took
 //! seconds at 2× the sustainable rate, `test_results/overload.md`).
@@ -43,6 +44,8 @@ pub struct Budgets {
     /// read: set when a write waited `max_cpu_wait_ms` for a parse thread in vain.
     saturated_until_ms: AtomicU64,
     epoch: Instant,
+    /// Writes waiting for a parse thread right now.
+    cpu_waiters: AtomicU64,
 }
 
 fn clamp_permits(n: u64) -> usize {
@@ -60,6 +63,7 @@ impl Budgets {
             cpu: Arc::new(Semaphore::new(config.cpu_workers())),
             saturated_until_ms: AtomicU64::new(0),
             epoch: Instant::now(),
+            cpu_waiters: AtomicU64::new(0),
             config: config.clone(),
         }
     }
@@ -69,11 +73,13 @@ impl Budgets {
     }
 
     /// Refuses a write before its body is read while the parse threads are
-    /// saturated (a write waited `max_cpu_wait_ms` for one in vain less than
-    /// `max_cpu_wait_ms` ago): the refusal costs neither a body read nor a wait.
+    /// saturated: a write waited `max_cpu_wait_ms` for one in vain less than
+    /// `max_cpu_wait_ms` ago, or a full round of writes (one per parse thread)
+    /// already waits for one. The refusal costs neither a body read nor a wait.
     pub fn check_cpu(&self) -> Result<(), ApiError> {
         let ms = self.config.max_cpu_wait_ms;
-        if ms > 0 && self.now_ms() < self.saturated_until_ms.load(Ordering::Relaxed) {
+        let queued = self.cpu_waiters.load(Ordering::Relaxed) >= self.config.cpu_workers() as u64;
+        if ms > 0 && (queued || self.now_ms() < self.saturated_until_ms.load(Ordering::Relaxed)) {
             return Err(self.overloaded(
                 "cpu_wait",
                 format!("every parse thread stayed busy for {ms} ms (limits.max_cpu_wait_ms)"),
@@ -195,6 +201,7 @@ impl Budgets {
     /// server is saturated and the write is refused at once rather than queued.
     pub async fn cpu_permit(&self) -> Result<OwnedSemaphorePermit, ApiError> {
         let acquire = self.cpu.clone().acquire_owned();
+        let _waiting = Waiting::new(&self.cpu_waiters);
         let permit = match self.config.max_cpu_wait_ms {
             0 => acquire.await,
             ms => match tokio::time::timeout(std::time::Duration::from_millis(ms), acquire).await {
@@ -217,6 +224,22 @@ impl Budgets {
     /// Bytes currently available in the budget (for tests and /health).
     pub fn available_bytes(&self) -> u64 {
         self.bytes.available_permits() as u64 * KIB
+    }
+}
+
+/// Counts a write waiting for a parse thread while it waits.
+struct Waiting<'a>(&'a AtomicU64);
+
+impl<'a> Waiting<'a> {
+    fn new(n: &'a AtomicU64) -> Self {
+        n.fetch_add(1, Ordering::Relaxed);
+        Waiting(n)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -321,6 +344,28 @@ mod tests {
         assert!(l.cpu_permit().await.is_ok());
         tokio::time::sleep(Duration::from_millis(25)).await;
         assert!(l.check_cpu().is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_full_round_of_waiters_refuses_new_writes_before_their_body() {
+        let l = Arc::new(Budgets::new(&LimitsConfig {
+            cpu_workers: 1,
+            max_cpu_wait_ms: 5_000,
+            ..Default::default()
+        }));
+        let held = l.cpu_permit().await.unwrap();
+        assert!(l.check_cpu().is_ok(), "nobody waits yet");
+        let waiter = tokio::spawn({
+            let l = l.clone();
+            async move { l.cpu_permit().await.map(drop) }
+        });
+        while l.cpu_waiters.load(Ordering::Relaxed) == 0 {
+            tokio::task::yield_now().await;
+        }
+        assert!(matches!(l.check_cpu(), Err(ApiError::Overloaded { .. })));
+        drop(held);
+        waiter.await.unwrap().unwrap();
+        assert!(l.check_cpu().is_ok(), "the queue drained");
     }
 
     #[test]
