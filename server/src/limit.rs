@@ -11,12 +11,14 @@
 //!
 //! Exhaustion answers at once with [`ApiError::Overloaded`] (503 v1 / 429 v2
 //! with `Retry-After`). The CPU pool is a semaphore sized to the cores that is
-//! awaited at most `max_cpu_wait_ms`. When that wait runs out the server is
-//! saturated: for the next `max_cpu_wait_ms`, and while one write per parse
-//! thread already waits, new writes are refused *before*
-//! their body is read ([`Budgets::check_cpu`]), so a refusal under overload
-//! costs no body read and no wait (a refusal after the body was read took
-//! seconds at 2× the sustainable rate, `test_results/overload.md`).
+//! awaited at most `max_cpu_wait_ms`. New writes are refused *before* their
+//! body is read ([`Budgets::check_cpu`]) when the queue for the parse threads
+//! already promises a longer wait (the writes waiting, at the recent time a
+//! write holds a parse thread), and for `max_cpu_wait_ms` after a wait ran
+//! out: a refusal under overload costs no body read and no wait (a refusal
+//! after the body was read took seconds at 2× the sustainable rate,
+//! `test_results/overload.md`), while many small writes at once, which hold a
+//! parse thread for microseconds, are never refused for queueing.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -44,8 +46,11 @@ pub struct Budgets {
     /// read: set when a write waited `max_cpu_wait_ms` for a parse thread in vain.
     saturated_until_ms: AtomicU64,
     epoch: Instant,
-    /// Writes waiting for a parse thread right now.
-    cpu_waiters: AtomicU64,
+    /// Writes admitted at the door that have no parse thread yet (their
+    /// body is being read, or they wait): all ahead of a write arriving now.
+    cpu_ahead: Arc<AtomicU64>,
+    /// How long a write holds a parse thread, µs (moving average).
+    cpu_hold_us: Arc<AtomicU64>,
 }
 
 fn clamp_permits(n: u64) -> usize {
@@ -63,7 +68,8 @@ impl Budgets {
             cpu: Arc::new(Semaphore::new(config.cpu_workers())),
             saturated_until_ms: AtomicU64::new(0),
             epoch: Instant::now(),
-            cpu_waiters: AtomicU64::new(0),
+            cpu_ahead: Arc::new(AtomicU64::new(0)),
+            cpu_hold_us: Arc::new(AtomicU64::new(0)),
             config: config.clone(),
         }
     }
@@ -73,19 +79,58 @@ impl Budgets {
     }
 
     /// Refuses a write before its body is read while the parse threads are
-    /// saturated: a write waited `max_cpu_wait_ms` for one in vain less than
-    /// `max_cpu_wait_ms` ago, or a full round of writes (one per parse thread)
-    /// already waits for one. The refusal costs neither a body read nor a wait.
-    pub fn check_cpu(&self) -> Result<(), ApiError> {
+    /// saturated: the writes already waiting for one promise a wait past
+    /// `max_cpu_wait_ms`, or a write waited that long in vain less than
+    /// `max_cpu_wait_ms` ago. The refusal costs neither a body read nor a wait.
+    /// An admitted write holds its ticket until [`cpu_permit`](Self::cpu_permit).
+    pub fn check_cpu(&self) -> Result<CpuTicket, ApiError> {
         let ms = self.config.max_cpu_wait_ms;
-        let queued = self.cpu_waiters.load(Ordering::Relaxed) >= self.config.cpu_workers() as u64;
-        if ms > 0 && (queued || self.now_ms() < self.saturated_until_ms.load(Ordering::Relaxed)) {
+        if ms == 0 {
+            return Ok(self.ticket());
+        }
+        // The estimate is a mean and hold times vary: refusing past half the
+        // bound keeps writes that then wait the whole bound (and are refused
+        // after their body was read) rare.
+        let expected = self.expected_cpu_wait_ms();
+        if expected > ms / 2 {
             return Err(self.overloaded(
-                "cpu_wait",
+                "cpu_queue",
+                format!(
+                    "the parse threads are booked for ~{expected} ms, past half of limits.max_cpu_wait_ms ({ms} ms)"
+                ),
+            ));
+        }
+        if self.now_ms() < self.saturated_until_ms.load(Ordering::Relaxed) {
+            return Err(self.overloaded(
+                "cpu_saturated",
                 format!("every parse thread stayed busy for {ms} ms (limits.max_cpu_wait_ms)"),
             ));
         }
-        Ok(())
+        Ok(self.ticket())
+    }
+
+    fn ticket(&self) -> CpuTicket {
+        self.cpu_ahead.fetch_add(1, Ordering::Relaxed);
+        CpuTicket(self.cpu_ahead.clone())
+    }
+
+    /// The wait a write arriving now can expect for a parse thread: none
+    /// while one is free. Else, with `k` busy threads that each free up
+    /// within one hold time `h` (finishing at spread times) and `w` writes
+    /// ahead (admitted, no parse thread yet; one still reading its body
+    /// will queue ahead all the same), the newcomer waits `w / k` full rounds plus, in its
+    /// round, the `(w mod k + 1)`-th of `k` finishes: about
+    /// `(w / k)·h + (w mod k + 1)·h/(k+1)`.
+    fn expected_cpu_wait_ms(&self) -> u64 {
+        if self.cpu.available_permits() > 0 {
+            return 0;
+        }
+        let ahead = self.cpu_ahead.load(Ordering::Relaxed);
+        let hold_us = self.cpu_hold_us.load(Ordering::Relaxed);
+        let threads = (self.config.cpu_workers() as u64).max(1);
+        let rounds = (ahead / threads).saturating_mul(hold_us);
+        let in_round = (ahead % threads + 1).saturating_mul(hold_us) / (threads + 1);
+        rounds.saturating_add(in_round) / 1000
     }
 
     /// An overload answer with the configured `Retry-After`, counted by
@@ -198,10 +243,11 @@ impl Budgets {
     }
 
     /// Waits for a CPU pool slot, at most `max_cpu_wait_ms`: past that the
-    /// server is saturated and the write is refused at once rather than queued.
-    pub async fn cpu_permit(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+    /// server is saturated and the write is refused at once rather than
+    /// queued. The write stops counting as ahead of others (`ticket`) when
+    /// it has its slot or gives up.
+    pub async fn cpu_permit(&self, ticket: CpuTicket) -> Result<CpuPermit, ApiError> {
         let acquire = self.cpu.clone().acquire_owned();
-        let _waiting = Waiting::new(&self.cpu_waiters);
         let permit = match self.config.max_cpu_wait_ms {
             0 => acquire.await,
             ms => match tokio::time::timeout(std::time::Duration::from_millis(ms), acquire).await {
@@ -218,7 +264,13 @@ impl Budgets {
                 }
             },
         };
-        permit.map_err(|_| ApiError::Unavailable("shutting down".into()))
+        drop(ticket);
+        let permit = permit.map_err(|_| ApiError::Unavailable("shutting down".into()))?;
+        Ok(CpuPermit {
+            _permit: permit,
+            since: Instant::now(),
+            hold_us: self.cpu_hold_us.clone(),
+        })
     }
 
     /// Bytes currently available in the budget (for tests and /health).
@@ -227,19 +279,39 @@ impl Budgets {
     }
 }
 
-/// Counts a write waiting for a parse thread while it waits.
-struct Waiting<'a>(&'a AtomicU64);
+/// A write admitted at the door and not yet holding a parse thread; counted
+/// among the writes ahead of later arrivals until dropped.
+#[derive(Debug)]
+pub struct CpuTicket(Arc<AtomicU64>);
 
-impl<'a> Waiting<'a> {
-    fn new(n: &'a AtomicU64) -> Self {
-        n.fetch_add(1, Ordering::Relaxed);
-        Waiting(n)
+impl Drop for CpuTicket {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
-impl Drop for Waiting<'_> {
+/// A parse thread, held while a write is decompressed, parsed and encoded;
+/// on drop the hold time feeds the moving average that
+/// [`Budgets::check_cpu`] predicts waits from.
+#[derive(Debug)]
+pub struct CpuPermit {
+    _permit: OwnedSemaphorePermit,
+    since: Instant,
+    hold_us: Arc<AtomicU64>,
+}
+
+impl Drop for CpuPermit {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        let held = u64::try_from(self.since.elapsed().as_micros()).unwrap_or(u64::MAX);
+        // An eighth of the newest hold: follows a change of body sizes within
+        // a few dozen writes; a lost update between racing drops is harmless.
+        let old = self.hold_us.load(Ordering::Relaxed);
+        let new = if old == 0 {
+            held
+        } else {
+            old - old / 8 + held / 8
+        };
+        self.hold_us.store(new, Ordering::Relaxed);
     }
 }
 
@@ -329,9 +401,9 @@ mod tests {
             max_cpu_wait_ms: 20,
             ..Default::default()
         });
-        let held = l.cpu_permit().await.unwrap();
+        let held = l.cpu_permit(l.ticket()).await.unwrap();
         assert!(matches!(
-            l.cpu_permit().await,
+            l.cpu_permit(l.ticket()).await,
             Err(ApiError::Overloaded { retry_after: 1, .. })
         ));
         // Saturated: the next write is refused before its body is read, for
@@ -341,31 +413,113 @@ mod tests {
             Err(ApiError::Overloaded { retry_after: 1, .. })
         ));
         drop(held);
-        assert!(l.cpu_permit().await.is_ok());
+        assert!(l.cpu_permit(l.ticket()).await.is_ok());
         tokio::time::sleep(Duration::from_millis(25)).await;
         assert!(l.check_cpu().is_ok());
     }
 
     #[tokio::test]
-    async fn a_full_round_of_waiters_refuses_new_writes_before_their_body() {
+    async fn a_queue_promising_a_long_wait_refuses_new_writes_before_their_body() {
         let l = Arc::new(Budgets::new(&LimitsConfig {
             cpu_workers: 1,
-            max_cpu_wait_ms: 5_000,
+            max_cpu_wait_ms: 100,
             ..Default::default()
         }));
-        let held = l.cpu_permit().await.unwrap();
-        assert!(l.check_cpu().is_ok(), "nobody waits yet");
+        // Writes have been holding the parse thread for 90 ms each.
+        l.cpu_hold_us.store(90_000, Ordering::Relaxed);
+        assert!(l.check_cpu().is_ok(), "a parse thread is free");
+        let held = l.cpu_permit(l.ticket()).await.unwrap();
+        // Next in line behind one busy thread: ~45 ms, admitted (within
+        // half the bound).
+        assert_eq!(l.expected_cpu_wait_ms(), 45);
+        assert!(l.check_cpu().is_ok());
         let waiter = tokio::spawn({
             let l = l.clone();
-            async move { l.cpu_permit().await.map(drop) }
+            async move { l.cpu_permit(l.ticket()).await.map(drop) }
         });
-        while l.cpu_waiters.load(Ordering::Relaxed) == 0 {
+        while l.cpu_ahead.load(Ordering::Relaxed) == 0 {
             tokio::task::yield_now().await;
         }
-        assert!(matches!(l.check_cpu(), Err(ApiError::Overloaded { .. })));
+        // Second in line: a full round and half another, ~135 ms, refused
+        // before its body is read.
+        assert_eq!(l.expected_cpu_wait_ms(), 135);
+        let e = l.check_cpu().unwrap_err();
+        assert!(e.to_string().contains("booked for ~135 ms"), "{e}");
         drop(held);
         waiter.await.unwrap().unwrap();
         assert!(l.check_cpu().is_ok(), "the queue drained");
+    }
+
+    #[tokio::test]
+    async fn a_write_still_reading_its_body_counts_as_ahead() {
+        let l = Budgets::new(&LimitsConfig {
+            cpu_workers: 1,
+            max_cpu_wait_ms: 100,
+            ..Default::default()
+        });
+        l.cpu_hold_us.store(90_000, Ordering::Relaxed);
+        let held = l.cpu_permit(l.ticket()).await.unwrap();
+        // Admitted at the door, its body not read yet: it will queue ahead.
+        let reading = l.check_cpu().unwrap();
+        assert_eq!(l.expected_cpu_wait_ms(), 135);
+        assert!(l.check_cpu().is_err());
+        drop(reading);
+        assert!(
+            l.check_cpu().is_ok(),
+            "a write that gave up is no longer ahead"
+        );
+        drop(held);
+    }
+
+    #[tokio::test]
+    async fn many_small_writes_waiting_are_not_refused() {
+        let l = Arc::new(Budgets::new(&LimitsConfig {
+            cpu_workers: 1,
+            max_cpu_wait_ms: 100,
+            ..Default::default()
+        }));
+        // Small writes: a parse thread is held for microseconds at a time.
+        for _ in 0..4 {
+            drop(l.cpu_permit(l.ticket()).await.unwrap());
+        }
+        assert!(l.cpu_hold_us.load(Ordering::Relaxed) < 50_000);
+        let held = l.cpu_permit(l.ticket()).await.unwrap();
+        let waiters: Vec<_> = (0..8)
+            .map(|_| {
+                let l = l.clone();
+                tokio::spawn(async move { l.cpu_permit(l.ticket()).await.map(drop) })
+            })
+            .collect();
+        while l.cpu_ahead.load(Ordering::Relaxed) < 8 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            l.check_cpu().is_ok(),
+            "eight tiny writes queued are no overload"
+        );
+        drop(held);
+        for w in waiters {
+            w.await.unwrap().unwrap();
+        }
+    }
+
+    #[test]
+    fn the_hold_time_is_a_moving_average() {
+        let l = Budgets::new(&LimitsConfig::default());
+        let permit = |held_ms: u64| CpuPermit {
+            _permit: Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap(),
+            since: Instant::now() - Duration::from_millis(held_ms),
+            hold_us: l.cpu_hold_us.clone(),
+        };
+        drop(permit(80));
+        let first = l.cpu_hold_us.load(Ordering::Relaxed);
+        assert!((80_000..90_000).contains(&first), "{first}");
+        drop(permit(0));
+        let second = l.cpu_hold_us.load(Ordering::Relaxed);
+        assert!(
+            (69_000..80_000).contains(&second),
+            "an eighth towards 0: {second}"
+        );
     }
 
     #[test]

@@ -228,7 +228,7 @@ async fn write<S: Store>(
     // Refuse before reading a byte when the storage side is behind or the
     // parse threads are saturated.
     state.limits.check_storage(&store.stats())?;
-    state.limits.check_cpu()?;
+    let cpu_ticket = state.limits.check_cpu()?;
 
     let max = state.config.server.max_body_bytes;
     let declared = headers
@@ -259,7 +259,7 @@ async fn write<S: Store>(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64);
     // CPU work (gunzip, parse, encode) on the blocking pool, bounded to the cores.
-    let cpu = state.limits.cpu_permit().await?;
+    let cpu = state.limits.cpu_permit(cpu_ticket).await?;
     let limits = state.limits.clone();
     let db_for_cpu = db.clone();
     let prepared = tokio::task::spawn_blocking(move || -> Result<_, ApiError> {
