@@ -450,7 +450,8 @@ max_execution_secs = 20
 # A result larger than this fails the statement: rows, and bytes (256 MiB).
 max_result_rows = 1000000
 max_result_bytes = 268435456
-# Memory one statement may use in the engine. 1 GiB.
+# Memory one statement may use in the engine. 1 GiB. A GROUP BY or ORDER BY
+# spills to the data dir past half of it (at most 4x it on disk).
 max_memory_bytes = 1073741824
 # Engine threads per statement (1 leaves the other cores to ingest).
 max_threads = 1

@@ -198,6 +198,16 @@ fn reader_connections_carry_limits_a_statement_cannot_lift() {
         matches!(&e, SqlError::LimitExceeded(m) if m.contains("max_result_rows")),
         "{e:?}"
     );
+    // Sorts and aggregations spill to disk past half the memory cap (1 GiB
+    // here), within 4× the cap of temporary data.
+    let (spill, _) = run(
+        "SELECT getSetting('max_bytes_before_external_group_by'), \
+         getSetting('max_bytes_before_external_sort'), \
+         getSetting('max_temporary_data_on_disk_size_for_query')",
+        &reader(),
+    )
+    .unwrap();
+    assert_eq!(spill, "536870912\t536870912\t4294967296\n");
     // Admins get the limits too.
     let (admin, _) = run(
         "SELECT getSetting('readonly'), getSetting('max_execution_time')",

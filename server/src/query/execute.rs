@@ -2,8 +2,7 @@
 //! engine), answering in the one result model, [`StatementResult`].
 
 use influxql::ast::{
-    MeasurementName, NameMatch, SelectStatement, ShowCommon, ShowMeasurements, Source, Statement,
-    TagKeyMatch,
+    MeasurementName, NameMatch, ShowCommon, ShowMeasurements, Statement, TagKeyMatch,
 };
 use storage::influxql::schema::name_matches;
 use storage::influxql::{Series, StatementResult, Value};
@@ -31,17 +30,6 @@ fn need_db(on: Option<&str>, db: Option<&str>) -> Result<String, ApiError> {
     on.or(db)
         .map(str::to_string)
         .ok_or_else(|| ApiError::Query("database name required".into()))
-}
-
-fn check_read(id: &Identity, db: &str) -> Result<(), ApiError> {
-    if id.can_read(db) {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden(format!(
-            "user {:?} is not authorized to read from database {db:?}",
-            id.name()
-        )))
-    }
 }
 
 /// A series of a `SHOW` answer.
@@ -79,14 +67,6 @@ pub(super) fn execute<S: Store>(
         return in_storage(state, cx, &st);
     }
     match st {
-        Statement::CreateDatabase { name, .. } | Statement::DropDatabase { name }
-            if !id.can_manage_databases() =>
-        {
-            Err(ApiError::Forbidden(format!(
-                "user {:?} is not an admin: cannot create or drop database {name:?}",
-                id.name()
-            )))
-        }
         Statement::CreateDatabase {
             name,
             duration_secs,
@@ -98,7 +78,7 @@ pub(super) fn execute<S: Store>(
             p.drop_database(&name)?;
             Ok(StatementResult::default())
         }
-        Statement::Select(ref select) => run_select(state, cx, select, &st),
+        Statement::Select(_) => run_select(state, cx, &st),
         Statement::ShowDatabases => Ok(show_databases(p, id)),
         Statement::ShowRetentionPolicies { on } => {
             show_retention_policies(p, &readable(cx, on.as_deref())?)
@@ -126,12 +106,10 @@ fn unsupported(what: &str) -> ApiError {
     .into()
 }
 
-/// The database a statement reads (`ON db`, else the `db` parameter), if the
-/// caller may read it.
+/// The database a statement reads (`ON db`, else the `db` parameter; the
+/// caller's access to it was checked with the whole query, `authorize`).
 fn readable(cx: &Context<'_>, on: Option<&str>) -> Result<String, ApiError> {
-    let db = need_db(on, cx.db)?;
-    check_read(cx.id, &db)?;
-    Ok(db)
+    need_db(on, cx.db)
 }
 
 /// `ON` of a `SHOW` statement with a `WHERE` clause (`Some(None)` without
@@ -146,12 +124,11 @@ fn show_condition_db(st: &Statement) -> Option<Option<&str>> {
     cond.as_ref().map(|_| on.as_deref())
 }
 
-/// A `SELECT`: the caller must be allowed to read its database (the engine
-/// checks again, with the caller's role, on what it reads).
+/// A `SELECT` (the engine checks the caller's access again, with the
+/// caller's role, on what it reads).
 fn run_select<S: Store>(
     state: &AppState<S>,
     cx: &Context<'_>,
-    select: &SelectStatement,
     st: &Statement,
 ) -> Result<StatementResult, ApiError> {
     if let Some(rp) = cx
@@ -159,9 +136,6 @@ fn run_select<S: Store>(
         .filter(|rp| *rp != storage::influxql::RETENTION_POLICY)
     {
         return Err(InfluxqlError::RetentionPolicyNotFound { rp: rp.into() }.into());
-    }
-    if let Some(db) = select_database(select).or(cx.db) {
-        check_read(cx.id, db)?;
     }
     in_storage(state, cx, st)
 }
@@ -181,16 +155,6 @@ fn in_storage<S: Store>(
         now_ns: cx.now_ns,
     };
     Ok(state.store.influxql(req)?)
-}
-
-/// The database a qualified source names, if any (subqueries looked into).
-fn select_database(select: &SelectStatement) -> Option<&str> {
-    select.sources.iter().find_map(|s| match s {
-        Source::Measurement(MeasurementName { database, .. }) => {
-            database.as_deref().filter(|d| !d.is_empty())
-        }
-        Source::Subquery(inner) => select_database(inner),
-    })
 }
 
 fn show_databases(p: &impl Store, id: &Identity) -> StatementResult {

@@ -12,6 +12,7 @@
 //! A query that does not parse is a 400 (`error parsing query: ...`); a
 //! statement that fails is the `error` of its own result in a 200 answer.
 
+mod authorize;
 mod execute;
 pub mod render;
 
@@ -84,6 +85,9 @@ pub async fn query<S: Store>(
         }
     }
     let db = params.get_nonempty("db").map(str::to_string);
+    if let Err(e) = authorize::authorize(&id, db.as_deref(), &parsed) {
+        return e.into_response();
+    }
     let rp = params.get_nonempty("rp").map(str::to_string);
     let now_ns = now_ns();
     let cancel = SqlCancel::new();

@@ -448,10 +448,11 @@ async fn auth_on_requires_credentials_except_ping_and_health() {
     let r = send(&app, post("/write?db=other&u=writer&p=pw", "m v=1")).await;
     assert_eq!(r.status, 403);
     let r = send(&app, post("/query?q=CREATE+DATABASE+x&u=writer&p=pw", "")).await;
-    assert!(r.json()["results"][0]["error"]
+    assert_eq!(r.status, 403);
+    assert!(r.json()["error"]
         .as_str()
         .unwrap()
-        .contains("not an admin"));
+        .ends_with("'CREATE DATABASE x', requires admin privilege"));
     let r = send(&app, get("/query?q=SHOW+DATABASES&u=writer&p=pw")).await;
     assert_eq!(
         r.json()["results"][0]["series"][0]["values"],

@@ -76,20 +76,109 @@ write = ["a"]
         r.json::<Value>().unwrap(),
         json!({"results": [{"statement_id": 0}, {"statement_id": 1}]})
     );
+    // A query is authorized whole before any of it runs: 403 with
+    // InfluxDB's text (each expected answer below is what influxd 1.6.7
+    // answered a user with READ on `a` only, auth-enabled, 2026-11-24).
+    let forbidden = |q: &str, db: Option<&str>| {
+        let mut form = vec![("q", q)];
+        form.extend(db.map(|d| ("db", d)));
+        let r = s
+            .client
+            .post(s.url("/query"))
+            .basic_auth("writer", Some("writerpw"))
+            .form(&form)
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 403, "{q}");
+        r.json::<Value>().unwrap()["error"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let refused = |statement: &str, requires: &str| {
+        format!(
+            "error authorizing query: writer not authorized to execute statement '{statement}', requires {requires}"
+        )
+    };
+    for (q, db, statement, requires) in [
+        (
+            "CREATE DATABASE c",
+            None,
+            "CREATE DATABASE c",
+            "admin privilege",
+        ),
+        (
+            "DROP DATABASE a",
+            None,
+            "DROP DATABASE a",
+            "admin privilege",
+        ),
+        (
+            "SHOW DIAGNOSTICS",
+            None,
+            "SHOW DIAGNOSTICS",
+            "admin privilege",
+        ),
+        (
+            "SELECT * FROM cpu",
+            Some("b"),
+            "SELECT * FROM cpu",
+            "READ on b",
+        ),
+        ("SELECT * FROM cpu", None, "SELECT * FROM cpu", "READ on "),
+        (
+            "SELECT * FROM cpu; SELECT * FROM b..cpu",
+            Some("a"),
+            "SELECT * FROM b..cpu",
+            "READ on b",
+        ),
+        (
+            "SELECT mean(x) FROM (SELECT * FROM b..cpu)",
+            Some("a"),
+            "SELECT mean(x) FROM (SELECT * FROM b..cpu)",
+            "READ on b",
+        ),
+        (
+            "SHOW MEASUREMENTS ON b",
+            None,
+            "SHOW MEASUREMENTS ON b",
+            "READ on b",
+        ),
+        ("SHOW TAG KEYS", Some("b"), "SHOW TAG KEYS", "READ on b"),
+        (
+            "SHOW RETENTION POLICIES ON b",
+            None,
+            "SHOW RETENTION POLICIES ON b",
+            "READ on b",
+        ),
+        (
+            "SHOW SERIES ON b WHERE host = 'x'",
+            None,
+            "SHOW SERIES ON b WHERE host = 'x'",
+            "READ on b",
+        ),
+    ] {
+        assert_eq!(forbidden(q, db), refused(statement, requires), "{q}");
+    }
+    // A refused query runs none of its statements (`d` is not created).
+    let r = s
+        .client
+        .post(s.url("/query"))
+        .basic_auth("writer", Some("writerpw"))
+        .form(&[("q", "SHOW DATABASES; CREATE DATABASE d")])
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 403);
     let r: Value = s
         .client
-        .post(s.url("/query?q=CREATE+DATABASE+c"))
-        .basic_auth("writer", Some("writerpw"))
+        .post(s.url("/query?q=SHOW+DATABASES&u=admin&p=adminpw"))
         .send()
         .unwrap()
         .json()
         .unwrap();
-    assert!(
-        r["results"][0]["error"]
-            .as_str()
-            .unwrap()
-            .contains("not an admin"),
-        "{r}"
+    assert_eq!(
+        r["results"][0]["series"][0]["values"],
+        json!([["a"], ["b"]])
     );
 
     // Writer: Basic, Token <token>, Token user:password, u/p; 403 outside its databases.

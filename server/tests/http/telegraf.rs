@@ -381,8 +381,7 @@ write = ["tg_auth"]
     );
     let log = run_telegraf(&bin, dir.path(), &config, &s);
     assert!(
-        log.contains("database \"tg_auth\" creation failed")
-            && log.contains("is not an admin: cannot create or drop database"),
+        log.contains("database \"tg_auth\" creation failed: 403 Forbidden"),
         "{log}"
     );
     for out in ["outputs.influxdb", "outputs.influxdb_v2"] {

@@ -39,12 +39,20 @@ pub(crate) fn merged(plan: &Plan) -> String {
     for t in &plan.tags {
         sql.push_str(&format!(", any({}) AS {}", q(t), quote_ident(t)));
     }
+    // A write's order: its WAL sequence, then its row within the write,
+    // packed into one UInt128 (`__row` is a UInt32). Comparing one integer
+    // instead of a tuple took the merge of 10M points from 12.8 s to 7.2 s
+    // (docs/influxql.md, "What point identity costs"); the engine computes
+    // the shared expression once per row.
+    let order = format!(
+        "bitOr(bitShiftLeft(toUInt128({}), 32), toUInt128({}))",
+        q("__seq"),
+        q("__row")
+    );
     for f in &plan.fields {
         sql.push_str(&format!(
-            ", argMaxIf({c}, ({seq}, {row}), {c} IS NOT NULL) AS {a}",
+            ", argMaxIf({c}, {order}, {c} IS NOT NULL) AS {a}",
             c = q(f),
-            seq = q("__seq"),
-            row = q("__row"),
             a = quote_ident(f)
         ));
     }
@@ -254,7 +262,8 @@ mod tests {
             sql,
             "SELECT toUnixTimestamp64Nano(`time`) AS __iq_t, `host` AS __iq_g0, `f` AS __iq_c0 \
              FROM (SELECT __src.`time` AS `time`, __src.`series_id` AS `__iq_sid`, any(__src.`host`) AS `host`, \
-             argMaxIf(__src.`f`, (__src.`__seq`, __src.`__row`), __src.`f` IS NOT NULL) AS `f` \
+             argMaxIf(__src.`f`, bitOr(bitShiftLeft(toUInt128(__src.`__seq`), 32), toUInt128(__src.`__row`)), \
+             __src.`f` IS NOT NULL) AS `f` \
              FROM `d\\`b`.`c'pu` AS __src WHERE __src.`time` >= fromUnixTimestamp64Nano(toInt64(10)) \
              AND (__src.`host` = 'a') GROUP BY __src.`series_id`, __src.`time`) \
              WHERE (`f` > toInt64(1)) AND (`f` IS NOT NULL) \

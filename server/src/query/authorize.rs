@@ -1,0 +1,85 @@
+//! Authorization of a whole query before any of it runs, as InfluxDB 1.x
+//! does: one statement the caller may not run refuses the request with 403
+//! `error authorizing query: <user> not authorized to execute statement
+//! '<statement>', requires READ on <db>` (or `requires admin privilege`),
+//! texts checked against influxd 1.6.7. Storage checks again on what a
+//! statement reads (the engine's grants), so this is InfluxDB's answer, not
+//! the only guard.
+
+use influxql::ast::{SelectStatement, Source, Statement};
+
+use crate::auth::Identity;
+use crate::error::ApiError;
+
+/// What a statement needs of its caller.
+enum Needs<'a> {
+    Nothing,
+    Admin,
+    /// Reading these databases (`""`: none named, which only an admin or a
+    /// user who may read every database passes, as in InfluxDB).
+    Read(Vec<&'a str>),
+}
+
+/// Refuses the query if the caller may not run one of its statements.
+pub(super) fn authorize(
+    id: &Identity,
+    db: Option<&str>,
+    statements: &[Statement],
+) -> Result<(), ApiError> {
+    for st in statements {
+        let denied = match needs(st, db) {
+            Needs::Nothing => None,
+            Needs::Admin => (!id.can_manage_databases()).then(|| "admin privilege".to_string()),
+            Needs::Read(dbs) => dbs
+                .into_iter()
+                .find(|db| !id.can_read(db))
+                .map(|db| format!("READ on {db}")),
+        };
+        if let Some(requirement) = denied {
+            return Err(ApiError::Forbidden(format!(
+                "error authorizing query: {} not authorized to execute statement '{st}', requires {requirement}",
+                id.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn needs<'a>(st: &'a Statement, db: Option<&'a str>) -> Needs<'a> {
+    let on = |on: &'a Option<String>| Needs::Read(vec![on.as_deref().or(db).unwrap_or("")]);
+    match st {
+        Statement::Select(select) => {
+            let mut dbs = Vec::new();
+            select_databases(select, db, &mut dbs);
+            Needs::Read(dbs)
+        }
+        Statement::ShowDatabases | Statement::Unsupported { .. } => Needs::Nothing,
+        Statement::ShowRetentionPolicies { on: o } => on(o),
+        Statement::ShowMeasurements(s) => on(&s.on),
+        Statement::ShowTagKeys(c)
+        | Statement::ShowFieldKeys(c)
+        | Statement::ShowSeries(c)
+        | Statement::ShowTagValues { common: c, .. } => on(&c.on),
+        Statement::ShowDiagnostics
+        | Statement::ShowStats
+        | Statement::CreateDatabase { .. }
+        | Statement::DropDatabase { .. } => Needs::Admin,
+    }
+}
+
+/// The databases a `SELECT` reads: each source's (subqueries looked into),
+/// the `db` parameter for a source that names none.
+fn select_databases<'a>(select: &'a SelectStatement, db: Option<&'a str>, out: &mut Vec<&'a str>) {
+    for source in &select.sources {
+        match source {
+            Source::Measurement(m) => out.push(
+                m.database
+                    .as_deref()
+                    .filter(|d| !d.is_empty())
+                    .or(db)
+                    .unwrap_or(""),
+            ),
+            Source::Subquery(inner) => select_databases(inner, db, out),
+        }
+    }
+}
