@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Same-run A/B of the end-to-end ramp: two chingest builds (OLD_BIN, NEW_BIN) interleaved round
+# by round, same load tool, same payloads, same machine minutes, each on a fresh data dir with
+# the default config. Run from the repository root with nothing else on the machine:
+#   OLD_BIN=/path/to/old/chingest scripts/ab_ramp.sh     (results in $OUT/<old|new>-<round>/ramp.json)
+# Build the old one in a git worktree with its own target dir. Not part of CI.
+set -euo pipefail
+LOAD=${LOAD:-target/release/chingest-load}
+OUT=${OUT:-/tmp/ab}
+RATES=${RATES:-8,12,16,20,24}
+STEP=${STEP:-15}
+PORT=18099
+rm -rf "$OUT"; mkdir -p "$OUT"
+$LOAD gen --out "$OUT/payloads" --format lp --files 16 --points 50000 --hosts 1000 --fields 6 >/dev/null
+run() { # name bin round
+  local d="$OUT/$1-$3"; mkdir -p "$d"
+  printf '[server]\nlisten = "127.0.0.1:%s"\n\n[storage]\ndata_dir = "%s/data"\n' $PORT "$d" > "$d/c.toml"
+  "$2" serve --config "$d/c.toml" > "$d/log" 2>&1 &
+  local pid=$!
+  for i in $(seq 1 300); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/ping || true)" = 204 ] && break; sleep 0.2; done
+  curl -s -o /dev/null -XPOST "http://127.0.0.1:$PORT/query" --data-urlencode "q=CREATE DATABASE bench"
+  local common=(--url "http://127.0.0.1:$PORT/write?db=bench" --payloads "$OUT/payloads" --budget-ms 250 --server-pid $pid)
+  $LOAD ramp "${common[@]}" --rates 8 --step-secs 5 --max-in-flight 64 --results "$d/warm" >/dev/null
+  echo "$(date +%T) $1 round $3: load $(cut -d' ' -f1-3 /proc/loadavg)"
+  $LOAD ramp "${common[@]}" --rates "$RATES" --step-secs "$STEP" --max-in-flight 64 \
+    --metrics-url "http://127.0.0.1:$PORT/metrics" --results "$d" --name ramp > /dev/null
+  kill -TERM $pid; wait $pid 2>/dev/null || true
+  sleep 5
+}
+for round in 1 2; do
+  run old "${OLD_BIN:?set OLD_BIN to the old chingest binary}" $round
+  run new "${NEW_BIN:-target/release/chingest}" $round
+done
+echo done
