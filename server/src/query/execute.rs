@@ -32,23 +32,6 @@ fn need_db(on: Option<&str>, db: Option<&str>) -> Result<String, ApiError> {
         .ok_or_else(|| ApiError::Query("database name required".into()))
 }
 
-/// A series of a `SHOW` answer.
-fn series(name: &str, columns: &[&str], values: Vec<Vec<Value>>) -> Series {
-    Series {
-        name: name.to_string(),
-        tags: Vec::new(),
-        columns: columns.iter().map(|c| c.to_string()).collect(),
-        values,
-    }
-}
-
-fn answer(series: Vec<Series>) -> StatementResult {
-    StatementResult {
-        series,
-        messages: Vec::new(),
-    }
-}
-
 fn text(s: impl Into<String>) -> Value {
     Value::String(s.into())
 }
@@ -164,7 +147,7 @@ fn show_databases(p: &impl Store, id: &Identity) -> StatementResult {
         .filter(|d| id.can_read(d))
         .map(|d| vec![text(d)])
         .collect();
-    answer(vec![series("databases", &["name"], values)])
+    StatementResult::of(vec![Series::untagged("databases", &["name"], values)])
 }
 
 fn show_retention_policies(p: &impl Store, db: &str) -> Result<StatementResult, ApiError> {
@@ -172,7 +155,7 @@ fn show_retention_policies(p: &impl Store, db: &str) -> Result<StatementResult, 
         return Err(ApiError::Query(format!("database not found: {db}")));
     }
     let retention = p.retention_secs(db);
-    Ok(answer(vec![series(
+    Ok(StatementResult::of(vec![Series::untagged(
         "",
         &[
             "name",
@@ -246,7 +229,11 @@ fn show_measurements(
     if values.is_empty() {
         return Ok(StatementResult::default());
     }
-    Ok(answer(vec![series("measurements", &["name"], values)]))
+    Ok(StatementResult::of(vec![Series::untagged(
+        "measurements",
+        &["name"],
+        values,
+    )]))
 }
 
 fn show_tag_keys(p: &impl Store, db: &str, c: &ShowCommon) -> Result<StatementResult, ApiError> {
@@ -258,10 +245,10 @@ fn show_tag_keys(p: &impl Store, db: &str, c: &ShowCommon) -> Result<StatementRe
         let values = m.tag_keys.iter().map(|k| vec![text(k.clone())]).collect();
         let values = page(values, c.limit, c.offset);
         if !values.is_empty() {
-            out.push(series(&m.name, &["tagKey"], values));
+            out.push(Series::untagged(&m.name, &["tagKey"], values));
         }
     }
-    Ok(answer(out))
+    Ok(StatementResult::of(out))
 }
 
 fn show_field_keys(p: &impl Store, db: &str, c: &ShowCommon) -> Result<StatementResult, ApiError> {
@@ -277,10 +264,14 @@ fn show_field_keys(p: &impl Store, db: &str, c: &ShowCommon) -> Result<Statement
             .collect();
         let values = page(values, c.limit, c.offset);
         if !values.is_empty() {
-            out.push(series(&m.name, &["fieldKey", "fieldType"], values));
+            out.push(Series::untagged(
+                &m.name,
+                &["fieldKey", "fieldType"],
+                values,
+            ));
         }
     }
-    Ok(answer(out))
+    Ok(StatementResult::of(out))
 }
 
 /// Whether tag key `k` is one `WITH KEY ...` asks for.
@@ -321,10 +312,10 @@ fn show_tag_values(
             .collect();
         let values = page(values, c.limit, c.offset);
         if !values.is_empty() {
-            out.push(series(&m.name, &["key", "value"], values));
+            out.push(Series::untagged(&m.name, &["key", "value"], values));
         }
     }
-    Ok(answer(out))
+    Ok(StatementResult::of(out))
 }
 
 fn show_series(p: &impl Store, db: &str, c: &ShowCommon) -> Result<StatementResult, ApiError> {
@@ -341,5 +332,9 @@ fn show_series(p: &impl Store, db: &str, c: &ShowCommon) -> Result<StatementResu
     if values.is_empty() {
         return Ok(StatementResult::default());
     }
-    Ok(answer(vec![series("", &["key"], values)]))
+    Ok(StatementResult::of(vec![Series::untagged(
+        "",
+        &["key"],
+        values,
+    )]))
 }

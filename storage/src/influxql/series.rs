@@ -38,6 +38,18 @@ pub struct Series {
     pub values: Vec<Vec<Value>>,
 }
 
+impl Series {
+    /// A series without tags (`SHOW` answers, ungrouped data).
+    pub fn untagged(name: &str, columns: &[&str], values: Vec<Vec<Value>>) -> Series {
+        Series {
+            name: name.to_string(),
+            tags: Vec::new(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            values,
+        }
+    }
+}
+
 /// The answer of one statement: its series and the messages InfluxDB attaches.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StatementResult {
@@ -45,4 +57,14 @@ pub struct StatementResult {
     pub series: Vec<Series>,
     /// Informational messages (`messages[]` in the JSON: `{"level","text"}`).
     pub messages: Vec<(String, String)>,
+}
+
+impl StatementResult {
+    /// An answer of `series` without messages.
+    pub fn of(series: Vec<Series>) -> StatementResult {
+        StatementResult {
+            series,
+            messages: Vec::new(),
+        }
+    }
 }

@@ -10,22 +10,6 @@ use super::*;
 
 const S: i64 = 1_000_000_000;
 
-fn series(name: &str, columns: &[&str], values: Vec<Vec<Value>>) -> Series {
-    Series {
-        name: name.into(),
-        tags: Vec::new(),
-        columns: columns.iter().map(|c| c.to_string()).collect(),
-        values,
-    }
-}
-
-fn answer(series: Vec<Series>) -> StatementResult {
-    StatementResult {
-        series,
-        messages: Vec::new(),
-    }
-}
-
 /// Renders statements (`Err` = a statement error) with `format`.
 fn render_with(
     format: Format,
@@ -68,7 +52,7 @@ fn floats(xs: &[f64]) -> StatementResult {
         .enumerate()
         .map(|(k, x)| vec![t(k as i64 + 1), Value::Float(*x)])
         .collect();
-    answer(vec![series("fl", &["time", "v"], values)])
+    StatementResult::of(vec![Series::untagged("fl", &["time", "v"], values)])
 }
 
 #[test]
@@ -100,7 +84,7 @@ fn floats_as_go_writes_them() {
 fn strings_escaped_as_go_does() {
     // SELECT s FROM st, s written as "a<b>&c\"q\\ \u{2028} é tab\there\x01\x7f"
     let s = "a<b>&c\"q\\ \u{2028} é tab\there\u{1}\u{7f}";
-    let a = answer(vec![series(
+    let a = StatementResult::of(vec![Series::untagged(
         "st",
         &["time", "s"],
         vec![vec![t(1), Value::String(s.into())]],
@@ -120,7 +104,7 @@ fn frac() -> StatementResult {
         (1_500_000_123, 1),
         (1_700_000_000 * S, 4),
     ];
-    answer(vec![series(
+    StatementResult::of(vec![Series::untagged(
         "frac",
         &["time", "v"],
         rows.iter()
@@ -177,7 +161,7 @@ fn times_in_a_zone() {
     assert!(body.contains("[[\"1969-12-31T18:59:58.5-05:00\",3],[\"1969-12-31T19:00:01.5-05:00\",2],[\"1969-12-31T19:00:01.500000123-05:00\",1],[\"2023-11-14T17:13:20-05:00\",4]]"), "{body}");
     // Across an offset change: SELECT v FROM dst WHERE time >= '2020-11-01T05:00:00Z'
     //   AND time <= '2020-11-01T11:00:00Z' tz('America/Chicago')
-    let dst = answer(vec![series(
+    let dst = StatementResult::of(vec![Series::untagged(
         "dst",
         &["time", "v"],
         [
@@ -269,8 +253,8 @@ fn pretty_is_go_marshal_indent() {
         [None, Some("true"), None, None],
         &[
             (Ok(floats(&[1e21])), Chunking::Rows),
-            (Ok(answer(vec![])), Chunking::Rows),
-            (Ok(answer(vec![])), Chunking::Rows),
+            (Ok(StatementResult::of(vec![])), Chunking::Rows),
+            (Ok(StatementResult::of(vec![])), Chunking::Rows),
             (Ok(second), Chunking::Rows),
         ],
     );
@@ -330,7 +314,7 @@ fn pretty_is_go_marshal_indent() {
 fn big(host: &str, n: i64) -> Series {
     Series {
         tags: vec![("host".into(), host.into())],
-        ..series(
+        ..Series::untagged(
             "big",
             &["time", "v"],
             (0..n).map(|k| vec![t(k), Value::Float(k as f64)]).collect(),
@@ -341,7 +325,7 @@ fn big(host: &str, n: i64) -> Series {
 #[test]
 fn chunked_splits_series_and_flags_partial() {
     // SELECT v FROM big WHERE time < 5s GROUP BY host, chunked=true&chunk_size=3
-    let a = answer(vec![big("a", 5), big("b", 4)]);
+    let a = StatementResult::of(vec![big("a", 5), big("b", 4)]);
     let body = render(
         [None, None, Some("true"), Some("3")],
         &[(Ok(a), Chunking::Rows)],
@@ -360,14 +344,14 @@ fn chunked_splits_series_and_flags_partial() {
 #[test]
 fn chunked_empty_and_failed_statements() {
     // SELECT v FROM big WHERE time > 100d; SELECT v FROM big WHERE time < 1s
-    let one = answer(vec![Series {
+    let one = StatementResult::of(vec![Series {
         tags: Vec::new(),
         ..big("a", 1)
     }]);
     let body = render(
         [None, None, Some("true"), None],
         &[
-            (Ok(answer(vec![])), Chunking::Rows),
+            (Ok(StatementResult::of(vec![])), Chunking::Rows),
             (Ok(one), Chunking::Rows),
             (
                 Err("invalid function call in condition: nope(1)"),
@@ -386,7 +370,7 @@ fn chunked_empty_and_failed_statements() {
     // Pretty and chunked: each document indented.
     let body = render(
         [None, Some("true"), Some("true"), None],
-        &[(Ok(answer(vec![])), Chunking::Rows)],
+        &[(Ok(StatementResult::of(vec![])), Chunking::Rows)],
     );
     assert_eq!(
         body,
@@ -406,7 +390,7 @@ fn chunked_show_statements() {
             .collect(),
         ..Series::default()
     };
-    let a = answer(vec![tv("big", &["a", "b"]), tv("m", &["a", "b", "c"])]);
+    let a = StatementResult::of(vec![tv("big", &["a", "b"]), tv("m", &["a", "b", "c"])]);
     let body = render(
         [None, None, Some("true"), Some("2")],
         &[(Ok(a.clone()), Chunking::Series)],
@@ -426,7 +410,7 @@ fn chunked_show_statements() {
     assert_eq!(body.lines().count(), 1);
     assert!(!body.contains("partial"));
     // SHOW SERIES: no name, split like a SELECT.
-    let keys = answer(vec![Series {
+    let keys = StatementResult::of(vec![Series {
         columns: vec!["key".into()],
         values: ["big,host=a", "big,host=b", "fl"]
             .iter()
@@ -450,7 +434,7 @@ fn chunked_show_statements() {
 #[test]
 fn long_series_are_flagged_partial_even_unchunked() {
     // SELECT v FROM big GROUP BY host: host a has 10,005 rows, host b 4.
-    let a = answer(vec![big("a", 10_005), big("b", 4)]);
+    let a = StatementResult::of(vec![big("a", 10_005), big("b", 4)]);
     let mut out = Vec::new();
     let mut r = Response::new(&mut out, Format::from_params(None, None, None, None));
     r.statement(0, Outcome::Answer(&a), Chunking::Rows, None)
@@ -518,7 +502,7 @@ fn large_answers_stream_in_pieces() {
             Ok(())
         }
     }
-    let a = answer(vec![big("a", 50_000)]);
+    let a = StatementResult::of(vec![big("a", 50_000)]);
     let mut r = Response::new(
         Counting::default(),
         Format::from_params(None, Some("true"), None, None),
