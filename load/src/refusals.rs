@@ -13,7 +13,7 @@ const CONNECTIONS_REFUSED: &str = "chingest_http_connections_refused_total";
 /// The key the connection cap is reported under.
 pub const CONNECTION_CAP: &str = "max_connections";
 
-/// Refusals so far by limit (`bytes_budget`, `cpu_wait`, `unflushed_points`,
+/// Refusals so far by limit (`bytes_budget`, `cpu_queue`, `unflushed_points`,
 /// …, and [`CONNECTION_CAP`]), from a Prometheus text dump.
 pub fn parse(prometheus_text: &str) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();

@@ -75,7 +75,7 @@ pub struct StepResult {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stages: BTreeMap<String, StageTotal>,
     /// Server refusals during the step by the limit that tripped (from the
-    /// same scrapes): `cpu_wait`, `bytes_budget`, `unflushed_points`, ….
+    /// same scrapes): `cpu_queue`, `bytes_budget`, `unflushed_points`, ….
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub refused_by_limit: BTreeMap<String, u64>,
 }

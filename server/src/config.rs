@@ -112,12 +112,14 @@ pub struct LimitsConfig {
     pub retry_after_secs: u64,
     /// Threads that parse and encode; 0 = one per core. Default: 0.
     pub cpu_workers: usize,
-    /// Longest a write waits for a parse/encode thread before it is refused
-    /// with 503 (v1) / 429 (v2), in milliseconds; 0 = wait forever. After
-    /// such a refusal, writes arriving within the same span are refused before
-    /// their body is read, and so are writes arriving while one write per
-    /// parse thread already waits. This is what keeps an overloaded server answering
-    /// in milliseconds instead of queueing for seconds. Default: 100.
+    /// The wait for a parse/encode thread a write should not exceed, in
+    /// milliseconds; 0 = no bound. Writes are refused with 503 (v1) / 429
+    /// (v2) before their body is read when the writes already admitted
+    /// promise a wait past half of it, and while an admitted write has been
+    /// waiting past it (and this long after). An admitted write is served
+    /// however long it waits (`server.request_timeout_secs` bounds it): this
+    /// is what keeps refusals under overload at milliseconds, with no body
+    /// read for nothing. Default: 100.
     pub max_cpu_wait_ms: u64,
     /// Series per database; 0 = unlimited. Default: 0.
     pub max_series_per_database: u64,
@@ -473,7 +475,9 @@ max_flush_lag_secs = 120
 retry_after_secs = 1
 # Parse/encode threads; 0 = one per core.
 cpu_workers = 0
-# Longest wait for a parse/encode thread before 503/429, milliseconds (0 = forever).
+# Wait for a parse/encode thread not to exceed, milliseconds (0 = no bound): new writes
+# get 503/429 before their body is read when the writes admitted promise over half of
+# it, or while one waits past it; an admitted write is served.
 max_cpu_wait_ms = 100
 # Schema limits; 0 = unlimited. Exceeding one answers 422.
 max_series_per_database = 0
