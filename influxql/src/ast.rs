@@ -51,6 +51,9 @@ pub enum Statement {
     Unsupported {
         /// What it is, as InfluxQL names it (e.g. `CREATE CONTINUOUS QUERY`).
         what: String,
+        /// The database it names with its first `ON`, if any (what InfluxDB
+        /// authorizes some of these statements against).
+        on: Option<String>,
     },
 }
 

@@ -376,7 +376,7 @@ impl Display for Statement {
                 }
             }
             Statement::DropDatabase { name } => write!(f, "DROP DATABASE {}", quote_ident(name)),
-            Statement::Unsupported { what } => f.write_str(what),
+            Statement::Unsupported { what, .. } => f.write_str(what),
         }
     }
 }

@@ -9,6 +9,7 @@ use crate::token::{Keyword as K, Kind};
 fn unsupported(what: &str) -> Statement {
     Statement::Unsupported {
         what: what.to_owned(),
+        on: None,
     }
 }
 

@@ -212,15 +212,27 @@ impl Parser<'_> {
     }
 
     /// An unimplemented statement: the rest of it, up to `;` or the end, is
-    /// skipped unread; executing it answers an error naming `what`.
+    /// skipped, keeping only the database its first `ON` names; executing it
+    /// answers an error naming `what`.
     pub(crate) fn unsupported(&mut self, what: &str) -> Result<Statement, ParseError> {
+        let mut on = None;
+        let mut after_on = false;
         loop {
             let t = self.scan_ws();
-            if matches!(t.kind, Kind::Semicolon | Kind::Eof) {
-                self.unscan();
-                return Ok(Statement::Unsupported {
-                    what: what.to_owned(),
-                });
+            match t.kind {
+                Kind::Semicolon | Kind::Eof => {
+                    self.unscan();
+                    return Ok(Statement::Unsupported {
+                        what: what.to_owned(),
+                        on,
+                    });
+                }
+                Kind::Kw(K::ON) if on.is_none() => after_on = true,
+                Kind::Ident if after_on => {
+                    on = Some(t.lit);
+                    after_on = false;
+                }
+                _ => after_on = false,
             }
         }
     }

@@ -501,14 +501,33 @@ fn unsupported_statements_are_named() {
         ("SHOW TAG VALUES CARDINALITY WITH KEY = host", "SHOW TAG VALUES CARDINALITY"),
         ("SHOW FIELD KEY CARDINALITY", "SHOW FIELD KEY CARDINALITY"),
     ] {
-        assert_eq!(
-            parse_statement(q).unwrap_or_else(|e| panic!("{q}: {e}")),
-            Statement::Unsupported { what: what.into() },
-            "{q}"
-        );
+        match parse_statement(q).unwrap_or_else(|e| panic!("{q}: {e}")) {
+            Statement::Unsupported { what: w, .. } => assert_eq!(w, what, "{q}"),
+            other => panic!("{q}: {other:?}"),
+        }
     }
     let stmts = parse_query("DROP SERIES FROM a; SHOW DATABASES", &HashMap::new()).unwrap();
     assert_eq!(stmts[1], Statement::ShowDatabases);
+}
+
+#[test]
+fn unsupported_statements_keep_the_database_of_their_first_on() {
+    for (q, on) in [
+        ("DROP RETENTION POLICY rp ON db", Some("db")),
+        ("DROP CONTINUOUS QUERY cq ON \"my db\"", Some("my db")),
+        (
+            "CREATE CONTINUOUS QUERY cq ON d1 BEGIN SELECT mean(x) INTO y FROM d2..z GROUP BY time(1m) END",
+            Some("d1"),
+        ),
+        ("SHOW MEASUREMENT CARDINALITY ON db", Some("db")),
+        ("SHOW MEASUREMENT CARDINALITY", None),
+        ("DROP SERIES FROM a WHERE on = 'x'", None),
+    ] {
+        match parse_statement(q).unwrap_or_else(|e| panic!("{q}: {e}")) {
+            Statement::Unsupported { on: got, .. } => assert_eq!(got.as_deref(), on, "{q}"),
+            other => panic!("{q}: {other:?}"),
+        }
+    }
 }
 
 #[test]

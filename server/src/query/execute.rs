@@ -78,7 +78,7 @@ pub(super) fn execute<S: Store>(
         Statement::ShowSeries(c) => show_series(p, &readable(cx, c.on.as_deref())?, &c),
         Statement::ShowDiagnostics => Err(unsupported("SHOW DIAGNOSTICS")),
         Statement::ShowStats => Err(unsupported("SHOW STATS")),
-        Statement::Unsupported { what } => Err(unsupported(&what)),
+        Statement::Unsupported { what, .. } => Err(unsupported(&what)),
     }
 }
 

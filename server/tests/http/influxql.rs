@@ -401,6 +401,48 @@ fn influxql_reads_only_what_the_caller_may_read() {
             "{q}"
         );
     }
+    // Statements chingest does not implement need what InfluxDB 1.6.7 requires
+    // of them (probed with auth on); the statement is named, not quoted whole.
+    for (q, named, requirement) in [
+        ("DROP USER x", "DROP USER", "admin privilege"),
+        ("GRANT READ ON a TO reader", "GRANT", "admin privilege"),
+        (
+            "SET PASSWORD FOR reader = 'x'",
+            "SET PASSWORD",
+            "admin privilege",
+        ),
+        (
+            "DROP RETENTION POLICY r ON a",
+            "DROP RETENTION POLICY",
+            "WRITE on a",
+        ),
+        ("DELETE FROM m", "DELETE", "WRITE on "),
+        ("SHOW QUERIES", "SHOW QUERIES", "READ on "),
+        (
+            "SHOW MEASUREMENT CARDINALITY ON b",
+            "SHOW MEASUREMENT CARDINALITY",
+            "READ on b",
+        ),
+    ] {
+        let (status, body) = as_user("reader", "readerpw", q);
+        assert_eq!(status, 403, "{q}: {body}");
+        assert_eq!(
+            body,
+            json!({"error": format!(
+                "error authorizing query: reader not authorized to execute statement '{named}', requires {requirement}"
+            )}),
+            "{q}"
+        );
+    }
+    // Allowed by InfluxDB's rules: answered as not supported, per statement.
+    let (status, body) = as_user("reader", "readerpw", "SHOW MEASUREMENT CARDINALITY ON a");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["results"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not supported")),
+        "{body}"
+    );
 }
 
 /// A hostile `GROUP BY time(1ns)` over a wide range would build ~10^18 empty
