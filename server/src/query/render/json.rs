@@ -108,7 +108,7 @@ fn rfc3339_nano(buf: &mut Vec<u8>, ns: i64, offset: i32) {
     let nanos = local.rem_euclid(1_000_000_000) as u32;
     let days = secs.div_euclid(86_400) as i64;
     let sod = secs.rem_euclid(86_400) as u32;
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = storage::influxql::zone::civil_from_days(days);
     let _ = write!(
         buf,
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
@@ -128,19 +128,4 @@ fn rfc3339_nano(buf: &mut Vec<u8>, ns: i64, offset: i32) {
         let abs = offset.unsigned_abs();
         let _ = write!(buf, "{sign}{:02}:{:02}", abs / 3600, abs / 60 % 60);
     }
-}
-
-/// (year, month, day) of a day count since 1970-01-01 in the proleptic
-/// Gregorian calendar (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
