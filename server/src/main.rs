@@ -68,7 +68,9 @@ fn run() -> anyhow::Result<()> {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(chingest::run(config))?;
+            // On a worker, not this thread: the accept loop then needs no wakeup
+            // of a thread outside the runtime for each new connection.
+            rt.block_on(async { tokio::spawn(chingest::run(config)).await })??;
             // The engine and WAL are closed; don't wait for stray blocking tasks.
             rt.shutdown_timeout(std::time::Duration::from_secs(1));
             Ok(())

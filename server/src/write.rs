@@ -8,9 +8,9 @@
 use std::io::Read;
 use std::time::Instant;
 
-use axum::body::Body;
+use axum::body::{Body, HttpBody};
 use axum::extract::{Extension, RawQuery, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
 
@@ -58,11 +58,19 @@ async fn respond<S: Store>(
     match write(state, id, api, &params, headers, &mut body).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(e) => {
-            if let Some(unread) = body.take() {
-                discard_body(state, unread);
-            }
             record_failure(&e, api);
-            e.into_response_for(api)
+            let mut response = e.into_response_for(api);
+            if let Some(unread) = body.take().filter(|b| !b.is_end_stream()) {
+                // The client may still be sending: the rest is read and dropped
+                // in the background so it reads this answer instead of a broken
+                // pipe, and the connection closes after it, so the client's next
+                // request does not queue behind the drain of bytes it sent in vain.
+                discard_body(state, unread);
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            response
         }
     }
 }
@@ -170,10 +178,10 @@ pub(crate) fn is_gzip(headers: &HeaderMap) -> Result<bool, ApiError> {
     }
 }
 
-/// Reads and drops the body of a request refused before its body was read,
-/// in the background, so the client (still sending) gets to read the refusal
-/// instead of a connection reset. Bounded by the body size cap and the body
-/// read timeout; nothing is buffered.
+/// Reads and drops the rest of a refused request's body in the background, so
+/// the client (still sending) gets to read the refusal instead of a connection
+/// reset. Bounded by the body size cap and the body read timeout; nothing is
+/// buffered.
 fn discard_body<S: Store>(state: &AppState<S>, body: Body) {
     let max = state.config.server.max_body_bytes;
     let timeout = std::time::Duration::from_secs(state.config.server.body_read_timeout_secs);
@@ -241,14 +249,7 @@ async fn write<S: Store>(
     // The budget grows as bytes arrive: a declared length reserves nothing (a
     // slow client must not hold budget for bytes it has not sent).
     let mut permit = state.limits.bytes_permit(0)?;
-    let raw = read_body(
-        state,
-        body.take().expect("the body is read once"),
-        max,
-        declared,
-        &mut permit,
-    )
-    .await?;
+    let raw = read_body(state, body, max, declared, &mut permit).await?;
     let read_done = Instant::now();
     metrics::histogram!("chingest_http_body_read_seconds")
         .record((read_done - started).as_secs_f64());
@@ -326,17 +327,19 @@ async fn write<S: Store>(
 }
 
 /// Streams the body under the size cap, the in-flight byte budget (reserved
-/// frame by frame, for the bytes received) and the body read deadline.
+/// frame by frame, for the bytes received) and the body read deadline. A body
+/// refused by the budget part-way is left in `slot` (the caller discards the
+/// rest); any other outcome consumes it.
 async fn read_body<S: Store>(
     state: &AppState<S>,
-    body: Body,
+    slot: &mut Option<Body>,
     max: u64,
     declared: Option<u64>,
     permit: &mut BudgetPermit,
 ) -> Result<bytes::Bytes, ApiError> {
     let deadline = tokio::time::Instant::now()
         + std::time::Duration::from_secs(state.config.server.body_read_timeout_secs);
-    let mut body = body;
+    let mut body = slot.take().expect("the body is read once");
     // Memory follows the budget: nothing is allocated for bytes not yet sent
     // beyond a first 64 KiB (the buffer then grows as frames arrive).
     let first = declared.unwrap_or(0).min(max).min(64 << 10);
@@ -363,11 +366,8 @@ async fn read_body<S: Store>(
         }
         if len > permit.bytes() {
             if let Err(e) = permit.grow(&state.limits, len) {
-                // The rest is read and dropped in the background (as for a
-                // refusal before the body): a client still sending reads the
-                // 503/429 instead of a broken pipe.
-                drop(buf);
-                discard_body(state, body);
+                // Handled as a refusal before the body: the rest is discarded.
+                *slot = Some(body);
                 return Err(e);
             }
         }

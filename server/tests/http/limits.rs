@@ -1,7 +1,7 @@
 //! Back-pressure: a saturated server refuses at once with 503 (v1) / 429 (v2)
 //! and Retry-After; slow bodies time out with 408.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -141,8 +141,28 @@ fn a_client_refused_before_its_body_is_read_still_reads_the_refusal() {
         let (status, text) = read_response(&mut c);
         assert_eq!(status, 503, "{text}");
         assert!(text.contains("wait to reach the engine"), "{text}");
+        let lower = text.to_ascii_lowercase();
+        assert!(lower.contains("retry-after: 2"), "{text}");
+        // The connection is not reused (a next request would wait behind the
+        // drain of the refused body): closed cleanly once the body is read.
+        assert!(lower.contains("connection: close"), "{text}");
+        let mut rest = [0u8; 64];
+        assert_eq!(
+            c.read(&mut rest).expect("a clean close, not a reset"),
+            0,
+            "the server closes the connection after a refused body"
+        );
+    }
+    // A refusal with nothing left to read keeps the connection.
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    for _ in 0..2 {
+        c.write_all(b"POST /write?db=early HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+            .unwrap();
+        let (status, text) = read_response(&mut c);
+        assert_eq!(status, 503, "{text}");
         assert!(
-            text.to_ascii_lowercase().contains("retry-after: 2"),
+            !text.to_ascii_lowercase().contains("connection: close"),
             "{text}"
         );
     }
