@@ -22,6 +22,18 @@ pub enum Value {
     Boolean(bool),
 }
 
+impl Value {
+    /// A number as a float (`None` for anything but a float or an integer).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Float(f) => Some(*f),
+            Value::Integer(i) => Some(*i as f64),
+            Value::Unsigned(u) => Some(*u as f64),
+            _ => None,
+        }
+    }
+}
+
 /// One series of an answer: a measurement (or `SHOW` result name) and a tag
 /// set (`GROUP BY`), its columns and rows in answer order. Data answers have
 /// `time` as their first column; `SHOW` answers usually have none.

@@ -62,9 +62,7 @@ pub fn elapsed_unit(explicit: Option<i64>) -> i64 {
 
 /// The numeric points of `points`, in order, nulls and non-numbers skipped.
 fn numeric(points: &[Point]) -> impl Iterator<Item = &Point> {
-    points
-        .iter()
-        .filter(|(_, v)| matches!(v, Value::Float(_) | Value::Integer(_) | Value::Unsigned(_)))
+    points.iter().filter(|(_, v)| v.as_f64().is_some())
 }
 
 /// Drops a point that has the time of the point before it (InfluxDB's
@@ -86,16 +84,7 @@ fn float_diff(prev: &Value, curr: &Value) -> Option<f64> {
         (Value::Integer(a), Value::Integer(b)) => Some(b.wrapping_sub(*a) as f64),
         (Value::Unsigned(a), Value::Unsigned(b)) if b > a => Some((b - a) as f64),
         (Value::Unsigned(a), Value::Unsigned(b)) => Some(-((a - b) as f64)),
-        (a, b) => Some(as_f64(b)? - as_f64(a)?),
-    }
-}
-
-fn as_f64(v: &Value) -> Option<f64> {
-    match v {
-        Value::Float(f) => Some(*f),
-        Value::Integer(i) => Some(*i as f64),
-        Value::Unsigned(u) => Some(*u as f64),
-        _ => None,
+        (a, b) => Some(b.as_f64()? - a.as_f64()?),
     }
 }
 
@@ -139,7 +128,7 @@ pub fn difference(points: &[Point], non_negative: bool) -> Vec<Point> {
                     (!non_negative || b >= a).then_some(Value::Unsigned(b.wrapping_sub(*a)))?
                 }
                 (a, b) => {
-                    let d = as_f64(b)? - as_f64(a)?;
+                    let d = b.as_f64()? - a.as_f64()?;
                     (!non_negative || d >= 0.0).then_some(Value::Float(d))?
                 }
             };
@@ -193,7 +182,7 @@ impl RunningSum {
             (RunningSum::Unsigned(s), Value::Unsigned(u)) => {
                 RunningSum::Unsigned(s.wrapping_add(*u))
             }
-            (s, v) => RunningSum::Float(s.as_f64() + as_f64(v).unwrap_or(0.0)),
+            (s, v) => RunningSum::Float(s.as_f64() + v.as_f64().unwrap_or(0.0)),
         }
     }
 
@@ -203,7 +192,7 @@ impl RunningSum {
             (RunningSum::Unsigned(s), Value::Unsigned(u)) => {
                 RunningSum::Unsigned(s.wrapping_sub(*u))
             }
-            (s, v) => RunningSum::Float(s.as_f64() - as_f64(v).unwrap_or(0.0)),
+            (s, v) => RunningSum::Float(s.as_f64() - v.as_f64().unwrap_or(0.0)),
         }
     }
 
@@ -226,7 +215,7 @@ pub fn cumulative_sum(points: &[Point]) -> Vec<Point> {
             (None, v) => v.clone(),
             (Some(Value::Integer(a)), Value::Integer(b)) => Value::Integer(a.wrapping_add(*b)),
             (Some(Value::Unsigned(a)), Value::Unsigned(b)) => Value::Unsigned(a.wrapping_add(*b)),
-            (Some(a), b) => Value::Float(as_f64(&a).unwrap_or(0.0) + as_f64(b).unwrap_or(0.0)),
+            (Some(a), b) => Value::Float(a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0)),
         };
         out.push((*t, next.clone()));
         sum = Some(next);
