@@ -689,19 +689,6 @@ impl Sandbox {
         *self.control.lock() = None;
         *self.stats.lock() = None;
     }
-
-    /// Connections this sandbox holds open while idle, for the engine's
-    /// exit hook (which may only stop the engine once all are closed).
-    pub(crate) fn close_idle(&self) -> bool {
-        self.idle.lock().clear();
-        if let Some(mut c) = self.control.try_lock() {
-            *c = None;
-        }
-        if let Some(mut s) = self.stats.try_lock() {
-            *s = None;
-        }
-        *self.in_flight.lock() == 0
-    }
 }
 
 /// A reader connection whose statement succeeded goes back to the pool.
