@@ -4,11 +4,17 @@
 # the default config. Run from the repository root with nothing else on the machine:
 #   OLD_BIN=/path/to/old/chingest scripts/ab_ramp.sh     (results in $OUT/<old|new>-<round>/ramp.json)
 # Build the old one in a git worktree with its own target dir. Not part of CI.
+# SOAK_RATE=<req/s> adds bench.sh's soak after each ramp (10 s pause, then SOAK_SECS, default 180,
+# at that one rate: $OUT/<name>-<round>/soak.json), so two builds soak the same rate after the same
+# ramp; ROUNDS (default 2) sets how many old/new pairs run.
 set -euo pipefail
 LOAD=${LOAD:-target/release/chingest-load}
 OUT=${OUT:-/tmp/ab}
 RATES=${RATES:-8,12,16,20,24}
 STEP=${STEP:-15}
+ROUNDS=${ROUNDS:-2}
+SOAK_RATE=${SOAK_RATE:-}
+SOAK_SECS=${SOAK_SECS:-180}
 PORT=18099
 rm -rf "$OUT"; mkdir -p "$OUT"
 $LOAD gen --out "$OUT/payloads" --format lp --files 16 --points 50000 --hosts 1000 --fields 6 >/dev/null
@@ -24,10 +30,15 @@ run() { # name bin round
   echo "$(date +%T) $1 round $3: load $(cut -d' ' -f1-3 /proc/loadavg)"
   $LOAD ramp "${common[@]}" --rates "$RATES" --step-secs "$STEP" --max-in-flight 64 \
     --metrics-url "http://127.0.0.1:$PORT/metrics" --results "$d" --name ramp > /dev/null
+  if [ -n "$SOAK_RATE" ]; then
+    sleep 10 # as bench.sh: let the ramp's backlog drain first
+    $LOAD ramp "${common[@]}" --rates "$SOAK_RATE" --step-secs "$SOAK_SECS" --max-in-flight 64 \
+      --metrics-url "http://127.0.0.1:$PORT/metrics" --results "$d" --name soak > /dev/null
+  fi
   kill -TERM $pid; wait $pid 2>/dev/null || true
   sleep 5
 }
-for round in 1 2; do
+for round in $(seq 1 "$ROUNDS"); do
   run old "${OLD_BIN:?set OLD_BIN to the old chingest binary}" $round
   run new "${NEW_BIN:-target/release/chingest}" $round
 done

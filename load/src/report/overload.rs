@@ -26,7 +26,7 @@ const NOTES: &str = "What the numbers include and exclude:\n\n\
     - Acknowledged latency is over 2xx answers; refusal latency over 429 and 503 answers (whatever limit refused), both from the actual send to the end of the answer, so a refusal's time includes sending its body as far as the server read it. Requests the load generator dropped at its own in-flight cap were never sent and have no latency.\n\
     - RSS is the server's `VmRSS` (`/proc/<pid>/status`), sampled at a fixed interval over each phase's window: it includes the engine (chDB runs in the server's process), RocksDB and the allocator's retained pages.\n\
     - The budget sums the memory-bounding settings on top of the idle server's measured baseline. It does not contain the engine's working memory for inserts and merges (chingest does not cap the engine's memory; chDB's own server limit applies) nor the parsed form of in-flight requests (bounded by `limits.max_inflight_points`, not by bytes): the verdict compares the peak with the budget, it does not prove the budget is a hard ceiling.\n\
-    - The load generator shares the machine's cores with the server, and other processes may too: the load average before and after the run says how busy the machine was.\n";
+    - The load generator shares the machine's cores with the server unless the run pinned them (the host block counts the load generator's cores), and other processes may share them too: the load average before and after the run says how busy the machine was. docs/reliability.md (Overload) has runs with smaller requests and with a core for each program.\n";
 
 /// Writes `DIR/NAME.json` and `DIR/NAME.md`. Returns the paths.
 pub fn write_overload(dir: &Path, name: &str, r: &OverloadResult) -> Result<Vec<PathBuf>> {
