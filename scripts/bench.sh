@@ -19,6 +19,10 @@
 # OVERLOAD_BASE_RATE req/s (default: the highest soak rate that held in $RESULTS, else the ramp's
 # sustainable step) for OVERLOAD_WARM_SECS (30), OVERLOAD_FACTOR (2) × it for OVERLOAD_SECS (60),
 # then the base rate again for OVERLOAD_RECOVER_SECS (60); the server's RSS every OVERLOAD_RSS_MS (250).
+# Its requests carry OVERLOAD_POINTS points (default POINTS: the ramp's own 7.8 MB requests, the
+# hardest case on shared cores; OVERLOAD_POINTS=5000 is Telegraf-sized, docs/reliability.md has
+# both). The base rate keeps its points/s: OVERLOAD_BASE_RATE and the sustainable rate are in
+# requests of POINTS points, scaled by POINTS / OVERLOAD_POINTS.
 #
 # Everything is a variable with a default, so the script is easy to adapt:
 #   PORT (18086)  DB (bench)  WRITE_URL (v1 /write on PORT)  TOKEN (none)
@@ -65,6 +69,7 @@ ONLY=${ONLY:-}
 SKIP_OVERLOAD=${SKIP_OVERLOAD:-0}
 OVERLOAD_BASE_RATE=${OVERLOAD_BASE_RATE:-}
 OVERLOAD_FACTOR=${OVERLOAD_FACTOR:-2}
+OVERLOAD_POINTS=${OVERLOAD_POINTS:-$POINTS}
 OVERLOAD_WARM_SECS=${OVERLOAD_WARM_SECS:-30}
 OVERLOAD_SECS=${OVERLOAD_SECS:-60}
 OVERLOAD_RECOVER_SECS=${OVERLOAD_RECOVER_SECS:-60}
@@ -329,11 +334,20 @@ overload_phase() {
     say "overload skipped: no sustainable rate in $RESULTS (set OVERLOAD_BASE_RATE=<req/s>)"
     return 0
   fi
+  local payloads=$TMP/payloads
+  if [ "$OVERLOAD_POINTS" != "$POINTS" ]; then
+    payloads=$TMP/overload-payloads
+    "$LOAD" gen --out "$payloads" --format "$FORMAT" "${gz[@]}" --files "$FILES" \
+      --points "$OVERLOAD_POINTS" --hosts "$HOSTS" --fields "$FIELDS" >/dev/null
+    source="$source, ×$POINTS/$OVERLOAD_POINTS for $OVERLOAD_POINTS-point requests"
+    base=$(python3 -c 'import sys; print(round(float(sys.argv[1]) * int(sys.argv[2]) / int(sys.argv[3]), 3))' \
+      "$base" "$POINTS" "$OVERLOAD_POINTS")
+  fi
   start_server overload
   local parts=()
   mapfile -t parts < <(budget_parts "$TMP/overload.toml")
   say "overload: $base req/s ($source), ×$OVERLOAD_FACTOR, 1× again; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-  "$LOAD" overload --url "$WRITE_URL" "${tok[@]}" --payloads "$TMP/payloads" \
+  "$LOAD" overload --url "$WRITE_URL" "${tok[@]}" --payloads "$payloads" \
     --server-pid "$SERVER_PID" --metrics-url "http://127.0.0.1:$PORT/metrics" \
     --base-rate "$base" --base-source "$source" --factor "$OVERLOAD_FACTOR" \
     --warm-secs "$OVERLOAD_WARM_SECS" --overload-secs "$OVERLOAD_SECS" \

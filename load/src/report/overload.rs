@@ -107,7 +107,8 @@ fn method(r: &OverloadResult) -> String {
         .map(si)
         .unwrap_or_else(|| "?".into());
     format!(
-        "Open model against a fresh server: the sustainable rate (1× = {} req/s, {base_points} points/s; from {}), then {}: {}, back to back. Requests start on schedule whatever the server does; one due while {} are in flight is dropped, never sent late. `Retry-After` is recorded, not obeyed.\n\n",
+        "Open model against a fresh server, requests of {}: the sustainable rate (1× = {} req/s, {base_points} points/s; from {}), then {}: {}, back to back. Requests start on schedule whatever the server does; one due while {} are in flight is dropped, never sent late. `Retry-After` is recorded, not obeyed.\n\n",
+        r.payloads,
         num("base_rps"),
         c.get("base_source").and_then(|v| v.as_str()).unwrap_or("?"),
         phases.get(1).cloned().unwrap_or_default(),
