@@ -234,3 +234,51 @@ fn a_large_batch_lands_as_one_part() {
         format!("1\t{rows}\n")
     );
 }
+
+/// Set in the child process of the exit test: where its exit handler writes.
+static EXIT_MARKER: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+extern "C" fn mark_exit() {
+    if let Some(path) = EXIT_MARKER.get() {
+        let _ = std::fs::write(path, b"ran");
+    }
+}
+
+/// Once an engine has opened, `exit` ends the process with its status and
+/// runs none of the exit handlers registered before (libchdb's teardown among
+/// them: closing connections or destructors at exit raced the engine's
+/// background threads). The test runs itself in a child process, which
+/// registers a handler, opens the engine, runs a statement and exits with 7.
+#[test]
+fn exit_keeps_its_status_and_skips_the_exit_handlers_before_the_engine() {
+    const CHILD: &str = "CHINGEST_EXIT_TEST_MARKER";
+    if let Some(marker) = std::env::var_os(CHILD) {
+        EXIT_MARKER.set(marker.into()).unwrap();
+        // SAFETY: registers a plain `extern "C" fn` with no captured state.
+        assert_eq!(unsafe { libc::atexit(mark_exit) }, 0);
+        assert_eq!(engine().query_text("SELECT 1").unwrap().trim(), "1");
+        std::process::exit(7);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("exit-handler-ran");
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "engine::exit_keeps_its_status_and_skips_the_exit_handlers_before_the_engine",
+            "--test-threads=1",
+        ])
+        .env(CHILD, &marker)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !marker.exists(),
+        "an exit handler registered before the engine ran at exit"
+    );
+}
