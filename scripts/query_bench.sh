@@ -43,6 +43,10 @@
 #   SERVER_CMD: how to start chingest; gets the config path appended
 #               (default: "<target>/release/chingest serve --config")
 #   LOAD: the chingest-load binary (default: <target>/release/chingest-load)
+#   PREV_SERVER_CMD: another chingest build (e.g. the previous release, built in a git worktree:
+#               "/path/to/old/chingest serve --config") timed in the small phase beside the two
+#               others as "chingest-prev", on PREV_PORT (18098), filled the same way: a same-run
+#               before/after of a read-path change
 #   KEEP_TMP=1 keeps the temp dirs and logs; SKIP_BUILD=1 uses the binaries as they are.
 #
 # All traffic goes to 127.0.0.1. Results: $RESULTS/query_bench.{json,md}, one entry per phase
@@ -54,6 +58,7 @@ cd "$ROOT"
 
 DB=${DB:-bench}
 PORT=${PORT:-18096}
+PREV_PORT=${PREV_PORT:-18098}
 INFLUX_PORT=${INFLUX_PORT:-18196}
 INFLUX_RPC_PORT=${INFLUX_RPC_PORT:-18197}
 POINTS=${POINTS:-10000000}
@@ -138,10 +143,11 @@ create_db() { # base url
 }
 
 CH_PID=
-start_chingest() { # name
+start_chingest() { # name [port [command]]
+  local port=${2:-$PORT} cmd=${3:-$SERVER_CMD}
   cat > "$TMP/$1.toml" <<TOML
 [server]
-listen = "127.0.0.1:$PORT"
+listen = "127.0.0.1:$port"
 request_timeout_secs = $REQUEST_TIMEOUT_SECS
 
 [storage]
@@ -151,13 +157,13 @@ data_dir = "$TMP/$1-data"
 $SQL_CONFIG
 ${SERVER_CONFIG_EXTRA:-}
 TOML
-  say "starting: $SERVER_CMD $TMP/$1.toml (log: $TMP/$1.log)"
+  say "starting: $cmd $TMP/$1.toml (log: $TMP/$1.log)"
   # shellcheck disable=SC2086 # SERVER_CMD is a command line on purpose.
-  $SERVER_CMD "$TMP/$1.toml" >"$TMP/$1.log" 2>&1 &
+  $cmd "$TMP/$1.toml" >"$TMP/$1.log" 2>&1 &
   CH_PID=$!
   PIDS+=("$CH_PID")
-  wait_ping "http://127.0.0.1:$PORT" "$CH_PID" "$TMP/$1.log"
-  create_db "http://127.0.0.1:$PORT"
+  wait_ping "http://127.0.0.1:$port" "$CH_PID" "$TMP/$1.log"
+  create_db "http://127.0.0.1:$port"
 }
 
 # InfluxDB 1.x on a temp dir, loopback only: no usage reporting, no _internal
@@ -194,10 +200,11 @@ TOML
   create_db "http://127.0.0.1:$INFLUX_PORT"
 }
 
-# Seconds until chingest's /health says every acknowledged point reached the engine.
+# Seconds until chingest's /health (on port $1, default PORT) says every acknowledged point
+# reached the engine.
 wait_flushed() {
   local t0=$SECONDS
-  until curl -s "http://127.0.0.1:$PORT/health" | python3 -c 'import json,sys
+  until curl -s "http://127.0.0.1:${1:-$PORT}/health" | python3 -c 'import json,sys
 w=json.load(sys.stdin)["wal"]
 sys.exit(0 if w["unflushed_points"] == 0 and w["flushed_seq"] is not None and w["flushed_seq"] >= w["last_seq"] else 1)'; do
     [ $((SECONDS - t0)) -lt 600 ] || die "chingest did not flush within 600 s"
@@ -231,20 +238,33 @@ sql_note() {
 small_phase() {
   local name
   name=$(label "$POINTS")
+  local prev=() prev_ingest=() prev_pid=
   start_influxd
+  if [ -n "${PREV_SERVER_CMD:-}" ]; then
+    start_chingest prev "$PREV_PORT" "$PREV_SERVER_CMD"
+    prev_pid=$CH_PID
+  fi
   start_chingest small
   fill influxdb "$INFLUX_PORT" "$POINTS" "$SPAN_SECS" "$TMP/fill-influxdb.json"
+  if [ -n "$prev_pid" ]; then
+    fill chingest-prev "$PREV_PORT" "$POINTS" "$SPAN_SECS" "$TMP/fill-prev.json"
+    say "chingest-prev flushed $(wait_flushed "$PREV_PORT") s after its last write"
+    prev=(--server "chingest-prev=http://127.0.0.1:$PREV_PORT")
+    prev_ingest=(--ingest "$TMP/fill-prev.json"
+      --note "chingest-prev: $PREV_SERVER_CMD, the same settings and data, written after InfluxDB and before chingest.")
+  fi
   fill chingest "$PORT" "$POINTS" "$SPAN_SECS" "$TMP/fill-chingest.json"
   local lag
   lag=$(wait_flushed)
   say "chingest flushed ${lag} s after its last write; settling $SETTLE_SECS s"
   sleep "$SETTLE_SECS"
   query "$name" "$PANEL_RUNS" "$ALL_HOSTS_RUNS" --server "influxdb=http://127.0.0.1:$INFLUX_PORT" --server "chingest=http://127.0.0.1:$PORT" \
-    --ingest "$TMP/fill-influxdb.json" --ingest "$TMP/fill-chingest.json" \
+    "${prev[@]}" --ingest "$TMP/fill-influxdb.json" --ingest "$TMP/fill-chingest.json" "${prev_ingest[@]}" \
     --note "InfluxDB $("$INFLUXD" version 2>/dev/null | sed 's/^InfluxDB //'), default settings (temp dir, loopback; reporting, monitor store, query log and continuous queries off); written first, then chingest; both servers ran throughout." \
     --note "Queryable: chingest's /health showed every acknowledged point in the engine ${lag} s after its last write; InfluxDB answers a point right after its 204. Then both settled ${SETTLE_SECS} s more (a fixed time: InfluxDB compacts its TSM files and chingest's engine merges parts in the background; both may still be doing so during the queries)." \
     --note "$(sql_note)"
   stop "$CH_PID"
+  [ -z "$prev_pid" ] || stop "$prev_pid"
   stop "$INFLUX_PID"
 }
 

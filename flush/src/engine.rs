@@ -36,6 +36,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::access::{EngineAccess, ADMIN_ROLE, CONFIG_FILE, USERS_FILE};
 use crate::config::EngineConfig;
 use crate::error::{EngineError, Result};
+use crate::identity::IdentityIndex;
 use crate::sandbox::{Sandbox, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};
 
 /// The engine of this process: a data path and a pool of connections to it.
@@ -53,6 +54,7 @@ struct Inner {
     pool: Mutex<Pool>,
     returned: Condvar,
     sandbox: Arc<Sandbox>,
+    identity: Arc<IdentityIndex>,
 }
 
 /// The flusher's pool: idle connections, and how many exist in all.
@@ -137,13 +139,15 @@ impl Engine {
             conns.push(conn);
         }
         tracing::info!(path = %data_dir.display(), connections = size, "chDB engine open");
-        let sandbox = Sandbox::start(path_arg.clone(), sql, access.clone());
+        let identity = Arc::new(IdentityIndex::default());
+        let sandbox = Sandbox::start(path_arg.clone(), sql, access.clone(), identity.clone());
         let inner = Arc::new(Inner {
             data_dir,
             path_arg,
             pool: Mutex::new(Pool { idle: conns, size }),
             returned: Condvar::new(),
             sandbox,
+            identity,
         });
         static REGISTER: Once = Once::new();
         // SAFETY: registering a plain `extern "C" fn` with no captured state.
@@ -165,6 +169,12 @@ impl Engine {
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> std::result::Result<SqlSummary, SqlError> {
         self.inner.sandbox.run(sql, format, access, cancel, sink)
+    }
+
+    /// Which points of each table may have several rows
+    /// ([`crate::identity`]): the flusher records, reads ask.
+    pub fn identity(&self) -> &IdentityIndex {
+        &self.inner.identity
     }
 
     /// The SQL sandbox's limits.

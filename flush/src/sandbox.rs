@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::{EngineAccess, ReadScope};
 use crate::error::{cut, FlushConfigError};
+use crate::identity::IdentityIndex;
 use crate::sql_format::Stitcher;
 use crate::sql_gate;
 
@@ -248,6 +249,18 @@ pub(crate) struct Sandbox {
     stats: Mutex<Option<Connection>>,
     watches: Mutex<HashMap<u64, Watch>>,
     closed: AtomicBool,
+    /// Told while an admin statement that may change data runs: it may
+    /// insert rows the flusher never saw.
+    identity: Arc<IdentityIndex>,
+}
+
+/// An admin statement that may change data, running (see [`IdentityIndex::admin_write_started`]).
+struct AdminWrite<'a>(&'a IdentityIndex);
+
+impl Drop for AdminWrite<'_> {
+    fn drop(&mut self) {
+        self.0.admin_write_done();
+    }
 }
 
 /// A slot of the concurrency bound, released on drop.
@@ -266,11 +279,17 @@ struct Lease {
 }
 
 impl Sandbox {
-    pub(crate) fn start(path_arg: String, config: SqlConfig, access: EngineAccess) -> Arc<Sandbox> {
+    pub(crate) fn start(
+        path_arg: String,
+        config: SqlConfig,
+        access: EngineAccess,
+        identity: Arc<IdentityIndex>,
+    ) -> Arc<Sandbox> {
         let sandbox = Arc::new(Sandbox {
             path_arg,
             config,
             access,
+            identity,
             idle: Mutex::new(Vec::new()),
             in_flight: Mutex::new(0),
             next_id: AtomicU64::new(0),
@@ -468,6 +487,13 @@ impl Sandbox {
                     ))
                 })?;
         }
+
+        let _admin_write = (matches!(access, SqlAccess::Admin)
+            && !matches!(analysis.class, QueryClass::ReadOnly))
+        .then(|| {
+            self.identity.admin_write_started();
+            AdminWrite(&self.identity)
+        });
 
         // 4. Run: SELECTs stream; the engine streams nothing else (SHOW,
         // DESCRIBE, EXPLAIN, DDL), whose small answers come whole.

@@ -161,6 +161,10 @@ pub(crate) fn insert_parts(
     let _permit = slots.map(Semaphore::acquire);
     let conn = engine.connection();
     tables.lock().ensure(&conn, db, measurement, &columns)?;
+    // Before the INSERT: a read must never see a rewrite the index lacks.
+    engine
+        .identity()
+        .before_insert(&conn, db, measurement, &batch)?;
     let rows = batch.num_rows();
     let insert = Instant::now();
     let settings = table::single_part_settings(rows, insert_threads);

@@ -40,6 +40,13 @@ pub enum Statement {
         name: String,
         /// `WITH DURATION`: retention in seconds (`Some(0)` = `INF`).
         duration_secs: Option<u64>,
+        /// `WITH REPLICATION n` (chingest accepts 1 only).
+        replication: Option<u32>,
+        /// `WITH SHARD DURATION d`, nanoseconds (chingest has no shard
+        /// groups: kept to print the statement back as InfluxDB does).
+        shard_duration_ns: Option<i64>,
+        /// `WITH NAME rp` (chingest accepts `autogen` only).
+        policy: Option<String>,
     },
     /// `DROP DATABASE name`
     DropDatabase {

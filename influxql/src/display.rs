@@ -367,13 +367,40 @@ impl Display for Statement {
             Statement::CreateDatabase {
                 name,
                 duration_secs,
+                replication,
+                shard_duration_ns,
+                policy,
             } => {
+                // As InfluxDB 1.x prints it (its GET warning quotes it):
+                // durations as Go prints them (`INF` is `0s`), a shard
+                // duration of 0 left out.
                 write!(f, "CREATE DATABASE {}", quote_ident(name))?;
-                match duration_secs {
-                    Some(0) => f.write_str(" WITH DURATION INF"),
-                    Some(s) => write!(f, " WITH DURATION {}s", s),
-                    None => Ok(()),
+                let shard = shard_duration_ns.filter(|ns| *ns > 0);
+                if duration_secs.is_some()
+                    || replication.is_some()
+                    || shard.is_some()
+                    || policy.is_some()
+                {
+                    f.write_str(" WITH")?;
                 }
+                if let Some(s) = duration_secs {
+                    let ns = i64::try_from(s.saturating_mul(1_000_000_000)).unwrap_or(i64::MAX);
+                    write!(f, " DURATION {}", crate::duration::format_duration(ns))?;
+                }
+                if let Some(n) = replication {
+                    write!(f, " REPLICATION {n}")?;
+                }
+                if let Some(ns) = shard {
+                    write!(
+                        f,
+                        " SHARD DURATION {}",
+                        crate::duration::format_duration(ns)
+                    )?;
+                }
+                if let Some(rp) = policy {
+                    write!(f, " NAME {}", quote_ident(rp))?;
+                }
+                Ok(())
             }
             Statement::DropDatabase { name } => write!(f, "DROP DATABASE {}", quote_ident(name)),
             Statement::Unsupported { what, .. } => f.write_str(what),

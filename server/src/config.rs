@@ -114,12 +114,13 @@ pub struct LimitsConfig {
     pub cpu_workers: usize,
     /// The wait for a parse/encode thread a write should not exceed, in
     /// milliseconds; 0 = no bound. Writes are refused with 503 (v1) / 429
-    /// (v2) before their body is read when the writes already admitted
-    /// promise a wait past half of it, and while an admitted write has been
-    /// waiting past it (and this long after). An admitted write is served
-    /// however long it waits (`server.request_timeout_secs` bounds it): this
-    /// is what keeps refusals under overload at milliseconds, with no body
-    /// read for nothing. Default: 100.
+    /// (v2) before their body is read while the oldest write waiting for a
+    /// thread has waited past it (the queue is late), or when the writes
+    /// already admitted book the threads for over four times it (a burst).
+    /// An admitted write is served however long it waits
+    /// (`server.request_timeout_secs` bounds it): this is what keeps
+    /// refusals under overload at milliseconds, with no body read for
+    /// nothing. Default: 100.
     pub max_cpu_wait_ms: u64,
     /// Series per database; 0 = unlimited. Default: 0.
     pub max_series_per_database: u64,
@@ -476,8 +477,8 @@ retry_after_secs = 1
 # Parse/encode threads; 0 = one per core.
 cpu_workers = 0
 # Wait for a parse/encode thread not to exceed, milliseconds (0 = no bound): new writes
-# get 503/429 before their body is read when the writes admitted promise over half of
-# it, or while one waits past it; an admitted write is served.
+# get 503/429 before their body is read while the oldest waiting write has waited past
+# it, or when the writes admitted book the threads for over 4x it; an admitted write is served.
 max_cpu_wait_ms = 100
 # Schema limits; 0 = unlimited. Exceeding one answers 422.
 max_series_per_database = 0

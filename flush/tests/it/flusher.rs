@@ -631,3 +631,99 @@ fn issue_15_a_measurement_named_series_flushes_like_any_other() {
     );
     stack.close();
 }
+
+/// `m` rows of `(time, series)` with one float field.
+fn points(db: &str, rows: &[(i64, u64)]) -> FlushWrite {
+    FlushWrite {
+        db: db.to_string(),
+        tables: vec![(
+            "m".into(),
+            batch(
+                rows.iter().map(|r| r.0).collect(),
+                rows.iter().map(|r| r.1).collect(),
+                vec![Col::F("f", rows.iter().map(|r| Some(r.0 as f64)).collect())],
+            ),
+        )],
+    }
+}
+
+fn rewrites(index: &flush::IdentityIndex, db: &str) -> flush::Snapshot {
+    index
+        .snapshot(&|| engine().connection(), db, "m")
+        .expect("snapshot")
+}
+
+#[test]
+fn the_identity_index_knows_every_point_written_twice() {
+    use flush::Rewrites;
+    let dir = tempfile::tempdir().unwrap();
+    let db = database_name("identity");
+    let stack = Stack::open(dir.path(), true, fast());
+    let index = engine().identity();
+    // Nothing flushed yet: no table, nothing shares a point.
+    assert_eq!(rewrites(index, &db).rewrites, Rewrites::None);
+    // In time order per series: every row is its own point.
+    let seq = stack.write(points(&db, &[(10, 1), (20, 1), (30, 1), (10, 2)]));
+    stack.wait_flushed(seq);
+    let before = rewrites(index, &db);
+    assert_eq!(before.rewrites, Rewrites::None);
+    assert!(before.still_valid(index));
+    // A rewrite of series 1 at 20 and a late point at 5; series 2 moves on.
+    let seq = stack.write(points(&db, &[(20, 1), (5, 1), (40, 2)]));
+    stack.wait_flushed(seq);
+    assert!(
+        !before.still_valid(index),
+        "a read that started before the rewrite must not trust what it read"
+    );
+    let after = rewrites(index, &db);
+    assert_eq!(after.rewrites, Rewrites::Ranges(vec![(1, 5, 20)]));
+    // A duplicate inside one request, of a new series.
+    let seq = stack.write(points(&db, &[(7, 3), (7, 3)]));
+    stack.wait_flushed(seq);
+    assert!(!after.still_valid(index));
+    assert_eq!(
+        rewrites(index, &db).rewrites,
+        Rewrites::Ranges(vec![(1, 5, 20), (3, 7, 7)])
+    );
+    // A process that starts now loads the index from the table: the points
+    // that have two rows, exactly (the late point at 5 has one).
+    let fresh = flush::IdentityIndex::default();
+    assert_eq!(
+        rewrites(&fresh, &db).rewrites,
+        Rewrites::Ranges(vec![(1, 20, 20), (3, 7, 7)])
+    );
+    // Admin SQL can insert anything: reads group everything while it runs,
+    // and the index reloads from the table after it.
+    let table = format!("{}.m", quote_ident(&db));
+    let during = rewrites(index, &db);
+    engine()
+        .sql(
+            &format!("INSERT INTO {table} (time, series_id, __seq, __row, f) VALUES (fromUnixTimestamp64Nano(toInt64(10)), 2, 999, 0, 1)"),
+            flush::OutputFormat::TabSeparated,
+            &flush::SqlAccess::Admin,
+            &flush::SqlCancel::new(),
+            &mut |_| true,
+        )
+        .expect("admin insert");
+    assert!(!during.still_valid(index));
+    assert_eq!(
+        rewrites(index, &db).rewrites,
+        Rewrites::Ranges(vec![(1, 5, 20), (2, 10, 10), (3, 7, 7)])
+    );
+    stack.close();
+}
+
+#[test]
+fn the_identity_index_gives_up_listing_past_its_limit() {
+    use flush::Rewrites;
+    let dir = tempfile::tempdir().unwrap();
+    let db = database_name("identity_many");
+    let stack = Stack::open(dir.path(), true, fast());
+    let n = flush::identity::MAX_LISTED_SERIES as u64 + 1;
+    let once: Vec<(i64, u64)> = (0..n).map(|s| (100, s)).collect();
+    stack.write(points(&db, &once));
+    let seq = stack.write(points(&db, &once));
+    stack.wait_flushed(seq);
+    assert_eq!(rewrites(engine().identity(), &db).rewrites, Rewrites::All);
+    stack.close();
+}

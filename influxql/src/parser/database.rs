@@ -18,11 +18,15 @@ impl Parser<'_> {
     /// `CREATE DATABASE name [WITH [DURATION d] [REPLICATION n] [SHARD DURATION d] [NAME rp]]`
     pub(super) fn create_database(&mut self) -> Result<Statement, ParseError> {
         let name = self.ident()?;
-        let mut duration_secs = None;
+        let (mut duration_secs, mut replication, mut shard_duration_ns, mut policy) =
+            (None, None, None, None);
         if !self.accept_kw(K::WITH) {
             return Ok(Statement::CreateDatabase {
                 name,
                 duration_secs,
+                replication,
+                shard_duration_ns,
+                policy,
             });
         }
         let t = self.peek_ws();
@@ -39,15 +43,18 @@ impl Parser<'_> {
             let (ns, lit) = self.duration_value()?;
             duration_secs = Some(retention_secs(ns, &lit)?);
         }
-        if self.accept_kw(K::REPLICATION) && self.int_in(1, i64::from(i32::MAX))? != 1 {
-            return Err(ParseError::Statement(
-                "replication factor must be 1 (chingest is one node)".into(),
-            ));
+        if self.accept_kw(K::REPLICATION) {
+            if self.int_in(1, i64::from(i32::MAX))? != 1 {
+                return Err(ParseError::Statement(
+                    "replication factor must be 1 (chingest is one node)".into(),
+                ));
+            }
+            replication = Some(1);
         }
         if self.accept_kw(K::SHARD) {
             // Parsed for compatibility; chingest has no shard groups.
             self.expect_kw(K::DURATION)?;
-            self.duration_value()?;
+            shard_duration_ns = Some(self.duration_value()?.0);
         }
         if self.accept_kw(K::NAME) {
             let rp = self.ident()?;
@@ -56,10 +63,14 @@ impl Parser<'_> {
                     "retention policy {rp:?}: only the default policy \"autogen\" is supported"
                 )));
             }
+            policy = Some(rp);
         }
         Ok(Statement::CreateDatabase {
             name,
             duration_secs,
+            replication,
+            shard_duration_ns,
+            policy,
         })
     }
 

@@ -424,11 +424,30 @@ fn show_statements() {
 }
 
 #[test]
+fn create_database_prints_as_influxdb_1x_does() {
+    // influxd 1.6.7 quotes the statement so in its GET warning (probed).
+    for (q, printed) in [
+        ("CREATE DATABASE benchmark WITH REPLICATION 1", "CREATE DATABASE benchmark WITH REPLICATION 1"),
+        (
+            "CREATE DATABASE b2 WITH DURATION 1h30m REPLICATION 1 SHARD DURATION 1h NAME autogen",
+            "CREATE DATABASE b2 WITH DURATION 1h30m0s REPLICATION 1 SHARD DURATION 1h0m0s NAME autogen",
+        ),
+        ("CREATE DATABASE \"b 3\"", "CREATE DATABASE \"b 3\""),
+        ("CREATE DATABASE b4 WITH DURATION INF", "CREATE DATABASE b4 WITH DURATION 0s"),
+    ] {
+        assert_eq!(parse_statement(q).unwrap().to_string(), printed, "{q}");
+    }
+}
+
+#[test]
 fn create_and_drop_database_keep_the_old_semantics() {
     let c = |q: &str| parse_statement(q).unwrap_or_else(|e| panic!("{q}: {e}"));
     let db = |name: &str, duration_secs| Statement::CreateDatabase {
         name: name.into(),
         duration_secs,
+        replication: None,
+        shard_duration_ns: None,
+        policy: None,
     };
     assert_eq!(c("CREATE DATABASE telegraf"), db("telegraf", None));
     assert_eq!(
@@ -437,7 +456,13 @@ fn create_and_drop_database_keep_the_old_semantics() {
     );
     assert_eq!(
         c("CREATE DATABASE r WITH DURATION 1h30m REPLICATION 1 SHARD DURATION 1h NAME autogen"),
-        db("r", Some(5_400))
+        Statement::CreateDatabase {
+            name: "r".into(),
+            duration_secs: Some(5_400),
+            replication: Some(1),
+            shard_duration_ns: Some(3_600_000_000_000),
+            policy: Some("autogen".into()),
+        }
     );
     assert_eq!(c("CREATE DATABASE r WITH DURATION INF"), db("r", Some(0)));
     assert_eq!(
@@ -651,6 +676,7 @@ fn dashboard_queries_parse_and_print_back() {
         r#"SHOW RETENTION POLICIES ON "telegraf""#,
         r#"CREATE DATABASE "my db" WITH DURATION 30d"#,
         r#"CREATE DATABASE forever WITH DURATION INF"#,
+        r#"CREATE DATABASE b WITH DURATION 1h30m REPLICATION 1 SHARD DURATION 1h NAME autogen"#,
         r#"DROP DATABASE "my db""#,
     ] {
         let stmts = parse_query(q, &HashMap::new()).unwrap_or_else(|e| panic!("{q}: {e}"));

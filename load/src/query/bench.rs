@@ -82,10 +82,12 @@ pub struct Runs {
     pub all_hosts_clients: Vec<usize>,
 }
 
-/// The two Grafana shapes of issue #12 over a written data set: a panel (one
-/// host, the data set's last hour, `mean` per 10 s) and an all-hosts view
-/// (the data set's last 24 h, `mean` per minute per host), both with
-/// Grafana's `$timeFilter` expansion (`time >= Xms and time <= Yms`) and `fill(null)`.
+/// The Grafana shapes of issues #12 and #23 over a written data set: a panel
+/// (one host, the data set's last hour, `mean` per 10 s) and an all-hosts
+/// view (the data set's last 24 h, `mean` per minute per host), both with
+/// Grafana's `$timeFilter` expansion (`time >= Xms and time <= Yms`) and
+/// `fill(null)`; and every host's current value (TSBS `lastpoint`: the last
+/// point of each host, all fields), timed as many times as the panel.
 pub fn grafana_queries(data: &FillResult, host: &str, runs: &Runs) -> Vec<QuerySpec> {
     let start = data.start_ns / NS_PER_MS;
     let end = data.end_ns / NS_PER_MS;
@@ -118,6 +120,19 @@ pub fn grafana_queries(data: &FillResult, host: &str, runs: &Runs) -> Vec<QueryS
             warmup: runs.warmup,
             runs: runs.all_hosts,
             clients: runs.all_hosts_clients.clone(),
+        },
+        QuerySpec {
+            name: "lastpoint".into(),
+            what: "every host's last point, all fields (TSBS lastpoint, Grafana's current value)"
+                .into(),
+            text: format!(
+                "SELECT * FROM \"{MEASUREMENT}\" GROUP BY \"host\" ORDER BY time DESC LIMIT 1"
+            ),
+            expected_series: data.series,
+            expected_rows_per_series: 1,
+            warmup: runs.warmup,
+            runs: runs.panel,
+            clients: vec![1],
         },
     ]
 }
@@ -325,6 +340,18 @@ mod tests {
         );
         assert!(q[1].text.contains("GROUP BY time(1m), \"host\""));
         assert_eq!(q[0].clients, [1, 4]);
+        assert_eq!(
+            (
+                q[2].name.as_str(),
+                q[2].expected_series,
+                q[2].expected_rows_per_series
+            ),
+            ("lastpoint", 1_000, 1)
+        );
+        assert_eq!(
+            q[2].text,
+            "SELECT * FROM \"cpu\" GROUP BY \"host\" ORDER BY time DESC LIMIT 1"
+        );
     }
 
     #[test]

@@ -53,6 +53,7 @@ pub(super) fn execute<S: Store>(
         Statement::CreateDatabase {
             name,
             duration_secs,
+            ..
         } => {
             p.create_database(&name, duration_secs)?;
             Ok(StatementResult::default())

@@ -4,9 +4,11 @@
 //! `influxql` crate (the one InfluxQL parser); several statements run in
 //! order, each answered with its `statement_id`. `SELECT` goes to storage's
 //! InfluxQL engine ([`storage::Store::influxql`]), `SHOW` answers come from the
-//! catalog, `CREATE`/`DROP DATABASE` go through storage ([`execute`]) and need
-//! `POST` (`GET` → 405, with InfluxDB 1.x's "please use a POST request
-//! instead" text). Parameters: `db`, `rp`, `epoch`, `params` (bound
+//! catalog, `CREATE`/`DROP DATABASE` go through storage ([`execute`]).
+//! `DROP DATABASE` needs `POST` (`GET` → 405, with InfluxDB 1.x's "please use
+//! a POST request instead" text); `CREATE DATABASE` in a `GET` runs with that
+//! text as a warning, as InfluxDB 1.x answers it (TSBS's loader and other
+//! tools create their database so; it destroys nothing). Parameters: `db`, `rp`, `epoch`, `params` (bound
 //! parameters, a JSON object), `chunked`/`chunk_size`.
 //!
 //! A query that does not parse is a 400 (`error parsing query: ...`); a
@@ -95,6 +97,9 @@ pub async fn query<S: Store>(
     let mut results = Vec::with_capacity(parsed.len());
     let mut failed = false;
     for st in parsed {
+        let get_warning = (method == Method::GET)
+            .then(|| read_only_warning(&st))
+            .flatten();
         let (chunking, zone) = (
             render::Chunking::of(&st),
             render::zone_of(&st).ok().flatten(),
@@ -125,7 +130,12 @@ pub async fn query<S: Store>(
         .await
         .unwrap_or_else(|e| Err(ApiError::Internal(e.to_string())));
         match outcome {
-            Ok(r) => results.push(answered(Ok(r))),
+            Ok(mut r) => {
+                if let Some(text) = get_warning {
+                    r.messages.push(("warning".to_string(), text));
+                }
+                results.push(answered(Ok(r)))
+            }
             Err(
                 e @ (ApiError::AuthFailed
                 | ApiError::AuthMissing
@@ -142,24 +152,28 @@ pub async fn query<S: Store>(
     render::respond(results, format)
 }
 
-/// A GET must not change state (a link or an <img> on any web page can send
+/// A GET must not destroy data (a link or an <img> on any web page can send
 /// one). InfluxDB 1.x ran these with a deprecation warning; chingest refuses
 /// them with that warning's text, before running any statement.
 fn state_change_in_get(parsed: &[Statement]) -> Option<ApiError> {
-    parsed.iter().find_map(|st| {
-        let text = match st {
-            Statement::CreateDatabase { name, .. } => {
-                format!("CREATE DATABASE {}", influxql::quote_ident(name))
-            }
-            Statement::DropDatabase { name } => {
-                format!("DROP DATABASE {}", influxql::quote_ident(name))
-            }
-            _ => return None,
-        };
-        Some(ApiError::MethodNotAllowed(format!(
-            "deprecated use of '{text}' in a read only context, please use a POST request instead"
-        )))
+    parsed.iter().find_map(|st| match st {
+        Statement::DropDatabase { .. } => Some(ApiError::MethodNotAllowed(read_only_text(st))),
+        _ => None,
     })
+}
+
+/// The warning InfluxDB 1.x answers a `CREATE DATABASE` sent with `GET`
+/// (it runs it): idempotent and destructive of nothing, so chingest runs it
+/// too, as tools written for 1.x expect (TSBS's loader creates its database
+/// so).
+fn read_only_warning(st: &Statement) -> Option<String> {
+    matches!(st, Statement::CreateDatabase { .. }).then(|| read_only_text(st))
+}
+
+/// InfluxDB 1.x's text for a state change in a `GET`, quoting the statement
+/// as it prints it.
+fn read_only_text(st: &Statement) -> String {
+    format!("deprecated use of '{st}' in a read only context, please use a POST request instead")
 }
 
 /// `params={"name": value, ...}`: the values of `$name` in the query.

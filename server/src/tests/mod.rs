@@ -374,7 +374,7 @@ async fn query_endpoint_statements_and_shapes() {
         .to_string();
     assert!(e.contains("DELETE") && e.contains("not supported"), "{e}");
     assert_eq!(send(&app, get("/query")).await.status, 400);
-    // State-changing statements need POST (issue 14): 405, nothing runs.
+    // Destructive statements need POST (issue 14): 405, nothing runs.
     let r = send(
         &app,
         get("/query?q=SHOW+DATABASES%3BDROP+DATABASE+telegraf"),

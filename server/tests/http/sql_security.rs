@@ -667,11 +667,12 @@ fn arrow_messages(stream: &[u8]) -> (usize, i64) {
 fn get_query_cannot_change_state_and_cross_site_requests_are_refused() {
     let dir = data_dir();
     let s = Spawn::new(dir.path()).start();
-    // GET /query with CREATE or DROP: 405 with InfluxDB 1.x's text, nothing runs.
+    // GET /query with DROP: 405 with InfluxDB 1.x's text, nothing in the
+    // query runs (not even the CREATE before it).
     for q in [
-        "CREATE DATABASE x",
+        "DROP DATABASE x",
         "SHOW DATABASES; DROP DATABASE x",
-        "create database y with duration 2h",
+        "CREATE DATABASE y; DROP DATABASE y",
     ] {
         let r = s
             .client
@@ -696,6 +697,30 @@ fn get_query_cannot_change_state_and_cross_site_requests_are_refused() {
         serde_json::json!({"name": "databases", "columns": ["name"]}),
         "no database was created"
     );
+    // GET CREATE DATABASE runs, with InfluxDB 1.x's warning (issue #23: TSBS's
+    // loader sends `CREATE DATABASE benchmark WITH REPLICATION 1` so); it is
+    // idempotent and destroys nothing.
+    for _ in 0..2 {
+        let r = s
+            .client
+            .get(s.url("/query"))
+            .query(&[("q", "CREATE DATABASE benchmark WITH REPLICATION 1")])
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(
+            r.json::<Value>().unwrap(),
+            serde_json::json!({"results": [{"statement_id": 0, "messages": [{
+                "level": "warning",
+                "text": "deprecated use of 'CREATE DATABASE benchmark WITH REPLICATION 1' in a read only context, please use a POST request instead"
+            }]}]})
+        );
+    }
+    assert_eq!(
+        s.query("SHOW DATABASES")["results"][0]["series"][0]["values"],
+        serde_json::json!([["benchmark"]])
+    );
+    assert_eq!(s.post("/write?db=benchmark", "m v=1 1").status(), 204);
     assert_eq!(s.get("/query?q=SHOW+DATABASES").status(), 200);
 
     // Auth off: a browser request from another site is refused on every

@@ -3,6 +3,7 @@
 //! the engine does not do (fill, `ORDER BY time DESC` of aggregates,
 //! `LIMIT`/`OFFSET` of filled intervals, `SLIMIT`/`SOFFSET`).
 
+use flush::Rewrites;
 use influxql::ast::{Fill, SelectStatement, Source, Statement};
 
 use super::error::InfluxqlError;
@@ -14,6 +15,10 @@ use super::schema;
 use super::series::{Series, StatementResult, Value};
 use super::{post, reduce, sql, subquery, InfluxqlRequest};
 use crate::Storage;
+
+/// Reads of one table that a concurrent rewrite may invalidate before the
+/// read groups every row (a rewrite is rare; many in a row mean a backfill).
+const READ_ATTEMPTS: usize = 3;
 
 impl Storage {
     /// Answers one statement (see [`crate::Store::influxql`]).
@@ -83,12 +88,7 @@ impl Storage {
             if plan.range.is_empty() {
                 continue;
             }
-            let rows = self.engine_rows(
-                &sql::render(&plan),
-                req,
-                plan.group_tags.len(),
-                &plan.measurement,
-            )?;
+            let rows = self.read_points(&plan, req)?;
             let mut found = to_series(&plan, rows, &mut budget)?;
             if plan.order_desc {
                 // Series come in descending tag order too.
@@ -100,6 +100,42 @@ impl Storage {
             series: slimit(series, stmt),
             messages: Vec::new(),
         })
+    }
+
+    /// The engine's rows for `plan`, grouping into points only the rows the
+    /// flusher's index says may share one (`flush::identity`). A rewrite the
+    /// flusher found while the statement ran may be in what it read: then it
+    /// runs again, and after [`READ_ATTEMPTS`] groups every row.
+    fn read_points(
+        &self,
+        plan: &Plan,
+        req: &InfluxqlRequest<'_>,
+    ) -> Result<Vec<Row>, InfluxqlError> {
+        let run = |rewrites: &Rewrites| {
+            let sql = sql::render(plan, rewrites);
+            self.engine_rows(&sql, req, plan.group_tags.len(), &plan.measurement)
+        };
+        if plan.source.is_some() {
+            return run(&Rewrites::All);
+        }
+        let engine = self
+            .engine()
+            .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
+        let index = engine.identity();
+        for _ in 0..READ_ATTEMPTS {
+            let snapshot = index
+                .snapshot(&|| engine.connection(), &plan.db, &plan.measurement)
+                .map_err(|e| {
+                    flush::SqlError::Unavailable(format!(
+                        "cannot read the table's point index: {e}"
+                    ))
+                })?;
+            let rows = run(&snapshot.rewrites)?;
+            if snapshot.rewrites == Rewrites::All || snapshot.still_valid(index) {
+                return Ok(rows);
+            }
+        }
+        run(&Rewrites::All)
     }
 
     /// Rows one InfluxQL answer may have: `[sql] max_result_rows`.

@@ -345,8 +345,9 @@ fn compare(op: BinaryOp, l: &Typed, r: &Typed) -> String {
     format!("({} {op} {})", l.sql, r.sql)
 }
 
-/// `l op r` on numbers: InfluxQL's `/` is always a float division; integer
-/// with float is float; anything but numbers is null.
+/// `l op r` on numbers: InfluxQL's `/` is always a float division (by zero:
+/// 0, as InfluxDB answers); integer with float is float; anything but numbers
+/// is null.
 pub(crate) fn arithmetic(op: BinaryOp, l: &Typed, r: &Typed) -> Typed {
     if !(l.kind.is_numeric() && r.kind.is_numeric()) {
         return Typed::null();
@@ -360,7 +361,8 @@ pub(crate) fn arithmetic(op: BinaryOp, l: &Typed, r: &Typed) -> Typed {
         Kind::Integer
     };
     let sql = match op {
-        BinaryOp::Div => format!("({} / {})", l.sql, r.sql),
+        // InfluxDB divides by zero to 0 (the engine: inf or nan).
+        BinaryOp::Div => format!("if({r} = 0, 0., {l} / {r})", l = l.sql, r = r.sql),
         BinaryOp::Mod if float => format!("({} % {})", l.sql, r.sql),
         BinaryOp::Mod => format!("({} % nullIf({}, 0))", l.sql, r.sql),
         BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor if float => return Typed::null(),

@@ -11,7 +11,7 @@
 //! quoted by `flush::quote_ident`/`quote_string`; nothing from the statement
 //! is pasted.
 
-use flush::quote_ident;
+use flush::{quote_ident, Rewrites};
 
 use super::agg::T;
 use super::expr::SRC;
@@ -20,16 +20,71 @@ use super::plan::{Plan, Window};
 /// Prefix of the answer's own column aliases.
 pub(crate) const TIME_ALIAS: &str = "__iq_t";
 
-/// The statement for `plan`.
-pub(crate) fn render(plan: &Plan) -> String {
+/// The statement for `plan`, grouping rows into points where `rewrites`
+/// says two may share one.
+pub(crate) fn render(plan: &Plan, rewrites: &Rewrites) -> String {
     match &plan.aggregate {
-        None => raw(plan),
-        Some(_) => aggregate(plan),
+        None => raw(plan, rewrites),
+        Some(_) => aggregate(plan, rewrites),
     }
 }
 
-/// The merged points of the plan's measurement, with the columns it reads.
-pub(crate) fn merged(plan: &Plan) -> String {
+/// The merged points of the plan's measurement, with the columns it reads:
+/// one row per (series, time). Rows no other row shares a point with (the
+/// flusher's [`Rewrites`]) are read as they are; only the others are grouped,
+/// each field its latest write's value.
+pub(crate) fn merged(plan: &Plan, rewrites: &Rewrites) -> String {
+    let table = match &plan.source {
+        Some(t) => t.clone(),
+        None => flush::table::qualified(&plan.db, &plan.measurement),
+    };
+    let mut conds = range_conditions(plan);
+    conds.extend(plan.inner_where.iter().cloned());
+    if let Some(latest) = latest_per_series(plan, &table, &conds) {
+        conds.push(latest);
+    }
+    // A subquery's answer is not the flusher's: grouped whole.
+    let rewrites = if plan.source.is_some() {
+        &Rewrites::All
+    } else {
+        rewrites
+    };
+    match rewrites {
+        Rewrites::None => as_written(plan, &table, &conds),
+        Rewrites::All => grouped(plan, &table, &conds),
+        Rewrites::Ranges(ranges) => {
+            let shared = may_share_a_point(ranges);
+            let mut alone = conds.clone();
+            alone.push(format!("NOT {shared}"));
+            let mut rest = conds;
+            rest.push(shared);
+            format!(
+                "{} UNION ALL {}",
+                as_written(plan, &table, &alone),
+                grouped(plan, &table, &rest)
+            )
+        }
+    }
+}
+
+/// Rows as points: no other row has their series and time.
+fn as_written(plan: &Plan, table: &str, conds: &[String]) -> String {
+    let q = |c: &str| format!("{SRC}{}", quote_ident(c));
+    let mut sql = format!(
+        "SELECT {} AS `time`, {} AS `__iq_sid`",
+        q("time"),
+        q("series_id")
+    );
+    for c in plan.tags.iter().chain(&plan.fields) {
+        sql.push_str(&format!(", {} AS {}", q(c), quote_ident(c)));
+    }
+    sql.push_str(&format!(" FROM {table} AS __src"));
+    where_clause(&mut sql, conds);
+    sql
+}
+
+/// Rows grouped into points, each field its latest write's value.
+fn grouped(plan: &Plan, table: &str, conds: &[String]) -> String {
     let q = |c: &str| format!("{SRC}{}", quote_ident(c));
     let mut sql = format!(
         "SELECT {} AS `time`, {} AS `__iq_sid`",
@@ -56,11 +111,33 @@ pub(crate) fn merged(plan: &Plan) -> String {
             a = quote_ident(f)
         ));
     }
-    let table = match &plan.source {
-        Some(t) => t.clone(),
-        None => flush::table::qualified(&plan.db, &plan.measurement),
-    };
     sql.push_str(&format!(" FROM {table} AS __src"));
+    where_clause(&mut sql, conds);
+    sql.push_str(&format!(" GROUP BY {}, {}", q("series_id"), q("time")));
+    sql
+}
+
+/// The rows of the listed series inside their ranges (ns, inclusive). A row
+/// of another series finds index 0, whose range reads as (0, 0): only a
+/// point at the epoch itself lands there, and grouping a point alone changes
+/// nothing.
+fn may_share_a_point(ranges: &[(u64, i64, i64)]) -> String {
+    let list =
+        |f: &dyn Fn(&(u64, i64, i64)) -> String| ranges.iter().map(f).collect::<Vec<_>>().join(",");
+    let ids = list(&|r| r.0.to_string());
+    let firsts = list(&|r| r.1.to_string());
+    let lasts = list(&|r| r.2.to_string());
+    let at = format!("indexOf([{ids}], {SRC}`series_id`)");
+    let t = format!("toUnixTimestamp64Nano({SRC}`time`)");
+    format!(
+        "({t} BETWEEN arrayElement(CAST([{firsts}], 'Array(Int64)'), {at}) \
+         AND arrayElement(CAST([{lasts}], 'Array(Int64)'), {at}))"
+    )
+}
+
+/// `WHERE time …` of the plan, on the table's rows.
+fn range_conditions(plan: &Plan) -> Vec<String> {
+    let q = |c: &str| format!("{SRC}{}", quote_ident(c));
     let mut conds = Vec::new();
     let mut min = plan.range.min;
     if let (Some(m), Some(w), Some(_)) = (
@@ -84,10 +161,50 @@ pub(crate) fn merged(plan: &Plan) -> String {
             q("time")
         ));
     }
-    conds.extend(plan.inner_where.iter().cloned());
-    where_clause(&mut sql, &conds);
-    sql.push_str(&format!(" GROUP BY {}, {}", q("series_id"), q("time")));
-    sql
+    conds
+}
+
+/// A raw read of each group's last point (`ORDER BY time DESC LIMIT 1`:
+/// Grafana's "current value", TSBS `lastpoint`) needs only each series' last
+/// point: the condition that keeps the rows at each series' latest time with
+/// one of the shown fields present, and nothing else, so the statement reads
+/// one point per series instead of the whole table. The key lookup is the
+/// table's sort key (`series_id, time`), so the engine reads those rows'
+/// granules only. `max(time)` over rows is exact with rewritten points (they
+/// share the time); a group's last point is the latest of its series' last
+/// points (ties keep their order: all tied series are kept). Not applied
+/// when a condition on fields, a transformation, an offset or a limit past
+/// one could pick another point, or a shown value is more than one field.
+fn latest_per_series(plan: &Plan, table: &str, conds: &[String]) -> Option<String> {
+    let single_last = plan.aggregate.is_none()
+        && plan.source.is_none()
+        && plan.order_desc
+        && plan.limit == Some(1)
+        && plan.offset.unwrap_or(0) == 0
+        && plan.outer_where.is_empty()
+        && !plan.transforms();
+    if !single_last || plan.nonnull.is_empty() {
+        return None;
+    }
+    // Each shown value must be one field's merged column: then a point shows
+    // iff one of its rows has one of those fields.
+    let present: Option<Vec<String>> = plan
+        .nonnull
+        .iter()
+        .map(|c| {
+            let field = plan.fields.iter().find(|f| quote_ident(f) == *c)?;
+            Some(format!("{SRC}{} IS NOT NULL", quote_ident(field)))
+        })
+        .collect();
+    let mut inner = conds.to_vec();
+    inner.push(format!("({})", present?.join(" OR ")));
+    let q = |c: &str| format!("{SRC}{}", quote_ident(c));
+    Some(format!(
+        "({sid}, {time}) IN (SELECT {sid}, max({time}) FROM {table} AS __src WHERE {} GROUP BY {sid})",
+        inner.join(" AND "),
+        sid = q("series_id"),
+        time = q("time"),
+    ))
 }
 
 fn where_clause(sql: &mut String, conds: &[String]) {
@@ -122,9 +239,9 @@ fn group_aliases(plan: &Plan) -> Vec<String> {
 }
 
 /// Raw points, ordered by series then time, limited per series.
-fn raw(plan: &Plan) -> String {
+fn raw(plan: &Plan, rewrites: &Rewrites) -> String {
     let mut sql = select_list(plan, T);
-    sql.push_str(&format!(" FROM ({})", merged(plan)));
+    sql.push_str(&format!(" FROM ({})", merged(plan, rewrites)));
     let mut conds = plan.outer_where.clone();
     conds.push(format!(
         "({})",
@@ -156,7 +273,7 @@ fn raw(plan: &Plan) -> String {
 
 /// One row per group (and bucket); buckets without values are the caller's
 /// to fill.
-fn aggregate(plan: &Plan) -> String {
+fn aggregate(plan: &Plan, rewrites: &Rewrites) -> String {
     let agg = plan.aggregate.as_ref().expect("an aggregate plan");
     let time_sql = match (&agg.window, &agg.point_time) {
         (Some(w), _) => match &agg.zone {
@@ -167,7 +284,7 @@ fn aggregate(plan: &Plan) -> String {
         (None, None) => format!("toInt64({})", plan.range.min.unwrap_or(0)),
     };
     let mut sql = select_list(plan, &time_sql);
-    sql.push_str(&format!(" FROM ({})", merged(plan)));
+    sql.push_str(&format!(" FROM ({})", merged(plan, rewrites)));
     where_clause(&mut sql, &plan.outer_where);
     let groups = group_aliases(plan);
     let mut group_by = groups.clone();
@@ -257,7 +374,7 @@ mod tests {
 
     #[test]
     fn raw_reads_merged_points_with_conditions_on_each_side() {
-        let sql = render(&plan());
+        let sql = render(&plan(), &Rewrites::All);
         assert_eq!(
             sql,
             "SELECT toUnixTimestamp64Nano(`time`) AS __iq_t, `host` AS __iq_g0, `f` AS __iq_c0 \
@@ -284,7 +401,7 @@ mod tests {
             fill: Fill::Null,
             zone: None,
         });
-        let sql = render(&p);
+        let sql = render(&p, &Rewrites::All);
         assert!(
             sql.contains(
                 " GROUP BY __iq_t, __iq_g0 HAVING count(`f`) > 0 ORDER BY __iq_g0, __iq_t"
@@ -292,5 +409,59 @@ mod tests {
             "{sql}"
         );
         assert!(sql.starts_with("SELECT (toUnixTimestamp64Nano(`time`) - (((toUnixTimestamp64Nano(`time`) - 5) % 60) + 60) % 60) AS __iq_t"), "{sql}");
+    }
+
+    #[test]
+    fn rows_no_other_row_shares_a_point_with_are_read_as_written() {
+        let sql = render(&plan(), &Rewrites::None);
+        assert!(!sql.contains("GROUP BY"), "{sql}");
+        assert!(!sql.contains("argMax"), "{sql}");
+        assert!(
+            sql.contains("FROM (SELECT __src.`time` AS `time`, __src.`series_id` AS `__iq_sid`, __src.`host` AS `host`, __src.`f` AS `f` FROM `d\\`b`.`c'pu` AS __src WHERE "),
+            "{sql}"
+        );
+    }
+
+    #[test]
+    fn only_the_listed_series_ranges_are_grouped() {
+        let sql = render(&plan(), &Rewrites::Ranges(vec![(7, 100, 200), (9, -5, 5)]));
+        let shared = "(toUnixTimestamp64Nano(__src.`time`) BETWEEN arrayElement(CAST([100,-5], 'Array(Int64)'), indexOf([7,9], __src.`series_id`)) \
+                      AND arrayElement(CAST([200,5], 'Array(Int64)'), indexOf([7,9], __src.`series_id`)))";
+        let (alone, rest) = sql.split_once(" UNION ALL ").expect("two branches");
+        assert!(alone.contains(&format!("AND NOT {shared}")), "{alone}");
+        assert!(!alone.contains("GROUP BY"), "{alone}");
+        assert!(
+            rest.contains(&format!(
+                "AND {shared} GROUP BY __src.`series_id`, __src.`time`"
+            )),
+            "{rest}"
+        );
+    }
+
+    #[test]
+    fn the_last_point_of_each_group_reads_each_series_tail() {
+        let mut p = plan();
+        p.outer_where.clear();
+        p.offset = None;
+        p.limit = Some(1);
+        let sql = render(&p, &Rewrites::None);
+        assert!(
+            sql.contains("(__src.`series_id`, __src.`time`) IN (SELECT __src.`series_id`, max(__src.`time`) FROM `d\\`b`.`c'pu` AS __src \
+                          WHERE __src.`time` >= fromUnixTimestamp64Nano(toInt64(10)) AND (__src.`host` = 'a') AND (__src.`f` IS NOT NULL) GROUP BY __src.`series_id`)"),
+            "{sql}"
+        );
+        // Another point could be the answer: a field condition, a limit past
+        // one, an offset, ascending order.
+        let mut cond = p.clone();
+        cond.outer_where = vec!["(`f` > toInt64(1))".into()];
+        let mut two = p.clone();
+        two.limit = Some(2);
+        let mut offset = p.clone();
+        offset.offset = Some(1);
+        let mut asc = p.clone();
+        asc.order_desc = false;
+        for other in [cond, two, offset, asc] {
+            assert!(!render(&other, &Rewrites::None).contains("max(__src.`time`)"));
+        }
     }
 }
