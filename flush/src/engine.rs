@@ -177,6 +177,22 @@ impl Engine {
         &self.inner.identity
     }
 
+    /// Runs a `SELECT` chingest generated (InfluxQL plans) on the SQL
+    /// sandbox: its connections, `readonly=1`, limits and the caller's
+    /// engine role, without the user-SQL gate. See [`Sandbox::run_generated`](crate::sandbox).
+    pub fn sql_generated(
+        &self,
+        sql: &str,
+        format: OutputFormat,
+        access: &SqlAccess,
+        cancel: &SqlCancel,
+        sink: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> std::result::Result<SqlSummary, SqlError> {
+        self.inner
+            .sandbox
+            .run_generated(sql, format, access, cancel, sink)
+    }
+
     /// The SQL sandbox's limits.
     pub fn sql_config(&self) -> &SqlConfig {
         self.inner.sandbox.config()
