@@ -116,7 +116,7 @@ pub struct LimitsConfig {
     /// milliseconds; 0 = no bound. Writes are refused with 503 (v1) / 429
     /// (v2) before their body is read while the oldest write waiting for a
     /// thread has waited past it (the queue is late), or when the writes
-    /// already admitted book the threads for over four times it (a burst).
+    /// already admitted book the threads past it (a burst).
     /// An admitted write is served however long it waits
     /// (`server.request_timeout_secs` bounds it): this is what keeps
     /// refusals under overload at milliseconds, with no body read for
@@ -478,7 +478,7 @@ retry_after_secs = 1
 cpu_workers = 0
 # Wait for a parse/encode thread not to exceed, milliseconds (0 = no bound): new writes
 # get 503/429 before their body is read while the oldest waiting write has waited past
-# it, or when the writes admitted book the threads for over 4x it; an admitted write is served.
+# it, or when the writes admitted book the threads past it; an admitted write is served.
 max_cpu_wait_ms = 100
 # Schema limits; 0 = unlimited. Exceeding one answers 422.
 max_series_per_database = 0
