@@ -122,6 +122,9 @@ pub(crate) struct Plan {
     pub(crate) outer_where: Vec<String>,
     /// Raw answers: a point is shown if one of these (SQL) is not null.
     pub(crate) nonnull: Vec<String>,
+    /// `nonnull` is every field of the measurement, as it is: every point
+    /// shows (a point has at least one field).
+    pub(crate) shows_every_point: bool,
     /// `ORDER BY time DESC`.
     pub(crate) order_desc: bool,
     /// `LIMIT` (points per series).
@@ -429,6 +432,11 @@ pub(crate) fn plan(
     for t in &order_tags {
         scope.tags.insert(t.clone());
     }
+    let shows_every_point = !schema.fields.is_empty()
+        && schema
+            .fields
+            .iter()
+            .all(|(f, _)| nonnull.contains(&flush::quote_ident(f)));
     Ok(Some(Plan {
         db: db.to_string(),
         measurement: schema.name.clone(),
@@ -443,6 +451,7 @@ pub(crate) fn plan(
         inner_where,
         outer_where,
         nonnull,
+        shows_every_point,
         order_desc: stmt.order_desc,
         // `LIMIT 0` is no limit in InfluxQL.
         limit: stmt.limit.filter(|&l| l > 0),

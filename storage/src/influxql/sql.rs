@@ -196,15 +196,18 @@ fn latest_per_series(plan: &Plan, table: &str, conds: &[String]) -> Option<Strin
             Some(format!("{SRC}{} IS NOT NULL", quote_ident(field)))
         })
         .collect();
+    let present = present?;
     let mut inner = conds.to_vec();
-    inner.push(format!("({})", present?.join(" OR ")));
+    // Every point has a field: with all of them shown, every row counts,
+    // and the tail read touches the sort key's two columns only.
+    if !plan.shows_every_point {
+        inner.push(format!("({})", present.join(" OR ")));
+    }
     let q = |c: &str| format!("{SRC}{}", quote_ident(c));
-    Some(format!(
-        "({sid}, {time}) IN (SELECT {sid}, max({time}) FROM {table} AS __src WHERE {} GROUP BY {sid})",
-        inner.join(" AND "),
-        sid = q("series_id"),
-        time = q("time"),
-    ))
+    let (sid, time) = (q("series_id"), q("time"));
+    let mut latest = format!("SELECT {sid}, max({time}) FROM {table} AS __src");
+    where_clause(&mut latest, &inner);
+    Some(format!("({sid}, {time}) IN ({latest} GROUP BY {sid})"))
 }
 
 fn where_clause(sql: &mut String, conds: &[String]) {
@@ -366,6 +369,7 @@ mod tests {
             inner_where: vec!["(__src.`host` = 'a')".into()],
             outer_where: vec!["(`f` > toInt64(1))".into()],
             nonnull: vec!["`f`".into()],
+            shows_every_point: false,
             order_desc: true,
             limit: Some(2),
             offset: Some(1),
@@ -449,6 +453,24 @@ mod tests {
             sql.contains("(__src.`series_id`, __src.`time`) IN (SELECT __src.`series_id`, max(__src.`time`) FROM `d\\`b`.`c'pu` AS __src \
                           WHERE __src.`time` >= fromUnixTimestamp64Nano(toInt64(10)) AND (__src.`host` = 'a') AND (__src.`f` IS NOT NULL) GROUP BY __src.`series_id`)"),
             "{sql}"
+        );
+        // Every field shown: every row is a point that shows.
+        let mut all = p.clone();
+        all.shows_every_point = true;
+        assert!(
+            render(&all, &Rewrites::None)
+                .contains("AND (__src.`host` = 'a') GROUP BY __src.`series_id`)"),
+            "{}",
+            render(&all, &Rewrites::None)
+        );
+        // No condition at all: the tail of every series.
+        let mut bare = all.clone();
+        bare.inner_where.clear();
+        bare.range.min = None;
+        assert!(
+            render(&bare, &Rewrites::None).contains("IN (SELECT __src.`series_id`, max(__src.`time`) FROM `d\\`b`.`c'pu` AS __src GROUP BY __src.`series_id`)"),
+            "{}",
+            render(&bare, &Rewrites::None)
         );
         // Another point could be the answer: a field condition, a limit past
         // one, an offset, ascending order.
