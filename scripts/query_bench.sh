@@ -46,7 +46,7 @@
 #   PREV_SERVER_CMD: another chingest build (e.g. the previous release, built in a git worktree:
 #               "/path/to/old/chingest serve --config") timed in the small phase beside the two
 #               others as "chingest-prev", on PREV_PORT (18098), filled the same way: a same-run
-#               before/after of a read-path change
+#               before/after of a read-path change; PREV_NAME says what it is in the report
 #   KEEP_TMP=1 keeps the temp dirs and logs; SKIP_BUILD=1 uses the binaries as they are.
 #
 # All traffic goes to 127.0.0.1. Results: $RESULTS/query_bench.{json,md}, one entry per phase
@@ -251,7 +251,7 @@ small_phase() {
     say "chingest-prev flushed $(wait_flushed "$PREV_PORT") s after its last write"
     prev=(--server "chingest-prev=http://127.0.0.1:$PREV_PORT")
     prev_ingest=(--ingest "$TMP/fill-prev.json"
-      --note "chingest-prev: $PREV_SERVER_CMD, the same settings and data, written after InfluxDB and before chingest.")
+      --note "chingest-prev: ${PREV_NAME:-$PREV_SERVER_CMD}, the same settings and data, written after InfluxDB and before chingest.")
   fi
   fill chingest "$PORT" "$POINTS" "$SPAN_SECS" "$TMP/fill-chingest.json"
   local lag

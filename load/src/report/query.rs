@@ -61,7 +61,8 @@ pub(super) fn section(dir: &Path) -> String {
     o
 }
 
-/// Every phase, then what the numbers include, then the host of the last phase.
+/// Every phase (each names its CPU: phases may come from different
+/// machines), then what the numbers include, then the host of the last phase.
 fn body(b: &QueryBench, h: &str) -> String {
     let mut o = String::new();
     for p in &b.phases {
@@ -70,7 +71,7 @@ fn body(b: &QueryBench, h: &str) -> String {
     o.push('\n');
     o.push_str(NOTES);
     if let Some(p) = b.phases.last() {
-        let _ = writeln!(o, "\n{h} Host of the query benchmark\n");
+        let _ = writeln!(o, "\n{h} Host of the query benchmark (its last phase)\n");
         o.push_str(&p.host.markdown());
     }
     o
@@ -95,10 +96,11 @@ fn phase(p: &Phase, h: &str) -> String {
     let or_q = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
     let _ = writeln!(
         o,
-        "\nMachine load during the queries (`/proc/loadavg`, 1 / 5 / 15 min): {} before, {} after, on {} cores; {} ({}).",
+        "\nMachine load during the queries (`/proc/loadavg`, 1 / 5 / 15 min): {} before, {} after, on {} cores ({}); {} ({}).",
         or_q(&p.loadavg_before),
         or_q(&p.loadavg_after),
         p.host.cores,
+        p.host.cpu_model,
         p.host.date,
         p.tool
     );
