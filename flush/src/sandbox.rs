@@ -387,9 +387,6 @@ impl Sandbox {
         cancel: &SqlCancel,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(SqlError::Unavailable("the engine is shutting down".into()));
-        }
         let _slot = self.slot()?;
         let mut lease = self.lease(access)?;
         let conn = lease
@@ -503,9 +500,6 @@ impl Sandbox {
         cancel: &SqlCancel,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(SqlError::Unavailable("the engine is shutting down".into()));
-        }
         let _slot = self.slot()?;
         let scope = match access {
             SqlAccess::Read(scope) => scope.clone(),
@@ -516,8 +510,12 @@ impl Sandbox {
         self.execute(lease, sql, format, true, cancel, sink)
     }
 
-    /// A slot of the concurrency bound, or `Busy` at once.
+    /// A slot of the concurrency bound, or `Busy` at once (`Unavailable`
+    /// once shutting down).
     fn slot(&self) -> Result<Slot<'_>, SqlError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(SqlError::Unavailable("the engine is shutting down".into()));
+        }
         let mut n = self.in_flight.lock();
         if *n >= self.config.max_concurrent_queries {
             return Err(SqlError::Busy {

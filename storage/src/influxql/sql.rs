@@ -67,14 +67,15 @@ pub(crate) fn merged(plan: &Plan, rewrites: &Rewrites) -> String {
     }
 }
 
+/// A point's time and series: the first columns of every merged row.
+fn point_key() -> String {
+    format!("SELECT {SRC}`time` AS `time`, {SRC}`series_id` AS `__iq_sid`")
+}
+
 /// Rows as points: no other row has their series and time.
 fn as_written(plan: &Plan, table: &str, conds: &[String]) -> String {
     let q = |c: &str| format!("{SRC}{}", quote_ident(c));
-    let mut sql = format!(
-        "SELECT {} AS `time`, {} AS `__iq_sid`",
-        q("time"),
-        q("series_id")
-    );
+    let mut sql = point_key();
     for c in plan.tags.iter().chain(&plan.fields) {
         sql.push_str(&format!(", {} AS {}", q(c), quote_ident(c)));
     }
@@ -86,11 +87,7 @@ fn as_written(plan: &Plan, table: &str, conds: &[String]) -> String {
 /// Rows grouped into points, each field its latest write's value.
 fn grouped(plan: &Plan, table: &str, conds: &[String]) -> String {
     let q = |c: &str| format!("{SRC}{}", quote_ident(c));
-    let mut sql = format!(
-        "SELECT {} AS `time`, {} AS `__iq_sid`",
-        q("time"),
-        q("series_id")
-    );
+    let mut sql = point_key();
     for t in &plan.tags {
         sql.push_str(&format!(", any({}) AS {}", q(t), quote_ident(t)));
     }
