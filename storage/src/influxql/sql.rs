@@ -34,15 +34,7 @@ pub(crate) fn render(plan: &Plan, rewrites: &Rewrites) -> String {
 /// flusher's [`Rewrites`]) are read as they are; only the others are grouped,
 /// each field its latest write's value.
 pub(crate) fn merged(plan: &Plan, rewrites: &Rewrites) -> String {
-    let table = match &plan.source {
-        Some(t) => t.clone(),
-        None => flush::table::qualified(&plan.db, &plan.measurement),
-    };
-    let mut conds = range_conditions(plan);
-    conds.extend(plan.inner_where.iter().cloned());
-    if let Some(latest) = latest_per_series(plan, &table, &conds) {
-        conds.push(latest);
-    }
+    let (table, conds) = table_and_conditions(plan);
     // A subquery's answer is not the flusher's: grouped whole.
     let rewrites = if plan.source.is_some() {
         &Rewrites::All
@@ -64,6 +56,49 @@ pub(crate) fn merged(plan: &Plan, rewrites: &Rewrites) -> String {
                 grouped(plan, &table, &rest)
             )
         }
+    }
+}
+
+/// The table the plan reads and the conditions on its rows: the time range,
+/// the tag conditions, and the tail read's.
+fn table_and_conditions(plan: &Plan) -> (String, Vec<String>) {
+    let table = match &plan.source {
+        Some(t) => t.clone(),
+        None => flush::table::qualified(&plan.db, &plan.measurement),
+    };
+    let mut conds = range_conditions(plan);
+    conds.extend(plan.inner_where.iter().cloned());
+    if let Some(latest) = latest_per_series(plan, &table, &conds) {
+        conds.push(latest);
+    }
+    (table, conds)
+}
+
+/// What the answer's statement reads its points from: `FROM …`, conditions
+/// to add to its own `WHERE`, and how it names a point's series.
+struct Points {
+    from: String,
+    conds: Vec<String>,
+    series: String,
+}
+
+/// The points of the plan. Where every row is a point (no rewrites) the
+/// statement reads the table itself, whose columns have the names the merged
+/// points would have: one statement level less for the engine to analyse
+/// (about half of a small query's engine time).
+fn points(plan: &Plan, rewrites: &Rewrites) -> Points {
+    if *rewrites == Rewrites::None && plan.source.is_none() {
+        let (table, conds) = table_and_conditions(plan);
+        return Points {
+            from: format!("{table} AS __src"),
+            conds,
+            series: format!("{SRC}`series_id`"),
+        };
+    }
+    Points {
+        from: format!("({})", merged(plan, rewrites)),
+        conds: Vec::new(),
+        series: "`__iq_sid`".to_string(),
     }
 }
 
@@ -241,8 +276,10 @@ fn group_aliases(plan: &Plan) -> Vec<String> {
 /// Raw points, ordered by series then time, limited per series.
 fn raw(plan: &Plan, rewrites: &Rewrites) -> String {
     let mut sql = select_list(plan, T);
-    sql.push_str(&format!(" FROM ({})", merged(plan, rewrites)));
-    let mut conds = plan.outer_where.clone();
+    let points = points(plan, rewrites);
+    sql.push_str(&format!(" FROM {}", points.from));
+    let mut conds = points.conds;
+    conds.extend(plan.outer_where.iter().cloned());
     conds.push(format!(
         "({})",
         plan.nonnull
@@ -258,7 +295,7 @@ fn raw(plan: &Plan, rewrites: &Rewrites) -> String {
     order.push(format!("{TIME_ALIAS}{dir}"));
     order.extend(plan.order_tags.iter().map(|t| quote_ident(t)));
     // Then by series (a subquery's rows: in the inner answer's order).
-    order.push("`__iq_sid`".to_string());
+    order.push(points.series);
     sql.push_str(&format!(" ORDER BY {}", order.join(", ")));
     if (plan.limit.is_some() || plan.offset.is_some()) && !plan.transforms() {
         let n = plan.limit.unwrap_or(u64::MAX >> 1);
@@ -284,8 +321,11 @@ fn aggregate(plan: &Plan, rewrites: &Rewrites) -> String {
         (None, None) => format!("toInt64({})", plan.range.min.unwrap_or(0)),
     };
     let mut sql = select_list(plan, &time_sql);
-    sql.push_str(&format!(" FROM ({})", merged(plan, rewrites)));
-    where_clause(&mut sql, &plan.outer_where);
+    let points = points(plan, rewrites);
+    sql.push_str(&format!(" FROM {}", points.from));
+    let mut conds = points.conds;
+    conds.extend(plan.outer_where.iter().cloned());
+    where_clause(&mut sql, &conds);
     let groups = group_aliases(plan);
     let mut group_by = groups.clone();
     if agg.window.is_some() {
@@ -414,9 +454,16 @@ mod tests {
 
     #[test]
     fn rows_no_other_row_shares_a_point_with_are_read_as_written() {
-        let sql = render(&plan(), &Rewrites::None);
-        assert!(!sql.contains("GROUP BY"), "{sql}");
-        assert!(!sql.contains("argMax"), "{sql}");
+        // Straight off the table: no merge, no subquery.
+        assert_eq!(
+            render(&plan(), &Rewrites::None),
+            "SELECT toUnixTimestamp64Nano(`time`) AS __iq_t, `host` AS __iq_g0, `f` AS __iq_c0 \
+             FROM `d\\`b`.`c'pu` AS __src WHERE __src.`time` >= fromUnixTimestamp64Nano(toInt64(10)) \
+             AND (__src.`host` = 'a') AND (`f` > toInt64(1)) AND (`f` IS NOT NULL) \
+             ORDER BY __iq_g0, __iq_t DESC, __src.`series_id` LIMIT 1, 2 BY __iq_g0"
+        );
+        // Rows of the listed ranges only are grouped, beside the rest as written.
+        let sql = render(&plan(), &Rewrites::Ranges(vec![(1, 2, 3)]));
         assert!(
             sql.contains("FROM (SELECT __src.`time` AS `time`, __src.`series_id` AS `__iq_sid`, __src.`host` AS `host`, __src.`f` AS `f` FROM `d\\`b`.`c'pu` AS __src WHERE "),
             "{sql}"
