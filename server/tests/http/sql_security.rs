@@ -754,6 +754,18 @@ fn get_query_cannot_change_state_and_cross_site_requests_are_refused() {
             .unwrap();
         assert_eq!(r.status(), 403, "{what} (Sec-Fetch-Site)");
     }
+    // A GET that creates a database (as InfluxDB 1.x allows) is a state
+    // change too: from another site it is refused before it runs.
+    for header in [("Origin", evil), ("Sec-Fetch-Site", "cross-site")] {
+        let r = s
+            .client
+            .get(s.url("/query"))
+            .header(header.0, header.1)
+            .query(&[("q", "CREATE DATABASE evil")])
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 403, "GET CREATE DATABASE with {header:?}");
+    }
     // Only the database the same-site GET created above.
     assert_eq!(
         s.query("SHOW DATABASES")["results"][0]["series"][0]["values"],
