@@ -63,7 +63,9 @@ pub struct SqlConfig {
     /// Memory one statement may use in the engine; a `GROUP BY` or `ORDER
     /// BY` spills to disk past half of it (at most 4× it on disk). Default: 1 GiB.
     pub max_memory_bytes: u64,
-    /// Engine threads per statement. Default: 1 (the flusher keeps the other core).
+    /// Engine threads per statement; 0 (the default) adapts: the cores the
+    /// write path left idle over the last second or two, at least one
+    /// ([`crate::ingest_load`]), chosen when the statement starts.
     pub max_threads: u64,
 }
 
@@ -75,7 +77,7 @@ impl Default for SqlConfig {
             max_result_rows: 1_000_000,
             max_result_bytes: 256 << 20,
             max_memory_bytes: 1 << 30,
-            max_threads: 1,
+            max_threads: 0,
         }
     }
 }
@@ -84,13 +86,12 @@ impl SqlConfig {
     /// Checks the settings make sense. A limit of 0 would mean "none" to the
     /// engine, so it is refused rather than silently unlimited.
     pub fn validate(&self) -> Result<(), FlushConfigError> {
-        let positive: [(&'static str, u64); 6] = [
+        let positive: [(&'static str, u64); 5] = [
             ("max_concurrent_queries", self.max_concurrent_queries as u64),
             ("max_execution_secs", self.max_execution_secs),
             ("max_result_rows", self.max_result_rows),
             ("max_result_bytes", self.max_result_bytes),
             ("max_memory_bytes", self.max_memory_bytes),
-            ("max_threads", self.max_threads),
         ];
         for (key, v) in positive {
             if v == 0 {
@@ -104,9 +105,19 @@ impl SqlConfig {
         Ok(())
     }
 
+    /// Engine threads for a statement starting now.
+    pub fn threads_now(&self) -> u64 {
+        if self.max_threads > 0 {
+            return self.max_threads;
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+        crate::ingest_load::idle_cores(cores, crate::ingest_load::INGEST_LOAD.busy_cores())
+    }
+
     /// The limits as connection arguments (all query-level settings the
-    /// engine applies to that connection's session only).
-    fn limit_args(&self) -> Vec<(&'static str, String)> {
+    /// engine applies to that connection's session only), `threads` engine
+    /// threads per statement.
+    fn limit_args(&self, threads: u64) -> Vec<(&'static str, String)> {
         vec![
             ("max_execution_time", self.max_execution_secs.to_string()),
             ("timeout_overflow_mode", "throw".into()),
@@ -129,7 +140,7 @@ impl SqlConfig {
                 "max_temporary_data_on_disk_size_for_query",
                 self.max_memory_bytes.saturating_mul(4).to_string(),
             ),
-            ("max_threads", self.max_threads.to_string()),
+            ("max_threads", threads.to_string()),
             ("allow_introspection_functions", "0".into()),
         ]
     }
@@ -243,7 +254,7 @@ pub(crate) struct Sandbox {
     config: SqlConfig,
     access: EngineAccess,
     /// Reader connections, with their comment and the role they have set.
-    idle: Mutex<Vec<(Connection, String, Option<String>)>>,
+    idle: Mutex<Vec<Idle>>,
     in_flight: Mutex<usize>,
     next_id: AtomicU64,
     control: Mutex<Option<Connection>>,
@@ -279,6 +290,16 @@ struct Lease {
     comment: String,
     /// The engine role the connection has set (reader connections).
     role: Option<String>,
+    /// Its engine threads per statement (reader connections).
+    threads: u64,
+}
+
+/// A reader connection waiting for its next statement.
+struct Idle {
+    conn: Connection,
+    comment: String,
+    role: Option<String>,
+    threads: u64,
 }
 
 impl Sandbox {
@@ -335,34 +356,45 @@ impl Sandbox {
         )
     }
 
-    fn reader_settings(&self, comment: &str) -> Vec<(&'static str, String)> {
+    fn reader_settings(&self, comment: &str, threads: u64) -> Vec<(&'static str, String)> {
         let mut s = vec![("readonly", "1".to_string())];
-        s.extend(self.config.limit_args());
+        s.extend(self.config.limit_args(threads));
         s.push(("log_comment", comment.to_string()));
         s
     }
 
     fn admin_settings(&self, comment: &str) -> Vec<(&'static str, String)> {
-        let mut s = self.config.limit_args();
+        let mut s = self.config.limit_args(self.config.threads_now());
         s.push(("log_comment", comment.to_string()));
         s
     }
 
     fn lease(&self, access: &SqlAccess) -> Result<Lease, SqlError> {
         if let SqlAccess::Read(_) = access {
-            if let Some((conn, comment, role)) = self.idle.lock().pop() {
+            // A reader connection's threads are fixed when it opens
+            // (`readonly=1` cannot change settings): one with the threads
+            // wanted now, or a new one.
+            let threads = self.config.threads_now();
+            let reused = {
+                let mut idle = self.idle.lock();
+                let at = idle.iter().rposition(|i| i.threads == threads);
+                at.map(|i| idle.swap_remove(i))
+            };
+            if let Some(i) = reused {
                 return Ok(Lease {
-                    conn: Some(conn),
-                    comment,
-                    role,
+                    conn: Some(i.conn),
+                    comment: i.comment,
+                    role: i.role,
+                    threads,
                 });
             }
             let comment = self.new_comment("sql");
-            let conn = self.open(&self.reader_settings(&comment))?;
+            let conn = self.open(&self.reader_settings(&comment, threads))?;
             return Ok(Lease {
                 conn: Some(conn),
                 comment,
                 role: None,
+                threads,
             });
         }
         let comment = self.new_comment("admin-sql");
@@ -371,6 +403,7 @@ impl Sandbox {
             conn: Some(conn),
             comment,
             role: None,
+            threads: 0,
         })
     }
 
@@ -784,9 +817,16 @@ fn lease_back(sandbox: &Sandbox, lease: &mut Lease) {
     };
     if lease.comment.starts_with("chingest-sql-") && !sandbox.closed.load(Ordering::Acquire) {
         let mut idle = sandbox.idle.lock();
-        if idle.len() < sandbox.config.max_concurrent_queries {
-            idle.push((conn, lease.comment.clone(), lease.role.take()));
+        if idle.len() >= sandbox.config.max_concurrent_queries {
+            // Keep the newest: the oldest may have threads no longer wanted.
+            idle.remove(0);
         }
+        idle.push(Idle {
+            conn,
+            comment: lease.comment.clone(),
+            role: lease.role.take(),
+            threads: lease.threads,
+        });
     }
 }
 

@@ -162,7 +162,8 @@ pub(crate) fn insert_parts(
     let conn = engine.connection();
     tables.lock().ensure(&conn, db, measurement, &columns)?;
     // Before the INSERT: a read must never see a rewrite the index lacks.
-    engine
+    // The guard lives until the INSERT has ended.
+    let _recorded = engine
         .identity()
         .before_insert(&conn, db, measurement, &batch)?;
     let rows = batch.num_rows();
@@ -175,6 +176,7 @@ pub(crate) fn insert_parts(
         ));
     }
     metrics::histogram!("chingest_chdb_insert_seconds").record(insert.elapsed().as_secs_f64());
+    crate::ingest_load::INGEST_LOAD.record(build.elapsed());
     metrics::histogram!("chingest_flush_batch_points").record(rows as f64);
     metrics::counter!("chingest_flush_points_total").increment(rows as u64);
     Ok(())

@@ -22,6 +22,7 @@
 //!   which server limit refused from its `/metrics`.
 //! * [`query`] benchmarks InfluxQL reads: it writes a data set to each
 //!   server, checks that their answers agree, then times Grafana's query shapes.
+//! * [`tsbs`] benchmarks TSBS's `cpu-only` query types the same way.
 //! * [`sink`] is a null endpoint (204 to everything) that measures the load
 //!   generator itself on the same machine.
 //!
@@ -44,5 +45,6 @@ pub mod sink;
 pub mod stages;
 pub mod stats;
 pub mod summary;
+pub mod tsbs;
 
 pub use error::{Error, Result};

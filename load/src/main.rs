@@ -24,6 +24,8 @@ use load::report::{
 use load::schedule::{run_ramp, RampConfig};
 use load::summary::{summarize, RunResult, StepResult};
 
+mod tsbs_cmd;
+
 #[derive(Parser)]
 #[command(
     name = "chingest-load",
@@ -53,6 +55,10 @@ enum Cmd {
     Fill(FillArgs),
     /// Query benchmark, step 2: check, then time Grafana's query shapes on each server.
     Query(QueryArgs),
+    /// TSBS benchmark, step 1: create the database as TSBS's loader does, write `cpu-only` data.
+    TsbsFill(tsbs_cmd::TsbsFillArgs),
+    /// TSBS benchmark, step 2: every query type on every server, answers compared, timed.
+    TsbsQuery(tsbs_cmd::TsbsQueryArgs),
 }
 
 #[derive(Args)]
@@ -366,6 +372,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Sink(a) => sink(a),
         Cmd::Fill(a) => fill(a),
         Cmd::Query(a) => query(a),
+        Cmd::TsbsFill(a) => tsbs_cmd::tsbs_fill(a),
+        Cmd::TsbsQuery(a) => tsbs_cmd::tsbs_query(a),
     }
 }
 

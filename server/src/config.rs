@@ -456,8 +456,9 @@ max_result_bytes = 268435456
 # Memory one statement may use in the engine. 1 GiB. A GROUP BY or ORDER BY
 # spills to the data dir past half of it (at most 4x it on disk).
 max_memory_bytes = 1073741824
-# Engine threads per statement (1 leaves the other cores to ingest).
-max_threads = 1
+# Engine threads per statement. 0 adapts: the cores the write path left idle
+# over the last second or two (all of them on an idle server), at least 1.
+max_threads = 0
 
 [limits]
 # Body bytes (raw + decompressed) in memory across in-flight writes. 256 MiB.

@@ -339,7 +339,10 @@ pub struct CpuPermit {
 
 impl Drop for CpuPermit {
     fn drop(&mut self) {
-        let held = u64::try_from(self.since.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let elapsed = self.since.elapsed();
+        // What the SQL sandbox's adaptive threads leave to ingest.
+        storage::INGEST_LOAD.record(elapsed);
+        let held = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
         // An eighth of the newest hold: follows a change of body sizes within
         // a few dozen writes; a lost update between racing drops is harmless.
         let old = self.hold_us.load(Ordering::Relaxed);

@@ -172,6 +172,9 @@ impl Store for Storage {
     }
 }
 
+/// The write path reports here the time it held a core; the SQL sandbox's
+/// adaptive threads take what it leaves.
+pub use flush::ingest_load::INGEST_LOAD;
 /// The engine roles chingest boots the engine with (one per read scope).
 pub use flush::EngineAccess;
 /// The configs of the crates below, which the server's configuration file nests.

@@ -668,7 +668,8 @@ fn the_identity_index_knows_every_point_written_twice() {
     let before = rewrites(index, &db);
     assert_eq!(before.rewrites, Rewrites::None);
     assert!(before.still_valid(index));
-    // A rewrite of series 1 at 20 and a late point at 5; series 2 moves on.
+    // A rewrite of series 1 at 20 and a late point at 5 (new: the index
+    // knows nothing was written there); series 2 moves on.
     let seq = stack.write(points(&db, &[(20, 1), (5, 1), (40, 2)]));
     stack.wait_flushed(seq);
     assert!(
@@ -676,21 +677,47 @@ fn the_identity_index_knows_every_point_written_twice() {
         "a read that started before the rewrite must not trust what it read"
     );
     let after = rewrites(index, &db);
-    assert_eq!(after.rewrites, Rewrites::Ranges(vec![(1, 5, 20)]));
+    assert_eq!(after.rewrites, Rewrites::Ranges(vec![(1, 20, 20)]));
     // A duplicate inside one request, of a new series.
     let seq = stack.write(points(&db, &[(7, 3), (7, 3)]));
     stack.wait_flushed(seq);
     assert!(!after.still_valid(index));
     assert_eq!(
         rewrites(index, &db).rewrites,
-        Rewrites::Ranges(vec![(1, 5, 20), (3, 7, 7)])
+        Rewrites::Ranges(vec![(1, 20, 20), (3, 7, 7)])
+    );
+    // Requests of one writer committed out of order (one insert each, or
+    // folded into one insert): late rows between earlier ones are new.
+    for rows in [
+        &[(100, 4), (101, 4)][..],
+        &[(300, 4), (301, 4)],
+        &[(200, 4), (201, 4)],
+    ] {
+        let seq = stack.write(points(&db, rows));
+        stack.wait_flushed(seq);
+    }
+    let seq = stack.write(points(
+        &db,
+        &[(600, 5), (601, 5), (400, 5), (401, 5), (500, 5), (401, 5)],
+    ));
+    stack.wait_flushed(seq);
+    // A late row inside an earlier insert's span that the table does not
+    // hold: the engine is asked, and it is new.
+    for rows in [&[(700, 6), (900, 6)][..], &[(800, 6)]] {
+        let seq = stack.write(points(&db, rows));
+        stack.wait_flushed(seq);
+    }
+    assert_eq!(
+        rewrites(index, &db).rewrites,
+        Rewrites::Ranges(vec![(1, 20, 20), (3, 7, 7), (5, 401, 401)]),
+        "only the time written twice in one insert"
     );
     // A process that starts now loads the index from the table: the points
     // that have two rows, exactly (the late point at 5 has one).
     let fresh = flush::IdentityIndex::default();
     assert_eq!(
         rewrites(&fresh, &db).rewrites,
-        Rewrites::Ranges(vec![(1, 20, 20), (3, 7, 7)])
+        Rewrites::Ranges(vec![(1, 20, 20), (3, 7, 7), (5, 401, 401)])
     );
     // Admin SQL can insert anything: reads group everything while it runs,
     // and the index reloads from the table after it.
@@ -708,8 +735,53 @@ fn the_identity_index_knows_every_point_written_twice() {
     assert!(!during.still_valid(index));
     assert_eq!(
         rewrites(index, &db).rewrites,
-        Rewrites::Ranges(vec![(1, 5, 20), (2, 10, 10), (3, 7, 7)])
+        Rewrites::Ranges(vec![(1, 20, 20), (2, 10, 10), (3, 7, 7), (5, 401, 401)])
     );
+    stack.close();
+}
+
+#[test]
+fn a_row_that_may_be_in_an_insert_still_in_flight_is_a_rewrite() {
+    use flush::arrow::array::TimestampNanosecondArray;
+    use flush::Rewrites;
+    let dir = tempfile::tempdir().unwrap();
+    let db = database_name("identity_flight");
+    let stack = Stack::open(dir.path(), true, fast());
+    // The table exists, with another series.
+    let seq = stack.write(points(&db, &[(1, 1)]));
+    stack.wait_flushed(seq);
+    let index = engine().identity();
+    let conn = engine().connection();
+    let rows = |t: i64| {
+        RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new(
+                    "time",
+                    DataType::Timestamp(flush::arrow::datatypes::TimeUnit::Nanosecond, None),
+                    false,
+                ),
+                Field::new("series_id", DataType::UInt64, false),
+            ])),
+            vec![
+                Arc::new(TimestampNanosecondArray::from(vec![t])),
+                Arc::new(UInt64Array::from(vec![7u64])),
+            ],
+        )
+        .unwrap()
+    };
+    // Insert A is recorded and has not reached the engine yet; B writes the
+    // same point: the engine cannot show A's row, so B's counts as a rewrite.
+    let a = index
+        .before_insert(&conn, &db, "m", &rows(1_000))
+        .expect("A");
+    let b = index
+        .before_insert(&conn, &db, "m", &rows(1_000))
+        .expect("B");
+    assert_eq!(
+        rewrites(index, &db).rewrites,
+        Rewrites::Ranges(vec![(7, 1_000, 1_000)])
+    );
+    drop((a, b));
     stack.close();
 }
 

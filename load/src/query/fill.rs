@@ -126,7 +126,7 @@ impl FillResult {
 }
 
 /// Sends one body until it is acknowledged; returns the retries it took.
-async fn send(http: Http, target: hyper::Uri, body: Bytes) -> Result<u64> {
+pub(crate) async fn send(http: Http, target: hyper::Uri, body: Bytes) -> Result<u64> {
     let mut retries = 0;
     loop {
         let outcome = http

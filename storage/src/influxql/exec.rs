@@ -113,6 +113,7 @@ impl Storage {
     ) -> Result<Vec<Row>, InfluxqlError> {
         let run = |rewrites: &Rewrites| {
             let sql = sql::render(plan, rewrites);
+            tracing::debug!(measurement = %plan.measurement, "InfluxQL read: {sql}");
             self.engine_rows(&sql, req, plan.group_tags.len(), &plan.measurement)
         };
         if plan.source.is_some() {

@@ -159,11 +159,19 @@ fn may_share_a_point(ranges: &[(u64, i64, i64)]) -> String {
     let ids = list(&|r| r.0.to_string());
     let firsts = list(&|r| r.1.to_string());
     let lasts = list(&|r| r.2.to_string());
-    let at = format!("indexOf([{ids}], {SRC}`series_id`)");
+    // `transform` looks the series up in a hash table: per row O(1), not a
+    // scan of the list. A series not listed gets an empty range.
+    let bound = |values: &str, default: i64| {
+        format!(
+            "transform({SRC}`series_id`, CAST([{ids}], 'Array(UInt64)'), \
+             CAST([{values}], 'Array(Int64)'), toInt64({default}))"
+        )
+    };
     let t = format!("toUnixTimestamp64Nano({SRC}`time`)");
     format!(
-        "({t} BETWEEN arrayElement(CAST([{firsts}], 'Array(Int64)'), {at}) \
-         AND arrayElement(CAST([{lasts}], 'Array(Int64)'), {at}))"
+        "({t} BETWEEN {} AND {})",
+        bound(&firsts, i64::MAX),
+        bound(&lasts, i64::MIN)
     )
 }
 
@@ -473,8 +481,9 @@ mod tests {
     #[test]
     fn only_the_listed_series_ranges_are_grouped() {
         let sql = render(&plan(), &Rewrites::Ranges(vec![(7, 100, 200), (9, -5, 5)]));
-        let shared = "(toUnixTimestamp64Nano(__src.`time`) BETWEEN arrayElement(CAST([100,-5], 'Array(Int64)'), indexOf([7,9], __src.`series_id`)) \
-                      AND arrayElement(CAST([200,5], 'Array(Int64)'), indexOf([7,9], __src.`series_id`)))";
+        let shared = "(toUnixTimestamp64Nano(__src.`time`) BETWEEN \
+            transform(__src.`series_id`, CAST([7,9], 'Array(UInt64)'), CAST([100,-5], 'Array(Int64)'), toInt64(9223372036854775807)) \
+            AND transform(__src.`series_id`, CAST([7,9], 'Array(UInt64)'), CAST([200,5], 'Array(Int64)'), toInt64(-9223372036854775808)))";
         let (alone, rest) = sql.split_once(" UNION ALL ").expect("two branches");
         assert!(alone.contains(&format!("AND NOT {shared}")), "{alone}");
         assert!(!alone.contains("GROUP BY"), "{alone}");

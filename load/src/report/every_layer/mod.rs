@@ -43,6 +43,7 @@ pub fn every_layer_markdown(inp: &ReportInputs) -> String {
         sections::closed(&r),
         crate::report::overload::section(dir),
         crate::report::query::section(dir),
+        crate::tsbs::report::section(dir),
         method::METHOD.to_string(),
         components::section(dir),
         host_section(&r),

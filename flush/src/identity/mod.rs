@@ -10,15 +10,22 @@
 //! Reads group those rows; every other row is a point as it is.
 //!
 //! Per table, in memory:
-//! - `latest`: each series' latest time the engine holds or is about to;
-//! - `rewritten`: per series, the time range of rows written at or before
-//!   that series' latest time (a rewrite, or a late point: both are merged,
-//!   which is exact either way).
+//! - `written`: per series, where its rows may lie: every time at or before
+//!   a floor, and up to [`SPANS`] time ranges above it (each the first and
+//!   last time of one insert's rows of that series, merged where they
+//!   overlap; past [`SPANS`] the lowest joins the floor). A late row that
+//!   falls between them, as when concurrent requests of one writer commit
+//!   out of order, is known to be new: no grouping for it.
+//! - `rewritten`: per series, the time range of rows that may share a point
+//!   with another row (written where the series may have a row already, or
+//!   twice in one insert). Grouping them is exact either way.
+//!
+//! About 60 bytes per series a table has, while the process runs.
 //!
 //! Both are loaded from the table itself the first time a table is touched
 //! after start ([`IdentityIndex::before_insert`], [`IdentityIndex::snapshot`]):
-//! each series' `max(time)`, and the series and times holding more than one
-//! row. The table is the truth, so a crash, a replay or a restart cannot
+//! each series' `max(time)` (its floor), and the series and times holding
+//! more than one row. The table is the truth, so a crash, a replay or a restart cannot
 //! leave the index claiming less than the table holds. Rows inserted after
 //! the load pass [`IdentityIndex::before_insert`] under the table's lock
 //! before their INSERT, so an insert in flight is always in the index.
@@ -41,7 +48,14 @@ use parking_lot::Mutex;
 
 use crate::engine::PooledConnection;
 use crate::error::{EngineError, Result};
-use crate::table::{qualified, SERIES_ID, TIME};
+use crate::table::{SERIES_ID, TIME};
+
+mod lookup;
+mod written;
+
+use lookup::loaded;
+use written::Written;
+pub use written::SPANS;
 
 /// Rewritten series a read lists in its statement before it groups the whole
 /// table instead (~65 bytes each, within the engine's statement size).
@@ -83,11 +97,41 @@ type BySeries<V> = HashMap<u64, V, BuildHasherDefault<SeriesIdHasher>>;
 /// What one table is known to hold.
 #[derive(Debug, Default)]
 struct Known {
-    latest: BySeries<i64>,
+    written: BySeries<Written>,
     rewritten: BySeries<(i64, i64)>,
     /// Reload from the engine before the next use (admin SQL ran), keeping
-    /// what is known: an insert in flight is in `latest` already.
+    /// what is known: an insert in flight is in `written` already.
     stale: bool,
+    /// Inserts recorded and not yet ended, by token: each series' first and
+    /// last time in it. Their rows may be invisible to a lookup.
+    in_flight: HashMap<u64, Arc<BySeries<(i64, i64)>>>,
+    next_token: u64,
+}
+
+impl Known {
+    /// Marks `(sid, t)` as possibly sharing a point; true if that is news.
+    fn rewrite(&mut self, sid: u64, t: i64) -> bool {
+        match self.rewritten.get_mut(&sid) {
+            Some(r) if r.0 <= t && t <= r.1 => false,
+            Some(r) => {
+                *r = (r.0.min(t), r.1.max(t));
+                true
+            }
+            None => {
+                self.rewritten.insert(sid, (t, t));
+                true
+            }
+        }
+    }
+}
+
+/// One series' rows in the insert being recorded.
+#[derive(Debug, Clone, Copy)]
+struct InBatch {
+    first: i64,
+    last: i64,
+    /// Its rows came in time order (else duplicates are looked for exactly).
+    ordered: bool,
 }
 
 #[derive(Debug, Default)]
@@ -126,6 +170,23 @@ impl Snapshot {
     }
 }
 
+/// An insert recorded by [`IdentityIndex::before_insert`]: while it lives,
+/// other inserts treat its rows as possibly present. Drop it once the INSERT
+/// has ended, whatever its outcome.
+#[derive(Debug)]
+pub struct InsertGuard {
+    table: Arc<Table>,
+    token: u64,
+}
+
+impl Drop for InsertGuard {
+    fn drop(&mut self) {
+        if let Some(k) = self.table.known.lock().as_mut() {
+            k.in_flight.remove(&self.token);
+        }
+    }
+}
+
 impl IdentityIndex {
     fn table(&self, db: &str, measurement: &str) -> Arc<Table> {
         self.tables
@@ -137,15 +198,22 @@ impl IdentityIndex {
 
     /// Records the rows of `batch` (coalesced: `time` Timestamp(ns),
     /// `series_id` UInt64) before they are inserted into `db`.`measurement`
-    /// (which exists): a row at or before its series' latest time marks a
-    /// possible rewrite, and bumps the table's epoch when that is news.
+    /// (which exists), and bumps the table's epoch when a rewrite is news.
+    /// Keep the returned guard until the INSERT has ended.
+    ///
+    /// A row is a rewrite when its time repeats within the batch, or when
+    /// the series may have a row there already ([`Written`]) and it does: the
+    /// engine is asked for those rows, and a row that may be in an insert
+    /// still in flight (invisible to the question) counts as one. So rows
+    /// that only arrive late (concurrent requests of one writer committed out
+    /// of order) are known to be new, and reads need not group them.
     pub fn before_insert(
         &self,
         conn: &PooledConnection,
         db: &str,
         measurement: &str,
         batch: &RecordBatch,
-    ) -> Result<()> {
+    ) -> Result<InsertGuard> {
         let arrow_err = |what: &str| EngineError::Arrow(format!("identity index: {what}"));
         let times = batch
             .column_by_name(TIME)
@@ -155,33 +223,95 @@ impl IdentityIndex {
             .column_by_name(SERIES_ID)
             .and_then(|c| c.as_primitive_opt::<UInt64Type>())
             .ok_or_else(|| arrow_err("no UInt64 series_id column"))?;
+        let pairs = || series.values().iter().zip(times.values().iter());
         let table = self.table(db, measurement);
-        let mut guard = table.known.lock();
-        let known = loaded(&mut guard, conn, db, measurement)?;
-        let mut news = false;
-        for (&sid, &t) in series.values().iter().zip(times.values().iter()) {
-            match known.latest.get_mut(&sid) {
-                Some(latest) if t <= *latest => match known.rewritten.get_mut(&sid) {
-                    Some(r) if r.0 <= t && t <= r.1 => {}
-                    Some(r) => {
-                        *r = (r.0.min(t), r.1.max(t));
-                        news = true;
+        let (guard, suspects, others) = {
+            let mut lock = table.known.lock();
+            let known = loaded(&mut lock, conn, db, measurement)?;
+            let mut news = false;
+            let mut suspects: Vec<(u64, i64)> = Vec::new();
+            let mut batch_rows: BySeries<InBatch> = BySeries::default();
+            for (&sid, &t) in pairs() {
+                if known.written.get(&sid).is_some_and(|w| w.may_hold(t)) {
+                    suspects.push((sid, t));
+                }
+                // In time order, only an equal time repeats a point within
+                // the batch; out of order, see below.
+                match batch_rows.get_mut(&sid) {
+                    Some(b) if t > b.last => b.last = t,
+                    Some(b) if t == b.last => news |= known.rewrite(sid, t),
+                    Some(b) => {
+                        b.first = b.first.min(t);
+                        b.ordered = false;
                     }
                     None => {
-                        known.rewritten.insert(sid, (t, t));
-                        news = true;
+                        batch_rows.insert(
+                            sid,
+                            InBatch {
+                                first: t,
+                                last: t,
+                                ordered: true,
+                            },
+                        );
                     }
-                },
-                Some(latest) => *latest = t,
-                None => {
-                    known.latest.insert(sid, t);
                 }
+            }
+            // Series whose rows came out of order (concurrent requests folded
+            // into one insert): their times, sorted, repeats found.
+            let mut unordered: Vec<(u64, i64)> = pairs()
+                .filter(|(sid, _)| batch_rows.get(sid).is_some_and(|b| !b.ordered))
+                .map(|(&sid, &t)| (sid, t))
+                .collect();
+            unordered.sort_unstable();
+            for w in unordered.windows(2) {
+                if w[0] == w[1] {
+                    news |= known.rewrite(w[0].0, w[0].1);
+                }
+            }
+            let mut spans = BySeries::default();
+            for (sid, b) in batch_rows {
+                known
+                    .written
+                    .entry(sid)
+                    .or_insert(Written::NOTHING)
+                    .add(b.first, b.last);
+                spans.insert(sid, (b.first, b.last));
+            }
+            let others: Vec<_> = known.in_flight.values().cloned().collect();
+            let token = known.next_token;
+            known.next_token += 1;
+            known.in_flight.insert(token, Arc::new(spans));
+            if news {
+                table.epoch.fetch_add(1, SeqCst);
+            }
+            let guard = InsertGuard {
+                table: table.clone(),
+                token,
+            };
+            (guard, suspects, others)
+        };
+        if suspects.is_empty() {
+            return Ok(guard);
+        }
+        // Asked with the table unlocked: reads and other inserts go on.
+        let present = lookup::present(conn, db, measurement, &suspects)?;
+        let in_flight = |sid: u64, t: i64| {
+            others
+                .iter()
+                .any(|o| o.get(&sid).is_some_and(|&(a, b)| a <= t && t <= b))
+        };
+        let mut lock = table.known.lock();
+        let known = lock.as_mut().expect("loaded above");
+        let mut news = false;
+        for (sid, t) in suspects {
+            if present.contains(&(sid, t)) || in_flight(sid, t) {
+                news |= known.rewrite(sid, t);
             }
         }
         if news {
             table.epoch.fetch_add(1, SeqCst);
         }
-        Ok(())
+        Ok(guard)
     }
 
     /// What a read of `db`.`measurement` must group, as known now. Loads the
@@ -254,61 +384,4 @@ impl IdentityIndex {
         self.admin_epoch.fetch_add(1, SeqCst);
         self.admin_writes.fetch_sub(1, SeqCst);
     }
-}
-
-/// The table's index, loaded (or reloaded, keeping what is known) from the
-/// engine when needed. A table the engine does not have holds nothing.
-fn loaded<'a>(
-    known: &'a mut Option<Known>,
-    conn: &PooledConnection,
-    db: &str,
-    measurement: &str,
-) -> Result<&'a mut Known> {
-    if known.as_ref().is_some_and(|k| !k.stale) {
-        return Ok(known.as_mut().expect("checked"));
-    }
-    let k = known.get_or_insert_with(Known::default);
-    let table = qualified(db, measurement);
-    let latest = format!(
-        "SELECT series_id, toUnixTimestamp64Nano(max(time)) FROM {table} GROUP BY series_id"
-    );
-    // Sorted by (series_id, time): grouped in order, streaming.
-    let shared = format!(
-        "SELECT series_id, toUnixTimestamp64Nano(min(time)), toUnixTimestamp64Nano(max(time)) \
-         FROM (SELECT series_id, time FROM {table} GROUP BY series_id, time HAVING count() > 1) \
-         GROUP BY series_id SETTINGS optimize_aggregation_in_order = 1"
-    );
-    let rows = |sql: &str| -> Result<Vec<Vec<i128>>> {
-        match conn.query(sql, chdb_rust::format::OutputFormat::TabSeparated) {
-            Ok(out) => Ok(String::from_utf8_lossy(&out)
-                .lines()
-                .map(|l| l.split('\t').filter_map(|v| v.parse().ok()).collect())
-                .collect()),
-            Err(e) if absent(&e) => Ok(Vec::new()),
-            Err(e) => Err(e),
-        }
-    };
-    for r in rows(&latest)? {
-        if let [sid, t] = r[..] {
-            let (sid, t) = (sid as u64, t as i64);
-            let e = k.latest.entry(sid).or_insert(t);
-            *e = (*e).max(t);
-        }
-    }
-    for r in rows(&shared)? {
-        if let [sid, a, b] = r[..] {
-            let (sid, a, b) = (sid as u64, a as i64, b as i64);
-            let e = k.rewritten.entry(sid).or_insert((a, b));
-            *e = (e.0.min(a), e.1.max(b));
-        }
-    }
-    k.stale = false;
-    Ok(k)
-}
-
-fn absent(e: &EngineError) -> bool {
-    let m = e.to_string();
-    ["UNKNOWN_TABLE", "UNKNOWN_DATABASE"]
-        .iter()
-        .any(|c| m.contains(c))
 }
