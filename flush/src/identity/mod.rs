@@ -37,12 +37,12 @@
 //! anywhere: while such a statement runs every read groups everything, and
 //! afterwards each table reloads from the engine.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 
-use arrow::array::{AsArray, RecordBatch};
+use arrow::array::{AsArray, RecordBatch, TimestampNanosecondArray, UInt64Array};
 use arrow::datatypes::{TimestampNanosecondType, UInt64Type};
 use parking_lot::Mutex;
 
@@ -102,9 +102,9 @@ struct Known {
     /// Reload from the engine before the next use (admin SQL ran), keeping
     /// what is known: an insert in flight is in `written` already.
     stale: bool,
-    /// Inserts recorded and not yet ended, by token: each series' first and
-    /// last time in it. Their rows may be invisible to a lookup.
-    in_flight: HashMap<u64, Arc<BySeries<(i64, i64)>>>,
+    /// Inserts recorded and not yet ended, by token: their rows may be
+    /// invisible to a lookup.
+    in_flight: HashMap<u64, InFlight>,
     next_token: u64,
 }
 
@@ -120,6 +120,34 @@ impl Known {
             None => {
                 self.rewritten.insert(sid, (t, t));
                 true
+            }
+        }
+    }
+}
+
+/// An insert recorded and not yet ended: each series' first and last time
+/// in it (a quick test), and its rows (the exact one).
+#[derive(Debug, Clone)]
+struct InFlight {
+    spans: Arc<BySeries<(i64, i64)>>,
+    series: UInt64Array,
+    times: TimestampNanosecondArray,
+}
+
+impl InFlight {
+    /// Which of `keys` (series, time) this insert writes.
+    fn holds(&self, keys: &HashSet<(u64, i64)>, out: &mut HashSet<(u64, i64)>) {
+        let near = keys.iter().any(|(sid, t)| {
+            self.spans
+                .get(sid)
+                .is_some_and(|&(a, b)| a <= *t && *t <= b)
+        });
+        if !near {
+            return;
+        }
+        for (&sid, &t) in self.series.values().iter().zip(self.times.values().iter()) {
+            if keys.contains(&(sid, t)) {
+                out.insert((sid, t));
             }
         }
     }
@@ -277,10 +305,17 @@ impl IdentityIndex {
                     .add(b.first, b.last);
                 spans.insert(sid, (b.first, b.last));
             }
-            let others: Vec<_> = known.in_flight.values().cloned().collect();
+            let others: Vec<InFlight> = known.in_flight.values().cloned().collect();
             let token = known.next_token;
             known.next_token += 1;
-            known.in_flight.insert(token, Arc::new(spans));
+            known.in_flight.insert(
+                token,
+                InFlight {
+                    spans: Arc::new(spans),
+                    series: series.clone(),
+                    times: times.clone(),
+                },
+            );
             if news {
                 table.epoch.fetch_add(1, SeqCst);
             }
@@ -295,16 +330,24 @@ impl IdentityIndex {
         }
         // Asked with the table unlocked: reads and other inserts go on.
         let present = lookup::present(conn, db, measurement, &suspects)?;
-        let in_flight = |sid: u64, t: i64| {
-            others
-                .iter()
-                .any(|o| o.get(&sid).is_some_and(|&(a, b)| a <= t && t <= b))
-        };
+        // Suspects the engine does not hold may be in an insert still in
+        // flight: those its rows do write are rewrites too.
+        let absent: HashSet<(u64, i64)> = suspects
+            .iter()
+            .copied()
+            .filter(|k| !present.contains(k))
+            .collect();
+        let mut in_flight = HashSet::new();
+        if !absent.is_empty() {
+            for o in &others {
+                o.holds(&absent, &mut in_flight);
+            }
+        }
         let mut lock = table.known.lock();
         let known = lock.as_mut().expect("loaded above");
         let mut news = false;
         for (sid, t) in suspects {
-            if present.contains(&(sid, t)) || in_flight(sid, t) {
+            if present.contains(&(sid, t)) || in_flight.contains(&(sid, t)) {
                 news |= known.rewrite(sid, t);
             }
         }

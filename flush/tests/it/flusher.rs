@@ -752,7 +752,8 @@ fn a_row_that_may_be_in_an_insert_still_in_flight_is_a_rewrite() {
     stack.wait_flushed(seq);
     let index = engine().identity();
     let conn = engine().connection();
-    let rows = |t: i64| {
+    let rows = |sid: u64, ts: Vec<i64>| {
+        let n = ts.len();
         RecordBatch::try_new(
             Arc::new(Schema::new(vec![
                 Field::new(
@@ -763,23 +764,25 @@ fn a_row_that_may_be_in_an_insert_still_in_flight_is_a_rewrite() {
                 Field::new("series_id", DataType::UInt64, false),
             ])),
             vec![
-                Arc::new(TimestampNanosecondArray::from(vec![t])),
-                Arc::new(UInt64Array::from(vec![7u64])),
+                Arc::new(TimestampNanosecondArray::from(ts)),
+                Arc::new(UInt64Array::from(vec![sid; n])),
             ],
         )
         .unwrap()
     };
-    // Insert A is recorded and has not reached the engine yet; B writes the
-    // same point: the engine cannot show A's row, so B's counts as a rewrite.
+    // Insert A is recorded and has not reached the engine yet; B writes one
+    // of its points: the engine cannot show A's row, so B's counts as a
+    // rewrite. B's other row falls between A's rows, which A does not
+    // write: a new point.
     let a = index
-        .before_insert(&conn, &db, "m", &rows(1_000))
+        .before_insert(&conn, &db, "m", &rows(7, vec![1_000, 1_010]))
         .expect("A");
     let b = index
-        .before_insert(&conn, &db, "m", &rows(1_000))
+        .before_insert(&conn, &db, "m", &rows(7, vec![1_005, 1_010]))
         .expect("B");
     assert_eq!(
         rewrites(index, &db).rewrites,
-        Rewrites::Ranges(vec![(7, 1_000, 1_000)])
+        Rewrites::Ranges(vec![(7, 1_010, 1_010)])
     );
     drop((a, b));
     stack.close();
