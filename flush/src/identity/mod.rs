@@ -260,7 +260,13 @@ impl IdentityIndex {
             let mut suspects: Vec<(u64, i64)> = Vec::new();
             let mut batch_rows: BySeries<InBatch> = BySeries::default();
             for (&sid, &t) in pairs() {
-                if known.written.get(&sid).is_some_and(|w| w.may_hold(t)) {
+                // A time already in the series' rewritten range needs no
+                // lookup: it is grouped whatever the engine holds.
+                let grouped = known
+                    .rewritten
+                    .get(&sid)
+                    .is_some_and(|&(a, b)| a <= t && t <= b);
+                if !grouped && known.written.get(&sid).is_some_and(|w| w.may_hold(t)) {
                     suspects.push((sid, t));
                 }
                 // In time order, only an equal time repeats a point within
