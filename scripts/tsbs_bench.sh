@@ -23,6 +23,11 @@
 #   SQL_CONFIG, REQUEST_TIMEOUT_SECS, SERVER_CONFIG_EXTRA, SERVER_CMD, LOAD, INFLUXD:
 #     as in scripts/query_bench.sh
 #   RESULTS (test_results)  REPORT (docs/benchmarks.md)  KEEP_TMP=1  SKIP_BUILD=1
+#   BESIDE_RAMP_RATE (unset): writes per second (50,000-point line-protocol requests, 1,000
+#     hosts, `chingest-load gen`) sent to chingest's database `ramp` during the queries, for
+#     BESIDE_RAMP_SECS (240) from 5 s before them (open model, 64 in flight): ingest and queries
+#     side by side. The ramp's result: $RESULTS/tsbs_beside_ramp_<hosts>.{json,md}; the phase is
+#     named "<n> hosts, ramp beside".
 #
 # Results: $RESULTS/tsbs_bench.{json,md} (a rerun replaces its phase) and the
 # TSBS section of $REPORT.
@@ -92,8 +97,22 @@ phase() { # hosts
   sleep "$SETTLE_SECS"
   local types=()
   [ -z "$TYPES" ] || types=(--types "$TYPES")
+  local phase_name="$hosts hosts" ramp_pid= ramp_note=()
+  if [ -n "${BESIDE_RAMP_RATE:-}" ]; then
+    phase_name="$hosts hosts, ramp beside"
+    [ -d "$TMP/payloads" ] || "$LOAD" gen --out "$TMP/payloads" --files 16 --points 50000 --hosts 1000 >/dev/null
+    curl -sf -o /dev/null -XPOST "http://127.0.0.1:$PORT/query" --data-urlencode "q=CREATE DATABASE ramp" \
+      || die "CREATE DATABASE ramp failed"
+    say "ramp beside the queries: $BESIDE_RAMP_RATE req/s × 50,000 points for ${BESIDE_RAMP_SECS:-240} s"
+    "$LOAD" ramp --url "http://127.0.0.1:$PORT/write?db=ramp" --payloads "$TMP/payloads" \
+      --rates "$BESIDE_RAMP_RATE" --step-secs "${BESIDE_RAMP_SECS:-240}" --max-in-flight 64 \
+      --server-pid "$CH_PID" --results "$RESULTS" --name "tsbs_beside_ramp_$hosts" >/dev/null &
+    ramp_pid=$!
+    sleep 5
+    ramp_note=(--note "A ramp wrote to chingest's database \`ramp\` beside the queries: $BESIDE_RAMP_RATE requests/s of 50,000 points ($((BESIDE_RAMP_RATE * 50))k points/s) for ${BESIDE_RAMP_SECS:-240} s from 5 s before the first query; its result: $RESULTS/tsbs_beside_ramp_$hosts.md. Queries that outlast it ran without it.")
+  fi
   say "queries ($hosts hosts): load average $(loadavg)"
-  "$LOAD" tsbs-query --phase "$hosts hosts" "${data[@]}" "${types[@]}" \
+  "$LOAD" tsbs-query --phase "$phase_name" "${data[@]}" "${types[@]}" "${ramp_note[@]}" \
     --server "influxdb=http://127.0.0.1:$INFLUX_PORT" --server "chingest=http://127.0.0.1:$PORT" \
     --fill "$TMP/fill-influxdb.json" --fill "$TMP/fill-chingest.json" \
     --queries "$QUERIES" --warmup "$WARMUP" --query-seed "$QUERY_SEED" --results "$RESULTS" \
@@ -101,6 +120,7 @@ phase() { # hosts
     --note "Queryable: chingest's /health showed every acknowledged point in the engine ${lag} s after its last write; then both settled ${SETTLE_SECS} s (background compaction and merges may still run during the queries)." \
     --note "chingest's settings: [server] request_timeout_secs = $REQUEST_TIMEOUT_SECS; [sql] $(echo "$SQL_CONFIG" | tr '\n' ';' | sed 's/;$//; s/;/, /g'); everything else default." \
     >/dev/null || say "a query type stopped or differs ($hosts hosts): see $RESULTS/tsbs_bench.md"
+  [ -z "$ramp_pid" ] || wait "$ramp_pid" || say "the ramp beside the queries failed"
   stop "$CH_PID"
   stop "$INFLUX_PID"
 }

@@ -23,5 +23,6 @@ mod python;
 mod reliability;
 mod shutdown;
 mod sql_security;
+mod sql_threads;
 mod telegraf;
 mod write;
