@@ -292,14 +292,17 @@ impl IdentityIndex {
             }
             // Series whose rows came out of order (concurrent requests folded
             // into one insert): their times, sorted, repeats found.
-            let mut unordered: Vec<(u64, i64)> = pairs()
-                .filter(|(sid, _)| batch_rows.get(sid).is_some_and(|b| !b.ordered))
-                .map(|(&sid, &t)| (sid, t))
-                .collect();
-            unordered.sort_unstable();
-            for w in unordered.windows(2) {
-                if w[0] == w[1] {
-                    news |= known.rewrite(w[0].0, w[0].1);
+            // (Most inserts have none: no second pass over their rows then.)
+            if batch_rows.values().any(|b| !b.ordered) {
+                let mut unordered: Vec<(u64, i64)> = pairs()
+                    .filter(|(sid, _)| batch_rows.get(sid).is_some_and(|b| !b.ordered))
+                    .map(|(&sid, &t)| (sid, t))
+                    .collect();
+                unordered.sort_unstable();
+                for w in unordered.windows(2) {
+                    if w[0] == w[1] {
+                        news |= known.rewrite(w[0].0, w[0].1);
+                    }
                 }
             }
             let mut spans = BySeries::default();
