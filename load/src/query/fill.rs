@@ -201,7 +201,10 @@ pub async fn run_fill(server: &str, cfg: &FillConfig, timeout: Duration) -> Resu
     })
 }
 
-fn joined(r: Option<std::result::Result<Result<u64>, tokio::task::JoinError>>) -> Result<u64> {
+/// A finished write task's retries (0 when there was none).
+pub(crate) fn joined(
+    r: Option<std::result::Result<Result<u64>, tokio::task::JoinError>>,
+) -> Result<u64> {
     match r {
         None => Ok(0),
         Some(Ok(r)) => r,

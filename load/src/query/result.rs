@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::answer::Shape;
 use super::fill::FillResult;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::host::Host;
 use crate::stats::Latency;
 
@@ -90,14 +90,7 @@ pub struct QueryBench {
 impl QueryBench {
     /// Reads `path`; an empty benchmark when it does not exist.
     pub fn load(path: &Path) -> Result<QueryBench> {
-        match std::fs::read(path) {
-            Ok(b) => serde_json::from_slice(&b).map_err(|source| Error::Json {
-                path: path.into(),
-                source,
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(QueryBench::default()),
-            Err(e) => Err(Error::io(path, e)),
-        }
+        crate::report::files::load_or_default(path)
     }
 
     /// Replaces the phase of the same name, or appends it.

@@ -4,7 +4,7 @@
 use crate::summary::StepResult;
 
 /// Microseconds as milliseconds, three significant digits or so: `623`, `52.0`, `4.46`.
-pub(super) fn ms(us: u64) -> String {
+pub(crate) fn ms(us: u64) -> String {
     let v = us as f64 / 1000.0;
     if v >= 100.0 {
         format!("{v:.0}")

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::summary::RunResult;
 
 /// Writes `data` to `path`, creating its directory first.
-pub(super) fn write(path: &Path, data: &[u8]) -> Result<()> {
+pub(crate) fn write(path: &Path, data: &[u8]) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }
@@ -59,6 +59,18 @@ fn absolute_parts(p: &Path) -> Vec<String> {
         }
     }
     parts
+}
+
+/// Reads the JSON at `path`; the type's default when the file does not exist.
+pub(crate) fn load_or_default<T: serde::de::DeserializeOwned + Default>(path: &Path) -> Result<T> {
+    match std::fs::read(path) {
+        Ok(b) => serde_json::from_slice(&b).map_err(|source| Error::Json {
+            path: path.into(),
+            source,
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
+        Err(e) => Err(Error::io(path, e)),
+    }
 }
 
 #[cfg(test)]

@@ -14,9 +14,9 @@
 //! * `query`: the query benchmark's page and its section of the every-layer page.
 
 mod bench_json;
-mod cells;
+pub(crate) mod cells;
 mod every_layer;
-mod files;
+pub(crate) mod files;
 mod notes;
 mod overload;
 mod query;

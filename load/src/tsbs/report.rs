@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use super::run::{TsbsBench, TsbsPhase, TypeResult};
 use crate::error::{Error, Result};
 use crate::host::rfc3339;
+use crate::report::cells::ms;
+use crate::report::files::{load_or_default, write};
 
 /// The base name of the TSBS benchmark's results.
 pub const TSBS_BENCH_NAME: &str = "tsbs_bench";
@@ -20,28 +22,20 @@ const NOTES: &str = "What each latency includes and excludes:\n\n\
 
 /// Writes `DIR/NAME.json` and `DIR/NAME.md`. Returns the paths.
 pub fn write_tsbs_bench(dir: &Path, name: &str, b: &TsbsBench) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let json_path = dir.join(format!("{name}.json"));
     let json = serde_json::to_vec_pretty(b).map_err(|source| Error::Json {
         path: json_path.clone(),
         source,
     })?;
-    std::fs::write(&json_path, json).map_err(|e| Error::io(&json_path, e))?;
+    write(&json_path, &json)?;
     let md_path = dir.join(format!("{name}.md"));
-    std::fs::write(&md_path, tsbs_markdown(b, "#")).map_err(|e| Error::io(&md_path, e))?;
+    write(&md_path, tsbs_markdown(b, "#").as_bytes())?;
     Ok(vec![json_path, md_path])
 }
 
 /// Reads `path`; an empty benchmark when it does not exist.
 pub fn load_tsbs_bench(path: &Path) -> Result<TsbsBench> {
-    match std::fs::read(path) {
-        Ok(b) => serde_json::from_slice(&b).map_err(|source| Error::Json {
-            path: path.into(),
-            source,
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TsbsBench::default()),
-        Err(e) => Err(Error::io(path, e)),
-    }
+    load_or_default(path)
 }
 
 /// The page (`h` = "#") or a section of another page (`h` = "##").
@@ -64,18 +58,6 @@ pub fn section(dir: &Path) -> String {
     match load_tsbs_bench(&dir.join(format!("{TSBS_BENCH_NAME}.json"))) {
         Ok(b) if !b.phases.is_empty() => format!("\n{}", tsbs_markdown(&b, "##")),
         _ => "\n## TSBS `cpu-only` queries: chingest and InfluxDB 1.x (issue #23)\n\nnot measured (`scripts/tsbs_bench.sh` writes `tsbs_bench.json`).\n".into(),
-    }
-}
-
-/// `12.3`, `1.23`, `123` ms.
-fn ms(us: u64) -> String {
-    let v = us as f64 / 1000.0;
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
     }
 }
 

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::host::Host;
 use crate::query::answer::{compare, parse, Shape};
 use crate::query::bench::Server;
-use crate::query::fill::send;
+use crate::query::fill::{joined, send};
 use crate::query::http::{encode_component, Http, Reply};
 use crate::stats::{Latency, LatencyHist};
 
@@ -167,14 +167,6 @@ pub async fn fill(
         retries,
         secs: started.elapsed().as_secs_f64(),
     })
-}
-
-fn joined(r: Option<std::result::Result<Result<u64>, tokio::task::JoinError>>) -> Result<u64> {
-    match r {
-        None => Ok(0),
-        Some(Ok(r)) => r,
-        Some(Err(e)) => Err(Error::Check(format!("write task failed: {e}"))),
-    }
 }
 
 /// A 200 whose body does not start with an error.
