@@ -136,7 +136,7 @@ query() { # phase panel-runs all-hosts-runs, then --server/--ingest/--note argum
 }
 
 sql_note() {
-  echo "chingest's settings for this run: [server] request_timeout_secs = $REQUEST_TIMEOUT_SECS; [sql] (InfluxQL runs in the SQL sandbox) $(echo "$SQL_CONFIG" | tr '\n' ';' | sed 's/;$//; s/;/, /g'); everything else default (so 1 engine thread per statement). With the defaults the all-hosts answer (1.44M rows) is refused by [sql] max_result_rows (1,000,000); with only that raised it answered within the default memory (1 GiB, a GROUP BY spills past half) and time (20 s) limits on a quiet box (docs/influxql.md); the rest is raised for headroom on a busy one."
+  echo "chingest's settings for this run: [server] request_timeout_secs = $REQUEST_TIMEOUT_SECS; [sql] (InfluxQL runs in the SQL sandbox) $(echo "$SQL_CONFIG" | tr '\n' ';' | sed 's/;$//; s/;/, /g'); everything else default ([sql] max_threads: 1 engine thread per statement up to e3fef20; from then 0, the cores ingest left idle). With the defaults the all-hosts answer (1.44M rows) is refused by [sql] max_result_rows (1,000,000); with only that raised it answered within the default memory (1 GiB, a GROUP BY spills past half) and time (20 s) limits on a quiet box (docs/influxql.md); the rest is raised for headroom on a busy one."
 }
 
 small_phase() {
