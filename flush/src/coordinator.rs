@@ -25,6 +25,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arrow::array::RecordBatch;
 use crossbeam_channel::{select, Receiver, Sender};
 use parking_lot::Mutex;
 
@@ -36,6 +37,7 @@ use crate::error::EngineError;
 use crate::flusher::{FlushStatus, FlushWrite};
 use crate::replay::Held;
 use crate::table::Part;
+use crate::unflushed::Unflushed;
 use crate::watermark::{FlushedLog, Watermark};
 use crate::worker::{Job, JobDone};
 
@@ -82,6 +84,9 @@ pub(crate) struct Coordinator {
     /// Once the input has ended: stop at this instant even with parts left
     /// (they stay in the WAL and replay on the next start).
     stop_by: Arc<Mutex<Option<Instant>>>,
+    /// What reads see of the parts not yet in the engine: added on receipt,
+    /// removed once inserted, set aside or dropped.
+    unflushed: Arc<Unflushed>,
 }
 
 impl Coordinator {
@@ -92,6 +97,7 @@ impl Coordinator {
         log: Arc<dyn FlushedLog>,
         jobs: Sender<Job>,
         stop_by: Arc<Mutex<Option<Instant>>>,
+        unflushed: Arc<Unflushed>,
     ) -> Self {
         Self {
             config,
@@ -107,6 +113,7 @@ impl Coordinator {
             dropped: HashMap::new(),
             drop_waiters: Vec::new(),
             stop_by,
+            unflushed,
         }
     }
 
@@ -129,13 +136,19 @@ impl Coordinator {
         let now = Instant::now();
         let (mut parts, mut points) = (0, 0);
         let dropped = self.is_dropped(&write.db, seq);
-        for (m, batch) in write.tables {
-            if dropped
-                || batch.num_rows() == 0
-                || skip.contains(&(write.db.clone(), m.clone(), seq))
-            {
-                continue;
-            }
+        let kept: Vec<(String, RecordBatch)> = write
+            .tables
+            .into_iter()
+            .filter(|(m, batch)| {
+                !dropped
+                    && batch.num_rows() > 0
+                    && !skip.contains(&(write.db.clone(), m.clone(), seq))
+            })
+            .collect();
+        // Readable before the entry counts as received (`unflushed.rs`).
+        self.unflushed
+            .add(&write.db, seq, kept.iter().map(|(m, b)| (m.as_str(), b)));
+        for (m, batch) in kept {
             parts += 1;
             points += batch.num_rows() as u64;
             let buf = self.buffers.entry((write.db.clone(), m)).or_default();
@@ -143,6 +156,7 @@ impl Coordinator {
         }
         self.watermark.register(seq, parts);
         self.status.lock().pending_points += points;
+        self.unflushed.mark_received(seq);
     }
 
     /// Runs until `committed` disconnects and every buffered part is in the
@@ -250,11 +264,13 @@ impl Coordinator {
             .map(|(k, _)| k.clone())
             .collect();
         isolated.sort();
+        let hurried = self.unflushed.take_hurried();
         let mut ready: Vec<Key> = self
             .buffers
             .iter()
             .filter(|(k, b)| {
-                b.is_due(now, max_points, max_age, closing)
+                (b.is_due(now, max_points, max_age, closing)
+                    || (!b.is_empty() && hurried.contains(*k)))
                     && free(k)
                     && self.isolate.get(*k).is_none_or(VecDeque::is_empty)
             })
@@ -340,6 +356,8 @@ impl Coordinator {
             f.until = Instant::now();
         }
         let points: u64 = parts.iter().map(|p| p.batch.num_rows() as u64).sum();
+        // The INSERT has ended: the table shows these rows from now on.
+        self.unflushed.remove(key, parts.iter().map(|p| p.seq));
         for p in parts {
             self.watermark.part_done(p.seq);
         }
@@ -425,6 +443,8 @@ impl Coordinator {
             Ok(()) => {
                 tracing::error!(db = %key.0, measurement = %key.1, seq = part.seq, points,
                     error = %e, "flush refused deterministically: part quarantined as a dead letter");
+                // Set aside: reads stop showing it, as they do after a restart.
+                self.unflushed.remove(key, [part.seq]);
                 self.watermark.part_done(part.seq);
                 let mut st = self.status.lock();
                 st.pending_points = st.pending_points.saturating_sub(points);
@@ -478,6 +498,7 @@ impl Coordinator {
             }
             q.retain(|g| !g.is_empty());
         }
+        self.unflushed.remove_database(&db, up_to);
         let mut discarded = 0u64;
         for p in gone {
             discarded += p.batch.num_rows() as u64;

@@ -22,7 +22,7 @@
 //! the engine through the C Data Interface.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
@@ -38,6 +38,7 @@ use crate::config::EngineConfig;
 use crate::error::{EngineError, Result};
 use crate::identity::IdentityIndex;
 use crate::sandbox::{Sandbox, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};
+use crate::unflushed::Unflushed;
 
 /// The engine of this process: a data path and a pool of connections to it.
 /// Cheap to clone; the engine closes when the last clone and every borrowed
@@ -55,6 +56,11 @@ struct Inner {
     returned: Condvar,
     sandbox: Arc<Sandbox>,
     identity: Arc<IdentityIndex>,
+    unflushed: Arc<Unflushed>,
+    /// Registers batches reads scan (`ArrowScan`): the engine's Arrow
+    /// registry is process-wide, a registration only needs a live
+    /// connection, and this one never waits behind an insert.
+    scan_conn: Mutex<Option<Connection>>,
 }
 
 /// The flusher's pool: idle connections, and how many exist in all.
@@ -139,6 +145,8 @@ impl Engine {
             conns.push(conn);
         }
         tracing::info!(path = %data_dir.display(), connections = size, "chDB engine open");
+        let scan_conn = Connection::open(&[path_arg.as_str()])
+            .map_err(|e| open_err(format!("opening the scan connection: {e}")))?;
         let identity = Arc::new(IdentityIndex::default());
         let sandbox = Sandbox::start(path_arg.clone(), sql, access.clone(), identity.clone());
         let inner = Arc::new(Inner {
@@ -148,6 +156,8 @@ impl Engine {
             returned: Condvar::new(),
             sandbox,
             identity,
+            unflushed: Arc::new(Unflushed::default()),
+            scan_conn: Mutex::new(Some(scan_conn)),
         });
         static REGISTER: Once = Once::new();
         // SAFETY: registering a plain `extern "C" fn` with no captured state.
@@ -175,6 +185,35 @@ impl Engine {
     /// ([`crate::identity`]): the flusher records, reads ask.
     pub fn identity(&self) -> &IdentityIndex {
         &self.inner.identity
+    }
+
+    /// Acknowledged points the engine does not hold yet ([`crate::unflushed`]):
+    /// the flusher adds and removes, reads ask.
+    pub fn unflushed(&self) -> &Unflushed {
+        &self.inner.unflushed
+    }
+
+    pub(crate) fn unflushed_handle(&self) -> Arc<Unflushed> {
+        self.inner.unflushed.clone()
+    }
+
+    /// `batch`, readable by this engine's statements as the table
+    /// expressions [`ArrowScan::table_sql`] names once they are registered
+    /// ([`ArrowScan::register`]); unregistered when the scan drops.
+    pub fn arrow_scan(&self, batch: RecordBatch) -> Result<ArrowScan> {
+        let struct_array = StructArray::from(batch);
+        let (array, schema) =
+            to_ffi(&struct_array.to_data()).map_err(|e| EngineError::Arrow(e.to_string()))?;
+        Ok(ArrowScan {
+            engine: self.inner.clone(),
+            array: Box::new(array),
+            schema: Box::new(schema),
+            base: format!(
+                "chingest_scan_{}",
+                ARROW_TABLE_SEQ.fetch_add(1, Ordering::Relaxed)
+            ),
+            registered: AtomicUsize::new(0),
+        })
     }
 
     /// Runs a `SELECT` chingest generated (InfluxQL plans) on the SQL
@@ -270,6 +309,7 @@ impl Engine {
     pub fn shutdown(self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         self.inner.sandbox.close();
+        *self.inner.scan_conn.lock() = None;
         {
             let mut pool = self.inner.pool.lock();
             while pool.idle.len() < pool.size && Instant::now() < deadline {
@@ -359,6 +399,62 @@ impl Drop for PooledConnection {
 }
 
 static ARROW_TABLE_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// One Arrow batch registered with the engine under one name per reference
+/// of a statement (the engine reads a registration once). The FFI structs
+/// stay here, boxed, until every name is unregistered: the engine copies the
+/// array struct at each read and never releases its buffers.
+pub struct ArrowScan {
+    engine: Arc<Inner>,
+    array: Box<FFI_ArrowArray>,
+    schema: Box<FFI_ArrowSchema>,
+    base: String,
+    registered: AtomicUsize,
+}
+
+impl ArrowScan {
+    /// The table expression of reference `k` (`0..` the count registered).
+    pub fn table_sql(&self, k: usize) -> String {
+        arrow_stream_table_sql(&format!("{}_{k}", self.base))
+    }
+
+    /// Registers references `0..count` (those not registered yet).
+    pub fn register(&self, count: usize) -> Result<()> {
+        let guard = self.engine.scan_conn.lock();
+        let conn = guard.as_ref().ok_or(EngineError::ShutDown)?;
+        while self.registered.load(Ordering::Acquire) < count {
+            // SAFETY: both pointers refer to the boxed FFI structs, which
+            // outlive every registration (unregistered in `drop` first).
+            let (schema, array) = unsafe {
+                (
+                    ArrowSchema::from_raw(&*self.schema as *const _ as *mut _),
+                    ArrowArray::from_raw(&*self.array as *const _ as *mut _),
+                )
+            };
+            let name = format!("{}_{}", self.base, self.registered.load(Ordering::Acquire));
+            conn.register_arrow_array(&name, &schema, &array)
+                .map_err(|e| EngineError::Arrow(e.to_string()))?;
+            self.registered.fetch_add(1, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ArrowScan {
+    fn drop(&mut self) {
+        let guard = self.engine.scan_conn.lock();
+        let Some(conn) = guard.as_ref() else {
+            // Shut down: nothing reads the registry any more.
+            return;
+        };
+        for k in 0..*self.registered.get_mut() {
+            let name = format!("{}_{k}", self.base);
+            if let Err(e) = conn.unregister_arrow_table(&name) {
+                tracing::warn!(name, error = %e, "cannot unregister an Arrow scan");
+            }
+        }
+    }
+}
 
 impl PooledConnection {
     fn conn(&self) -> &Connection {

@@ -119,6 +119,10 @@ impl Flusher {
         let watermark = Watermark::resume(resume.flushed_seq, &resume.skip);
         let insert_threads = config.insert_threads;
         let stop_by = Arc::new(Mutex::new(None));
+        let unflushed = engine.unflushed_handle();
+        // Entries up to the watermark are in the engine; the rest arrive
+        // below (replay) or from `committed`.
+        unflushed.mark_received(resume.flushed_seq);
         let mut coordinator = Coordinator::new(
             config,
             watermark,
@@ -126,6 +130,7 @@ impl Flusher {
             log.clone(),
             job_tx,
             stop_by.clone(),
+            unflushed,
         );
         coordinator.set_dropped(resume.dropped.clone());
         let (mut held, unverifiable) = already_in_engine(&engine, &resume.entries);

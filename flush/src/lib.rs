@@ -44,6 +44,7 @@ pub mod sandbox;
 mod sql_format;
 mod sql_gate;
 pub mod table;
+pub mod unflushed;
 
 mod buffer;
 pub mod classify;
@@ -57,12 +58,13 @@ mod worker;
 pub use access::{EngineAccess, ReadScope};
 pub use config::{EngineConfig, FlushConfig};
 pub use dead_letter::DeadLetter;
-pub use engine::{quote_ident, quote_string, Engine, InsertStats, PooledConnection};
+pub use engine::{quote_ident, quote_string, ArrowScan, Engine, InsertStats, PooledConnection};
 pub use error::{EngineError, FlushConfigError, MarkError};
 pub use flusher::{FlushStatus, FlushWrite, Flusher, Retrier, RetryOutcome};
 pub use identity::{IdentityIndex, InsertGuard, Rewrites, Snapshot};
 pub use replay::Resume;
 pub use sandbox::{SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};
+pub use unflushed::{Unflushed, UnflushedPart};
 pub use watermark::FlushedLog;
 
 /// The Arrow crate this crate builds batches with (the version chdb-rust links).

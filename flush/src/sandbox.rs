@@ -9,6 +9,8 @@
 //!   setting is read back with `getSetting` after connecting, because the
 //!   engine ignores an argument it does not know. Admin statements get a fresh
 //!   connection with the same limits but without readonly, closed afterwards.
+//!   Statements chingest generates (InfluxQL) get reader connections of
+//!   their own with `readonly=2` (`Readonly::Generated`).
 //! - **At most [`SqlConfig::max_concurrent_queries`] at once**: beyond it
 //!   [`SqlError::Busy`] at once, never a queue.
 //! - **The engine classifies** ([`chdb_rust::admin`], `chdb_classify_query_n`,
@@ -292,6 +294,8 @@ struct Lease {
     role: Option<String>,
     /// Its engine threads per statement (reader connections).
     threads: u64,
+    /// Its `readonly` level (reader connections).
+    readonly: Readonly,
 }
 
 /// A reader connection waiting for its next statement.
@@ -300,6 +304,29 @@ struct Idle {
     comment: String,
     role: Option<String>,
     threads: u64,
+    readonly: Readonly,
+}
+
+/// The `readonly` level of a reader connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Readonly {
+    /// `readonly=1`: user SQL. No writes, no DDL, no settings, no table
+    /// function but the generators.
+    Strict,
+    /// `readonly=2`: statements chingest generates (InfluxQL), which may
+    /// read an Arrow batch it registered (`ArrowStream`, a table function
+    /// `readonly=1` refuses). Still no writes and no DDL; the settings a
+    /// statement could change are never in its text.
+    Generated,
+}
+
+impl Readonly {
+    fn setting(self) -> &'static str {
+        match self {
+            Readonly::Strict => "1",
+            Readonly::Generated => "2",
+        }
+    }
 }
 
 impl Sandbox {
@@ -356,8 +383,13 @@ impl Sandbox {
         )
     }
 
-    fn reader_settings(&self, comment: &str, threads: u64) -> Vec<(&'static str, String)> {
-        let mut s = vec![("readonly", "1".to_string())];
+    fn reader_settings(
+        &self,
+        comment: &str,
+        threads: u64,
+        readonly: Readonly,
+    ) -> Vec<(&'static str, String)> {
+        let mut s = vec![("readonly", readonly.setting().to_string())];
         s.extend(self.config.limit_args(threads));
         s.push(("log_comment", comment.to_string()));
         s
@@ -369,7 +401,7 @@ impl Sandbox {
         s
     }
 
-    fn lease(&self, access: &SqlAccess) -> Result<Lease, SqlError> {
+    fn lease(&self, access: &SqlAccess, readonly: Readonly) -> Result<Lease, SqlError> {
         if let SqlAccess::Read(_) = access {
             // A reader connection's threads are fixed when it opens
             // (`readonly=1` cannot change settings): one with the threads
@@ -377,7 +409,9 @@ impl Sandbox {
             let threads = self.config.threads_now();
             let reused = {
                 let mut idle = self.idle.lock();
-                let at = idle.iter().rposition(|i| i.threads == threads);
+                let at = idle
+                    .iter()
+                    .rposition(|i| i.threads == threads && i.readonly == readonly);
                 at.map(|i| idle.swap_remove(i))
             };
             if let Some(i) = reused {
@@ -386,15 +420,17 @@ impl Sandbox {
                     comment: i.comment,
                     role: i.role,
                     threads,
+                    readonly,
                 });
             }
             let comment = self.new_comment("sql");
-            let conn = self.open(&self.reader_settings(&comment, threads))?;
+            let conn = self.open(&self.reader_settings(&comment, threads, readonly))?;
             return Ok(Lease {
                 conn: Some(conn),
                 comment,
                 role: None,
                 threads,
+                readonly,
             });
         }
         let comment = self.new_comment("admin-sql");
@@ -404,6 +440,7 @@ impl Sandbox {
             comment,
             role: None,
             threads: 0,
+            readonly: Readonly::Strict,
         })
     }
 
@@ -421,7 +458,7 @@ impl Sandbox {
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError> {
         let _slot = self.slot()?;
-        let mut lease = self.lease(access)?;
+        let mut lease = self.lease(access, Readonly::Strict)?;
         let conn = lease
             .conn
             .as_mut()
@@ -519,8 +556,9 @@ impl Sandbox {
 
     /// Runs a `SELECT` chingest wrote itself (InfluxQL's plans: every name
     /// and literal quoted by `quote_ident`/`quote_string`, nothing of the
-    /// request pasted): on a reader connection (`readonly=1`, the limits,
-    /// the watchdog) under the engine role of the caller's read scope (an
+    /// request pasted): on a reader connection (`readonly=2`, which lets it
+    /// read an Arrow batch chingest registered; the limits, the watchdog)
+    /// under the engine role of the caller's read scope (an
     /// admin's: every database), as user SQL runs, without the gate that
     /// guards against what a user could write (the engine's classification
     /// and `EXPLAIN AST`: two engine round trips per statement). The role is
@@ -538,7 +576,7 @@ impl Sandbox {
             SqlAccess::Read(scope) => scope.clone(),
             SqlAccess::Admin => ReadScope::All,
         };
-        let mut lease = self.lease(&SqlAccess::Read(scope.clone()))?;
+        let mut lease = self.lease(&SqlAccess::Read(scope.clone()), Readonly::Generated)?;
         self.set_role(&mut lease, &scope)?;
         self.execute(lease, sql, format, true, cancel, sink)
     }
@@ -826,6 +864,7 @@ fn lease_back(sandbox: &Sandbox, lease: &mut Lease) {
             comment: lease.comment.clone(),
             role: lease.role.take(),
             threads: lease.threads,
+            readonly: lease.readonly,
         });
     }
 }

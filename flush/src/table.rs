@@ -300,53 +300,73 @@ pub fn coalesce(parts: &[Part]) -> Result<(RecordBatch, Vec<(String, ColumnKind)
             }
         }
     }
-    let time_type = DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()));
+    let schema = engine_schema(&columns);
+    let aligned = parts
+        .iter()
+        .map(|p| align(&p.batch, p.seq, &schema, &columns))
+        .collect::<Result<Vec<_>>>()?;
+    let arrow_err = |e: arrow::error::ArrowError| EngineError::Arrow(e.to_string());
+    let batch = concat_batches(&schema, &aligned).map_err(arrow_err)?;
+    Ok((batch, columns))
+}
+
+/// The engine's column order for `columns`: `time` as Timestamp(ns, UTC),
+/// `series_id`, `__seq`, `__row`, then `columns`.
+pub(crate) fn engine_schema(columns: &[(String, ColumnKind)]) -> SchemaRef {
     let mut fields = vec![
-        Field::new(TIME, time_type.clone(), false),
+        Field::new(TIME, time_type(), false),
         Field::new(SERIES_ID, DataType::UInt64, false),
         Field::new(SEQ, DataType::UInt64, false),
         Field::new(ROW, DataType::UInt32, false),
     ];
-    for (name, kind) in &columns {
+    for (name, kind) in columns {
         fields.push(Field::new(
             name,
             kind.arrow_type(),
             *kind != ColumnKind::Tag,
         ));
     }
-    let schema: SchemaRef = Arc::new(Schema::new(fields));
-    let arrow_err = |e: arrow::error::ArrowError| EngineError::Arrow(e.to_string());
+    Arc::new(Schema::new(fields))
+}
 
-    let mut aligned = Vec::with_capacity(parts.len());
-    for p in parts {
-        let b = &p.batch;
-        let n = b.num_rows();
-        let time = b
-            .column_by_name(TIME)
-            .ok_or_else(|| EngineError::Arrow("batch has no time column".into()))?;
-        let series = b
-            .column_by_name(SERIES_ID)
-            .ok_or_else(|| EngineError::Arrow("batch has no series_id column".into()))?;
-        let mut cols: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
-        cols.push(cast(time, &time_type).map_err(arrow_err)?);
-        cols.push(series.clone());
-        cols.push(Arc::new(UInt64Array::from_value(p.seq, n)));
-        cols.push(Arc::new(UInt32Array::from_iter_values(0..n as u32)));
-        for (i, (name, kind)) in columns.iter().enumerate() {
-            let col: ArrayRef = match b.column_by_name(name) {
-                Some(c) => c.clone(),
-                None if *kind == ColumnKind::Tag => {
-                    Arc::new(StringArray::from_iter_values(std::iter::repeat_n("", n)))
-                }
-                None => new_null_array(&kind.arrow_type(), n),
-            };
-            let _ = i;
-            cols.push(col);
-        }
-        aligned.push(RecordBatch::try_new(schema.clone(), cols).map_err(arrow_err)?);
+fn time_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
+}
+
+/// One request's ingest batch in `schema` ([`engine_schema`] of `columns`):
+/// `__seq` is `seq`, `__row` the row's index in the batch; a missing tag is
+/// `""`, a missing field NULL.
+pub(crate) fn align(
+    batch: &RecordBatch,
+    seq: u64,
+    schema: &SchemaRef,
+    columns: &[(String, ColumnKind)],
+) -> Result<RecordBatch> {
+    let arrow_err = |e: arrow::error::ArrowError| EngineError::Arrow(e.to_string());
+    let n = batch.num_rows();
+    let time = batch
+        .column_by_name(TIME)
+        .ok_or_else(|| EngineError::Arrow("batch has no time column".into()))?;
+    let series = batch
+        .column_by_name(SERIES_ID)
+        .ok_or_else(|| EngineError::Arrow("batch has no series_id column".into()))?;
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    cols.push(cast(time, &time_type()).map_err(arrow_err)?);
+    cols.push(series.clone());
+    cols.push(Arc::new(UInt64Array::from_value(seq, n)));
+    cols.push(Arc::new(UInt32Array::from_iter_values(0..n as u32)));
+    for (name, kind) in columns {
+        let col: ArrayRef = match batch.column_by_name(name) {
+            Some(c) if c.data_type() == &kind.arrow_type() => c.clone(),
+            Some(c) => cast(c, &kind.arrow_type()).map_err(arrow_err)?,
+            None if *kind == ColumnKind::Tag => {
+                Arc::new(StringArray::from_iter_values(std::iter::repeat_n("", n)))
+            }
+            None => new_null_array(&kind.arrow_type(), n),
+        };
+        cols.push(col);
     }
-    let batch = concat_batches(&schema, &aligned).map_err(arrow_err)?;
-    Ok((batch, columns))
+    RecordBatch::try_new(schema.clone(), cols).map_err(arrow_err)
 }
 
 /// INSERT settings that make a batch of `rows` rows land as one block, hence

@@ -83,6 +83,9 @@ impl Storage {
                     what: "starting the flusher",
                     message: e.to_string(),
                 })?;
+        // Everything the WAL held at start is in the engine, replayed (now
+        // readable as unflushed) or set aside: reads need not wait for it.
+        engine.unflushed().mark_received(wal.last_seq());
         let storage = Storage {
             engine: RwLock::new(Some(engine)),
             wal,

@@ -479,6 +479,13 @@ impl<T: Send + 'static> Wal<T> {
         }
     }
 
+    /// The sequence of the last data entry committed: every acknowledged
+    /// write is at or below it (entries are handed on before their tickets
+    /// resolve).
+    pub fn last_seq(&self) -> u64 {
+        self.shared.last_seq.load(Acquire)
+    }
+
     /// A snapshot of queue depth, sequences, lag and the last group's size and latency. Also
     /// refreshes the queue/lag gauges.
     pub fn stats(&self) -> WalStats {

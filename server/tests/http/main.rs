@@ -20,6 +20,7 @@ mod metrics_docs;
 mod overload;
 mod prometheus;
 mod python;
+mod read_your_writes;
 mod reliability;
 mod shutdown;
 mod sql_security;

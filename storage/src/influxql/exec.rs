@@ -13,12 +13,28 @@ use super::range;
 use super::rows::{self, Row};
 use super::schema;
 use super::series::{Series, StatementResult, Value};
-use super::{post, reduce, sql, subquery, InfluxqlRequest};
+use super::{post, reduce, sql, subquery, unflushed, InfluxqlRequest};
 use crate::Storage;
 
 /// Reads of one table that a concurrent rewrite may invalidate before the
 /// read groups every row (a rewrite is rare; many in a row mean a backfill).
 const READ_ATTEMPTS: usize = 3;
+
+/// Reads that found the measurement's table (or a column) not in the engine
+/// yet while some of its points were unflushed: each waits for that flush and
+/// reads again.
+const FIRST_FLUSH_ATTEMPTS: usize = 3;
+
+/// How long a read waits for the first flush of a measurement or field it
+/// reads (`flush.max_age_ms`, 1 s by default, plus the INSERT).
+const FIRST_FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What one engine statement came to.
+enum Ran {
+    Rows(Vec<Row>),
+    /// The table or a column is not in the engine (nothing of it flushed).
+    NotFlushedYet(String),
+}
 
 impl Storage {
     /// Answers one statement (see [`crate::Store::influxql`]).
@@ -88,7 +104,7 @@ impl Storage {
             if plan.range.is_empty() {
                 continue;
             }
-            let rows = self.read_points(&plan, req)?;
+            let rows = self.read_points(&plan, req, m)?;
             let mut found = to_series(&plan, rows, &mut budget)?;
             if plan.order_desc {
                 // Series come in descending tag order too.
@@ -102,26 +118,84 @@ impl Storage {
         })
     }
 
-    /// The engine's rows for `plan`, grouping into points only the rows the
-    /// flusher's index says may share one (`flush::identity`). A rewrite the
-    /// flusher found while the statement ran may be in what it read: then it
-    /// runs again, and after [`READ_ATTEMPTS`] groups every row.
+    /// The engine's rows for `plan`: the table's and the acknowledged points
+    /// not flushed yet (`unflushed.rs`), grouping into points only the rows
+    /// that may share one. A measurement or field whose first points are not
+    /// in the engine yet waits for that flush.
     fn read_points(
         &self,
         plan: &Plan,
         req: &InfluxqlRequest<'_>,
+        schema: &ingest::MeasurementSchema,
     ) -> Result<Vec<Row>, InfluxqlError> {
-        let run = |rewrites: &Rewrites| {
-            let sql = sql::render(plan, rewrites);
-            tracing::debug!(measurement = %plan.measurement, "InfluxQL read: {sql}");
-            self.engine_rows(&sql, req, plan.group_tags.len(), &plan.measurement)
-        };
         if plan.source.is_some() {
-            return run(&Rewrites::All);
+            let sql = sql::render_with(plan, &Rewrites::All, None);
+            return self.engine_rows(&sql, req, plan.group_tags.len(), &plan.measurement);
         }
         let engine = self
             .engine()
             .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
+        for _ in 0..FIRST_FLUSH_ATTEMPTS {
+            let acked = self.wal.last_seq();
+            let scan = unflushed::scan(&engine, plan, schema, acked)?;
+            match self.read_table(&engine, plan, req, scan.as_ref())? {
+                Ran::Rows(rows) => return Ok(rows),
+                Ran::NotFlushedYet(m) if scan.is_some() => {
+                    tracing::debug!(measurement = %plan.measurement,
+                        "InfluxQL read waits for a first flush: {m}");
+                    let deadline = std::time::Instant::now() + FIRST_FLUSH_WAIT;
+                    let unflushed = engine.unflushed();
+                    while unflushed.holds_up_to(&plan.db, &plan.measurement, acked)
+                        && std::time::Instant::now() < deadline
+                    {
+                        unflushed.hurry(&plan.db, &plan.measurement);
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                        if req.cancel.is_cancelled() {
+                            return Err(flush::SqlError::Cancelled.into());
+                        }
+                    }
+                }
+                Ran::NotFlushedYet(m) => {
+                    tracing::debug!(measurement = %plan.measurement,
+                        "InfluxQL read of unflushed data: {m}");
+                    return Ok(Vec::new());
+                }
+            }
+        }
+        Err(flush::SqlError::Unavailable(format!(
+            "the newest points of {:?} are not in the engine yet; try again",
+            plan.measurement
+        ))
+        .into())
+    }
+
+    /// One read of the table (and `scan`'s rows), grouping into points only
+    /// the rows the flusher's index says may share one (`flush::identity`).
+    /// A rewrite the flusher found while the statement ran may be in what it
+    /// read: then it runs again, and after [`READ_ATTEMPTS`] groups every row.
+    fn read_table(
+        &self,
+        engine: &flush::Engine,
+        plan: &Plan,
+        req: &InfluxqlRequest<'_>,
+        scan: Option<&unflushed::Scan>,
+    ) -> Result<Ran, InfluxqlError> {
+        let table = scan.map(|s| move |k: usize| s.arrow.table_sql(k));
+        let refs = scan
+            .zip(table.as_ref())
+            .map(|(s, t)| sql::Unflushed::new(t, s.min, s.max));
+        let run = |rewrites: &Rewrites| {
+            let sql = sql::render_with(plan, rewrites, refs.as_ref());
+            if let (Some(s), Some(r)) = (scan, refs.as_ref()) {
+                s.arrow.register(r.used()).map_err(|e| {
+                    flush::SqlError::Unavailable(format!(
+                        "cannot read the points not flushed yet: {e}"
+                    ))
+                })?;
+            }
+            tracing::debug!(measurement = %plan.measurement, "InfluxQL read: {sql}");
+            self.engine_read(&sql, req, plan.group_tags.len())
+        };
         let index = engine.identity();
         for _ in 0..READ_ATTEMPTS {
             let snapshot = index
@@ -131,9 +205,9 @@ impl Storage {
                         "cannot read the table's point index: {e}"
                     ))
                 })?;
-            let rows = run(&snapshot.rewrites)?;
+            let ran = run(&snapshot.rewrites)?;
             if snapshot.rewrites == Rewrites::All || snapshot.still_valid(index) {
-                return Ok(rows);
+                return Ok(ran);
             }
         }
         run(&Rewrites::All)
@@ -154,6 +228,21 @@ impl Storage {
         groups: usize,
         measurement: &str,
     ) -> Result<Vec<Row>, InfluxqlError> {
+        match self.engine_read(sql, req, groups)? {
+            Ran::Rows(rows) => Ok(rows),
+            Ran::NotFlushedYet(m) => {
+                tracing::debug!(measurement, "InfluxQL read of unflushed data: {m}");
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    fn engine_read(
+        &self,
+        sql: &str,
+        req: &InfluxqlRequest<'_>,
+        groups: usize,
+    ) -> Result<Ran, InfluxqlError> {
         let engine = self
             .engine()
             .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
@@ -172,10 +261,9 @@ impl Storage {
             },
         );
         match ran {
-            Ok(_) => rows::parse(&answer, groups),
+            Ok(_) => rows::parse(&answer, groups).map(Ran::Rows),
             Err(flush::SqlError::Invalid(m)) if crate::read::not_flushed_yet(&m) => {
-                tracing::debug!(measurement, "InfluxQL read of unflushed data: {m}");
-                Ok(Vec::new())
+                Ok(Ran::NotFlushedYet(m))
             }
             Err(e) => Err(e.into()),
         }

@@ -31,6 +31,7 @@ mod show;
 mod sql;
 mod subquery;
 pub mod transform;
+mod unflushed;
 pub mod zone;
 
 pub use error::InfluxqlError;

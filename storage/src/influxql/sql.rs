@@ -11,6 +11,8 @@
 //! quoted by `flush::quote_ident`/`quote_string`; nothing from the statement
 //! is pasted.
 
+use std::cell::Cell;
+
 use flush::{quote_ident, Rewrites};
 
 use super::agg::T;
@@ -20,12 +22,67 @@ use super::plan::{Plan, Window};
 /// Prefix of the answer's own column aliases.
 pub(crate) const TIME_ALIAS: &str = "__iq_t";
 
+/// Acknowledged rows of the plan's measurement the engine does not hold
+/// yet, readable as Arrow scans (`flush::unflushed`): `table(k)` names the
+/// `k`-th reference (the engine reads each registration once, so every
+/// reference in the statement gets its own), and `[min, max]` (ns) is the
+/// span of their times: rows of the table inside it may share a point with
+/// them (or be them: an insert that ended after the snapshot), so they are
+/// grouped together.
+pub(crate) struct Unflushed<'a> {
+    table: &'a dyn Fn(usize) -> String,
+    used: Cell<usize>,
+    min: i64,
+    max: i64,
+}
+
+impl<'a> Unflushed<'a> {
+    pub(crate) fn new(table: &'a dyn Fn(usize) -> String, min: i64, max: i64) -> Self {
+        Unflushed {
+            table,
+            used: Cell::new(0),
+            min,
+            max,
+        }
+    }
+
+    /// References rendered so far (each needs its registration).
+    pub(crate) fn used(&self) -> usize {
+        self.used.get()
+    }
+
+    fn next_table(&self) -> String {
+        let k = self.used.get();
+        self.used.set(k + 1);
+        (self.table)(k)
+    }
+
+    /// Table rows that may share a point with an unflushed row.
+    fn span_condition(&self) -> String {
+        format!(
+            "(toUnixTimestamp64Nano({SRC}`time`) BETWEEN {} AND {})",
+            self.min, self.max
+        )
+    }
+}
+
 /// The statement for `plan`, grouping rows into points where `rewrites`
 /// says two may share one.
+#[cfg(test)]
 pub(crate) fn render(plan: &Plan, rewrites: &Rewrites) -> String {
+    render_with(plan, rewrites, None)
+}
+
+/// The statement for `plan` over the table and, when given, the
+/// acknowledged rows not in it yet.
+pub(crate) fn render_with(
+    plan: &Plan,
+    rewrites: &Rewrites,
+    unflushed: Option<&Unflushed>,
+) -> String {
     match &plan.aggregate {
-        None => raw(plan, rewrites),
-        Some(_) => aggregate(plan, rewrites),
+        None => raw(plan, rewrites, unflushed),
+        Some(_) => aggregate(plan, rewrites, unflushed),
     }
 }
 
@@ -33,42 +90,95 @@ pub(crate) fn render(plan: &Plan, rewrites: &Rewrites) -> String {
 /// one row per (series, time). Rows no other row shares a point with (the
 /// flusher's [`Rewrites`]) are read as they are; only the others are grouped,
 /// each field its latest write's value.
-pub(crate) fn merged(plan: &Plan, rewrites: &Rewrites) -> String {
-    let (table, conds) = table_and_conditions(plan);
+pub(crate) fn merged(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflushed>) -> String {
+    // Each call renders the conditions again: a tail read's condition reads
+    // the unflushed rows through a reference of its own.
+    let conds = || table_and_conditions(plan, unflushed).1;
+    let table = table_and_conditions(plan, None).0;
     // A subquery's answer is not the flusher's: grouped whole.
     let rewrites = if plan.source.is_some() {
         &Rewrites::All
     } else {
         rewrites
     };
-    match rewrites {
-        Rewrites::None => as_written(plan, &table, &conds),
-        Rewrites::All => grouped(plan, &table, &conds),
-        Rewrites::Ranges(ranges) => {
-            let shared = may_share_a_point(ranges);
-            let mut alone = conds.clone();
-            alone.push(format!("NOT {shared}"));
-            let mut rest = conds;
-            rest.push(shared);
-            format!(
-                "{} UNION ALL {}",
-                as_written(plan, &table, &alone),
-                grouped(plan, &table, &rest)
-            )
+    let Some(u) = unflushed.filter(|_| plan.source.is_none()) else {
+        return match rewrites {
+            Rewrites::None => as_written(plan, &table, &conds()),
+            Rewrites::All => grouped(plan, &table, &conds()),
+            Rewrites::Ranges(ranges) => {
+                let shared = may_share_a_point(ranges);
+                let mut alone = conds();
+                alone.push(format!("NOT {shared}"));
+                let mut rest = conds();
+                rest.push(shared);
+                format!(
+                    "{} UNION ALL {}",
+                    as_written(plan, &table, &alone),
+                    grouped(plan, &table, &rest)
+                )
+            }
+        };
+    };
+    let shared = match rewrites {
+        Rewrites::All => {
+            let rows = all_rows(plan, &table, u, &conds(), &conds());
+            return grouped(plan, &format!("({rows})"), &[]);
         }
-    }
+        Rewrites::None => u.span_condition(),
+        Rewrites::Ranges(ranges) => {
+            format!("({} OR {})", u.span_condition(), may_share_a_point(ranges))
+        }
+    };
+    let mut alone = conds();
+    alone.push(format!("NOT {shared}"));
+    let mut rest = conds();
+    rest.push(shared);
+    let rows = all_rows(plan, &table, u, &rest, &conds());
+    format!(
+        "{} UNION ALL {}",
+        as_written(plan, &table, &alone),
+        grouped(plan, &format!("({rows})"), &[])
+    )
+}
+
+/// The table's rows meeting `table_conds` and the unflushed rows meeting
+/// `unflushed_conds`, with every column a merge reads.
+fn all_rows(
+    plan: &Plan,
+    table: &str,
+    u: &Unflushed,
+    table_conds: &[String],
+    unflushed_conds: &[String],
+) -> String {
+    let mut cols = vec![
+        "time".to_string(),
+        "series_id".to_string(),
+        "__seq".to_string(),
+        "__row".to_string(),
+    ];
+    cols.extend(plan.tags.iter().chain(&plan.fields).cloned());
+    let list = cols
+        .iter()
+        .map(|c| format!("{SRC}{q} AS {q}", q = quote_ident(c)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut from_table = format!("SELECT {list} FROM {table} AS __src");
+    where_clause(&mut from_table, table_conds);
+    let mut from_unflushed = format!("SELECT {list} FROM {} AS __src", u.next_table());
+    where_clause(&mut from_unflushed, unflushed_conds);
+    format!("{from_table} UNION ALL {from_unflushed}")
 }
 
 /// The table the plan reads and the conditions on its rows: the time range,
 /// the tag conditions, and the tail read's.
-fn table_and_conditions(plan: &Plan) -> (String, Vec<String>) {
+fn table_and_conditions(plan: &Plan, unflushed: Option<&Unflushed>) -> (String, Vec<String>) {
     let table = match &plan.source {
         Some(t) => t.clone(),
         None => flush::table::qualified(&plan.db, &plan.measurement),
     };
     let mut conds = range_conditions(plan);
     conds.extend(plan.inner_where.iter().cloned());
-    if let Some(latest) = latest_per_series(plan, &table, &conds) {
+    if let Some(latest) = latest_per_series(plan, &table, &conds, unflushed) {
         conds.push(latest);
     }
     (table, conds)
@@ -86,9 +196,9 @@ struct Points {
 /// statement reads the table itself, whose columns have the names the merged
 /// points would have: one statement level less for the engine to analyse
 /// (about half of a small query's engine time).
-fn points(plan: &Plan, rewrites: &Rewrites) -> Points {
-    if *rewrites == Rewrites::None && plan.source.is_none() {
-        let (table, conds) = table_and_conditions(plan);
+fn points(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflushed>) -> Points {
+    if *rewrites == Rewrites::None && plan.source.is_none() && unflushed.is_none() {
+        let (table, conds) = table_and_conditions(plan, None);
         return Points {
             from: format!("{table} AS __src"),
             conds,
@@ -96,7 +206,7 @@ fn points(plan: &Plan, rewrites: &Rewrites) -> Points {
         };
     }
     Points {
-        from: format!("({})", merged(plan, rewrites)),
+        from: format!("({})", merged(plan, rewrites, unflushed)),
         conds: Vec::new(),
         series: "`__iq_sid`".to_string(),
     }
@@ -215,7 +325,12 @@ fn range_conditions(plan: &Plan) -> Vec<String> {
 /// points (ties keep their order: all tied series are kept). Not applied
 /// when a condition on fields, a transformation, an offset or a limit past
 /// one could pick another point, or a shown value is more than one field.
-fn latest_per_series(plan: &Plan, table: &str, conds: &[String]) -> Option<String> {
+fn latest_per_series(
+    plan: &Plan,
+    table: &str,
+    conds: &[String],
+    unflushed: Option<&Unflushed>,
+) -> Option<String> {
     let single_last = plan.aggregate.is_none()
         && plan.source.is_none()
         && plan.order_desc
@@ -245,7 +360,12 @@ fn latest_per_series(plan: &Plan, table: &str, conds: &[String]) -> Option<Strin
     }
     let q = |c: &str| format!("{SRC}{}", quote_ident(c));
     let (sid, time) = (q("series_id"), q("time"));
-    let mut latest = format!("SELECT {sid}, max({time}) FROM {table} AS __src");
+    // A series' last point may be one not flushed yet.
+    let source = match unflushed {
+        Some(u) => format!("({})", all_rows(plan, table, u, &[], &[])),
+        None => table.to_string(),
+    };
+    let mut latest = format!("SELECT {sid}, max({time}) FROM {source} AS __src");
     where_clause(&mut latest, &inner);
     Some(format!("({sid}, {time}) IN ({latest} GROUP BY {sid})"))
 }
@@ -282,9 +402,9 @@ fn group_aliases(plan: &Plan) -> Vec<String> {
 }
 
 /// Raw points, ordered by series then time, limited per series.
-fn raw(plan: &Plan, rewrites: &Rewrites) -> String {
+fn raw(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflushed>) -> String {
     let mut sql = select_list(plan, T);
-    let points = points(plan, rewrites);
+    let points = points(plan, rewrites, unflushed);
     sql.push_str(&format!(" FROM {}", points.from));
     let mut conds = points.conds;
     conds.extend(plan.outer_where.iter().cloned());
@@ -318,7 +438,7 @@ fn raw(plan: &Plan, rewrites: &Rewrites) -> String {
 
 /// One row per group (and bucket); buckets without values are the caller's
 /// to fill.
-fn aggregate(plan: &Plan, rewrites: &Rewrites) -> String {
+fn aggregate(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflushed>) -> String {
     let agg = plan.aggregate.as_ref().expect("an aggregate plan");
     let time_sql = match (&agg.window, &agg.point_time) {
         (Some(w), _) => match &agg.zone {
@@ -329,7 +449,7 @@ fn aggregate(plan: &Plan, rewrites: &Rewrites) -> String {
         (None, None) => format!("toInt64({})", plan.range.min.unwrap_or(0)),
     };
     let mut sql = select_list(plan, &time_sql);
-    let points = points(plan, rewrites);
+    let points = points(plan, rewrites, unflushed);
     sql.push_str(&format!(" FROM {}", points.from));
     let mut conds = points.conds;
     conds.extend(plan.outer_where.iter().cloned());
@@ -538,5 +658,45 @@ mod tests {
         for other in [cond, two, offset, asc] {
             assert!(!render(&other, &Rewrites::None).contains("max(__src.`time`)"));
         }
+    }
+
+    #[test]
+    fn unflushed_rows_are_grouped_with_the_table_rows_of_their_span() {
+        let table = |k: usize| format!("ArrowStream('t_{k}')");
+        let u = Unflushed::new(&table, 100, 200);
+        let sql = render_with(&plan(), &Rewrites::None, Some(&u));
+        let span = "(toUnixTimestamp64Nano(__src.`time`) BETWEEN 100 AND 200)";
+        // Rows outside the span as written; inside it, grouped with the
+        // unflushed rows; every reference of the batch its own name.
+        assert!(sql.contains(&format!("AND NOT {span} UNION ALL ")), "{sql}");
+        assert!(
+            sql.contains(&format!(
+                "FROM `d\\`b`.`c'pu` AS __src WHERE __src.`time` >= fromUnixTimestamp64Nano(toInt64(10)) \
+                 AND (__src.`host` = 'a') AND {span} UNION ALL SELECT __src.`time` AS `time`, \
+                 __src.`series_id` AS `series_id`, __src.`__seq` AS `__seq`, __src.`__row` AS `__row`, \
+                 __src.`host` AS `host`, __src.`f` AS `f` FROM ArrowStream('t_0') AS __src WHERE"
+            )),
+            "{sql}"
+        );
+        assert_eq!(u.used(), 1);
+        // A tail read looks for each series' last time in both, through
+        // references of its own (one per use of the conditions).
+        let mut p = plan();
+        p.outer_where.clear();
+        p.offset = None;
+        p.limit = Some(1);
+        let u = Unflushed::new(&table, 100, 200);
+        let sql = render_with(&p, &Rewrites::All, Some(&u));
+        let names: Vec<usize> = (0..u.used())
+            .filter(|k| sql.contains(&format!("ArrowStream('t_{k}')")))
+            .collect();
+        assert_eq!(names.len(), u.used(), "{sql}");
+        assert_eq!(sql.matches("ArrowStream(").count(), u.used(), "{sql}");
+        assert!(u.used() >= 3, "{sql}");
+        // Nothing unflushed: the statement is the one without.
+        assert_eq!(
+            render_with(&plan(), &Rewrites::None, None),
+            render(&plan(), &Rewrites::None)
+        );
     }
 }

@@ -1,0 +1,108 @@
+//! Reads see acknowledged points the engine does not hold yet (InfluxDB
+//! answers with every point acknowledged before the query started).
+//!
+//! Before a statement is rendered, [`scan`] waits until the flusher has
+//! received every entry the WAL acknowledged so far, takes the measurement's
+//! unflushed rows inside the plan's time range (`flush::unflushed`) as one
+//! Arrow batch in the table's layout and registers it with the engine; the
+//! statement reads the table and that batch together (`sql::Unflushed`),
+//! grouping into points the table's rows inside the batch's time span with
+//! the batch's rows. A measurement with nothing unflushed in the range
+//! reads exactly as before.
+
+use std::time::Duration;
+
+use flush::arrow::array::AsArray;
+use flush::arrow::datatypes::TimestampNanosecondType;
+use flush::table::ColumnKind;
+use ingest::catalog::MeasurementSchema;
+use ingest::FieldType;
+
+use super::error::InfluxqlError;
+use super::plan::Plan;
+
+/// How long a read waits for the flusher to receive what the WAL has
+/// acknowledged (normally microseconds: entries are handed on before their
+/// acknowledgement). Past it the read goes on with what was received.
+const RECEIVE_WAIT: Duration = Duration::from_secs(5);
+
+/// The unflushed rows of one plan, registered with the engine.
+pub(crate) struct Scan {
+    pub(crate) arrow: flush::ArrowScan,
+    /// The span of their times (ns).
+    pub(crate) min: i64,
+    pub(crate) max: i64,
+}
+
+/// The acknowledged rows of `plan`'s measurement inside its time range that
+/// the engine does not hold yet; `None` when there are none. `acked` is the
+/// WAL's last acknowledged sequence when the read started.
+pub(crate) fn scan(
+    engine: &flush::Engine,
+    plan: &Plan,
+    schema: &MeasurementSchema,
+    acked: u64,
+) -> Result<Option<Scan>, InfluxqlError> {
+    let unflushed = engine.unflushed();
+    if !unflushed.wait_received(acked, RECEIVE_WAIT) {
+        tracing::warn!(
+            acked,
+            received = unflushed.received(),
+            "read: the flusher has not received every acknowledged write; reading what it has"
+        );
+    }
+    let (min, max) = (
+        plan.range.min.unwrap_or(i64::MIN),
+        plan.range.max.unwrap_or(i64::MAX),
+    );
+    let parts = unflushed.parts(&plan.db, &plan.measurement, min, max);
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    let columns = columns(plan, schema);
+    let unavailable = |e: flush::EngineError| {
+        InfluxqlError::from(flush::SqlError::Unavailable(format!(
+            "cannot read the points not flushed yet: {e}"
+        )))
+    };
+    let Some(batch) = flush::unflushed::rows_in(&parts, &columns, min, max).map_err(unavailable)?
+    else {
+        return Ok(None);
+    };
+    let time = batch
+        .column(0)
+        .as_primitive_opt::<TimestampNanosecondType>()
+        .expect("the engine layout starts with time");
+    let (Some(lo), Some(hi)) = (
+        flush::arrow::compute::min(time),
+        flush::arrow::compute::max(time),
+    ) else {
+        return Ok(None);
+    };
+    let arrow = engine.arrow_scan(batch).map_err(unavailable)?;
+    Ok(Some(Scan {
+        arrow,
+        min: lo,
+        max: hi,
+    }))
+}
+
+/// The plan's tags and fields with the kinds the table stores them as.
+fn columns(plan: &Plan, schema: &MeasurementSchema) -> Vec<(String, ColumnKind)> {
+    let tags = plan.tags.iter().map(|t| (t.clone(), ColumnKind::Tag));
+    let fields = plan.fields.iter().filter_map(|f| {
+        let (_, ty) = schema.fields.iter().find(|(name, _)| name == f)?;
+        Some((f.clone(), kind(*ty)))
+    });
+    tags.chain(fields).collect()
+}
+
+fn kind(ty: FieldType) -> ColumnKind {
+    match ty {
+        FieldType::Float => ColumnKind::Float,
+        FieldType::Integer => ColumnKind::Integer,
+        FieldType::UInteger => ColumnKind::Unsigned,
+        FieldType::String => ColumnKind::String,
+        FieldType::Boolean => ColumnKind::Boolean,
+    }
+}
