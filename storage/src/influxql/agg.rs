@@ -133,6 +133,11 @@ pub(crate) fn call(
             "unsupported {name} iterator type: *query.{t}InterruptIterator"
         )));
     }
+    if q.kind == Kind::String && matches!(name, "min" | "max") {
+        return Err(InfluxqlError::invalid(format!(
+            "unsupported {name} iterator type: *query.stringInterruptIterator"
+        )));
+    }
     let guard = |body: String, kind: Kind| {
         Typed::new(format!("if(count({}) = 0, NULL, {body})", q.sql), kind)
     };
@@ -143,7 +148,7 @@ pub(crate) fn call(
         "count" => guard(format!("toInt64(count({c}))"), Kind::Integer),
         "sum" if numeric => guard(format!("sum({c})"), sum_kind(q.kind)),
         "mean" if numeric => guard(format!("avg({c})"), Kind::Float),
-        "min" | "max" | "first" | "last" if numeric || name != "min" && name != "max" => {
+        "min" | "max" | "first" | "last" => {
             let (f, key) = selector_order(name, c).expect("a selector");
             let kind = q.kind;
             guard(format!("{f}({c}, {key}, {c} IS NOT NULL)"), kind)

@@ -54,7 +54,8 @@ impl Storage {
         stmt: &SelectStatement,
     ) -> Result<StatementResult, InfluxqlError> {
         let shape = plan::check(stmt)?;
-        let filter = range::split(stmt.condition.as_ref(), req.now_ns)?;
+        let zone = plan::zone(stmt)?;
+        let filter = range::split_in(stmt.condition.as_ref(), req.now_ns, zone.as_ref())?;
         let (db, tables) = match stmt.sources.as_slice() {
             [Source::Subquery(inner)] => {
                 let inner = self.run_select(req, inner)?;

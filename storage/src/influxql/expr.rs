@@ -55,6 +55,28 @@ impl Kind {
     pub(crate) fn is_numeric(self) -> bool {
         matches!(self, Kind::Float | Kind::Integer | Kind::Unsigned)
     }
+
+    /// The name InfluxDB's type errors give this kind.
+    fn influxql_name(self) -> &'static str {
+        match self {
+            Kind::Float => "float",
+            Kind::Integer => "integer",
+            Kind::Unsigned => "unsigned",
+            Kind::String => "string",
+            Kind::Boolean => "boolean",
+            Kind::Null => "unknown",
+        }
+    }
+
+    /// `string` or `boolean` (as in InfluxDB's `*query.stringInterruptIterator`,
+    /// named where a function refuses them), `None` for the other kinds.
+    pub(crate) fn non_numeric_name(self) -> Option<&'static str> {
+        match self {
+            Kind::String => Some("string"),
+            Kind::Boolean => Some("boolean"),
+            _ => None,
+        }
+    }
 }
 
 /// SQL and its kind.
@@ -266,6 +288,7 @@ impl<'a> Scope<'a> {
             Expr::Binary { op, lhs, rhs } if is_arithmetic(*op) => {
                 let l = self.value(lhs)?;
                 let r = self.value(rhs)?;
+                self.check_arithmetic(e, lhs, rhs, &l, &r)?;
                 Ok(arithmetic(*op, &l, &r))
             }
             Expr::Binary { op, .. } => Err(InfluxqlError::invalid(format!(
@@ -276,6 +299,72 @@ impl<'a> Scope<'a> {
             ))),
             Expr::Wildcard(_) => Err(InfluxqlError::invalid("invalid use of wildcard")),
         }
+    }
+}
+
+impl Scope<'_> {
+    /// InfluxDB's type check of a selected `lhs op rhs` (its compiler, before
+    /// reading anything): a string or boolean field or literal with anything
+    /// is `type error: <e with field types>: incompatible types: <l> and <r>`.
+    /// A tag (or an unknown name) is not checked: its values are read as null.
+    fn check_arithmetic(
+        &self,
+        e: &Expr,
+        lhs: &Expr,
+        rhs: &Expr,
+        l: &Typed,
+        r: &Typed,
+    ) -> Result<(), InfluxqlError> {
+        let typed = |side: &Expr, t: &Typed| match strip_parens(side) {
+            Expr::VarRef { name, data_type } => {
+                matches!(self.lookup(name, *data_type), Name::Field(..)).then_some(t.kind)
+            }
+            Expr::Literal(_) | Expr::Binary { .. } => Some(t.kind),
+            _ => None,
+        };
+        let (Some(lk), Some(rk)) = (typed(lhs, l), typed(rhs, r)) else {
+            return Ok(());
+        };
+        if lk == Kind::Null || rk == Kind::Null || (lk.is_numeric() && rk.is_numeric()) {
+            return Ok(());
+        }
+        Err(InfluxqlError::invalid(format!(
+            "type error: {}: incompatible types: {} and {}",
+            self.with_field_types(e),
+            lk.influxql_name(),
+            rk.influxql_name()
+        )))
+    }
+
+    /// `e` with each field reference shown with its type (`state::string`),
+    /// as InfluxDB prints an expression in its type errors.
+    fn with_field_types(&self, e: &Expr) -> Expr {
+        match e {
+            Expr::VarRef { name, data_type } => match self.lookup(name, *data_type) {
+                Name::Field(_, t) if data_type.is_none() => Expr::VarRef {
+                    name: name.clone(),
+                    data_type: Some(field_data_type(t)),
+                },
+                _ => e.clone(),
+            },
+            Expr::Binary { op, lhs, rhs } => Expr::Binary {
+                op: *op,
+                lhs: Box::new(self.with_field_types(lhs)),
+                rhs: Box::new(self.with_field_types(rhs)),
+            },
+            Expr::Paren(inner) => Expr::Paren(Box::new(self.with_field_types(inner))),
+            other => other.clone(),
+        }
+    }
+}
+
+fn field_data_type(t: FieldType) -> DataType {
+    match t {
+        FieldType::Float => DataType::Float,
+        FieldType::Integer => DataType::Integer,
+        FieldType::UInteger => DataType::Unsigned,
+        FieldType::String => DataType::String,
+        FieldType::Boolean => DataType::Boolean,
     }
 }
 

@@ -482,7 +482,7 @@ fn group_tags(
 }
 
 /// The zone of `tz('...')`, in InfluxDB's words when it does not exist.
-fn zone(stmt: &SelectStatement) -> Result<Option<TimeZone>, InfluxqlError> {
+pub(crate) fn zone(stmt: &SelectStatement) -> Result<Option<TimeZone>, InfluxqlError> {
     stmt.timezone
         .as_deref()
         .map(TimeZone::load)
@@ -580,6 +580,22 @@ fn raw_columns(
                     continue;
                 }
                 let t = scope.value(&args[0])?;
+                if name != "elapsed" {
+                    // InfluxDB refuses to build these over strings and
+                    // booleans, naming its iterator (one per pair).
+                    if let Some(t) = t.kind.non_numeric_name() {
+                        let iterator = match name {
+                            "non_negative_derivative" => "derivative",
+                            "non_negative_difference" => "difference",
+                            "cumulative_sum" => "cumulative sum",
+                            "moving_average" => "moving average",
+                            other => other,
+                        };
+                        return Err(InfluxqlError::invalid(format!(
+                            "unsupported {iterator} iterator type: *query.{t}InterruptIterator"
+                        )));
+                    }
+                }
                 if t.kind != expr::Kind::Null {
                     nonnull.push(t.sql.clone());
                 }

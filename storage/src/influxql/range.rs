@@ -5,6 +5,7 @@ use influxql::ast::{BinaryOp, Expr, Literal};
 
 use super::error::InfluxqlError;
 use super::expr::strip_parens;
+use super::zone::TimeZone;
 
 /// Inclusive bounds in ns since the epoch; `None` is unbounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -41,11 +42,67 @@ pub(crate) struct Where {
 
 /// Splits `cond`; `now_ns` is `now()`.
 pub(crate) fn split(cond: Option<&Expr>, now_ns: i64) -> Result<Where, InfluxqlError> {
+    split_in(cond, now_ns, None)
+}
+
+/// Splits `cond` of a statement with `tz(zone)`: a time literal without an
+/// offset (`'2020-09-13 07:00:00'`, `'2020-09-13'`) is a time in the zone, as
+/// InfluxDB parses it (Go's `time.ParseInLocation`); one with `Z` or an offset
+/// is that instant wherever.
+pub(crate) fn split_in(
+    cond: Option<&Expr>,
+    now_ns: i64,
+    zone: Option<&TimeZone>,
+) -> Result<Where, InfluxqlError> {
     let mut out = Where::default();
     if let Some(c) = cond {
-        add(&mut out, c, now_ns)?;
+        match zone {
+            Some(z) => add(&mut out, &localize(c, z), now_ns)?,
+            None => add(&mut out, c, now_ns)?,
+        }
     }
     Ok(out)
+}
+
+/// `e` with every offset-less time literal compared with `time` replaced by
+/// the instant it names in `zone`.
+fn localize(e: &Expr, zone: &TimeZone) -> Expr {
+    let local = |x: &Expr| -> Expr {
+        match strip_parens(x) {
+            Expr::Literal(Literal::String(s)) if !has_offset(s) => {
+                match influxql::parse_time_literal(s) {
+                    Some(wall) => Expr::Literal(Literal::Integer(zone.instant_of_wall(wall))),
+                    None => x.clone(),
+                }
+            }
+            _ => x.clone(),
+        }
+    };
+    match e {
+        Expr::Binary { op, lhs, rhs } => {
+            let is_time = |x: &Expr| matches!(strip_parens(x), Expr::VarRef { name, .. } if name.eq_ignore_ascii_case("time"));
+            let (l, r) = if is_time(lhs) {
+                (lhs.as_ref().clone(), local(rhs))
+            } else if is_time(rhs) {
+                (local(lhs), rhs.as_ref().clone())
+            } else {
+                (localize(lhs, zone), localize(rhs, zone))
+            };
+            Expr::Binary {
+                op: *op,
+                lhs: Box::new(l),
+                rhs: Box::new(r),
+            }
+        }
+        Expr::Paren(inner) => Expr::Paren(Box::new(localize(inner, zone))),
+        other => other.clone(),
+    }
+}
+
+/// Whether a time literal names its offset (`Z`, `+02:00`): the forms
+/// without one are the date alone and `date time` with a space.
+fn has_offset(s: &str) -> bool {
+    !(s.len() == 10 || s.as_bytes().get(10) == Some(&b' '))
 }
 
 fn add(out: &mut Where, e: &Expr, now_ns: i64) -> Result<(), InfluxqlError> {
@@ -252,5 +309,37 @@ mod tests {
             &w.rest[0],
             Expr::Binary { op: BinaryOp::Or, lhs, .. } if **lhs == Expr::Literal(Literal::Boolean(true))
         ));
+    }
+
+    #[test]
+    fn offset_less_literals_are_times_in_the_statement_zone() {
+        let zone = TimeZone::load("America/Chicago").expect("zoneinfo");
+        let cond = |lit: &str| {
+            bin(
+                BinaryOp::GtEq,
+                time(),
+                Box::new(Expr::Literal(Literal::String(lit.into()))),
+            )
+        };
+        let min = |lit: &str| {
+            split_in(Some(&cond(lit)), 0, Some(&zone))
+                .unwrap()
+                .range
+                .min
+        };
+        const S: i64 = 1_000_000_000;
+        // CDT is UTC-5 in September: 07:00 there is 12:00 UTC.
+        assert_eq!(min("2020-09-13 07:00:00"), Some(1_599_998_400 * S));
+        assert_eq!(min("2020-09-13"), Some((1_599_955_200 + 5 * 3600) * S));
+        // An instant named with its offset stays that instant.
+        assert_eq!(min("2020-09-13T07:00:00Z"), Some(1_599_980_400 * S));
+        // Without tz(): UTC, as before.
+        assert_eq!(
+            split(Some(&cond("2020-09-13 07:00:00")), 0)
+                .unwrap()
+                .range
+                .min,
+            Some(1_599_980_400 * S)
+        );
     }
 }

@@ -114,6 +114,22 @@ impl TimeZone {
         })
     }
 
+    /// The instant (ns) of a wall-clock time in this zone, given as if it
+    /// were UTC (`wall`), as Go's `time.Date` resolves it: the offset at the
+    /// wall time read as UTC, or, if the instant that gives is under another
+    /// offset (near a transition), that one.
+    pub fn instant_of_wall(&self, wall: i64) -> i64 {
+        let off = |s: i32| i64::from(s) * 1_000_000_000;
+        let first = self.offset_at(wall);
+        let utc = wall.saturating_sub(off(first));
+        let second = self.offset_at(utc);
+        if second == first {
+            utc
+        } else {
+            wall.saturating_sub(off(second))
+        }
+    }
+
     /// The offset from UTC, in seconds east, at `ns` since the epoch.
     pub fn offset_at(&self, ns: i64) -> i32 {
         let sec = ns.div_euclid(1_000_000_000);
