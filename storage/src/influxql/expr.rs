@@ -588,10 +588,14 @@ mod tests {
             )),
             "('' = '')"
         );
-        let v = scope
+        // A string field in arithmetic is InfluxDB's type error.
+        let e = scope
             .value(&bin(BinaryOp::Add, var("f"), var("s")))
-            .unwrap();
-        assert_eq!(v, Typed::null());
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "type error: f::float + s::string: incompatible types: float and string"
+        );
         let v = scope
             .value(&bin(BinaryOp::Div, var("i"), lit(Literal::Integer(2))))
             .unwrap();
