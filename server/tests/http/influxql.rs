@@ -472,3 +472,41 @@ fn influxql_interval_count_is_bounded_before_fill() {
     )
     .is_null());
 }
+
+/// A subquery's inner answer is handed to the engine as an Arrow batch, not
+/// as statement text: 30,000 inner rows (~1.5 MB as SQL literals, past the
+/// engine's 256 KiB statement limit) answer exactly.
+#[test]
+fn influxql_subquery_over_a_large_inner_answer() {
+    let dir = data_dir();
+    let s = Spawn::new(dir.path()).start();
+    s.query("CREATE DATABASE iq");
+    const N: i64 = 30_000;
+    let body: String = (0..N)
+        .map(|i| {
+            format!(
+                "big,host=h{} v={}i,s=\"x{i}\" {}\n",
+                i % 3,
+                2 * i,
+                T0 + i * S
+            )
+        })
+        .collect();
+    assert_eq!(s.post("/write?db=iq", body).status(), 204);
+    // Per host the differences add up to its last value minus its first.
+    let got = series(
+        &s,
+        "SELECT sum(d) FROM (SELECT difference(v) AS d FROM big GROUP BY host) GROUP BY host",
+    );
+    let want: Vec<Value> = (0..3)
+        .map(|h| {
+            let first = 2 * h;
+            let last = 2 * (N - 3 + h);
+            json!({"name": "big", "tags": {"host": format!("h{h}")}, "columns": ["time", "sum"], "values": [[0, last - first]]})
+        })
+        .collect();
+    assert_eq!(got, json!(want));
+    // Every row and its string field come through.
+    let got = series(&s, "SELECT count(s), max(v) FROM (SELECT v, s FROM big)");
+    assert_eq!(got[0]["values"], json!([[0, N, 2 * (N - 1)]]));
+}

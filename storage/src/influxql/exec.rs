@@ -59,10 +59,20 @@ impl Storage {
         let (db, tables) = match stmt.sources.as_slice() {
             [Source::Subquery(inner)] => {
                 let inner = self.run_select(req, inner)?;
-                let tables = subquery::materialize(&inner)
+                let engine = self.engine().map_err(|_| {
+                    flush::SqlError::Unavailable("the server is shutting down".into())
+                })?;
+                let tables = subquery::materialize(&inner)?
                     .into_iter()
-                    .map(|m| (m.schema, Some(m.table)))
-                    .collect();
+                    .map(|m| {
+                        let scan = engine.arrow_scan(m.batch).map_err(|e| {
+                            flush::SqlError::Unavailable(format!(
+                                "cannot hand a subquery's answer to the engine: {e}"
+                            ))
+                        })?;
+                        Ok((m.schema, Some((scan.table_sql(0), scan))))
+                    })
+                    .collect::<Result<Vec<_>, InfluxqlError>>()?;
                 (String::new(), tables)
             }
             sources if sources.iter().any(|s| matches!(s, Source::Subquery(_))) => {
@@ -81,7 +91,7 @@ impl Storage {
                     .measurements
                     .into_iter()
                     .map(|m| (m, None))
-                    .collect::<Vec<_>>();
+                    .collect::<Vec<(_, Option<(String, flush::ArrowScan)>)>>();
                 (resolved.db, tables)
             }
         };
@@ -97,7 +107,7 @@ impl Storage {
                 db: &db,
                 schema: m,
                 all: &all,
-                source: table.as_deref(),
+                source: table.as_ref().map(|(t, _)| t.as_str()),
             };
             let Some(plan) = plan::plan(stmt, shape, target, &filter, req.now_ns)? else {
                 continue;
@@ -105,7 +115,10 @@ impl Storage {
             if plan.range.is_empty() {
                 continue;
             }
-            let rows = self.read_points(&plan, req, m)?;
+            let rows = match table {
+                Some((name, scan)) => self.read_subquery(&plan, req, name, scan)?,
+                None => self.read_points(&plan, req, m)?,
+            };
             let mut found = to_series(&plan, rows, &mut budget)?;
             if plan.order_desc {
                 // Series come in descending tag order too.
@@ -129,10 +142,6 @@ impl Storage {
         req: &InfluxqlRequest<'_>,
         schema: &ingest::MeasurementSchema,
     ) -> Result<Vec<Row>, InfluxqlError> {
-        if plan.source.is_some() {
-            let sql = sql::render_with(plan, &Rewrites::All, None);
-            return self.engine_rows(&sql, req, plan.group_tags.len(), &plan.measurement);
-        }
         let engine = self
             .engine()
             .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
@@ -168,6 +177,33 @@ impl Storage {
             plan.measurement
         ))
         .into())
+    }
+
+    /// The rows of a plan over a subquery's answer, registered as `scan`
+    /// (`name` is its first reference): each reference of the statement gets
+    /// its own registration (the engine reads one once).
+    fn read_subquery(
+        &self,
+        plan: &Plan,
+        req: &InfluxqlRequest<'_>,
+        name: &str,
+        scan: &flush::ArrowScan,
+    ) -> Result<Vec<Row>, InfluxqlError> {
+        let sql = sql::render_with(plan, &Rewrites::All, None);
+        let mut parts = sql.split(name);
+        let mut numbered = parts.next().unwrap_or_default().to_string();
+        let mut references = 0;
+        for part in parts {
+            numbered.push_str(&scan.table_sql(references));
+            numbered.push_str(part);
+            references += 1;
+        }
+        scan.register(references).map_err(|e| {
+            flush::SqlError::Unavailable(format!(
+                "cannot hand a subquery's answer to the engine: {e}"
+            ))
+        })?;
+        self.engine_rows(&numbered, req, plan.group_tags.len(), &plan.measurement)
     }
 
     /// One read of the table (and `scan`'s rows), grouping into points only

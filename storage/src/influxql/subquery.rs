@@ -2,33 +2,45 @@
 //! the inner statement is answered first (all of it: fill, transformations),
 //! then its series become a table the outer statement is planned against like
 //! a measurement: the inner series' tags are tags, its columns fields, each
-//! row a point. The table is the engine's `values()` table function, literals
-//! quoted like every other value; the engine's statement size limit bounds it.
+//! row a point. The table is an Arrow batch in a measurement table's layout,
+//! handed to the engine (`flush::Engine::arrow_scan`, read as `ArrowStream`):
+//! no statement text grows with the inner answer (as literals it hit the
+//! engine's 256 KiB statement limit at a few thousand rows), and no value is
+//! ever written into SQL.
 
-use flush::{quote_ident, quote_string};
+use std::sync::Arc;
+
+use flush::arrow::array::{
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
+    TimestampNanosecondArray, UInt32Array, UInt64Array,
+};
+use flush::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use ingest::{FieldType, MeasurementSchema};
 
-use super::series::{StatementResult, Value};
+use super::error::InfluxqlError;
+use super::series::{Series, StatementResult, Value};
 
 /// One measurement of a subquery's answer, as a table.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Materialized {
     /// Its fields (the inner columns) and tags (the inner `GROUP BY` tags).
     pub(crate) schema: MeasurementSchema,
-    /// The `values(...)` table function holding its rows, in the layout of a
-    /// measurement table (`time`, `series_id`, `__seq`, `__row`, tags, fields).
-    pub(crate) table: String,
+    /// Its rows in the layout of a measurement table (`time`, `series_id`,
+    /// `__seq`, `__row`, tags, fields); each row a series of its own, so rows
+    /// of one time are not merged (they are distinct answers) and keep
+    /// their order.
+    pub(crate) batch: RecordBatch,
 }
 
 /// The inner answer as tables, one per measurement name, sorted by name.
-pub(crate) fn materialize(inner: &StatementResult) -> Vec<Materialized> {
+pub(crate) fn materialize(inner: &StatementResult) -> Result<Vec<Materialized>, InfluxqlError> {
     let mut names: Vec<&str> = inner.series.iter().map(|s| s.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
     names.into_iter().map(|n| table(inner, n)).collect()
 }
 
-fn table(inner: &StatementResult, name: &str) -> Materialized {
+fn table(inner: &StatementResult, name: &str) -> Result<Materialized, InfluxqlError> {
     let series: Vec<_> = inner.series.iter().filter(|s| s.name == name).collect();
     let mut tags: Vec<String> = series
         .iter()
@@ -46,65 +58,130 @@ fn table(inner: &StatementResult, name: &str) -> Materialized {
             }
         }
     }
-    let mut structure =
-        String::from("time DateTime64(9, 'UTC'), series_id UInt64, __seq UInt64, __row UInt32");
-    for t in &tags {
-        structure.push_str(&format!(", {} String", quote_ident(t)));
+    // The rows: (series, row) of every row that has a time.
+    let rows: Vec<(&Series, &Vec<Value>)> = series
+        .iter()
+        .flat_map(|s| s.values.iter().map(move |r| (*s, r)))
+        .filter(|(_, r)| matches!(r.first(), Some(Value::Time(_))))
+        .collect();
+    let n = rows.len();
+    let mut columns: Vec<ArrayRef> = vec![
+        Arc::new(
+            TimestampNanosecondArray::from_iter_values(rows.iter().map(|(_, r)| match r[0] {
+                Value::Time(t) => t,
+                _ => unreachable!("filtered above"),
+            }))
+            .with_timezone("UTC"),
+        ),
+        Arc::new(UInt64Array::from_iter_values(0..n as u64)),
+        Arc::new(UInt64Array::from_value(0, n)),
+        Arc::new(UInt32Array::from_iter_values(0..n as u32)),
+    ];
+    let mut schema = vec![
+        Field::new(
+            "time",
+            DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            false,
+        ),
+        Field::new("series_id", DataType::UInt64, false),
+        Field::new("__seq", DataType::UInt64, false),
+        Field::new("__row", DataType::UInt32, false),
+    ];
+    for k in &tags {
+        columns.push(Arc::new(StringArray::from_iter_values(rows.iter().map(
+            |(s, _)| {
+                s.tags
+                    .iter()
+                    .find(|(x, _)| x == k)
+                    .map_or("", |(_, v)| v.as_str())
+            },
+        ))));
+        schema.push(Field::new(k, DataType::Utf8, false));
     }
     for (f, t) in &fields {
-        structure.push_str(&format!(", {} Nullable({})", quote_ident(f), sql_type(*t)));
+        let cell = |s: &Series, r: &Vec<Value>| -> Value {
+            s.columns
+                .iter()
+                .position(|c| c == f)
+                .and_then(|i| r.get(i))
+                .cloned()
+                .unwrap_or(Value::Null)
+        };
+        let cells = rows.iter().map(|(s, r)| cell(s, r));
+        let (array, data_type): (ArrayRef, DataType) = match t {
+            FieldType::Float => (
+                Arc::new(
+                    cells
+                        .map(|v| v.as_f64().filter(|f| f.is_finite()))
+                        .collect::<Float64Array>(),
+                ),
+                DataType::Float64,
+            ),
+            FieldType::Integer => (
+                Arc::new(
+                    cells
+                        .map(|v| match v {
+                            Value::Integer(i) | Value::Time(i) => Some(i),
+                            _ => None,
+                        })
+                        .collect::<Int64Array>(),
+                ),
+                DataType::Int64,
+            ),
+            FieldType::UInteger => (
+                Arc::new(
+                    cells
+                        .map(|v| match v {
+                            Value::Unsigned(u) => Some(u),
+                            _ => None,
+                        })
+                        .collect::<UInt64Array>(),
+                ),
+                DataType::UInt64,
+            ),
+            FieldType::String => (
+                Arc::new(cells.map(|v| text(&v)).collect::<StringArray>()),
+                DataType::Utf8,
+            ),
+            FieldType::Boolean => (
+                Arc::new(
+                    cells
+                        .map(|v| match v {
+                            Value::Boolean(b) => Some(b),
+                            _ => None,
+                        })
+                        .collect::<BooleanArray>(),
+                ),
+                DataType::Boolean,
+            ),
+        };
+        columns.push(array);
+        schema.push(Field::new(f, data_type, true));
     }
-    let mut rows = Vec::new();
-    let mut row_no = 0u64;
-    for s in &series {
-        for r in &s.values {
-            let Some(Value::Time(t)) = r.first() else {
-                continue;
-            };
-            // Each row a series of its own: rows of one time are not merged
-            // (they are distinct answers), and keep their order.
-            let mut cells = vec![
-                format!("fromUnixTimestamp64Nano(toInt64({t}))"),
-                row_no.to_string(),
-                "0".to_string(),
-                row_no.to_string(),
-            ];
-            row_no += 1;
-            for k in &tags {
-                let v = s.tags.iter().find(|(x, _)| x == k).map_or("", |(_, v)| v);
-                cells.push(quote_string(v));
-            }
-            for (f, _) in &fields {
-                let v = s
-                    .columns
-                    .iter()
-                    .position(|c| c == f)
-                    .and_then(|i| r.get(i))
-                    .unwrap_or(&Value::Null);
-                cells.push(literal(v));
-            }
-            rows.push(format!("({})", cells.join(", ")));
-        }
-    }
-    let table = if rows.is_empty() {
-        // No rows: an empty table of the same layout.
-        format!(
-            "(SELECT * FROM values({}, (fromUnixTimestamp64Nano(toInt64(0)), 0, 0, 0{})) WHERE 0)",
-            quote_string(&structure),
-            ", ''".repeat(tags.len()) + &", NULL".repeat(fields.len())
-        )
-    } else {
-        format!("values({}, {})", quote_string(&structure), rows.join(", "))
-    };
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(schema)), columns).map_err(|e| {
+        InfluxqlError::EngineAnswer(format!("cannot hold a subquery's answer as a table: {e}"))
+    })?;
     fields.sort_by(|a, b| a.0.cmp(&b.0));
-    Materialized {
+    Ok(Materialized {
         schema: MeasurementSchema {
             name: name.to_string(),
             tag_keys: tags,
             fields,
         },
-        table,
-    }
+        batch,
+    })
+}
+
+/// A value of a column that holds strings (mixed kinds widen to strings).
+fn text(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::Null => return None,
+        Value::Float(f) => f.to_string(),
+        Value::Integer(i) | Value::Time(i) => i.to_string(),
+        Value::Unsigned(u) => u.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Boolean(b) => b.to_string(),
+    })
 }
 
 /// The type of a column from its values (floats win over integers; a column
@@ -136,32 +213,10 @@ fn wider(a: FieldType, b: FieldType) -> FieldType {
     }
 }
 
-fn sql_type(t: FieldType) -> &'static str {
-    match t {
-        FieldType::Float => "Float64",
-        FieldType::Integer => "Int64",
-        FieldType::UInteger => "UInt64",
-        FieldType::String => "String",
-        FieldType::Boolean => "Bool",
-    }
-}
-
-fn literal(v: &Value) -> String {
-    match v {
-        Value::Null => "NULL".into(),
-        Value::Float(f) if f.is_finite() => format!("{f:?}"),
-        Value::Float(_) => "NULL".into(),
-        Value::Integer(i) | Value::Time(i) => i.to_string(),
-        Value::Unsigned(u) => u.to_string(),
-        Value::String(s) => quote_string(s),
-        Value::Boolean(b) => b.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::influxql::series::Series;
+    use flush::arrow::array::Array;
 
     #[test]
     fn inner_series_become_one_quoted_table() {
@@ -177,15 +232,20 @@ mod tests {
             }],
             messages: vec![],
         };
-        let m = materialize(&inner);
+        let m = materialize(&inner).unwrap();
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].schema.tag_keys, ["host"]);
         assert_eq!(m[0].schema.fields, [("m".to_string(), FieldType::Float)]);
-        assert_eq!(
-            m[0].table,
-            "values('time DateTime64(9, \\'UTC\\'), series_id UInt64, __seq UInt64, __row UInt32, `host` String, `m` Nullable(Float64)', \
-             (fromUnixTimestamp64Nano(toInt64(5)), 0, 0, 0, 'a\\'b', 1.5), \
-             (fromUnixTimestamp64Nano(toInt64(6)), 1, 0, 1, 'a\\'b', NULL))"
-        );
+        let b = &m[0].batch;
+        let schema = b.schema();
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, ["time", "series_id", "__seq", "__row", "host", "m"]);
+        assert_eq!(b.num_rows(), 2);
+        let host = b.column(4).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(host.value(1), "a'b");
+        let m = b.column(5).as_any().downcast_ref::<Float64Array>().unwrap();
+        assert_eq!((m.value(0), m.is_null(1)), (1.5, true));
+        let series = b.column(1).as_any().downcast_ref::<UInt64Array>().unwrap();
+        assert_eq!((series.value(0), series.value(1)), (0, 1));
     }
 }
