@@ -13,7 +13,7 @@ use super::range;
 use super::rows::{self, Row};
 use super::schema;
 use super::series::{Series, StatementResult, Value};
-use super::{post, reduce, sql, subquery, unflushed, InfluxqlRequest};
+use super::{integral, post, reduce, sql, subquery, unflushed, InfluxqlRequest};
 use crate::Storage;
 
 /// Reads of one table that a concurrent rewrite may invalidate before the
@@ -53,6 +53,9 @@ impl Storage {
         req: &InfluxqlRequest<'_>,
         stmt: &SelectStatement,
     ) -> Result<StatementResult, InfluxqlError> {
+        if integral::applies(stmt) {
+            return self.run_integral(req, stmt);
+        }
         let shape = plan::check(stmt)?;
         let zone = plan::zone(stmt)?;
         let filter = range::split_in(stmt.condition.as_ref(), req.now_ns, zone.as_ref())?;
@@ -130,6 +133,21 @@ impl Storage {
             series: slimit(series, stmt),
             messages: Vec::new(),
         })
+    }
+
+    /// `SELECT integral(...) ...`: the raw points of its fields, integrated
+    /// per series and window (`integral.rs`).
+    fn run_integral(
+        &self,
+        req: &InfluxqlRequest<'_>,
+        stmt: &SelectStatement,
+    ) -> Result<StatementResult, InfluxqlError> {
+        let raw = integral::raw_statement(stmt)?;
+        let points = self.run_select(req, &raw)?;
+        let windows = integral::windows(stmt)?;
+        let mut answer = integral::answer(stmt, points, windows.as_ref())?;
+        answer.series = slimit(answer.series, stmt);
+        Ok(answer)
     }
 
     /// The engine's rows for `plan`: the table's and the acknowledged points

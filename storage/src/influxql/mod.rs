@@ -19,6 +19,7 @@ pub mod error;
 mod exec;
 mod expr;
 pub mod fill;
+mod integral;
 mod plan;
 mod post;
 mod range;

@@ -1,0 +1,411 @@
+//! `integral(field[, unit])`: the area under a series' points, by the
+//! trapezium rule, in `unit`s (default 1 s) of time, as InfluxDB 1.x's
+//! integral reducer computes it (`query/functions.go`):
+//!
+//! - points are taken in time order; a point at the time of the one before it
+//!   replaces it (several series merged into one group);
+//! - with `GROUP BY time(i)`, the area between a window's last point and the
+//!   next point is split at the window's end by linear interpolation: the part
+//!   before the end closes the window, the rest (up to the next point, even
+//!   across empty windows) opens the next point's window; a window whose only
+//!   point lies on its start has no area and emits nothing;
+//! - without `GROUP BY time`, one value per series at time 0.
+//!
+//! The statement runs as the raw read of its fields (the same planner, point
+//! identity, unflushed points and limits as any raw `SELECT`: a series of more
+//! points than `[sql] max_result_rows` is refused by that limit), then this
+//! module integrates each series and `fill` completes the windows.
+
+use influxql::ast::{Dimension, Expr, Field, Literal, SelectStatement};
+
+use super::error::InfluxqlError;
+use super::expr::strip_parens;
+use super::fill::window_start_in;
+use super::plan;
+use super::series::{Series, StatementResult, Value};
+use super::zone::TimeZone;
+
+/// One `integral()` of the statement.
+struct Call {
+    field: String,
+    /// ns (> 0).
+    unit: i64,
+}
+
+/// Whether `stmt` selects `integral()`: then every field must be one.
+pub(crate) fn applies(stmt: &SelectStatement) -> bool {
+    stmt.fields.iter().any(|f| is_integral(&f.expr))
+}
+
+fn is_integral(e: &Expr) -> bool {
+    matches!(strip_parens(e), Expr::Call { name, .. } if name == "integral")
+}
+
+/// The statement's calls, checked as InfluxDB checks them.
+fn calls(stmt: &SelectStatement) -> Result<Vec<Call>, InfluxqlError> {
+    stmt.fields
+        .iter()
+        .map(|f| {
+            let Expr::Call { args, .. } = strip_parens(&f.expr) else {
+                return Err(InfluxqlError::unsupported(
+                    "integral() together with other columns",
+                ));
+            };
+            if args.is_empty() || args.len() > 2 {
+                return Err(InfluxqlError::invalid(format!(
+                    "invalid number of arguments for integral, expected 1-2, got {}",
+                    args.len()
+                )));
+            }
+            let unit = match args.get(1).map(strip_parens) {
+                None => 1_000_000_000,
+                Some(Expr::Literal(Literal::Duration(d))) if d.0 > 0 => d.0,
+                Some(Expr::Literal(Literal::Duration(d))) => {
+                    return Err(InfluxqlError::invalid(format!(
+                        "duration argument must be positive, got {d}"
+                    )))
+                }
+                Some(_) => {
+                    return Err(InfluxqlError::invalid("second argument must be a duration"))
+                }
+            };
+            match strip_parens(&args[0]) {
+                Expr::VarRef { name, .. } => Ok(Call {
+                    field: name.clone(),
+                    unit,
+                }),
+                _ => Err(InfluxqlError::invalid(
+                    "expected field argument in integral()",
+                )),
+            }
+        })
+        .collect()
+}
+
+/// The raw statement whose points the integrals read: the fields, the same
+/// sources, condition and tag dimensions, ascending, unlimited.
+pub(crate) fn raw_statement(stmt: &SelectStatement) -> Result<SelectStatement, InfluxqlError> {
+    if stmt.order_desc {
+        return Err(InfluxqlError::unsupported(
+            "integral() with ORDER BY time DESC",
+        ));
+    }
+    let mut fields: Vec<String> = calls(stmt)?.into_iter().map(|c| c.field).collect();
+    fields.dedup();
+    Ok(SelectStatement {
+        fields: fields
+            .into_iter()
+            .map(|name| Field {
+                expr: Expr::VarRef {
+                    name,
+                    data_type: None,
+                },
+                alias: None,
+            })
+            .collect(),
+        into: None,
+        sources: stmt.sources.clone(),
+        condition: stmt.condition.clone(),
+        dimensions: stmt
+            .dimensions
+            .iter()
+            .filter(|d| !matches!(d, Dimension::Time { .. }))
+            .cloned()
+            .collect(),
+        fill: None,
+        order_desc: false,
+        limit: None,
+        offset: None,
+        slimit: None,
+        soffset: None,
+        timezone: stmt.timezone.clone(),
+    })
+}
+
+/// The windows of `GROUP BY time(interval, offset)` (in the `tz()` zone).
+pub(crate) struct Windows {
+    interval: i64,
+    offset: i64,
+    zone: Option<TimeZone>,
+}
+
+impl Windows {
+    /// `[start, end)` of the window holding `t`.
+    fn of(&self, t: i64) -> (i64, i64) {
+        let start = window_start_in(t, self.interval, self.offset, self.zone.as_ref());
+        (start, start.saturating_add(self.interval))
+    }
+}
+
+/// The windows of the statement's `GROUP BY time(...)`, if any.
+pub(crate) fn windows(stmt: &SelectStatement) -> Result<Option<Windows>, InfluxqlError> {
+    let Some(w) = plan::window(stmt)? else {
+        return Ok(None);
+    };
+    Ok(Some(Windows {
+        interval: w.interval,
+        offset: w.offset,
+        zone: plan::zone(stmt)?,
+    }))
+}
+
+/// The integrals of `raw` (the answer of [`raw_statement`]) as the
+/// statement's answer.
+pub(crate) fn answer(
+    stmt: &SelectStatement,
+    raw: StatementResult,
+    windows: Option<&Windows>,
+) -> Result<StatementResult, InfluxqlError> {
+    let calls = calls(stmt)?;
+    let mut names: Vec<String> = Vec::new();
+    for f in &stmt.fields {
+        let base = f.alias.clone().unwrap_or_else(|| "integral".to_string());
+        let mut name = base.clone();
+        let mut n = 1;
+        while names.contains(&name) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        names.push(name);
+    }
+    // Per series: its rows emitted while streaming, and the row its close
+    // emitted (InfluxDB writes those last, in reverse series order).
+    let mut body = Vec::new();
+    let mut tails = Vec::new();
+    for s in raw.series {
+        let emitted: Vec<Emitted> = calls
+            .iter()
+            .map(|c| {
+                let at = s.columns.iter().position(|n| *n == c.field);
+                let cells = s.values.iter().filter_map(|r| {
+                    let Some(Value::Time(t)) = r.first() else {
+                        return None;
+                    };
+                    Some((*t, at.and_then(|i| r.get(i))?))
+                });
+                let integer = cells
+                    .clone()
+                    .find(|(_, v)| !matches!(v, Value::Null))
+                    .is_some_and(|(_, v)| matches!(v, Value::Integer(_) | Value::Unsigned(_)));
+                let points = cells.filter_map(|(t, v)| Some((t, v.as_f64()?)));
+                integrate(points, c.unit, integer, windows)
+            })
+            .collect();
+        let mut times: Vec<i64> = emitted
+            .iter()
+            .flat_map(|e| e.rows.iter().map(|(t, _)| *t))
+            .collect();
+        times.sort_unstable();
+        times.dedup();
+        let mut values: Vec<Vec<Value>> = times
+            .iter()
+            .map(|t| {
+                let mut row = vec![Value::Time(*t)];
+                row.extend(emitted.iter().map(|e| {
+                    e.rows
+                        .iter()
+                        .find(|(u, _)| u == t)
+                        .map_or(Value::Null, |(_, v)| Value::Float(*v))
+                }));
+                row
+            })
+            .collect();
+        // InfluxDB fills no window of an integral (not even with `fill(0)`).
+        let skip = usize::try_from(stmt.offset.unwrap_or(0)).unwrap_or(usize::MAX);
+        values = values.into_iter().skip(skip).collect();
+        if let Some(l) = stmt.limit.filter(|l| *l > 0) {
+            values.truncate(usize::try_from(l).unwrap_or(usize::MAX));
+        }
+        let closed = emitted.iter().any(|e| e.closed)
+            && values.last().map(|r| &r[0]) == times.last().map(|t| Value::Time(*t)).as_ref();
+        let tail = if closed { values.pop() } else { None };
+        let chunk = |values: Vec<Vec<Value>>| Series {
+            name: s.name.clone(),
+            tags: s.tags.clone(),
+            columns: std::iter::once("time".to_string())
+                .chain(names.iter().cloned())
+                .collect(),
+            values,
+        };
+        if !values.is_empty() {
+            body.push(chunk(values));
+        }
+        if let Some(t) = tail {
+            tails.push(chunk(vec![t]));
+        }
+    }
+    tails.reverse();
+    let mut series: Vec<Series> = Vec::new();
+    for s in body.into_iter().chain(tails) {
+        match series.last_mut() {
+            Some(last) if last.name == s.name && last.tags == s.tags => {
+                last.values.extend(s.values)
+            }
+            _ => series.push(s),
+        }
+    }
+    Ok(StatementResult {
+        series,
+        messages: raw.messages,
+    })
+}
+
+/// One series' integrals, as InfluxDB's reducer emits them: the windows
+/// emitted while the points streamed, then the one emitted when the stream
+/// closed (if any): InfluxDB closes its series' reducers last to first, so
+/// that row comes after every series' other rows, in reverse series order.
+#[derive(Debug, PartialEq)]
+struct Emitted {
+    /// `(window start, area)`, in time order.
+    rows: Vec<(i64, f64)>,
+    /// The last of `rows` came from the close.
+    closed: bool,
+}
+
+/// InfluxDB's integral reducer over `(time, value)` points in time order
+/// (`(window start, area)` per window; one at time 0 without windows). For an
+/// integer field, the next window's first area is InfluxDB's integer
+/// reducer's: between the previous point's value and the value interpolated
+/// at the window's end, over the time from that end to the current point.
+fn integrate(
+    points: impl Iterator<Item = (i64, f64)>,
+    unit: i64,
+    integer: bool,
+    windows: Option<&Windows>,
+) -> Emitted {
+    let unit = unit as f64;
+    let mut rows = Vec::new();
+    let mut prev: Option<(i64, f64)> = None;
+    let (mut start, mut end) = (0i64, 0i64);
+    let mut sum = 0.0;
+    for (t, v) in points {
+        let Some((pt, pv)) = prev else {
+            prev = Some((t, v));
+            if let Some(w) = windows {
+                (start, end) = w.of(t);
+            }
+            continue;
+        };
+        if pt == t {
+            prev = Some((t, v));
+            continue;
+        }
+        let (mut pt, mut pv, mut cur) = (pt, pv, v);
+        if let Some(w) = windows.filter(|_| t >= end) {
+            if pt != end {
+                let value = pv + (v - pv) / (t - pt) as f64 * (end - pt) as f64;
+                sum += 0.5 * (value + pv) * ((end - pt) as f64 / unit);
+                if integer {
+                    // InfluxDB's integer reducer moves only the previous
+                    // point's time to the window's end and goes on with the
+                    // interpolated value in place of the current point's.
+                    (pt, cur) = (end, value);
+                } else {
+                    (pt, pv) = (end, value);
+                }
+            }
+            rows.push((start, sum));
+            (start, end) = w.of(t);
+            sum = 0.0;
+        }
+        sum += 0.5 * (cur + pv) * ((t - pt) as f64 / unit);
+        prev = Some((t, v));
+    }
+    let closed = prev.is_some_and(|(t, _)| t != start);
+    if closed {
+        rows.push((start, sum));
+    }
+    Emitted { rows, closed }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    fn windows(interval: i64) -> Windows {
+        Windows {
+            interval,
+            offset: 0,
+            zone: None,
+        }
+    }
+
+    #[test]
+    fn trapezia_in_units_without_windows() {
+        // 0..10 s rising 0 → 10: area 50 unit-seconds; in minutes 50/60.
+        let pts = [(0, 0.0), (10 * S, 10.0)];
+        assert_eq!(
+            integrate(pts.into_iter(), S, false, None).rows,
+            vec![(0, 50.0)]
+        );
+        let m = integrate(pts.into_iter(), 60 * S, false, None);
+        assert!((m.rows[0].1 - 50.0 / 60.0).abs() < 1e-12 && m.closed);
+        // A point at the time of the one before replaces it.
+        let dup = [(0, 0.0), (0, 2.0), (10 * S, 2.0)];
+        assert_eq!(
+            integrate(dup.into_iter(), S, false, None).rows,
+            vec![(0, 20.0)]
+        );
+        // One point alone at time 0 has no area.
+        assert!(integrate([(0, 1.0)].into_iter(), S, false, None)
+            .rows
+            .is_empty());
+    }
+
+    #[test]
+    fn windows_split_the_area_at_their_end_by_interpolation() {
+        let w = windows(10 * S);
+        // Points at 5 s (0) and 15 s (10): the line crosses 10 s at 5.
+        // Window 0: 5..10 s, area (0 + 5) / 2 * 5 = 12.5; window 10: 10..15 s,
+        // (5 + 10) / 2 * 5 = 37.5.
+        let got = integrate(
+            [(5 * S, 0.0), (15 * S, 10.0)].into_iter(),
+            S,
+            false,
+            Some(&w),
+        );
+        assert_eq!(
+            got,
+            Emitted {
+                rows: vec![(0, 12.5), (10 * S, 37.5)],
+                closed: true
+            }
+        );
+        // An integer field's next area, as InfluxDB's integer reducer has it:
+        // the previous value (0) and the interpolated one (5).
+        let got = integrate(
+            [(5 * S, 0.0), (15 * S, 10.0)].into_iter(),
+            S,
+            true,
+            Some(&w),
+        );
+        assert_eq!(got.rows, vec![(0, 12.5), (10 * S, 0.5 * (0.0 + 5.0) * 5.0)]);
+        // A last point on a window's start closes nothing.
+        let got = integrate(
+            [(5 * S, 0.0), (10 * S, 10.0)].into_iter(),
+            S,
+            false,
+            Some(&w),
+        );
+        assert_eq!(
+            got,
+            Emitted {
+                rows: vec![(0, 25.0)],
+                closed: false
+            }
+        );
+        // Across an empty window the rest goes to the next point's window.
+        let got = integrate(
+            [(5 * S, 0.0), (35 * S, 30.0)].into_iter(),
+            S,
+            false,
+            Some(&w),
+        );
+        assert_eq!(
+            got.rows,
+            vec![(0, 12.5), (30 * S, 0.5 * (5.0 + 30.0) * 25.0)]
+        );
+    }
+}
