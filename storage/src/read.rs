@@ -5,6 +5,8 @@
 
 use std::sync::atomic::Ordering;
 
+use flush::arrow::array::AsArray;
+
 use ingest::catalog::Record;
 
 use crate::{
@@ -48,7 +50,8 @@ impl Storage {
         Ok(keys.into_iter().map(|(_, key)| key).collect())
     }
 
-    /// Distinct non-empty values of each of `keys` in `measurement`, from the engine.
+    /// Distinct non-empty values of each of `keys` in `measurement`: the engine's,
+    /// and those of acknowledged points not flushed yet (as `SELECT` sees them).
     /// A client triggers these statements (`SHOW TAG VALUES`), so they run in the SQL
     /// sandbox with its time and size limits, never on the flusher's connections.
     pub(crate) fn distinct_tag_values(
@@ -62,8 +65,23 @@ impl Storage {
         let mut keys: Vec<&String> = keys.iter().collect();
         keys.sort();
         keys.dedup();
+        // Before the engine is asked: a part missing here is in the table then.
+        let acked = self.wal.last_seq();
+        engine
+            .unflushed()
+            .wait_received(acked, std::time::Duration::from_secs(5));
+        let unflushed = engine
+            .unflushed()
+            .parts(db, measurement, i64::MIN, i64::MAX);
         let mut out = Vec::new();
         for k in keys {
+            let mut values: std::collections::BTreeSet<String> = unflushed
+                .iter()
+                .filter_map(|p| p.batch.column_by_name(k))
+                .filter_map(|c| c.as_string_opt::<i32>())
+                .flat_map(|c| c.iter().flatten().filter(|v| !v.is_empty()))
+                .map(str::to_string)
+                .collect();
             let col = flush::quote_ident(k);
             let sql =
                 format!("SELECT DISTINCT {col} AS v FROM {table} WHERE {col} != '' ORDER BY v");
@@ -80,8 +98,8 @@ impl Storage {
             );
             match ran {
                 Ok(_) => {}
-                // Not flushed yet (no table or column): no values to show.
-                Err(flush::SqlError::Invalid(m)) if not_flushed_yet(&m) => continue,
+                // Not flushed yet (no table or column): only unflushed values.
+                Err(flush::SqlError::Invalid(m)) if not_flushed_yet(&m) => rows.clear(),
                 Err(e) => return Err(StorageError::TagValues(e)),
             }
             for line in rows.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
@@ -90,8 +108,9 @@ impl Storage {
                         what: "tag values",
                         message: e.to_string(),
                     })?;
-                out.push((k.clone(), row.v));
+                values.insert(row.v);
             }
+            out.extend(values.into_iter().map(|v| (k.clone(), v)));
         }
         Ok(out)
     }

@@ -167,6 +167,32 @@ fn points_the_flusher_holds_back_are_read_from_memory() {
     // The engine's SQL reads what is flushed only (documented).
     let rows = s.sql("SELECT count() AS n FROM rw.rw");
     assert!(rows[0]["n"].as_u64().unwrap() < 50, "{rows:?}");
+    // SHOW sees unflushed series too: a new value of a known tag key…
+    write(&s, "rw", &format!("rw,host=fresh v=1i,w=1i {}", T0 + 3));
+    let values = |q: &str| -> Vec<Value> {
+        series(&s, "rw", q)
+            .first()
+            .map(|s| s["values"].as_array().unwrap().clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        values("SHOW TAG VALUES FROM rw WITH KEY = host").contains(&json!(["host", "fresh"])),
+        "SHOW TAG VALUES misses an unflushed value"
+    );
+    assert_eq!(
+        values("SHOW TAG VALUES FROM rw WITH KEY = host WHERE host =~ /^fr/"),
+        vec![json!(["host", "fresh"])]
+    );
+    assert_eq!(
+        values("SHOW SERIES FROM rw WHERE host = 'fresh'"),
+        vec![json!(["rw,host=fresh"])]
+    );
+    // … and a tag key only unflushed points have (the read has them flushed).
+    write(&s, "rw", &format!("rw,host=h2,zone=z1 v=2i {}", T0 + 4));
+    assert_eq!(
+        values("SHOW TAG VALUES FROM rw WITH KEY = zone WHERE zone = 'z1'"),
+        vec![json!(["zone", "z1"])]
+    );
     // A field first written now is read with the rest: the read has the
     // flusher insert the table's buffer first (the engine lacks the column).
     write(&s, "rw", &format!("rw,host=h1 fresh=1.5 {}", T0 + 5));

@@ -25,12 +25,8 @@ const READ_ATTEMPTS: usize = 3;
 /// reads again.
 const FIRST_FLUSH_ATTEMPTS: usize = 3;
 
-/// How long a read waits for the first flush of a measurement or field it
-/// reads (`flush.max_age_ms`, 1 s by default, plus the INSERT).
-const FIRST_FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// What one engine statement came to.
-enum Ran {
+pub(crate) enum Ran {
     Rows(Vec<Row>),
     /// The table or a column is not in the engine (nothing of it flushed).
     NotFlushedYet(String),
@@ -171,17 +167,13 @@ impl Storage {
                 Ran::NotFlushedYet(m) if scan.is_some() => {
                     tracing::debug!(measurement = %plan.measurement,
                         "InfluxQL read waits for a first flush: {m}");
-                    let deadline = std::time::Instant::now() + FIRST_FLUSH_WAIT;
-                    let unflushed = engine.unflushed();
-                    while unflushed.holds_up_to(&plan.db, &plan.measurement, acked)
-                        && std::time::Instant::now() < deadline
-                    {
-                        unflushed.hurry(&plan.db, &plan.measurement);
-                        std::thread::sleep(std::time::Duration::from_millis(10));
-                        if req.cancel.is_cancelled() {
-                            return Err(flush::SqlError::Cancelled.into());
-                        }
-                    }
+                    unflushed::wait_first_flush(
+                        &engine,
+                        &plan.db,
+                        &plan.measurement,
+                        acked,
+                        req.cancel,
+                    )?;
                 }
                 Ran::NotFlushedYet(m) => {
                     tracing::debug!(measurement = %plan.measurement,
@@ -292,7 +284,7 @@ impl Storage {
         }
     }
 
-    fn engine_read(
+    pub(crate) fn engine_read(
         &self,
         sql: &str,
         req: &InfluxqlRequest<'_>,

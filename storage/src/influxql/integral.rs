@@ -9,7 +9,10 @@
 //!   before the end closes the window, the rest (up to the next point, even
 //!   across empty windows) opens the next point's window; a window whose only
 //!   point lies on its start has no area and emits nothing;
-//! - without `GROUP BY time`, one value per series at time 0.
+//! - without `GROUP BY time`, one value per series at time 0;
+//! - each series whole, in tag order (InfluxDB writes each series' last
+//!   window when its reducers close, in an order that changes from run to
+//!   run: a listed deviation).
 //!
 //! The statement runs as the raw read of its fields (the same planner, point
 //! identity, unflushed points and limits as any raw `SELECT`: a series of more
@@ -168,12 +171,9 @@ pub(crate) fn answer(
         }
         names.push(name);
     }
-    // Per series: its rows emitted while streaming, and the row its close
-    // emitted (InfluxDB writes those last, in reverse series order).
-    let mut body = Vec::new();
-    let mut tails = Vec::new();
+    let mut series = Vec::new();
     for s in raw.series {
-        let emitted: Vec<Emitted> = calls
+        let emitted: Vec<Vec<(i64, f64)>> = calls
             .iter()
             .map(|c| {
                 let at = s.columns.iter().position(|n| *n == c.field);
@@ -191,19 +191,15 @@ pub(crate) fn answer(
                 integrate(points, c.unit, integer, windows)
             })
             .collect();
-        let mut times: Vec<i64> = emitted
-            .iter()
-            .flat_map(|e| e.rows.iter().map(|(t, _)| *t))
-            .collect();
+        let mut times: Vec<i64> = emitted.iter().flatten().map(|(t, _)| *t).collect();
         times.sort_unstable();
         times.dedup();
         let mut values: Vec<Vec<Value>> = times
             .iter()
             .map(|t| {
                 let mut row = vec![Value::Time(*t)];
-                row.extend(emitted.iter().map(|e| {
-                    e.rows
-                        .iter()
+                row.extend(emitted.iter().map(|col| {
+                    col.iter()
                         .find(|(u, _)| u == t)
                         .map_or(Value::Null, |(_, v)| Value::Float(*v))
                 }));
@@ -216,50 +212,21 @@ pub(crate) fn answer(
         if let Some(l) = stmt.limit.filter(|l| *l > 0) {
             values.truncate(usize::try_from(l).unwrap_or(usize::MAX));
         }
-        let closed = emitted.iter().any(|e| e.closed)
-            && values.last().map(|r| &r[0]) == times.last().map(|t| Value::Time(*t)).as_ref();
-        let tail = if closed { values.pop() } else { None };
-        let chunk = |values: Vec<Vec<Value>>| Series {
-            name: s.name.clone(),
-            tags: s.tags.clone(),
-            columns: std::iter::once("time".to_string())
-                .chain(names.iter().cloned())
-                .collect(),
-            values,
-        };
         if !values.is_empty() {
-            body.push(chunk(values));
-        }
-        if let Some(t) = tail {
-            tails.push(chunk(vec![t]));
-        }
-    }
-    tails.reverse();
-    let mut series: Vec<Series> = Vec::new();
-    for s in body.into_iter().chain(tails) {
-        match series.last_mut() {
-            Some(last) if last.name == s.name && last.tags == s.tags => {
-                last.values.extend(s.values)
-            }
-            _ => series.push(s),
+            series.push(Series {
+                name: s.name,
+                tags: s.tags,
+                columns: std::iter::once("time".to_string())
+                    .chain(names.iter().cloned())
+                    .collect(),
+                values,
+            });
         }
     }
     Ok(StatementResult {
         series,
         messages: raw.messages,
     })
-}
-
-/// One series' integrals, as InfluxDB's reducer emits them: the windows
-/// emitted while the points streamed, then the one emitted when the stream
-/// closed (if any): InfluxDB closes its series' reducers last to first, so
-/// that row comes after every series' other rows, in reverse series order.
-#[derive(Debug, PartialEq)]
-struct Emitted {
-    /// `(window start, area)`, in time order.
-    rows: Vec<(i64, f64)>,
-    /// The last of `rows` came from the close.
-    closed: bool,
 }
 
 /// InfluxDB's integral reducer over `(time, value)` points in time order
@@ -272,7 +239,7 @@ fn integrate(
     unit: i64,
     integer: bool,
     windows: Option<&Windows>,
-) -> Emitted {
+) -> Vec<(i64, f64)> {
     let unit = unit as f64;
     let mut rows = Vec::new();
     let mut prev: Option<(i64, f64)> = None;
@@ -311,11 +278,10 @@ fn integrate(
         sum += 0.5 * (cur + pv) * ((t - pt) as f64 / unit);
         prev = Some((t, v));
     }
-    let closed = prev.is_some_and(|(t, _)| t != start);
-    if closed {
+    if prev.is_some_and(|(t, _)| t != start) {
         rows.push((start, sum));
     }
-    Emitted { rows, closed }
+    rows
 }
 
 #[cfg(test)]
@@ -336,22 +302,14 @@ mod tests {
     fn trapezia_in_units_without_windows() {
         // 0..10 s rising 0 → 10: area 50 unit-seconds; in minutes 50/60.
         let pts = [(0, 0.0), (10 * S, 10.0)];
-        assert_eq!(
-            integrate(pts.into_iter(), S, false, None).rows,
-            vec![(0, 50.0)]
-        );
+        assert_eq!(integrate(pts.into_iter(), S, false, None), vec![(0, 50.0)]);
         let m = integrate(pts.into_iter(), 60 * S, false, None);
-        assert!((m.rows[0].1 - 50.0 / 60.0).abs() < 1e-12 && m.closed);
+        assert!((m[0].1 - 50.0 / 60.0).abs() < 1e-12);
         // A point at the time of the one before replaces it.
         let dup = [(0, 0.0), (0, 2.0), (10 * S, 2.0)];
-        assert_eq!(
-            integrate(dup.into_iter(), S, false, None).rows,
-            vec![(0, 20.0)]
-        );
+        assert_eq!(integrate(dup.into_iter(), S, false, None), vec![(0, 20.0)]);
         // One point alone at time 0 has no area.
-        assert!(integrate([(0, 1.0)].into_iter(), S, false, None)
-            .rows
-            .is_empty());
+        assert!(integrate([(0, 1.0)].into_iter(), S, false, None).is_empty());
     }
 
     #[test]
@@ -366,13 +324,7 @@ mod tests {
             false,
             Some(&w),
         );
-        assert_eq!(
-            got,
-            Emitted {
-                rows: vec![(0, 12.5), (10 * S, 37.5)],
-                closed: true
-            }
-        );
+        assert_eq!(got, vec![(0, 12.5), (10 * S, 37.5)]);
         // An integer field's next area, as InfluxDB's integer reducer has it:
         // the previous value (0) and the interpolated one (5).
         let got = integrate(
@@ -381,7 +333,7 @@ mod tests {
             true,
             Some(&w),
         );
-        assert_eq!(got.rows, vec![(0, 12.5), (10 * S, 0.5 * (0.0 + 5.0) * 5.0)]);
+        assert_eq!(got, vec![(0, 12.5), (10 * S, 0.5 * (0.0 + 5.0) * 5.0)]);
         // A last point on a window's start closes nothing.
         let got = integrate(
             [(5 * S, 0.0), (10 * S, 10.0)].into_iter(),
@@ -389,13 +341,7 @@ mod tests {
             false,
             Some(&w),
         );
-        assert_eq!(
-            got,
-            Emitted {
-                rows: vec![(0, 25.0)],
-                closed: false
-            }
-        );
+        assert_eq!(got, vec![(0, 25.0)]);
         // Across an empty window the rest goes to the next point's window.
         let got = integrate(
             [(5 * S, 0.0), (35 * S, 30.0)].into_iter(),
@@ -403,9 +349,6 @@ mod tests {
             false,
             Some(&w),
         );
-        assert_eq!(
-            got.rows,
-            vec![(0, 12.5), (30 * S, 0.5 * (5.0 + 30.0) * 25.0)]
-        );
+        assert_eq!(got, vec![(0, 12.5), (30 * S, 0.5 * (5.0 + 30.0) * 25.0)]);
     }
 }

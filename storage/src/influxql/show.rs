@@ -8,11 +8,12 @@ use influxql::ast::{Expr, MeasurementName, NameMatch, ShowCommon, Statement, Tag
 use ingest::MeasurementSchema;
 
 use super::error::InfluxqlError;
+use super::exec::Ran;
 use super::expr::{Scope, SRC};
 use super::range;
 use super::schema::name_matches;
 use super::series::{Series, StatementResult, Value};
-use super::InfluxqlRequest;
+use super::{unflushed, InfluxqlRequest};
 use crate::Storage;
 
 impl Storage {
@@ -148,22 +149,65 @@ impl Storage {
             };
             select.push_str(&format!(", toString({col}) AS __iq_c{i}"));
         }
-        let table = flush::table::qualified(db, &m.name);
-        let mut sql = format!("{select} FROM {table} AS __src");
-        if !conds.is_empty() {
-            sql.push_str(&format!(" WHERE {}", conds.join(" AND ")));
+        let engine = self
+            .engine()
+            .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
+        let mut rows = Vec::new();
+        // The series of acknowledged points not flushed yet count too (as
+        // `SELECT` sees them); a tag only they have waits for their flush.
+        for attempt in 0..2 {
+            let acked = self.wal.last_seq();
+            let scan = unflushed::scan_tags(&engine, db, &m.name, &m.tag_keys, acked)?;
+            let table = flush::table::qualified(db, &m.name);
+            let table = match &scan {
+                Some(s) => {
+                    let cols = std::iter::once("series_id")
+                        .chain(m.tag_keys.iter().map(String::as_str))
+                        .map(quote_ident)
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    format!(
+                        "(SELECT {cols} FROM {table} UNION ALL SELECT {cols} FROM {})",
+                        s.arrow.table_sql(0)
+                    )
+                }
+                None => table,
+            };
+            let mut sql = format!("{select} FROM {table} AS __src");
+            if !conds.is_empty() {
+                sql.push_str(&format!(" WHERE {}", conds.join(" AND ")));
+            }
+            sql.push_str(" GROUP BY ");
+            let groups: Vec<String> = (0..keys.len()).map(|i| format!("__iq_c{i}")).collect();
+            sql.push_str(&if groups.is_empty() {
+                "__iq_t".to_string()
+            } else {
+                groups.join(", ")
+            });
+            if !groups.is_empty() {
+                sql.push_str(&format!(" ORDER BY {}", groups.join(", ")));
+            }
+            if let Some(s) = &scan {
+                s.arrow.register(1).map_err(|e| {
+                    flush::SqlError::Unavailable(format!(
+                        "cannot read the points not flushed yet: {e}"
+                    ))
+                })?;
+            }
+            match self.engine_read(&sql, req, 0)? {
+                Ran::Rows(r) => {
+                    rows = r;
+                    break;
+                }
+                Ran::NotFlushedYet(_) if scan.is_some() && attempt == 0 => {
+                    unflushed::wait_first_flush(&engine, db, &m.name, acked, req.cancel)?;
+                }
+                Ran::NotFlushedYet(msg) => {
+                    tracing::debug!(measurement = %m.name, "SHOW of unflushed data: {msg}");
+                    break;
+                }
+            }
         }
-        sql.push_str(" GROUP BY ");
-        let groups: Vec<String> = (0..keys.len()).map(|i| format!("__iq_c{i}")).collect();
-        sql.push_str(&if groups.is_empty() {
-            "__iq_t".to_string()
-        } else {
-            groups.join(", ")
-        });
-        if !groups.is_empty() {
-            sql.push_str(&format!(" ORDER BY {}", groups.join(", ")));
-        }
-        let rows = self.engine_rows(&sql, req, 0, &m.name)?;
         Ok(rows
             .into_iter()
             .map(|r| {

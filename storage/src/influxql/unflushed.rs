@@ -87,6 +87,66 @@ pub(crate) fn scan(
     }))
 }
 
+/// Every unflushed row of `db`.`measurement` with the tag columns `tags`,
+/// registered with the engine (`SHOW … WHERE`); `None` when there is none.
+pub(crate) fn scan_tags(
+    engine: &flush::Engine,
+    db: &str,
+    measurement: &str,
+    tags: &[String],
+    acked: u64,
+) -> Result<Option<Scan>, InfluxqlError> {
+    let unflushed = engine.unflushed();
+    unflushed.wait_received(acked, RECEIVE_WAIT);
+    let parts = unflushed.parts(db, measurement, i64::MIN, i64::MAX);
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    let columns: Vec<_> = tags.iter().map(|t| (t.clone(), ColumnKind::Tag)).collect();
+    let unavailable = |e: flush::EngineError| {
+        InfluxqlError::from(flush::SqlError::Unavailable(format!(
+            "cannot read the points not flushed yet: {e}"
+        )))
+    };
+    let Some(batch) =
+        flush::unflushed::rows_in(&parts, &columns, i64::MIN, i64::MAX).map_err(unavailable)?
+    else {
+        return Ok(None);
+    };
+    let arrow = engine.arrow_scan(batch).map_err(unavailable)?;
+    Ok(Some(Scan {
+        arrow,
+        min: i64::MIN,
+        max: i64::MAX,
+    }))
+}
+
+/// Waits (at most [`FIRST_FLUSH_WAIT`]) until the flusher has inserted every
+/// part of `db`.`measurement` up to `acked`, having it insert them at once: a
+/// read found the table or a column only unflushed points have.
+pub(crate) fn wait_first_flush(
+    engine: &flush::Engine,
+    db: &str,
+    measurement: &str,
+    acked: u64,
+    cancel: &flush::SqlCancel,
+) -> Result<(), InfluxqlError> {
+    let unflushed = engine.unflushed();
+    let deadline = std::time::Instant::now() + FIRST_FLUSH_WAIT;
+    while unflushed.holds_up_to(db, measurement, acked) && std::time::Instant::now() < deadline {
+        unflushed.hurry(db, measurement);
+        std::thread::sleep(Duration::from_millis(10));
+        if cancel.is_cancelled() {
+            return Err(flush::SqlError::Cancelled.into());
+        }
+    }
+    Ok(())
+}
+
+/// How long a read waits for the first flush of a measurement or field it
+/// reads (`flush.max_age_ms`, 1 s by default, plus the INSERT).
+const FIRST_FLUSH_WAIT: Duration = Duration::from_secs(10);
+
 /// The plan's tags and fields with the kinds the table stores them as.
 fn columns(plan: &Plan, schema: &MeasurementSchema) -> Vec<(String, ColumnKind)> {
     let tags = plan.tags.iter().map(|t| (t.clone(), ColumnKind::Tag));
