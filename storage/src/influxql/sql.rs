@@ -486,7 +486,7 @@ fn bucket(w: &Window) -> String {
 }
 
 /// The start of a point's bucket in a `tz()` zone, as InfluxDB's `Window`
-/// computes it (`fill.rs`'s `window_start_in`): aligned on local time with
+/// computes it (`fill/grid.rs`'s `window_start_in`): aligned on local time with
 /// the zone's offset at the point, moved by the offset change when the
 /// bucket's start has another offset (and the change is shorter than the
 /// interval). The engine knows the zone's offsets.

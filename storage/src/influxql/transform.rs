@@ -244,7 +244,7 @@ mod tests {
     //! Raw points: measurement `n`, all series merged in time order:
     //! `v` = 5, 3, 5, 9, 1, 5, 9, 2 (float) and `w` = 1, 2, 2, 3, 3, 1, 3, 1
     //! (integer) at 1s..8s. Intervals: `mean(f)` of measurement `m` (see
-    //! `fill.rs`) per 10 s: 10s 1.75, 20s 6, 50s 3, 60s 9.625, nulls between.
+    //! `fill/`) per 10 s: 10s 1.75, 20s 6, 50s 3, 60s 9.625, nulls between.
     use super::*;
 
     const S: i64 = 1_000_000_000;
