@@ -82,29 +82,17 @@ RESULTS=${RESULTS:-test_results}
 REPORT=${REPORT:-docs/benchmarks.md}
 INFLUXD=${INFLUXD:-influxd}
 ONLY=${ONLY:-}
-REQUEST_TIMEOUT_SECS=${REQUEST_TIMEOUT_SECS:-330}
-SQL_CONFIG=${SQL_CONFIG:-"max_concurrent_queries = 8
-max_result_rows = 10000000
-max_memory_bytes = 4294967296
-max_execution_secs = 300"}
 case "$ONLY" in
   "" | small | big) ;;
   *) echo "query_bench: ONLY=$ONLY: use small or big" >&2; exit 1 ;;
 esac
 
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN=$TARGET/release
-SERVER_CMD=${SERVER_CMD:-"$BIN/chingest serve --config"}
-LOAD=${LOAD:-$BIN/chingest-load}
-
-say() { echo "query_bench: $*" >&2; }
-die() { say "$*"; exit 1; }
-command -v curl >/dev/null || die "curl is needed (apt-get install curl)"
-command -v python3 >/dev/null || die "python3 is needed to read /health"
+SAY_AS=query_bench
+# shellcheck source=scripts/lib/bench_env.sh
+. "$ROOT/scripts/lib/bench_env.sh"
 
 # 10000000 → 10M, 100000000 → 100M, 2500000 → 2.5M.
 label() { python3 -c 'import sys; n=int(sys.argv[1]); print(next((f"{n/d:g}{s}" for d, s in ((10**9,"G"),(10**6,"M"),(10**3,"k")) if n >= d), str(n)))' "$1"; }
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 BENCH_NAME=query-bench
 # shellcheck source=scripts/lib/servers.sh

@@ -51,24 +51,10 @@ TYPES=${TYPES:-}
 SETTLE_SECS=${SETTLE_SECS:-30}
 RESULTS=${RESULTS:-test_results}
 REPORT=${REPORT:-docs/benchmarks.md}
-INFLUXD=${INFLUXD:-influxd}
-REQUEST_TIMEOUT_SECS=${REQUEST_TIMEOUT_SECS:-330}
-SQL_CONFIG=${SQL_CONFIG:-"max_concurrent_queries = 8
-max_result_rows = 10000000
-max_memory_bytes = 4294967296
-max_execution_secs = 300"}
-
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN=$TARGET/release
-SERVER_CMD=${SERVER_CMD:-"$BIN/chingest serve --config"}
-LOAD=${LOAD:-$BIN/chingest-load}
-
-say() { echo "tsbs_bench: $*" >&2; }
-die() { say "$*"; exit 1; }
-command -v curl >/dev/null || die "curl is needed (apt-get install curl)"
-command -v python3 >/dev/null || die "python3 is needed to read /health"
+SAY_AS=tsbs_bench
+# shellcheck source=scripts/lib/bench_env.sh
+. "$ROOT/scripts/lib/bench_env.sh"
 command -v "$INFLUXD" >/dev/null || die "$INFLUXD not found: install InfluxDB 1.x (apt-get install influxdb)"
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 BENCH_NAME=tsbs-bench
 CREATE_DB=0 # tsbs-fill creates it as TSBS's loader does

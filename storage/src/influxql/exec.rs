@@ -13,7 +13,7 @@ use super::range;
 use super::rows::{self, Row};
 use super::schema;
 use super::series::{Series, StatementResult, Value};
-use super::{integral, post, reduce, sql, subquery, unflushed, InfluxqlRequest};
+use super::{integral, page, post, reduce, sql, subquery, unflushed, InfluxqlRequest};
 use crate::Storage;
 
 /// Reads of one table that a concurrent rewrite may invalidate before the
@@ -483,15 +483,6 @@ impl RowBudget {
         })?;
         Ok(())
     }
-}
-
-/// `OFFSET`/`LIMIT` over rows (`LIMIT 0` is none).
-fn page<T>(rows: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {
-    let skip = usize::try_from(offset.unwrap_or(0)).unwrap_or(usize::MAX);
-    let take = limit
-        .filter(|&l| l > 0)
-        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    rows.into_iter().skip(skip).take(take).collect()
 }
 
 /// `SOFFSET`/`SLIMIT` over the statement's series.

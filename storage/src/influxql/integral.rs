@@ -207,11 +207,7 @@ pub(crate) fn answer(
             })
             .collect();
         // InfluxDB fills no window of an integral (not even with `fill(0)`).
-        let skip = usize::try_from(stmt.offset.unwrap_or(0)).unwrap_or(usize::MAX);
-        values = values.into_iter().skip(skip).collect();
-        if let Some(l) = stmt.limit.filter(|l| *l > 0) {
-            values.truncate(usize::try_from(l).unwrap_or(usize::MAX));
-        }
+        values = super::page(values, stmt.limit, stmt.offset);
         if !values.is_empty() {
             series.push(Series {
                 name: s.name,

@@ -57,3 +57,12 @@ pub struct InfluxqlRequest<'a> {
     /// `now()`, ns since the epoch: one instant for the whole request.
     pub now_ns: i64,
 }
+
+/// `OFFSET`/`LIMIT` over rows, points or series (`LIMIT 0` is none).
+pub(crate) fn page<T>(rows: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {
+    let skip = usize::try_from(offset.unwrap_or(0)).unwrap_or(usize::MAX);
+    let take = limit
+        .filter(|&l| l > 0)
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    rows.into_iter().skip(skip).take(take).collect()
+}

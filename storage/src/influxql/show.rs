@@ -13,7 +13,7 @@ use super::expr::{Scope, SRC};
 use super::range;
 use super::schema::name_matches;
 use super::series::{Series, StatementResult, Value};
-use super::{unflushed, InfluxqlRequest};
+use super::{page, unflushed, InfluxqlRequest};
 use crate::Storage;
 
 impl Storage {
@@ -288,14 +288,6 @@ fn series_key(m: &str, keys: &[String], values: &[String]) -> String {
         }
     }
     key
-}
-
-fn page<T>(rows: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {
-    let skip = usize::try_from(offset.unwrap_or(0)).unwrap_or(usize::MAX);
-    let take = limit
-        .filter(|&l| l > 0)
-        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    rows.into_iter().skip(skip).take(take).collect()
 }
 
 fn push(out: &mut Vec<Series>, name: &str, columns: &[&str], values: Vec<Vec<Value>>) {

@@ -94,19 +94,10 @@ pub fn fill_series_in(
         .zip(columns)
         .map(|(points, column)| {
             let filled = fill_column(points, fill, &walk, column);
-            paginate(filled, limit, offset)
+            super::page(filled, limit, offset)
         })
         .collect();
     series.values = join_rows(&emitted, fill, grid, columns);
-}
-
-/// Keeps `offset..offset + limit` of one column's points.
-fn paginate<T>(points: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {
-    let skip = usize::try_from(offset.unwrap_or(0)).unwrap_or(usize::MAX);
-    let take = limit
-        .filter(|&l| l > 0)
-        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    points.into_iter().skip(skip).take(take).collect()
 }
 
 /// Per column, the (time, value) cells that hold a value, in row order.
