@@ -203,3 +203,41 @@ fn points_the_flusher_holds_back_are_read_from_memory() {
     );
     assert_eq!(got[0]["values"], json!([[T0 + 5, 1.5, null]]));
 }
+
+/// Memory stays bounded: a read never copies more unflushed rows than an
+/// answer may hold (`[sql] max_result_rows`); past that it has the flusher
+/// insert them and reads the table, with the same answer.
+#[test]
+fn more_unflushed_rows_than_an_answer_may_hold_are_flushed_then_read() {
+    let data = data_dir();
+    let s = Spawn::new(data.path())
+        .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
+        .env("CHINGEST_SQL__MAX_RESULT_ROWS", "100")
+        .start();
+    s.query("CREATE DATABASE rw");
+    // The first read makes the table (so the rows below stay unflushed).
+    write(&s, "rw", &format!("big,host=a v=0i {T0}"));
+    assert_eq!(
+        series(&s, "rw", "SELECT count(v) FROM big")[0]["values"],
+        json!([[0, 1]])
+    );
+    let body: String = (1..=500)
+        .map(|i| format!("big,host=a v={i}i {}\n", T0 + i * 1_000_000_000))
+        .collect();
+    write(&s, "rw", &body);
+    let h: Value = s.get("/health").json().unwrap();
+    assert_eq!(h["wal"]["unflushed_points"], 500, "{h}");
+    // 500 unflushed rows > 100: flushed first, then the table answers.
+    let got = series(&s, "rw", "SELECT count(v), sum(v) FROM big");
+    assert_eq!(got[0]["values"], json!([[0, 501, 500 * 501 / 2]]));
+    // The WAL forgets them just after the insert (no other write is coming).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let h: Value = s.get("/health").json().unwrap();
+        if h["wal"]["unflushed_points"] == 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never flushed: {h}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

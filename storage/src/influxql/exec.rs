@@ -161,7 +161,7 @@ impl Storage {
             .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
         for _ in 0..FIRST_FLUSH_ATTEMPTS {
             let acked = self.wal.last_seq();
-            let scan = unflushed::scan(&engine, plan, schema, acked)?;
+            let scan = unflushed::scan(&engine, plan, schema, acked, self.row_limit(), req.cancel)?;
             match self.read_table(&engine, plan, req, scan.as_ref())? {
                 Ran::Rows(rows) => return Ok(rows),
                 Ran::NotFlushedYet(m) if scan.is_some() => {
@@ -261,7 +261,7 @@ impl Storage {
     }
 
     /// Rows one InfluxQL answer may have: `[sql] max_result_rows`.
-    fn row_limit(&self) -> u64 {
+    pub(crate) fn row_limit(&self) -> u64 {
         self.engine().map_or(0, |e| e.sql_config().max_result_rows)
     }
 

@@ -157,7 +157,15 @@ impl Storage {
         // `SELECT` sees them); a tag only they have waits for their flush.
         for attempt in 0..2 {
             let acked = self.wal.last_seq();
-            let scan = unflushed::scan_tags(&engine, db, &m.name, &m.tag_keys, acked)?;
+            let scan = unflushed::scan_tags(
+                &engine,
+                db,
+                &m.name,
+                &m.tag_keys,
+                acked,
+                self.row_limit(),
+                req.cancel,
+            )?;
             let table = flush::table::qualified(db, &m.name);
             let table = match &scan {
                 Some(s) => {

@@ -36,29 +36,35 @@ pub(crate) struct Scan {
 
 /// The acknowledged rows of `plan`'s measurement inside its time range that
 /// the engine does not hold yet; `None` when there are none. `acked` is the
-/// WAL's last acknowledged sequence when the read started.
+/// WAL's last acknowledged sequence when the read started (later writes are
+/// not needed). More than `max_rows` of them are not copied: the read has
+/// the flusher insert them and reads the table (memory stays bounded by the
+/// same limit as an answer's rows).
 pub(crate) fn scan(
     engine: &flush::Engine,
     plan: &Plan,
     schema: &MeasurementSchema,
     acked: u64,
+    max_rows: u64,
+    cancel: &flush::SqlCancel,
 ) -> Result<Option<Scan>, InfluxqlError> {
-    let unflushed = engine.unflushed();
-    if !unflushed.wait_received(acked, RECEIVE_WAIT) {
-        tracing::warn!(
-            acked,
-            received = unflushed.received(),
-            "read: the flusher has not received every acknowledged write; reading what it has"
-        );
-    }
     let (min, max) = (
         plan.range.min.unwrap_or(i64::MIN),
         plan.range.max.unwrap_or(i64::MAX),
     );
-    let parts = unflushed.parts(&plan.db, &plan.measurement, min, max);
-    if parts.is_empty() {
+    let Some(parts) = acked_parts(
+        engine,
+        &plan.db,
+        &plan.measurement,
+        min,
+        max,
+        acked,
+        max_rows,
+        cancel,
+    )?
+    else {
         return Ok(None);
-    }
+    };
     let columns = columns(plan, schema);
     let unavailable = |e: flush::EngineError| {
         InfluxqlError::from(flush::SqlError::Unavailable(format!(
@@ -89,19 +95,29 @@ pub(crate) fn scan(
 
 /// Every unflushed row of `db`.`measurement` with the tag columns `tags`,
 /// registered with the engine (`SHOW … WHERE`); `None` when there is none.
+/// Bounded by `max_rows` as [`scan`] is.
 pub(crate) fn scan_tags(
     engine: &flush::Engine,
     db: &str,
     measurement: &str,
     tags: &[String],
     acked: u64,
+    max_rows: u64,
+    cancel: &flush::SqlCancel,
 ) -> Result<Option<Scan>, InfluxqlError> {
-    let unflushed = engine.unflushed();
-    unflushed.wait_received(acked, RECEIVE_WAIT);
-    let parts = unflushed.parts(db, measurement, i64::MIN, i64::MAX);
-    if parts.is_empty() {
+    let Some(parts) = acked_parts(
+        engine,
+        db,
+        measurement,
+        i64::MIN,
+        i64::MAX,
+        acked,
+        max_rows,
+        cancel,
+    )?
+    else {
         return Ok(None);
-    }
+    };
     let columns: Vec<_> = tags.iter().map(|t| (t.clone(), ColumnKind::Tag)).collect();
     let unavailable = |e: flush::EngineError| {
         InfluxqlError::from(flush::SqlError::Unavailable(format!(
@@ -119,6 +135,55 @@ pub(crate) fn scan_tags(
         min: i64::MIN,
         max: i64::MAX,
     }))
+}
+
+/// The unflushed parts of `db`.`measurement` acknowledged up to `acked` with
+/// a row in `[min, max]`, once the flusher has received them all; `None`
+/// when there are none, or when there were more than `max_rows` rows and the
+/// flusher has now inserted them (the table has them).
+#[allow(clippy::too_many_arguments)]
+fn acked_parts(
+    engine: &flush::Engine,
+    db: &str,
+    measurement: &str,
+    min: i64,
+    max: i64,
+    acked: u64,
+    max_rows: u64,
+    cancel: &flush::SqlCancel,
+) -> Result<Option<Vec<flush::UnflushedPart>>, InfluxqlError> {
+    let unflushed = engine.unflushed();
+    if !unflushed.wait_received(acked, RECEIVE_WAIT) {
+        tracing::warn!(
+            acked,
+            received = unflushed.received(),
+            "read: the flusher has not received every acknowledged write; reading what it has"
+        );
+    }
+    let mut parts = unflushed.parts(db, measurement, min, max);
+    parts.retain(|p| p.seq <= acked);
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    let rows: u64 = parts.iter().map(|p| p.batch.num_rows() as u64).sum();
+    if rows <= max_rows {
+        return Ok(Some(parts));
+    }
+    tracing::debug!(
+        db,
+        measurement,
+        rows,
+        max_rows,
+        "read: too many unflushed rows to copy; waiting for their flush"
+    );
+    wait_first_flush(engine, db, measurement, acked, cancel)?;
+    if unflushed.holds_up_to(db, measurement, acked) {
+        return Err(flush::SqlError::Unavailable(format!(
+            "the newest points of {measurement:?} are not in the engine yet; try again"
+        ))
+        .into());
+    }
+    Ok(None)
 }
 
 /// Waits (at most [`FIRST_FLUSH_WAIT`]) until the flusher has inserted every
