@@ -86,6 +86,7 @@ impl Storage {
         // Everything the WAL held at start is in the engine, replayed (now
         // readable as unflushed) or set aside: reads need not wait for it.
         engine.unflushed().mark_received(wal.last_seq());
+        crate::influxql::register_metrics();
         let storage = Storage {
             engine: RwLock::new(Some(engine)),
             wal,

@@ -230,6 +230,17 @@ fn more_unflushed_rows_than_an_answer_may_hold_are_flushed_then_read() {
     // 500 unflushed rows > 100: flushed first, then the table answers.
     let got = series(&s, "rw", "SELECT count(v), sum(v) FROM big");
     assert_eq!(got[0]["values"], json!([[0, 501, 500 * 501 / 2]]));
+    // Counted: the reads that had a table flushed first (the first read
+    // above and this one) and the rows copied from memory (the seed point,
+    // copied by the first read before it found no table; none of the 500).
+    let metric = |name: &str| -> f64 {
+        let text = s.get("/metrics").text().unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing from /metrics"))
+    };
+    assert!(metric("chingest_influxql_flush_waits_total ") >= 2.0);
+    assert_eq!(metric("chingest_influxql_unflushed_rows_total "), 1.0);
     // The WAL forgets them just after the insert (no other write is coming).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {

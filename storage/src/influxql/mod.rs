@@ -58,6 +58,11 @@ pub struct InfluxqlRequest<'a> {
     pub now_ns: i64,
 }
 
+/// Registers InfluxQL's metrics, so they are exported before the first read.
+pub(crate) fn register_metrics() {
+    unflushed::register_metrics();
+}
+
 /// `OFFSET`/`LIMIT` over rows, points or series (`LIMIT 0` is none).
 pub(crate) fn page<T>(rows: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {
     let skip = usize::try_from(offset.unwrap_or(0)).unwrap_or(usize::MAX);

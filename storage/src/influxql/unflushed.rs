@@ -26,6 +26,17 @@ use super::plan::Plan;
 /// acknowledgement). Past it the read goes on with what was received.
 const RECEIVE_WAIT: Duration = Duration::from_secs(5);
 
+/// Rows of acknowledged points InfluxQL statements read from memory.
+pub(crate) const UNFLUSHED_ROWS: &str = "chingest_influxql_unflushed_rows_total";
+/// Reads that had the flusher insert a table's buffer before reading.
+pub(crate) const FLUSH_WAITS: &str = "chingest_influxql_flush_waits_total";
+
+/// Registers the counters above, so they are exported (at 0) before the first read.
+pub(crate) fn register_metrics() {
+    metrics::counter!(UNFLUSHED_ROWS).increment(0);
+    metrics::counter!(FLUSH_WAITS).increment(0);
+}
+
 /// The unflushed rows of one plan, registered with the engine.
 pub(crate) struct Scan {
     pub(crate) arrow: flush::ArrowScan,
@@ -85,6 +96,7 @@ pub(crate) fn scan(
     ) else {
         return Ok(None);
     };
+    metrics::counter!(UNFLUSHED_ROWS).increment(batch.num_rows() as u64);
     let arrow = engine.arrow_scan(batch).map_err(unavailable)?;
     Ok(Some(Scan {
         arrow,
@@ -197,6 +209,7 @@ pub(crate) fn wait_first_flush(
     cancel: &flush::SqlCancel,
 ) -> Result<(), InfluxqlError> {
     let unflushed = engine.unflushed();
+    metrics::counter!(FLUSH_WAITS).increment(1);
     let deadline = std::time::Instant::now() + FIRST_FLUSH_WAIT;
     while unflushed.holds_up_to(db, measurement, acked) && std::time::Instant::now() < deadline {
         unflushed.hurry(db, measurement);
