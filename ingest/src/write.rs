@@ -181,6 +181,12 @@ impl PreparedWrite {
     pub fn encode_wal(&self) -> Result<Vec<u8>, arrow::error::ArrowError> {
         crate::wire::encode(&self.db, &self.tables)
     }
+
+    /// The WAL payload of this write, its Arrow buffers LZ4-framed when `lz4`
+    /// ([`wire::encode_with`](crate::wire::encode_with)).
+    pub fn encode_wal_with(&self, lz4: bool) -> Result<Vec<u8>, arrow::error::ArrowError> {
+        crate::wire::encode_with(&self.db, &self.tables, lz4)
+    }
 }
 
 /// Entry point of the stage.

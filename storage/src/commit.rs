@@ -34,7 +34,8 @@ impl Storage {
         });
         let encode = std::time::Instant::now();
         let payload = if pw.points > 0 {
-            pw.encode_wal().map_err(ingest::WriteError::Arrow)?
+            pw.encode_wal_with(self.wal_lz4)
+                .map_err(ingest::WriteError::Arrow)?
         } else {
             Vec::new()
         };

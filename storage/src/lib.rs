@@ -43,7 +43,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-pub use config::StorageConfig;
+pub use config::{StorageConfig, WalCompression};
 pub use error::StorageError;
 pub use influxql::{InfluxqlError, InfluxqlRequest, StatementResult};
 pub use store::{
@@ -70,6 +70,8 @@ pub struct Storage {
     quarantine: Arc<quarantine::Quarantine>,
     /// Orders commits against `DROP/CREATE DATABASE` (`registry.rs`).
     lifecycle: registry::Lifecycle,
+    /// `[storage] wal_compression = "lz4"`.
+    wal_lz4: bool,
 }
 
 impl std::fmt::Debug for Storage {

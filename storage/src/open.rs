@@ -98,6 +98,7 @@ impl Storage {
             closed: AtomicBool::new(false),
             quarantine,
             lifecycle: registry::Lifecycle::default(),
+            wal_lz4: config.wal_compression == crate::WalCompression::Lz4,
         };
         // A DROP DATABASE decided before a crash finishes now (the fence already keeps
         // replay from resurrecting it); a failure is logged and retried at the next

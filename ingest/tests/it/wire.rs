@@ -32,6 +32,44 @@ fn round_trip() {
 }
 
 #[test]
+fn lz4_frames_round_trip_smaller_and_fail_cleanly_when_cut_or_corrupted() {
+    let cat = catalog();
+    // Repetitive enough for LZ4 to matter: 2,000 points of one series shape.
+    let body: String = (0..2_000)
+        .map(|i| {
+            format!(
+                "cpu,host=h{} usage_user={}.5,state=\"ok\" {}\n",
+                i % 10,
+                i % 7,
+                i
+            )
+        })
+        .collect();
+    let w = write(&cat, &body);
+    let plain = w.encode_wal().unwrap();
+    let lz4 = w.encode_wal_with(true).unwrap();
+    assert!(
+        lz4.len() < plain.len() * 3 / 4,
+        "{} vs {}",
+        lz4.len(),
+        plain.len()
+    );
+    let d = decode(&lz4).unwrap();
+    assert_eq!(d.points(), 2_000);
+    for (a, b) in d.tables.iter().zip(&w.tables) {
+        assert_eq!(a.batch, b.batch);
+    }
+    for n in (0..lz4.len()).step_by(97) {
+        assert!(decode(&lz4[..n]).is_err(), "prefix of {n} bytes decoded");
+    }
+    let mut bad = lz4.clone();
+    for i in (40..bad.len()).step_by(131) {
+        bad[i] ^= 0x5a;
+    }
+    let _ = decode(&bad); // an error or a value, never a panic
+}
+
+#[test]
 fn every_truncation_is_an_error() {
     let (payload, _) = sample();
     for n in 0..payload.len() {

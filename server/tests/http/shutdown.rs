@@ -145,6 +145,42 @@ fn sigkill_then_restart_replays_every_acknowledged_point() {
     );
 }
 
+/// `[storage] wal_compression`: LZ4-framed WAL entries (the default) replay
+/// after `kill -9`, and a restart with `none` reads them beside plain ones.
+#[test]
+fn lz4_wal_entries_replay_after_kill_beside_plain_ones() {
+    let dir = data_dir();
+    let mut s = Spawn::new(dir.path())
+        .env("CHINGEST_STORAGE__WAL_COMPRESSION", "lz4")
+        .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
+        .env("CHINGEST_FLUSH__MAX_POINTS_PER_BATCH", "1000000")
+        .start();
+    s.query("CREATE DATABASE kz");
+    let body = |from: i64, to: i64| -> String {
+        (from..to)
+            .map(|i| format!("z,h=h{} v={i}i,s=\"t{i}\" {}\n", i % 3, 1_000 + i))
+            .collect()
+    };
+    assert_eq!(s.post("/write?db=kz", body(0, 150)).status(), 204);
+    let h: Value = s.get("/health").json().unwrap();
+    assert_eq!(h["wal"]["unflushed_points"], 150);
+    s.signal("KILL");
+    let _ = s.terminate_wait();
+    drop(s);
+
+    // Plain entries now, written before the compressed ones are flushed.
+    let s2 = Spawn::new(dir.path())
+        .env("CHINGEST_STORAGE__WAL_COMPRESSION", "none")
+        .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
+        .start();
+    assert_eq!(s2.post("/write?db=kz", body(150, 200)).status(), 204);
+    let got = s2.query("SELECT count(v), sum(v), last(s) FROM kz.autogen.z");
+    assert_eq!(
+        got["results"][0]["series"][0]["values"][0],
+        serde_json::json!(["1970-01-01T00:00:00Z", 200, 199 * 200 / 2, "t199"])
+    );
+}
+
 /// A second signal while shutdown waits for a stuck request exits at once;
 /// acknowledged writes survive through the WAL.
 #[test]
