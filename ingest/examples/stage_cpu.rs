@@ -15,15 +15,9 @@ use ingest::{Catalog, Format, IngestConfig, Ingestor, Limits, Precision};
 mod payload;
 use payload::{standard_payload, NOW, POINTS};
 
-fn cpu_seconds() -> f64 {
-    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the `(comm)`: state is field 3, utime 14, stime 15.
-    let rest = s.rsplit_once(')').map(|x| x.1).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f.get(11).and_then(|x| x.parse().ok()).unwrap_or(0.0)
-        + f.get(12).and_then(|x| x.parse().ok()).unwrap_or(0.0);
-    ticks / 100.0
-}
+#[path = "../benches/support/cpu.rs"]
+mod cpu;
+use cpu::cpu_seconds;
 
 /// (stage, issue #3's target in ns/point, best ns/point, median ns/point)
 type Row = (&'static str, f64, f64, f64);

@@ -12,14 +12,9 @@ use ingest::{wire, Catalog, Format, Ingestor, Limits, MeasurementBatch, Precisio
 mod payload;
 use payload::{standard_payload, NOW, POINTS};
 
-fn cpu_seconds() -> f64 {
-    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = s.rsplit_once(')').map(|x| x.1).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f.get(11).and_then(|x| x.parse().ok()).unwrap_or(0.0)
-        + f.get(12).and_then(|x| x.parse().ok()).unwrap_or(0.0);
-    ticks / 100.0
-}
+#[path = "../benches/support/cpu.rs"]
+mod cpu;
+use cpu::cpu_seconds;
 
 /// Best CPU ns per point of `iters` runs of `f`, over 5 rounds.
 fn ns_per_point(iters: usize, mut f: impl FnMut()) -> f64 {
