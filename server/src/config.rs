@@ -420,10 +420,11 @@ max_connections = 1024
 [storage]
 # Root of all data: WAL in <data_dir>/wal, engine in <data_dir>/chdb.
 data_dir = "data"
-# WAL payloads: "lz4" (LZ4-framed Arrow buffers: about a third of the bytes written
-# to disk per point, no more CPU) or "none". Entries of either kind replay; a release
-# older than this setting cannot read lz4 entries.
-wal_compression = "lz4"
+# WAL payloads: "none" or "lz4" (LZ4-framed Arrow buffers: about a third of the bytes
+# written to disk per point, no more CPU; but limits.max_unflushed_bytes then counts
+# compressed bytes, so very compressible values can hold more memory than it says).
+# Entries of either kind replay; a release older than this setting cannot read lz4 ones.
+wal_compression = "none"
 
 [wal]
 # "fsync": an acknowledged write survives power loss; "buffered": survives a process crash.

@@ -145,8 +145,8 @@ fn sigkill_then_restart_replays_every_acknowledged_point() {
     );
 }
 
-/// `[storage] wal_compression`: LZ4-framed WAL entries (the default) replay
-/// after `kill -9`, and a restart with `none` reads them beside plain ones.
+/// `[storage] wal_compression = "lz4"`: LZ4-framed WAL entries replay after
+/// `kill -9`, and a restart with `none` reads them beside plain ones.
 #[test]
 fn lz4_wal_entries_replay_after_kill_beside_plain_ones() {
     let dir = data_dir();
