@@ -94,38 +94,27 @@ pub(crate) fn merged(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflus
     // Each call renders the conditions again: a tail read's condition reads
     // the unflushed rows through a reference of its own.
     let conds = || table_and_conditions(plan, unflushed).1;
-    let table = table_and_conditions(plan, None).0;
+    let table = table_of(plan);
     // A subquery's answer is not the flusher's: grouped whole.
     let rewrites = if plan.source.is_some() {
         &Rewrites::All
     } else {
         rewrites
     };
-    let Some(u) = unflushed.filter(|_| plan.source.is_none()) else {
-        return match rewrites {
-            Rewrites::None => as_written(plan, &table, &conds()),
-            Rewrites::All => grouped(plan, &table, &conds()),
-            Rewrites::Ranges(ranges) => {
-                let shared = may_share_a_point(ranges);
-                let mut alone = conds();
-                alone.push(format!("NOT {shared}"));
-                let mut rest = conds();
-                rest.push(shared);
-                format!(
-                    "{} UNION ALL {}",
-                    as_written(plan, &table, &alone),
-                    grouped(plan, &table, &rest)
-                )
-            }
-        };
-    };
-    let shared = match rewrites {
-        Rewrites::All => {
+    let unflushed = unflushed.filter(|_| plan.source.is_none());
+    // The rows that may share a point with another: grouped, beside the
+    // others read as written. Unflushed rows are always among them, with the
+    // table's rows of their time span.
+    let shared = match (rewrites, unflushed) {
+        (Rewrites::None, None) => return as_written(plan, &table, &conds()),
+        (Rewrites::All, None) => return grouped(plan, &table, &conds()),
+        (Rewrites::All, Some(u)) => {
             let rows = all_rows(plan, &table, u, &conds(), &conds());
             return grouped(plan, &format!("({rows})"), &[]);
         }
-        Rewrites::None => u.span_condition(),
-        Rewrites::Ranges(ranges) => {
+        (Rewrites::Ranges(ranges), None) => may_share_a_point(ranges),
+        (Rewrites::None, Some(u)) => u.span_condition(),
+        (Rewrites::Ranges(ranges), Some(u)) => {
             format!("({} OR {})", u.span_condition(), may_share_a_point(ranges))
         }
     };
@@ -133,11 +122,16 @@ pub(crate) fn merged(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflus
     alone.push(format!("NOT {shared}"));
     let mut rest = conds();
     rest.push(shared);
-    let rows = all_rows(plan, &table, u, &rest, &conds());
+    let grouped_rows = match unflushed {
+        Some(u) => {
+            let rows = all_rows(plan, &table, u, &rest, &conds());
+            grouped(plan, &format!("({rows})"), &[])
+        }
+        None => grouped(plan, &table, &rest),
+    };
     format!(
-        "{} UNION ALL {}",
-        as_written(plan, &table, &alone),
-        grouped(plan, &format!("({rows})"), &[])
+        "{} UNION ALL {grouped_rows}",
+        as_written(plan, &table, &alone)
     )
 }
 
@@ -169,13 +163,18 @@ fn all_rows(
     format!("{from_table} UNION ALL {from_unflushed}")
 }
 
+/// The table the plan reads: the measurement's, or a subquery's answer.
+fn table_of(plan: &Plan) -> String {
+    match &plan.source {
+        Some(t) => t.clone(),
+        None => flush::table::qualified(&plan.db, &plan.measurement),
+    }
+}
+
 /// The table the plan reads and the conditions on its rows: the time range,
 /// the tag conditions, and the tail read's.
 fn table_and_conditions(plan: &Plan, unflushed: Option<&Unflushed>) -> (String, Vec<String>) {
-    let table = match &plan.source {
-        Some(t) => t.clone(),
-        None => flush::table::qualified(&plan.db, &plan.measurement),
-    };
+    let table = table_of(plan);
     let mut conds = range_conditions(plan);
     conds.extend(plan.inner_where.iter().cloned());
     if let Some(latest) = latest_per_series(plan, &table, &conds, unflushed) {
