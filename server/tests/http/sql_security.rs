@@ -222,6 +222,11 @@ fn hostile(c: &Canary) -> Vec<String> {
         "SELECT * FROM dictionary('d')".into(),
         "SELECT * FROM merge('system', '^processes$')".into(),
         "SELECT * FROM loop(numbers(1))".into(),
+        // The Arrow batches InfluxQL reads hand the engine (another client's
+        // unflushed points, a subquery's answer): registered by name for one
+        // statement, never readable by user SQL.
+        "SELECT * FROM ArrowStream('chingest_scan_0_0')".into(),
+        "SELECT * FROM arrowstream('chingest_scan_1_0') UNION ALL SELECT * FROM a.m".into(),
         // The engine's state and other sessions' statements.
         "SELECT query FROM system.processes".into(),
         "SELECT * FROM `system`.`processes`".into(),
