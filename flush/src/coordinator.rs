@@ -1,7 +1,7 @@
 //! The coordinator: one thread that receives committed entries in sequence
 //! order, buffers their parts per (database, measurement), hands a buffer to
 //! a worker when it is due (`max_points_per_batch` or `max_age_ms`), handles
-//! failed jobs, answers `DROP DATABASE`, and reports the watermark to the
+//! failed jobs, answers `DROP DATABASE` and `DROP MEASUREMENT`, and reports the watermark to the
 //! [`FlushedLog`].
 //!
 //! One job per table at a time, so the DDL and inserts of one table never
@@ -34,6 +34,7 @@ use crate::classify::{classify, signature, FailureClass};
 use crate::config::FlushConfig;
 use crate::dead_letter::DeadLetter;
 use crate::error::EngineError;
+use crate::fence::{DropScope, Fences};
 use crate::flusher::{FlushStatus, FlushWrite};
 use crate::replay::Held;
 use crate::table::Part;
@@ -43,9 +44,9 @@ use crate::worker::{Job, JobDone};
 
 /// Requests to the coordinator from other threads.
 pub(crate) enum Control {
-    /// Discard `db`'s data up to `up_to_seq`; answer once none of it is in flight.
-    DropDatabase {
-        db: String,
+    /// Discard the scope's data up to `up_to_seq`; answer once none of it is in flight.
+    Drop {
+        scope: DropScope,
         up_to_seq: u64,
         done: Sender<()>,
     },
@@ -76,11 +77,11 @@ pub(crate) struct Coordinator {
     status: Arc<Mutex<FlushStatus>>,
     log: Arc<dyn FlushedLog>,
     jobs: Sender<Job>,
-    /// Dropped databases: parts of theirs with a sequence at or below the
-    /// value are discarded, buffered or still to arrive.
-    dropped: HashMap<String, u64>,
-    /// Drop requests waiting for the database's in-flight jobs to finish.
-    drop_waiters: Vec<(String, Sender<()>)>,
+    /// Dropped databases and measurements: parts they cover with a sequence
+    /// at or below the fence are discarded, buffered or still to arrive.
+    dropped: Fences,
+    /// Drop requests waiting for the in-flight jobs they cover to finish.
+    drop_waiters: Vec<(DropScope, Sender<()>)>,
     /// Once the input has ended: stop at this instant even with parts left
     /// (they stay in the WAL and replay on the next start).
     stop_by: Arc<Mutex<Option<Instant>>>,
@@ -110,37 +111,36 @@ impl Coordinator {
             status,
             log,
             jobs,
-            dropped: HashMap::new(),
+            dropped: Fences::default(),
             drop_waiters: Vec::new(),
             stop_by,
             unflushed,
         }
     }
 
-    /// `DROP DATABASE` fences known at start-up.
-    pub(crate) fn set_dropped(&mut self, dropped: impl IntoIterator<Item = (String, u64)>) {
-        for (db, up_to) in dropped {
-            let e = self.dropped.entry(db).or_insert(0);
-            *e = (*e).max(up_to);
+    /// Drop fences known at start-up.
+    pub(crate) fn set_dropped(&mut self, dropped: &Fences) {
+        for (scope, up_to) in dropped.iter() {
+            self.dropped.raise(scope.clone(), up_to);
         }
     }
 
-    /// Whether part `seq` of `db` was dropped.
-    pub(crate) fn is_dropped(&self, db: &str, seq: u64) -> bool {
-        self.dropped.get(db).is_some_and(|up_to| seq <= *up_to)
+    /// Whether part `seq` of table `(db, measurement)` was dropped.
+    pub(crate) fn is_dropped(&self, db: &str, measurement: &str, seq: u64) -> bool {
+        self.dropped.is_dropped(db, measurement, seq)
     }
 
-    /// Buffers the parts of entry `seq`, except those of a dropped database
-    /// and those in `skip` (already in the engine or in the dead-letter store).
+    /// Buffers the parts of entry `seq`, except those of a dropped database or
+    /// measurement and those in `skip` (already in the engine or in the
+    /// dead-letter store).
     pub(crate) fn add(&mut self, seq: u64, write: FlushWrite, skip: &Held) {
         let now = Instant::now();
         let (mut parts, mut points) = (0, 0);
-        let dropped = self.is_dropped(&write.db, seq);
         let kept: Vec<(String, RecordBatch)> = write
             .tables
             .into_iter()
             .filter(|(m, batch)| {
-                !dropped
+                !self.dropped.is_dropped(&write.db, m, seq)
                     && batch.num_rows() > 0
                     && !skip.contains(&(write.db.clone(), m.clone(), seq))
             })
@@ -335,9 +335,9 @@ impl Coordinator {
             isolated,
         } = d;
         self.in_flight.remove(&key);
-        let outcome = match (outcome, self.dropped.get(&key.0)) {
-            // A failed insert into a dropped database is not retried.
-            (Err(_), Some(up_to)) if parts.iter().all(|p| p.seq <= *up_to) => Ok(()),
+        let outcome = match (outcome, self.dropped.over(&key.0, &key.1)) {
+            // A failed insert into a dropped database or measurement is not retried.
+            (Err(_), Some(up_to)) if parts.iter().all(|p| p.seq <= up_to) => Ok(()),
             (o, _) => o,
         };
         self.answer_drop_waiters();
@@ -465,30 +465,30 @@ impl Coordinator {
 
     fn control(&mut self, c: Control) {
         match c {
-            Control::DropDatabase {
-                db,
+            Control::Drop {
+                scope,
                 up_to_seq,
                 done,
-            } => self.drop_database(db, up_to_seq, done),
+            } => self.drop_scope(scope, up_to_seq, done),
         }
     }
 
-    /// Discards `db`'s parts up to `up_to_seq` as if flushed (and those still
-    /// to arrive), then answers `done` once no insert into `db` is running.
-    fn drop_database(&mut self, db: String, up_to_seq: u64, done: Sender<()>) {
-        let up_to = self.dropped.entry(db.clone()).or_insert(0);
-        *up_to = (*up_to).max(up_to_seq);
-        let up_to = *up_to;
+    /// Discards the parts `scope` covers up to `up_to_seq` as if flushed (and
+    /// those still to arrive), then answers `done` once no insert it covers is
+    /// running.
+    fn drop_scope(&mut self, scope: DropScope, up_to_seq: u64, done: Sender<()>) {
+        self.dropped.raise(scope.clone(), up_to_seq);
         let mut gone: Vec<Part> = Vec::new();
-        for ((d, _), buf) in self.buffers.iter_mut() {
-            if *d == db {
+        for ((d, m), buf) in self.buffers.iter_mut() {
+            if let Some(up_to) = self.dropped.over(d, m).filter(|_| scope.covers(d, m)) {
                 gone.extend(buf.discard_up_to(up_to));
             }
         }
-        for ((d, _), q) in self.isolate.iter_mut() {
-            if *d != db {
+        for ((d, m), q) in self.isolate.iter_mut() {
+            if !scope.covers(d, m) {
                 continue;
             }
+            let up_to = self.dropped.over(d, m).unwrap_or(up_to_seq);
             for group in q.iter_mut() {
                 let (out, kept): (Vec<Part>, Vec<Part>) = std::mem::take(group)
                     .into_iter()
@@ -498,27 +498,34 @@ impl Coordinator {
             }
             q.retain(|g| !g.is_empty());
         }
-        self.unflushed.remove_database(&db, up_to);
+        self.unflushed
+            .remove_dropped(&scope, |d, m| self.dropped.over(d, m));
         let mut discarded = 0u64;
         for p in gone {
             discarded += p.batch.num_rows() as u64;
             self.watermark.part_done(p.seq);
         }
-        self.failing.retain(|(d, _), _| *d != db);
+        self.failing.retain(|(d, m), _| !scope.covers(d, m));
         {
             let mut st = self.status.lock();
             st.pending_points = st.pending_points.saturating_sub(discarded);
         }
-        tracing::info!(db, up_to, discarded, "flusher: dropped database");
-        self.drop_waiters.push((db, done));
+        tracing::info!(
+            db = scope.db,
+            measurement = scope.measurement,
+            up_to_seq,
+            discarded,
+            "flusher: dropped"
+        );
+        self.drop_waiters.push((scope, done));
         self.answer_drop_waiters();
     }
 
-    /// Answers drop requests whose database has no insert in flight.
+    /// Answers drop requests that cover no insert in flight.
     fn answer_drop_waiters(&mut self) {
         let in_flight = &self.in_flight;
-        self.drop_waiters.retain(|(db, done)| {
-            if in_flight.iter().any(|(d, _)| d == db) {
+        self.drop_waiters.retain(|(scope, done)| {
+            if in_flight.iter().any(|(d, m)| scope.covers(d, m)) {
                 true
             } else {
                 let _ = done.send(());

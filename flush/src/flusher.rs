@@ -21,6 +21,7 @@ use crate::coordinator::{Control, Coordinator};
 use crate::dead_letter::DeadLetter;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::fence::DropScope;
 use crate::replay::{already_in_engine, held_seqs, Resume};
 use crate::table::{Part, TableCache};
 use crate::watermark::{FlushedLog, Watermark};
@@ -41,6 +42,15 @@ impl FlushWrite {
     /// Points in all tables.
     pub fn points(&self) -> u64 {
         self.tables.iter().map(|(_, b)| b.num_rows() as u64).sum()
+    }
+
+    /// Memory the batches hold until their INSERT (what the unflushed budget must count when
+    /// the WAL payload is compressed smaller).
+    pub fn memory_bytes(&self) -> u64 {
+        self.tables
+            .iter()
+            .map(|(_, b)| b.get_array_memory_size() as u64)
+            .sum()
     }
 }
 
@@ -132,7 +142,7 @@ impl Flusher {
             stop_by.clone(),
             unflushed,
         );
-        coordinator.set_dropped(resume.dropped.clone());
+        coordinator.set_dropped(&resume.dropped);
         let (mut held, unverifiable) = already_in_engine(&engine, &resume.entries);
         held.extend(resume.dead_lettered.iter().cloned());
         // A table the engine cannot be asked about is not replayed blindly
@@ -146,7 +156,7 @@ impl Flusher {
                     let key = (w.db.clone(), m.clone());
                     let error = unverifiable.get(&key)?;
                     (batch.num_rows() > 0
-                        && !coordinator.is_dropped(&w.db, *seq)
+                        && !coordinator.is_dropped(&w.db, m, *seq)
                         && !held.contains(&(w.db.clone(), m.clone(), *seq)))
                     .then(|| DeadLetter {
                         db: w.db.clone(),
@@ -225,16 +235,30 @@ impl Flusher {
     /// the engine's database afterwards cannot be undone by a late insert.
     /// Writes with later sequences (a re-created database) flush normally.
     pub fn drop_database(&self, db: &str, up_to_seq: u64) {
+        self.drop_scope(DropScope::database(db), up_to_seq);
+        self.forget_database(db);
+    }
+
+    /// `DROP MEASUREMENT` support: like [`Flusher::drop_database`] for the
+    /// parts of one table. Parts of it with later sequences (written after the
+    /// drop) flush normally, into a table created anew: the caller drops the
+    /// engine's table before any of them can be queued.
+    pub fn drop_measurement(&self, db: &str, measurement: &str, up_to_seq: u64) {
+        self.drop_scope(DropScope::measurement(db, measurement), up_to_seq);
+        self.tables.lock().forget_table(db, measurement);
+        self.engine.identity().forget_table(db, measurement);
+    }
+
+    fn drop_scope(&self, scope: DropScope, up_to_seq: u64) {
         let (done, wait) = bounded(1);
-        let sent = self.control.send(Control::DropDatabase {
-            db: db.to_string(),
+        let sent = self.control.send(Control::Drop {
+            scope,
             up_to_seq,
             done,
         });
         if sent.is_ok() {
             let _ = wait.recv();
         }
-        self.forget_database(db);
     }
 
     /// Inserts dead letters again (an operator's retry); see [`Retrier::retry`].

@@ -41,7 +41,7 @@ pub struct Resume {
     pub retention_secs: BTreeMap<String, u64>,
     /// `DROP DATABASE` fences: parts of the database with a sequence at or below the value are
     /// discarded (replayed or still to arrive), as [`crate::Flusher::drop_database`] does.
-    pub dropped: BTreeMap<String, u64>,
+    pub dropped: crate::fence::Fences,
     /// (database, measurement, seq) parts already in the dead-letter store: not replayed, they
     /// count as done.
     pub dead_lettered: HashSet<(String, String, u64)>,

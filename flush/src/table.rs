@@ -220,7 +220,8 @@ impl TableCache {
     }
 
     /// Forgets what is known of one table, so the next insert asks the engine again
-    /// (after a failed insert: the table may have been dropped or altered behind our back).
+    /// (after a failed insert: the table may have been dropped or altered behind our back;
+    /// after `DROP MEASUREMENT`: its next insert creates it again).
     pub fn forget_table(&mut self, db: &str, measurement: &str) {
         self.databases.remove(db);
         self.tables

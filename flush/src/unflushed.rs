@@ -118,12 +118,19 @@ impl Unflushed {
         }
     }
 
-    /// Forgets every part of `db` up to `up_to` (a dropped database).
-    pub(crate) fn remove_database(&self, db: &str, up_to: u64) {
+    /// Forgets the parts `scope` covers up to their fence (`fence_over`: a dropped
+    /// database or measurement).
+    pub(crate) fn remove_dropped(
+        &self,
+        scope: &crate::fence::DropScope,
+        fence_over: impl Fn(&str, &str) -> Option<u64>,
+    ) {
         let mut all = self.parts.write();
-        all.retain(|(d, _), table| {
-            if d == db {
-                table.retain(|s, _| *s > up_to);
+        all.retain(|(d, m), table| {
+            if scope.covers(d, m) {
+                if let Some(up_to) = fence_over(d, m) {
+                    table.retain(|s, _| *s > up_to);
+                }
             }
             !table.is_empty()
         });
@@ -283,8 +290,18 @@ mod tests {
         u.remove(&("db".into(), "m".into()), [1]);
         assert_eq!(seqs(0, 100), vec![2]);
         assert!(!u.holds_up_to("db", "m", 1));
-        u.remove_database("db", 2);
+        u.add("db", 3, [("m", &a), ("keep", &b)]);
+        u.add("db", 4, [("m", &b)]);
+        // A dropped measurement: its parts up to the fence go, later ones and other tables stay.
+        let scope = crate::fence::DropScope::measurement("db", "m");
+        u.remove_dropped(&scope, |_, m| (m == "m").then_some(3));
+        assert_eq!(seqs(0, 100), vec![4]);
+        assert_eq!(u.parts("db", "keep", 0, 100).len(), 1);
+        // A dropped database: everything of it up to the fence.
+        let scope = crate::fence::DropScope::database("db");
+        u.remove_dropped(&scope, |_, _| Some(4));
         assert!(u.parts("db", "m", 0, 100).is_empty());
+        assert!(u.parts("db", "keep", 0, 100).is_empty());
     }
 
     #[test]

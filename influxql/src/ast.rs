@@ -53,6 +53,11 @@ pub enum Statement {
         /// The database.
         name: String,
     },
+    /// `DROP MEASUREMENT name` (of the request's `db`)
+    DropMeasurement {
+        /// The measurement.
+        name: String,
+    },
     /// A statement InfluxDB has and chingest does not implement (`DELETE`,
     /// `CREATE CONTINUOUS QUERY`, `GRANT`, ...): answered with an error naming it.
     Unsupported {

@@ -403,6 +403,9 @@ impl Display for Statement {
                 Ok(())
             }
             Statement::DropDatabase { name } => write!(f, "DROP DATABASE {}", quote_ident(name)),
+            Statement::DropMeasurement { name } => {
+                write!(f, "DROP MEASUREMENT {}", quote_ident(name))
+            }
             Statement::Unsupported { what, .. } => f.write_str(what),
         }
     }

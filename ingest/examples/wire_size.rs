@@ -46,6 +46,11 @@ fn main() {
     let res = catalog.resolve("db", &parsed);
     let tables: Vec<MeasurementBatch> = build_batches(&parsed, &res).expect("batches");
     let iters = 40;
+    let held: usize = tables.iter().map(|t| t.batch.get_array_memory_size()).sum();
+    println!(
+        "decoded batches in memory (what the flusher holds until the INSERT): {:.1} bytes / point",
+        held as f64 / POINTS as f64
+    );
     println!("payload: {POINTS} points; best of 5 rounds of {iters} encodes, one thread");
     println!("| WAL payload | bytes / point | encode CPU ns / point | decode CPU ns / point |");
     println!("|---|---:|---:|---:|");

@@ -86,11 +86,13 @@ pub async fn run_closed(cfg: &ClosedConfig, sender: Arc<Sender>) -> Result<Vec<S
             sent += u.await.unwrap_or(0);
         }
         let elapsed = start.elapsed().as_secs_f64();
-        let (server, client) = before.percent_until(&CpuMark::now(cfg.server_pid));
+        let after = CpuMark::now(cfg.server_pid);
+        let (server, client) = before.percent_until(&after);
         let t = tally.lock().unwrap_or_else(|p| p.into_inner());
         let mut r = StepResult::from_tally(i, None, Some(vus), elapsed, sent, sent, 0, None, &t);
         r.server_cpu_pct = server;
         r.client_cpu_pct = client;
+        r.server_write_bytes = before.server_bytes_written_until(&after);
         eprintln!(
             "closed step {i}: {vus} users: {} requests, {:.0} points/s, p95 {:.1} ms",
             sent,

@@ -40,12 +40,27 @@ pub fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
     parse_stat_cpu_seconds(&text, clock_ticks_per_sec())
 }
 
+/// Bytes `pid` has caused to be written to storage so far (`write_bytes` of
+/// `/proc/<pid>/io`: what reached the block layer, page cache write-back included).
+pub fn write_bytes(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    parse_io_write_bytes(&text)
+}
+
+/// The `write_bytes` line of a `/proc/<pid>/io` text.
+pub fn parse_io_write_bytes(io: &str) -> Option<u64> {
+    io.lines()
+        .find_map(|l| l.strip_prefix("write_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// A CPU reading of the server (if a pid was given) and of this process.
 #[derive(Debug, Clone, Copy)]
 pub struct CpuMark {
     at: Instant,
     server: Option<f64>,
     client: Option<f64>,
+    server_write_bytes: Option<u64>,
 }
 
 impl CpuMark {
@@ -55,7 +70,17 @@ impl CpuMark {
             at: Instant::now(),
             server: server_pid.and_then(|p| cpu_seconds(Some(p))),
             client: cpu_seconds(None),
+            server_write_bytes: server_pid.and_then(write_bytes),
         }
+    }
+
+    /// Bytes the server wrote to storage between `self` and `later`.
+    pub fn server_bytes_written_until(&self, later: &CpuMark) -> Option<u64> {
+        Some(
+            later
+                .server_write_bytes?
+                .saturating_sub(self.server_write_bytes?),
+        )
     }
 
     /// CPU % (100 = one core busy) of (server, client) between `self` and `later`.
@@ -75,6 +100,15 @@ impl CpuMark {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_write_bytes_of_proc_io() {
+        let io = "rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 123456\ncancelled_write_bytes: 0\n";
+        assert_eq!(parse_io_write_bytes(io), Some(123_456));
+        assert_eq!(parse_io_write_bytes("rchar: 1\n"), None);
+        // Our own process is readable.
+        assert!(write_bytes(std::process::id()).is_some());
+    }
 
     #[test]
     fn parses_stat_with_spaces_in_name() {

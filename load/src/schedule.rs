@@ -248,6 +248,7 @@ struct OpenStep {
     sched: ScheduleTally,
     tally: Arc<Mutex<Tally>>,
     cpu: (Option<f64>, Option<f64>),
+    server_write_bytes: Option<u64>,
 }
 
 impl OpenStep {
@@ -268,6 +269,7 @@ impl OpenStep {
         );
         r.sched_lag_p99_us = Some(self.sched.lag.summary().p99_us);
         (r.server_cpu_pct, r.client_cpu_pct) = self.cpu;
+        r.server_write_bytes = self.server_write_bytes;
         r.stages = stages::delta(&before.stages, &after.stages);
         r.refused_by_limit = refusals::delta(&before.refusals, &after.refusals);
         r
@@ -395,12 +397,13 @@ async fn open_step(
         });
     })
     .await;
-    let cpu = before.percent_until(&CpuMark::now(server_pid));
+    let after = CpuMark::now(server_pid);
     OpenStep {
         offered_points,
         sched,
         tally,
-        cpu,
+        cpu: before.percent_until(&after),
+        server_write_bytes: before.server_bytes_written_until(&after),
     }
 }
 

@@ -70,6 +70,11 @@ pub struct StepResult {
     pub server_cpu_pct: Option<f64>,
     /// Load generator CPU % during the step.
     pub client_cpu_pct: Option<f64>,
+    /// Bytes the server wrote to storage during the step (`/proc/<pid>/io`
+    /// `write_bytes`: WAL, RocksDB flushes and compactions, engine parts and
+    /// merges, of this step's points and of earlier ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_write_bytes: Option<u64>,
     /// Server stage time during the step (from `/metrics` scrapes before and
     /// after it, when a metrics URL was given): observations and seconds per series.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -134,6 +139,7 @@ impl StepResult {
             sched_lag_p99_us: None,
             server_cpu_pct: None,
             client_cpu_pct: None,
+            server_write_bytes: None,
             stages: BTreeMap::new(),
             refused_by_limit: BTreeMap::new(),
         }
@@ -282,6 +288,7 @@ pub(crate) mod tests {
             sched_lag_p99_us: None,
             server_cpu_pct: None,
             client_cpu_pct: None,
+            server_write_bytes: None,
             stages: BTreeMap::new(),
             refused_by_limit: BTreeMap::new(),
         }

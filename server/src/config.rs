@@ -99,10 +99,12 @@ pub struct LimitsConfig {
     /// Points committed to the WAL but not yet in the engine beyond which
     /// writes are refused; 0 = unlimited. Default: 20000000.
     pub max_unflushed_points: u64,
-    /// WAL payload bytes committed but not yet in the engine beyond which
-    /// writes are refused with 503 (v1) / 429 (v2) and `Retry-After` (the
+    /// Bytes committed but not yet in the engine beyond which writes are
+    /// refused with 503 (v1) / 429 (v2) and `Retry-After`: per WAL entry the
+    /// larger of its payload and the memory its decoded batches hold (the
     /// flusher holds them in memory: points alone do not bound it, a gzip
-    /// body of 1 MiB strings is a few KiB on the wire); 0 = unlimited.
+    /// body of 1 MiB strings is a few KiB on the wire, and an LZ4 payload
+    /// of them not much more); 0 = unlimited.
     /// Default: 1073741824 (1 GiB).
     pub max_unflushed_bytes: u64,
     /// Age of the oldest unflushed WAL entry beyond which writes are refused;
@@ -420,11 +422,10 @@ max_connections = 1024
 [storage]
 # Root of all data: WAL in <data_dir>/wal, engine in <data_dir>/chdb.
 data_dir = "data"
-# WAL payloads: "none" or "lz4" (LZ4-framed Arrow buffers: about a third of the bytes
-# written to disk per point, no more CPU; but limits.max_unflushed_bytes then counts
-# compressed bytes, so very compressible values can hold more memory than it says).
-# Entries of either kind replay; a release older than this setting cannot read lz4 ones.
-wal_compression = "none"
+# WAL payloads: "lz4" (LZ4-framed Arrow buffers: about a third of the bytes written to
+# disk per point of "none", no more CPU) or "none". Entries of either kind replay; a
+# release older than this setting cannot read lz4 ones (stop cleanly before going back).
+wal_compression = "lz4"
 
 [wal]
 # "fsync": an acknowledged write survives power loss; "buffered": survives a process crash.
@@ -474,7 +475,8 @@ max_inflight_points = 5000000
 max_wal_queue_depth = 64
 # Refuse writes while more points than this wait to reach the engine (0 = unlimited).
 max_unflushed_points = 20000000
-# Refuse writes while more WAL bytes than this wait to reach the engine (0 = unlimited). 1 GiB.
+# Refuse writes while more bytes than this wait to reach the engine (0 = unlimited). 1 GiB.
+# Per WAL entry the larger of its payload and the memory its decoded batches hold.
 max_unflushed_bytes = 1073741824
 # Refuse writes while the oldest unflushed entry is older than this, seconds (0 = unlimited).
 max_flush_lag_secs = 120

@@ -10,6 +10,8 @@ pub struct EncodedWrite {
     payload: Vec<u8>,
     meta: Vec<ingest::catalog::MetaRecord>,
     write: flush::FlushWrite,
+    /// Held until the entry is queued (`gate.rs`).
+    pass: crate::gate::Pass,
 }
 
 impl Storage {
@@ -17,6 +19,9 @@ impl Storage {
         &self,
         req: WriteRequest<'_>,
     ) -> Result<Prepared<EncodedWrite>, StorageError> {
+        // Before the parse touches the catalog: a measurement drop waits for this write to
+        // be queued, or this write for the drop to finish.
+        let pass = self.lifecycle.writes.enter();
         let pw = self.ingestor.prepare_retained(
             &self.catalog,
             req.db,
@@ -55,6 +60,7 @@ impl Storage {
                         .map(|t| (t.measurement, t.batch))
                         .collect(),
                 },
+                pass,
             },
         })
     }
@@ -82,6 +88,7 @@ impl Storage {
             payload,
             meta,
             write,
+            pass,
         } = prepared.write;
         let points = prepared.points;
         if points == 0 && meta.is_empty() {
@@ -107,10 +114,13 @@ impl Storage {
             self.wal.submit(wal::Entry {
                 payload,
                 points,
+                held_bytes: write.memory_bytes(),
                 meta,
                 attachment: write,
             })
         };
+        // Queued (its sequence fixed) or refused: either way no longer half-way.
+        drop(pass);
         match submitted {
             Ok(ticket) => Box::pin(async move {
                 ticket.await?;

@@ -27,8 +27,10 @@
 mod commit;
 pub mod config;
 pub mod error;
+mod gate;
 mod health;
 pub mod influxql;
+mod measurement_drop;
 mod open;
 mod quarantine;
 mod read;
@@ -111,6 +113,9 @@ impl Store for Storage {
     }
     fn drop_database(&self, db: &str) -> Result<(), StorageError> {
         self.drop(db)
+    }
+    fn drop_measurement(&self, db: &str, measurement: &str) -> Result<bool, StorageError> {
+        self.drop_measurement_now(db, measurement)
     }
     fn databases(&self) -> Vec<String> {
         self.catalog.databases()

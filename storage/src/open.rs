@@ -113,6 +113,15 @@ impl Storage {
                 tracing::error!(db, error = %e, "could not finish DROP DATABASE; will retry");
             }
         }
+        // Likewise a DROP MEASUREMENT, before any write can create the table again: an
+        // unfinished one would drop the new table's rows later, so it must finish or the
+        // start fails (the next start tries again).
+        storage
+            .finish_pending_measurement_drops()
+            .map_err(|e| StorageError::Open {
+                what: "finishing a DROP MEASUREMENT interrupted by a crash",
+                message: e.to_string(),
+            })?;
         Ok(storage)
     }
 }

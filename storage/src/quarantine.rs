@@ -316,11 +316,16 @@ impl Storage {
         Ok(action)
     }
 
-    /// Drops every dead letter of `db` (`DROP DATABASE`).
-    pub(crate) fn drop_dead_letters(&self, db: &str) -> Result<(), StorageError> {
+    /// Drops every dead letter of `db` (`DROP DATABASE`), or of one of its measurements
+    /// (`DROP MEASUREMENT`).
+    pub(crate) fn drop_dead_letters_of(
+        &self,
+        db: &str,
+        measurement: Option<&str>,
+    ) -> Result<(), StorageError> {
         self.wal
-            .dead_letter_delete(Vec::new(), vec![prefix(db, None)])?;
-        self.quarantine.forget(db, None);
+            .dead_letter_delete(Vec::new(), vec![prefix(db, measurement)])?;
+        self.quarantine.forget(db, measurement);
         Ok(())
     }
 

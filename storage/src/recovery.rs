@@ -27,7 +27,7 @@ impl flush::FlushedLog for WalWatermark {
 pub(crate) fn resume(
     recovery: &wal::Recovery,
     catalog: &ingest::Catalog,
-    dropped: std::collections::BTreeMap<String, u64>,
+    dropped: flush::Fences,
     dead_lettered: std::collections::HashSet<(String, String, u64)>,
 ) -> flush::Resume {
     for c in &recovery.corrupt {

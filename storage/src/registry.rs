@@ -34,6 +34,9 @@ pub(crate) struct Lifecycle {
     /// Serialises drops with quarantine retries and discards (a retry must not insert
     /// into a database being dropped).
     pub(crate) admin: Mutex<()>,
+    /// Held by a write from its parse to its WAL submit; drained by `DROP MEASUREMENT`
+    /// (`gate.rs`).
+    pub(crate) writes: std::sync::Arc<crate::gate::WriteGate>,
 }
 
 const FENCE: &[u8] = b"st1F";
@@ -71,23 +74,23 @@ fn markers(wal: &Wal, kind: &[u8]) -> Result<Vec<(String, u64)>, StorageError> {
     Ok(out)
 }
 
-/// The `DROP DATABASE` fences still needed by replay (removing those the flushed watermark
-/// has passed: no entry they cover is left).
-pub(crate) fn fences(
-    wal: &Wal,
-    flushed_seq: u64,
-) -> Result<std::collections::BTreeMap<String, u64>, StorageError> {
-    let mut keep = std::collections::BTreeMap::new();
+/// The `DROP DATABASE` and `DROP MEASUREMENT` fences still needed by replay (removing
+/// those the flushed watermark has passed: no entry they cover is left).
+pub(crate) fn fences(wal: &Wal, flushed_seq: u64) -> Result<flush::Fences, StorageError> {
+    let mut keep = flush::Fences::default();
     let mut stale = Vec::new();
     for (db, seq) in markers(wal, FENCE)? {
         if seq <= flushed_seq {
             stale.push(marker(FENCE, &db));
         } else {
-            keep.insert(db, seq);
+            keep.raise(flush::DropScope::database(&db), seq);
         }
     }
     if !stale.is_empty() {
         wal.update_meta(Vec::new(), stale)?.wait()?;
+    }
+    for (scope, seq) in crate::measurement_drop::fences(wal, flushed_seq)? {
+        keep.raise(scope, seq);
     }
     Ok(keep)
 }
@@ -178,7 +181,7 @@ impl Storage {
             "DROP DATABASE IF EXISTS {} SYNC",
             flush::quote_ident(db)
         ))?;
-        self.drop_dead_letters(db)?;
+        self.drop_dead_letters_of(db, None)?;
         self.wal
             .update_meta(Vec::new(), vec![marker(PENDING, db)])?
             .wait()?;

@@ -189,6 +189,10 @@ pub trait Store: Send + Sync + 'static {
     fn retention_secs(&self, db: &str) -> u64;
     /// Drops `db` and its data (idempotent; blocking).
     fn drop_database(&self, db: &str) -> Result<(), StorageError>;
+    /// Drops measurement `measurement` of `db` and its data, what is still on its way to
+    /// the engine included (blocking; writes wait meanwhile). False if `db` has no such
+    /// measurement; `DatabaseNotFound` if `db` does not exist.
+    fn drop_measurement(&self, db: &str, measurement: &str) -> Result<bool, StorageError>;
     /// All databases, sorted.
     fn databases(&self) -> Vec<String>;
     /// The measurements of `db` with their schema, sorted by name.

@@ -114,6 +114,7 @@ fn run_scenario(
                     let e = Entry {
                         payload: pool[i % pool.len()].clone(),
                         points: points_per_entry as u64,
+                        held_bytes: 0,
                         meta: vec![],
                         attachment: (),
                     };

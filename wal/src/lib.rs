@@ -32,7 +32,7 @@
 //! | `chingest_wal_queue_wait_seconds` | histogram | time an entry waited in the queue |
 //! | `chingest_wal_queue_depth` | gauge | entries queued (set per group and by `stats()`) |
 //! | `chingest_wal_unflushed_points` | gauge | points committed but not flushed |
-//! | `chingest_wal_unflushed_bytes` | gauge | payload bytes committed but not flushed |
+//! | `chingest_wal_unflushed_bytes` | gauge | bytes committed but not flushed (per entry the larger of payload and held memory) |
 //! | `chingest_wal_lag_seconds` | gauge | age of the oldest unflushed entry |
 //! | `chingest_wal_corrupt_entries_total` | counter | corrupt entries quarantined at open |
 //! | `chingest_wal_queue_full_total` | counter | submits refused with `QueueFull` |
@@ -78,6 +78,11 @@ pub struct Entry<T> {
     pub payload: Vec<u8>,
     /// Points the payload carries (for lag accounting).
     pub points: u64,
+    /// Memory the attachment holds until the entry is flushed (e.g. its decoded batches); 0
+    /// when the payload's size stands for it. The queue's byte capacity and `unflushed_bytes`
+    /// count the larger of the two: a compressed payload can be far smaller than what the
+    /// flusher keeps in memory for it.
+    pub held_bytes: u64,
     /// Metadata records committed in the same WriteBatch as the payload (meta column family).
     pub meta: Vec<MetaRecord>,
     /// Handed back in [`Committed`] once durable (e.g. the in-memory Arrow batches).
@@ -120,7 +125,8 @@ pub struct WalStats {
     pub unflushed_entries: u64,
     /// Their points.
     pub unflushed_points: u64,
-    /// Their payload bytes.
+    /// Their bytes: per entry the larger of its payload and the memory it holds
+    /// ([`Entry::held_bytes`]).
     pub unflushed_bytes: u64,
     /// Age of the oldest unflushed entry (since its submit).
     pub oldest_unflushed_age: Option<Duration>,
@@ -209,7 +215,9 @@ impl<T: Send + 'static> Wal<T> {
         shared.push_unflushed(recovery.entries.iter().map(|e| Unflushed {
             seq: e.seq,
             points: e.points,
+            // What the replay will decode is not known here; the payload stands for it.
             bytes: e.payload.len() as u64,
+            payload_bytes: e.payload.len() as u64,
             created_ns: e.created_ns,
         }));
 
@@ -253,18 +261,21 @@ impl<T: Send + 'static> Wal<T> {
         let Entry {
             payload,
             points,
+            held_bytes,
             meta,
             attachment,
         } = entry;
         let payload_len = payload.len() as u64;
         let meta_bytes: u64 = meta.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
-        let queued_bytes = payload_len + meta_bytes;
-        if queued_bytes > self.cfg.max_entry_bytes {
+        let wal_bytes = payload_len + meta_bytes;
+        if wal_bytes > self.cfg.max_entry_bytes {
             return Err(WalError::EntryTooLarge {
-                bytes: queued_bytes,
+                bytes: wal_bytes,
                 max: self.cfg.max_entry_bytes,
             });
         }
+        let memory_bytes = payload_len.max(held_bytes);
+        let queued_bytes = memory_bytes + meta_bytes;
         self.admit(queued_bytes, true)?;
         // Frame on the caller's thread: the writer only copies finished records.
         let created_ns = now_ns();
@@ -273,6 +284,8 @@ impl<T: Send + 'static> Wal<T> {
         let req = Request::Data {
             record,
             payload_len,
+            memory_bytes,
+            wal_bytes,
             queued_bytes,
             points,
             created_ns,

@@ -17,7 +17,10 @@ use crate::WalError;
 pub(crate) struct Unflushed {
     pub(crate) seq: u64,
     pub(crate) points: u64,
+    /// What `unflushed_bytes` counts: the larger of payload and held memory.
     pub(crate) bytes: u64,
+    /// Payload bytes (what truncation frees on disk).
+    pub(crate) payload_bytes: u64,
     pub(crate) created_ns: u64,
 }
 
@@ -112,12 +115,13 @@ impl Shared {
     /// Drops entries `<= seq` from the lag index; returns the payload bytes removed.
     pub(crate) fn pop_flushed(&self, seq: u64) -> u64 {
         let mut idx = self.index.lock();
-        let (mut n, mut p, mut b) = (0, 0, 0);
+        let (mut n, mut p, mut b, mut payload) = (0, 0, 0, 0);
         while idx.front().is_some_and(|u| u.seq <= seq) {
             let u = idx.pop_front().expect("front exists");
             n += 1;
             p += u.points;
             b += u.bytes;
+            payload += u.payload_bytes;
         }
         self.unflushed_entries.fetch_sub(n, Relaxed);
         self.unflushed_points.fetch_sub(p, Relaxed);
@@ -126,7 +130,7 @@ impl Shared {
             .store(idx.front().map_or(0, |u| u.created_ns), Relaxed);
         drop(idx);
         self.publish_lag();
-        b
+        payload
     }
 
     pub(crate) fn oldest_age(&self) -> Option<Duration> {

@@ -24,7 +24,12 @@ pub(crate) enum Request<T> {
         /// Payload + trailer (see `record`).
         record: Vec<u8>,
         payload_len: u64,
-        /// Payload plus metadata bytes: what the queue and group budgets count.
+        /// The larger of the payload and the memory the attachment holds: what the lag index
+        /// (`unflushed_bytes`) counts.
+        memory_bytes: u64,
+        /// Payload plus metadata bytes: what the group budget counts (the WriteBatch's size).
+        wal_bytes: u64,
+        /// Memory plus metadata bytes: what the queue's byte capacity counts.
         queued_bytes: u64,
         points: u64,
         created_ns: u64,
@@ -48,10 +53,19 @@ pub(crate) enum Request<T> {
 }
 
 impl<T> Request<T> {
-    /// Bytes this request holds against the queue's and the group's byte budgets.
+    /// Bytes this request holds against the queue's byte capacity.
     pub(crate) fn bytes(&self) -> u64 {
         match self {
             Request::Data { queued_bytes, .. } => *queued_bytes,
+            Request::Meta { bytes, .. } => *bytes,
+            Request::Stop => 0,
+        }
+    }
+
+    /// Bytes this request adds to a group's WriteBatch (the group budget).
+    pub(crate) fn group_bytes(&self) -> u64 {
+        match self {
+            Request::Data { wal_bytes, .. } => *wal_bytes,
             Request::Meta { bytes, .. } => *bytes,
             Request::Stop => 0,
         }
@@ -69,7 +83,10 @@ pub(crate) struct WriterConfig {
 struct Pending<T> {
     seq: u64,
     points: u64,
+    /// Payload bytes (handed on in `Committed`).
     bytes: u64,
+    /// What the lag index counts (see `Request::Data::memory_bytes`).
+    memory_bytes: u64,
     created_ns: u64,
     attachment: T,
     done: Completer,
@@ -113,7 +130,7 @@ pub(crate) fn run<T: Send + 'static>(
         if from_queue {
             dequeued(&shared, &first);
         }
-        let mut bytes = first.bytes();
+        let mut bytes = first.group_bytes();
         group.push(first);
         let mut stop = false;
         while group.len() < cfg.group_max_entries && bytes < cfg.group_max_bytes {
@@ -123,13 +140,14 @@ pub(crate) fn run<T: Send + 'static>(
                     break;
                 }
                 Ok(r) => {
-                    if bytes + r.bytes() > cfg.group_max_bytes {
+                    if bytes + r.group_bytes() > cfg.group_max_bytes {
                         // Too big for this group: it opens the next one.
                         dequeued(&shared, &r);
                         carry = Some(r);
                         break;
                     }
-                    bytes += dequeued(&shared, &r);
+                    dequeued(&shared, &r);
+                    bytes += r.group_bytes();
                     group.push(r);
                 }
                 Err(_) => break,
@@ -165,8 +183,8 @@ pub(crate) fn run<T: Send + 'static>(
     }
 }
 
-/// Accounts a request leaving the queue; returns its bytes.
-fn dequeued<T>(shared: &Shared, r: &Request<T>) -> u64 {
+/// Accounts a request leaving the queue.
+fn dequeued<T>(shared: &Shared, r: &Request<T>) {
     let b = r.bytes();
     shared.queue_depth.fetch_sub(1, Relaxed);
     shared.queued_bytes.fetch_sub(b, Relaxed);
@@ -174,7 +192,6 @@ fn dequeued<T>(shared: &Shared, r: &Request<T>) -> u64 {
         metrics::histogram!("chingest_wal_queue_wait_seconds")
             .record(enqueued.elapsed().as_secs_f64());
     }
-    b
 }
 
 fn periodic_sync(shared: &Shared, last_sync: &mut Instant, unsynced: &mut bool) {
@@ -230,6 +247,7 @@ fn commit_group<T>(
             Request::Data {
                 record,
                 payload_len,
+                memory_bytes,
                 points,
                 created_ns,
                 meta,
@@ -247,6 +265,7 @@ fn commit_group<T>(
                     seq,
                     points,
                     bytes: payload_len,
+                    memory_bytes,
                     created_ns,
                     attachment,
                     done,
@@ -320,7 +339,8 @@ fn commit_group<T>(
     shared.push_unflushed(pending.iter().map(|p| Unflushed {
         seq: p.seq,
         points: p.points,
-        bytes: p.bytes,
+        bytes: p.memory_bytes,
+        payload_bytes: p.bytes,
         created_ns: p.created_ns,
     }));
     shared.last_seq.store(seq, Release);

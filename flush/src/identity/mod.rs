@@ -417,6 +417,14 @@ impl IdentityIndex {
         }
     }
 
+    /// Forgets table `(db, measurement)` (`DROP MEASUREMENT`, with no insert into it
+    /// running): a table created again under its name starts from what the engine holds.
+    pub fn forget_table(&self, db: &str, measurement: &str) {
+        self.tables
+            .lock()
+            .remove(&(db.to_string(), measurement.to_string()));
+    }
+
     /// An admin statement that may change data starts: reads group
     /// everything until [`admin_write_done`](Self::admin_write_done), and
     /// reads running now will not trust what they read.

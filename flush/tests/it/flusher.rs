@@ -183,6 +183,7 @@ impl Stack {
             .submit(Entry {
                 payload,
                 points,
+                held_bytes: w.memory_bytes(),
                 meta: vec![],
                 attachment: w,
             })

@@ -2,7 +2,7 @@
 //! other table keeps flowing, retries are exactly once, start-up survives a table it cannot
 //! replay, `DROP DATABASE` fences hold at replay, and shutdown is bounded.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -90,6 +90,7 @@ impl Stack {
             .submit(Entry {
                 payload: encode(&w),
                 points,
+                held_bytes: 0,
                 meta: vec![],
                 attachment: w,
             })
@@ -328,6 +329,7 @@ fn issue_15_start_up_quarantines_a_table_it_cannot_ask_and_honours_drop_fences()
             wal.submit(Entry {
                 payload: encode(&w),
                 points,
+                held_bytes: 0,
                 meta: vec![],
                 attachment: w,
             })
@@ -355,7 +357,9 @@ fn issue_15_start_up_quarantines_a_table_it_cannot_ask_and_honours_drop_fences()
         ))
         .unwrap();
     let stack = Stack::open_resume(dir.path(), fast(), true, |r| {
-        r.dropped = BTreeMap::from([(dropped.clone(), fence)]);
+        r.dropped = [(flush::DropScope::database(&dropped), fence)]
+            .into_iter()
+            .collect();
     });
     stack.wait_flushed(fence);
     let letters = stack.log.letters.lock().clone();

@@ -81,6 +81,13 @@ impl Parser<'_> {
         })
     }
 
+    /// `DROP MEASUREMENT name` (an identifier, as in InfluxDB: no regex).
+    pub(super) fn drop_measurement(&mut self) -> Result<Statement, ParseError> {
+        Ok(Statement::DropMeasurement {
+            name: self.ident()?,
+        })
+    }
+
     /// A duration literal or `INF` (0): nanoseconds and the text as written.
     fn duration_value(&mut self) -> Result<(i64, String), ParseError> {
         let t = self.scan_ws();

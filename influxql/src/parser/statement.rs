@@ -185,7 +185,7 @@ impl Parser<'_> {
             Kind::Kw(K::DATABASE) => self.drop_database(),
             Kind::Kw(K::CONTINUOUS) => self.keywords(&[K::QUERY], "DROP CONTINUOUS QUERY"),
             Kind::Kw(K::RETENTION) => self.keywords(&[K::POLICY], "DROP RETENTION POLICY"),
-            Kind::Kw(K::MEASUREMENT) => self.unsupported("DROP MEASUREMENT"),
+            Kind::Kw(K::MEASUREMENT) => self.drop_measurement(),
             Kind::Kw(K::SERIES) => self.needs_from_or_where("DROP SERIES"),
             Kind::Kw(K::SHARD) => self.unsupported("DROP SHARD"),
             Kind::Kw(K::SUBSCRIPTION) => self.unsupported("DROP SUBSCRIPTION"),

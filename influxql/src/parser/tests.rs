@@ -473,6 +473,12 @@ fn create_and_drop_database_keep_the_old_semantics() {
         c("DROP DATABASE x"),
         Statement::DropDatabase { name: "x".into() }
     );
+    assert_eq!(
+        c("DROP MEASUREMENT \"cpu load\""),
+        Statement::DropMeasurement {
+            name: "cpu load".into()
+        }
+    );
     for (q, msg) in [
         (
             "CREATE DATABASE r WITH DURATION 59m",
@@ -502,7 +508,6 @@ fn unsupported_statements_are_named() {
     for (q, what) in [
         ("DELETE FROM cpu WHERE time < now()", "DELETE"),
         ("DROP SERIES FROM cpu", "DROP SERIES"),
-        ("DROP MEASUREMENT cpu", "DROP MEASUREMENT"),
         ("DROP RETENTION POLICY rp ON db", "DROP RETENTION POLICY"),
         ("CREATE CONTINUOUS QUERY cq ON db BEGIN SELECT mean(x) INTO y FROM z GROUP BY time(1m) END", "CREATE CONTINUOUS QUERY"),
         ("CREATE RETENTION POLICY rp ON db DURATION 1d REPLICATION 1", "CREATE RETENTION POLICY"),

@@ -65,8 +65,8 @@ pub use record::{series_prefix, MetaRecord, Record, DB_RECORD_PREFIX, RECORD_PRE
 pub use resolve::{MeasurementPlan, Resolution};
 pub use schema::MeasurementSchema;
 
-use record::{kind_prefix, Kind};
-use state::DbCatalog;
+use record::{kind_prefix, measurement_prefix, Kind};
+use state::{shard_of, DbCatalog};
 
 /// Cardinality limits per database; 0 means unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -194,5 +194,58 @@ impl Catalog {
     fn forget(&self, db: &str) {
         self.dbs.write().remove(db);
         self.registry.write().remove(db);
+    }
+
+    /// Whether `db` has `measurement` (a write registered it).
+    pub fn measurement_exists(&self, db: &str, measurement: &[u8]) -> bool {
+        self.existing(db)
+            .is_some_and(|d| d.schema.read().contains_key(measurement))
+    }
+
+    /// `DROP MEASUREMENT`: the keys to delete for `measurement` of `db` — the key prefixes
+    /// of its measurement, field, tag and tag value records, and the keys of its series
+    /// records among `series_records` (`db`'s series records as stored, key and value: a
+    /// scan of [`series_prefix`]) — and
+    /// the ids of those series. Changes nothing: [`Catalog::forget_measurement`] follows the
+    /// durable delete.
+    pub fn measurement_keys(
+        db: &str,
+        measurement: &[u8],
+        series_records: impl IntoIterator<Item = MetaRecord>,
+    ) -> (Vec<Vec<u8>>, Vec<u64>) {
+        let mut keys: Vec<Vec<u8>> = [Kind::Measurement, Kind::Field, Kind::Tag, Kind::TagValue]
+            .iter()
+            .map(|&kind| measurement_prefix(kind, db, measurement))
+            .collect();
+        let mut ids = Vec::new();
+        for (k, v) in series_records {
+            if let Ok(Some(Record::Series { id, key, .. })) = Record::decode(&k, &v) {
+                if key.measurement() == measurement {
+                    ids.push(id);
+                    keys.push(k);
+                }
+            }
+        }
+        (keys, ids)
+    }
+
+    /// Forgets `measurement` of `db` in memory (`DROP MEASUREMENT`, after its records were
+    /// deleted durably): its fields and their types, tag keys, tag values, and `series`.
+    pub fn forget_measurement(&self, db: &str, measurement: &[u8], series: &[u64]) {
+        let Some(d) = self.existing(db) else {
+            return;
+        };
+        d.schema.write().remove(measurement);
+        d.slow
+            .lock()
+            .tag_values
+            .retain(|(m, _), _| m.as_slice() != measurement);
+        let mut gone = 0;
+        for &id in series {
+            if d.series[shard_of(id)].write().remove(&id) {
+                gone += 1;
+            }
+        }
+        d.series_count.fetch_sub(gone, Ordering::Relaxed);
     }
 }

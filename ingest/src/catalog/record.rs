@@ -158,6 +158,12 @@ pub(super) fn kind_prefix(kind: Kind, db: &str) -> Vec<u8> {
     catalog_key(kind, &[db.as_bytes()])
 }
 
+/// The key prefix of `measurement`'s records of `kind` in `db` (a measurement's name is
+/// length-prefixed: never a prefix of another measurement's).
+pub(super) fn measurement_prefix(kind: Kind, db: &str, measurement: &[u8]) -> Vec<u8> {
+    catalog_key(kind, &[db.as_bytes(), measurement])
+}
+
 pub(super) fn measurement_record(db: &str, measurement: &[u8]) -> MetaRecord {
     let key = catalog_key(Kind::Measurement, &[db.as_bytes(), measurement]);
     (key, Vec::new())

@@ -67,7 +67,8 @@ fn needs<'a>(st: &'a Statement, db: Option<&'a str>) -> Needs<'a> {
         Statement::ShowDiagnostics
         | Statement::ShowStats
         | Statement::CreateDatabase { .. }
-        | Statement::DropDatabase { .. } => Needs::Admin,
+        | Statement::DropDatabase { .. }
+        | Statement::DropMeasurement { .. } => Needs::Admin,
     }
 }
 
@@ -86,7 +87,6 @@ fn unsupported_needs<'a>(what: &str, on: Option<&'a str>, db: Option<&'a str>) -
         | "SHOW GRANTS"
         | "CREATE RETENTION POLICY"
         | "ALTER RETENTION POLICY"
-        | "DROP MEASUREMENT"
         | "DROP SHARD"
         | "SHOW SHARDS"
         | "SHOW SHARD GROUPS"

@@ -62,6 +62,16 @@ pub(super) fn execute<S: Store>(
             p.drop_database(&name)?;
             Ok(StatementResult::default())
         }
+        Statement::DropMeasurement { name } => {
+            // One the database does not have is no error, and no `db` is an unknown
+            // database (`database not found: `), as in InfluxDB 1.6.7.
+            let db = cx.db.unwrap_or("");
+            if !p.database_exists(db) {
+                return Err(ApiError::Query(format!("database not found: {db}")));
+            }
+            p.drop_measurement(db, &name)?;
+            Ok(StatementResult::default())
+        }
         Statement::Select(_) => run_select(state, cx, &st),
         Statement::ShowDatabases => Ok(show_databases(p, id)),
         Statement::ShowRetentionPolicies { on } => {

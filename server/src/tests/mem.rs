@@ -111,6 +111,10 @@ impl Store for MemStore {
         self.dbs.lock().remove(db);
         Ok(())
     }
+    /// Not used by the tests of this store.
+    fn drop_measurement(&self, _db: &str, _measurement: &str) -> Result<bool, StorageError> {
+        Err(StorageError::ShuttingDown)
+    }
     fn databases(&self) -> Vec<String> {
         self.dbs.lock().keys().cloned().collect()
     }

@@ -1,7 +1,8 @@
 //! Issue #15's crash test: writers record every 204 while the server is killed with `kill -9`
-//! at random moments, round after round (during flushes, group commits and a DROP DATABASE);
-//! after each restart and drain, every acknowledged point is stored exactly once, every
-//! unacknowledged request wholly or not at all, and every dropped database stays dropped.
+//! at random moments, round after round (during flushes, group commits, a DROP DATABASE and a
+//! DROP MEASUREMENT); after each restart and drain, every acknowledged point is stored exactly
+//! once, every unacknowledged request wholly or not at all, and every dropped database and
+//! measurement stays dropped.
 //!
 //! Small by default (10 rounds, 3 writers); `CHINGEST_CRASH_LARGE=1` runs 30 rounds of 6
 //! writers with larger requests; `CHINGEST_CRASH_ROUNDS` / `_WRITERS` / `_POINTS` override.
@@ -97,8 +98,17 @@ fn verify(s: &Server, ledger: &Ledger, points: usize, round: usize) {
     );
 }
 
-fn databases(s: &Server) -> Vec<String> {
-    let v = s.query("SHOW DATABASES");
+/// Whether the engine's disk holds table `db.table`.
+fn engine_has_table(data: &std::path::Path, db: &str, table: &str) -> bool {
+    data.join("data/chdb/metadata")
+        .join(db)
+        .join(format!("{table}.sql"))
+        .exists()
+}
+
+/// The names a `SHOW` statement answers (its first column).
+fn names(s: &Server, show: &str) -> Vec<String> {
+    let v = s.query(show);
     v["results"][0]["series"][0]["values"]
         .as_array()
         .map(|a| {
@@ -107,6 +117,14 @@ fn databases(s: &Server) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+fn measurements(s: &Server) -> Vec<String> {
+    names(s, "SHOW MEASUREMENTS ON crash")
+}
+
+fn databases(s: &Server) -> Vec<String> {
+    names(s, "SHOW DATABASES")
 }
 
 #[test]
@@ -126,6 +144,8 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
     let mut ledger = Ledger::default();
     // Databases dropped: name → whether the DROP was answered before the kill.
     let mut drops: BTreeMap<String, bool> = BTreeMap::new();
+    // Measurements of `crash` dropped, likewise.
+    let mut measurement_drops: BTreeMap<String, bool> = BTreeMap::new();
     let mut next_req = vec![0u64; writers];
     let (mut ready_max, mut drain_max) = (Duration::ZERO, Duration::ZERO);
     let mut rng = rand::thread_rng();
@@ -149,6 +169,15 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
         if round == 0 {
             s.query("CREATE DATABASE crash");
         }
+        let ms = measurements(&s);
+        for (m, answered) in &measurement_drops {
+            if *answered {
+                assert!(
+                    !ms.contains(m),
+                    "round {round}: dropped {m} is back: {ms:?}"
+                );
+            }
+        }
         let victim = format!("drop_{round}");
         s.query(&format!("CREATE DATABASE {victim}"));
         assert_eq!(
@@ -156,12 +185,26 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
                 .status(),
             204
         );
+        // A measurement of `crash` written before the round (flushed or not when dropped)
+        // and dropped at a random moment while the writers go on.
+        let gone = format!("gone{round}");
+        assert_eq!(
+            s.post(
+                "/write?db=crash",
+                body(0, 0, points).replace("m,", &format!("{gone},"))
+            )
+            .status(),
+            204
+        );
 
         let stop = AtomicBool::new(false);
         let results = Mutex::new(Vec::new());
         let drop_answered = AtomicBool::new(false);
+        let mdrop_answered = AtomicBool::new(false);
         let kill_after = Duration::from_millis(rng.gen_range(200..1500));
         let drop_after =
+            Duration::from_millis(rng.gen_range(0..kill_after.as_millis() as u64 + 200));
+        let mdrop_after =
             Duration::from_millis(rng.gen_range(0..kill_after.as_millis() as u64 + 200));
         let client = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(10))
@@ -212,12 +255,29 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
                     ),
                 }
             });
+            let (mdrop_answered, gone) = (&mdrop_answered, &gone);
+            scope.spawn(move || {
+                std::thread::sleep(mdrop_after);
+                let r = s
+                    .client
+                    .post(s.url("/query?db=crash"))
+                    .form(&[("q", format!("DROP MEASUREMENT {gone}"))])
+                    .send();
+                if let Ok(r) = r {
+                    if r.status() == 200 {
+                        let body = r.text().unwrap_or_default();
+                        assert!(!body.contains("error"), "DROP MEASUREMENT {gone}: {body}");
+                        mdrop_answered.store(true, Ordering::SeqCst);
+                    }
+                }
+            });
             std::thread::sleep(kill_after);
             s.signal("KILL");
             stop.store(true, Ordering::Relaxed);
         });
         let _ = s.terminate_wait();
         drops.insert(victim, drop_answered.load(Ordering::SeqCst));
+        measurement_drops.insert(gone, mdrop_answered.load(Ordering::SeqCst));
         for (w, r, out) in results.into_inner().unwrap() {
             if out == Some(204) {
                 ledger.acked.insert((w, r));
@@ -234,8 +294,23 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
     drain_max = drain_max.max(wait_drained(&s));
     verify(&s, &ledger, points, rounds);
     let dbs = databases(&s);
+    let ms = measurements(&s);
     assert!(s.terminate().success());
     drop(s);
+    // The path the checks below read is where the engine keeps a table.
+    assert!(engine_has_table(dir.path(), "crash", "m"));
+    for (m, answered) in &measurement_drops {
+        let in_catalog = ms.contains(m);
+        assert!(
+            !(*answered && in_catalog),
+            "{m}: dropped, but in the catalog"
+        );
+        assert_eq!(
+            engine_has_table(dir.path(), "crash", m),
+            in_catalog,
+            "{m}: the engine and the catalog disagree (answered: {answered})"
+        );
+    }
     for (db, answered) in &drops {
         let in_catalog = dbs.contains(db);
         assert!(
@@ -250,11 +325,13 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
     }
     eprintln!(
         "crash test: {rounds} rounds × {writers} writers × {points} points/request; \
-         {} acknowledged, {} unacknowledged requests; {} drops answered; \
+         {} acknowledged, {} unacknowledged requests; {} database and {} measurement drops \
+         answered; \
          slowest restart to /ping {:?}, slowest drain {:?}",
         ledger.acked.len(),
         ledger.unknown.len(),
         drops.values().filter(|a| **a).count(),
+        measurement_drops.values().filter(|a| **a).count(),
         ready_max,
         drain_max
     );

@@ -133,9 +133,9 @@ fn deviations() -> BTreeMap<String, String> {
 }
 
 /// InfluxDB 1.x on a temp dir and free loopback ports, killed on drop.
-struct Influxd {
+pub(crate) struct Influxd {
     child: Child,
-    base: String,
+    pub(crate) base: String,
     log: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -165,7 +165,7 @@ fn influxd_config(dir: &Path, http: u16, rpc: u16) -> String {
 }
 
 impl Influxd {
-    fn start(bin: &Path) -> Influxd {
+    pub(crate) fn start(bin: &Path) -> Influxd {
         let dir = data_dir();
         let (http, rpc) = (free_port(), free_port());
         let conf = dir.path().join("influxdb.conf");
@@ -210,7 +210,7 @@ impl Influxd {
     }
 }
 
-fn client() -> reqwest::blocking::Client {
+pub(crate) fn client() -> reqwest::blocking::Client {
     reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(60))
         .build()

@@ -10,6 +10,7 @@ mod cli;
 mod crash;
 mod deploy;
 mod door;
+mod drop_measurement;
 mod grafana;
 mod influxql;
 mod influxql_diff;

@@ -301,6 +301,31 @@ fn mark_flushed_runs_concurrently_with_the_writer() {
     );
 }
 
+/// A compressed payload can be far smaller than the batches the flusher holds for it: the lag
+/// stats count the larger of the two, truncation frees them, and the entry-size limit still
+/// judges the payload (what RocksDB stores).
+#[test]
+fn held_bytes_count_in_unflushed_bytes_when_larger_than_the_payload() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.max_entry_bytes = 1000;
+    let (wal, _rec, _rx) = open(cfg);
+    let held = |id: u64, len: usize, held_bytes: u64| Entry {
+        payload: payload(id, len),
+        points: 1,
+        held_bytes,
+        meta: vec![],
+        attachment: id,
+    };
+    wal.submit(held(1, 100, 1 << 20)).unwrap().wait().unwrap();
+    wal.submit(held(2, 300, 10)).unwrap().wait().unwrap();
+    assert_eq!(wal.stats().unflushed_bytes, (1 << 20) + 300);
+    wal.mark_flushed(1).unwrap();
+    assert_eq!(wal.stats().unflushed_bytes, 300);
+    wal.mark_flushed(2).unwrap();
+    assert_eq!(wal.stats().unflushed_bytes, 0);
+}
+
 #[test]
 fn oversized_entries_are_refused_and_shutdown_refuses_new_work() {
     let dir = tempfile::tempdir().unwrap();
@@ -311,6 +336,7 @@ fn oversized_entries_are_refused_and_shutdown_refuses_new_work() {
     let e = Entry {
         payload: payload(1, 1001),
         points: 1,
+        held_bytes: 0,
         meta: vec![],
         attachment: 1,
     };

@@ -42,6 +42,7 @@ fn crash_child() {
                     let e = wal::Entry {
                         payload: payload(id, 100 + (i as usize * 7919) % 60_000),
                         points: id % 1000,
+                        held_bytes: 0,
                         meta: vec![],
                         attachment: id,
                     };

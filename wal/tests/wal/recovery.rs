@@ -130,6 +130,7 @@ fn payloads_are_returned_byte_exact_including_empty() {
         let e = wal::Entry {
             payload: Vec::new(),
             points: 0,
+            held_bytes: 0,
             meta: vec![],
             attachment: 0,
         };

@@ -49,6 +49,7 @@ pub(crate) fn entry(id: u64, len: usize) -> wal::Entry<u64> {
     wal::Entry {
         payload: payload(id, len),
         points: id % 97 + 1,
+        held_bytes: 0,
         meta: Vec::new(),
         attachment: id,
     }

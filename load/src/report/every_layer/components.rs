@@ -1,12 +1,14 @@
 //! The component benchmarks' own tables (`chdb_raw.md`, `flush.md`,
 //! `merge_cost.md`, `wal_commit.md`, `ingest_stages.md` in the results dir),
-//! embedded with their headings demoted, so one page carries every figure of the run.
+//! embedded with their headings demoted, so one page carries every figure of the run;
+//! and the last core-scaling run on a lent 16-core machine (`device_wal_ab.md`), which
+//! this script cannot rerun (it says so in its host block and date).
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 /// Each component table: its file in the results dir and the heading it gets.
-const COMPONENTS: [(&str, &str); 5] = [
+const COMPONENTS: [(&str, &str); 6] = [
     (
         "chdb_raw.md",
         "Engine ceiling (`cargo bench -p flush --bench chdb_raw`)",
@@ -23,6 +25,10 @@ const COMPONENTS: [(&str, &str); 5] = [
     (
         "ingest_stages.md",
         "Front door, per stage (`cargo run --release -p ingest --example stage_cpu`)",
+    ),
+    (
+        "device_wal_ab.md",
+        "More cores: 2 / 6 / 12 server cores on a lent 16-core machine (`scripts/device_wal_ab.sh`; not rerun by `bench.sh`)",
     ),
 ];
 
@@ -45,9 +51,14 @@ pub(super) fn section(dir: &Path) -> String {
 
 /// Appends a component's markdown with its title dropped and other headings two levels down.
 fn embed(o: &mut String, text: &str) {
+    let mut after_title = false;
     for line in text.lines() {
-        // The file's own title is replaced by the heading above.
+        // The file's own title is replaced by the heading above (and the blank line after it).
         if line.starts_with("# ") {
+            after_title = true;
+            continue;
+        }
+        if std::mem::take(&mut after_title) && line.is_empty() {
             continue;
         }
         if line.starts_with('#') {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::inputs::{ramp_svg_link, ReportInputs, Results};
 use super::NOT_MEASURED;
-use crate::report::notes::{client_lag_line, notes};
+use crate::report::notes::{client_lag_line, disk_line, notes};
 use crate::report::server::{cpu_by_thread_section, stage_section};
 use crate::report::tables::{closed_table, ramp_table, stage_step_table};
 use crate::report::verdict::limit_verdict;
@@ -51,7 +51,10 @@ pub(super) fn soaks(soaks: &[RunResult]) -> String {
     for (i, r) in soaks.iter().enumerate() {
         let _ = writeln!(o, "\n### Soak {}\n", i + 1);
         o.push_str(&ramp_table(&r.steps));
-        if let Some(l) = client_lag_line(&r.steps) {
+        for l in [client_lag_line(&r.steps), disk_line(&r.steps)]
+            .into_iter()
+            .flatten()
+        {
             o.push('\n');
             o.push_str(&l);
         }
