@@ -241,10 +241,15 @@ impl Flusher {
 
     /// `DROP MEASUREMENT` support: like [`Flusher::drop_database`] for the
     /// parts of one table. Parts of it with later sequences (written after the
-    /// drop) flush normally, into a table created anew: the caller drops the
-    /// engine's table before any of them can be queued.
+    /// drop) flush normally.
     pub fn drop_measurement(&self, db: &str, measurement: &str, up_to_seq: u64) {
         self.drop_scope(DropScope::measurement(db, measurement), up_to_seq);
+    }
+
+    /// Forgets what the flusher and the reads' identity index know of table
+    /// `(db, measurement)`, after the engine dropped it (with nothing of it
+    /// queued): its next insert creates it anew.
+    pub fn forget_table(&self, db: &str, measurement: &str) {
         self.tables.lock().forget_table(db, measurement);
         self.engine.identity().forget_table(db, measurement);
     }

@@ -14,10 +14,16 @@
 //!    its dead letters go; the pending marker is deleted. Only then does the gate open: no
 //!    row written after the drop can reach the table the engine drops.
 //!
-//! A `kill -9` after step 2 leaves the pending marker: start-up finishes step 3 before it
-//! serves, and replay discards the table's parts at or below the fence (no write after the
-//! drop can be in the WAL then: the gate was still closed). The fence stays until the
-//! flushed watermark has passed it.
+//! A `kill -9` after step 2 leaves the pending marker, and so does a step 3 that failed (the
+//! engine refused to drop the table; the drop answers with the error and the gate opens
+//! again). Such a drop is finished later — at start-up, before serving, or by the next `DROP
+//! MEASUREMENT` of the name. If the measurement was written again meanwhile (the catalog
+//! knows it: its first write after the drop recorded it, in the same WAL batch as its rows),
+//! rows written after the drop may be in the table, and the engine deletes only those at or
+//! below the fence (`DELETE … WHERE __seq <= fence`, the write version every row carries);
+//! otherwise nothing was written after the fence and the table is dropped whole. Replay
+//! discards the table's parts at or below the fence. The fence stays until the flushed
+//! watermark has passed it.
 
 use crate::{Storage, StorageError, Wal};
 
@@ -102,6 +108,13 @@ impl Storage {
         let _admin = self.lifecycle.admin.lock();
         let _drained = self.lifecycle.writes.drain();
         if !self.catalog.measurement_exists(db, measurement.as_bytes()) {
+            // An earlier drop of it that did not finish finishes now.
+            if let Some((_, _, up_to)) = pending(&self.wal)?
+                .into_iter()
+                .find(|(d, m, _)| d == db && m == measurement)
+            {
+                self.finish_measurement_drop(db, measurement, up_to)?;
+            }
             return Ok(false);
         }
         let up_to_seq = {
@@ -132,21 +145,39 @@ impl Storage {
     }
 
     /// Step 3 (idempotent): the flusher forgets the table's parts up to the fence, the
-    /// engine drops the table, its dead letters go, the pending marker goes.
+    /// engine drops the table (or, if it was written again since, its rows up to the fence),
+    /// its dead letters go, the pending marker goes. Called with no write half-way (the gate
+    /// drained, or before the server serves).
     pub(crate) fn finish_measurement_drop(
         &self,
         db: &str,
         measurement: &str,
         up_to_seq: u64,
     ) -> Result<(), StorageError> {
+        let written_since = self.catalog.measurement_exists(db, measurement.as_bytes());
         if let Some(f) = self.flusher.lock().as_ref() {
             f.drop_measurement(db, measurement, up_to_seq);
         }
-        self.engine()?.execute(&format!(
-            "DROP TABLE IF EXISTS {}.{} SYNC",
+        let engine = self.engine()?;
+        let table = format!(
+            "{}.{}",
             flush::quote_ident(db),
             flush::quote_ident(measurement)
-        ))?;
+        );
+        if written_since {
+            let exists = engine.query(
+                &format!("EXISTS TABLE {table}"),
+                flush::OutputFormat::TabSeparated,
+            )?;
+            if exists.starts_with(b"1") {
+                engine.execute(&format!("DELETE FROM {table} WHERE __seq <= {up_to_seq}"))?;
+            }
+        } else {
+            engine.execute(&format!("DROP TABLE IF EXISTS {table} SYNC"))?;
+            if let Some(f) = self.flusher.lock().as_ref() {
+                f.forget_table(db, measurement);
+            }
+        }
         self.drop_dead_letters_of(db, Some(measurement))?;
         self.wal
             .update_meta(Vec::new(), vec![marker(PENDING, db, measurement)])?

@@ -298,3 +298,83 @@ fn drop_measurement_answers_as_influxdb_1x() {
         assert_eq!(got, want, "step {i}: {kind} {text}");
     }
 }
+
+/// The engine refuses the `DROP TABLE` (a dictionary an admin made reads the table): the statement answers the engine's error, writes go on and create the measurement
+/// anew, and the drop finishes at the next start — deleting only what was written before it.
+#[test]
+fn a_drop_the_engine_refused_finishes_at_start_and_keeps_what_was_written_after_it() {
+    let dir = data_dir();
+    let config = format!(
+        "[auth]\nenabled = true\n\n[[auth.users]]\nname = \"admin\"\npassword_hash = \"{}\"\nadmin = true\n",
+        hash("adminpw")
+    );
+    let as_admin = |_: &Server, r: reqwest::blocking::RequestBuilder| {
+        r.basic_auth("admin", Some("adminpw")).send().unwrap()
+    };
+    let query = |s: &Server, q: &str| -> Value {
+        let r = as_admin(
+            s,
+            s.client
+                .post(s.url("/query?db=d&epoch=s"))
+                .query(&[("q", q)]),
+        );
+        assert_eq!(r.status(), 200, "{q}");
+        r.json().unwrap()
+    };
+    let sql = |s: &Server, q: &str| {
+        let r = as_admin(s, s.client.post(s.url("/api/v1/sql")).body(q.to_string()));
+        assert_eq!(r.status(), 200, "{q}: {}", r.text().unwrap());
+    };
+    let write = |s: &Server, body: &str| {
+        let r = as_admin(
+            s,
+            s.client
+                .post(s.url("/write?db=d&precision=s"))
+                .body(body.to_string()),
+        );
+        assert_eq!(r.status(), 204, "{body}");
+    };
+    let times = |s: &Server| -> Value { values(&query(s, "SELECT v FROM cpu")) };
+
+    let mut s = Spawn::new(dir.path()).config(&config).start();
+    query(&s, "CREATE DATABASE d");
+    write(&s, "cpu,host=a v=1 1\ncpu,host=b v=2 2\n");
+    // Flushed, so the engine has the table a view can depend on.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = as_admin(
+            &s,
+            s.client
+                .post(s.url("/api/v1/sql?format=jsoneachrow"))
+                .body("SELECT count() AS n FROM d.cpu"),
+        );
+        if r.status() == 200 && r.text().unwrap().contains("\"n\":2") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never flushed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    sql(
+        &s,
+        "CREATE DICTIONARY d.dict (host String, v Float64) PRIMARY KEY host \
+         SOURCE(CLICKHOUSE(DB 'd' TABLE 'cpu')) LAYOUT(COMPLEX_KEY_HASHED()) LIFETIME(0)",
+    );
+    let refused = query(&s, "DROP MEASUREMENT cpu");
+    let error = refused["results"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        !error.is_empty(),
+        "the engine dropped a table a dictionary depends on: {refused}"
+    );
+    // The catalog forgot it (the engine kept its rows: the statement said it failed).
+    assert_eq!(values(&query(&s, "SHOW MEASUREMENTS")), Value::Null);
+    // Written again after the failed drop: kept, now and after the drop finishes.
+    write(&s, "cpu,host=z v=5 5\n");
+    let now = times(&s);
+    assert!(now.as_array().unwrap().contains(&json!([5, 5])), "{now}");
+    sql(&s, "DROP DICTIONARY d.dict");
+    assert!(s.terminate().success());
+    drop(s);
+    let s = Spawn::new(dir.path()).config(&config).start();
+    assert_eq!(times(&s), json!([[5, 5]]));
+    assert_eq!(values(&query(&s, "SHOW SERIES")), json!([["cpu,host=z"]]));
+}
