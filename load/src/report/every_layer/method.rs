@@ -8,6 +8,7 @@ pub(super) const METHOD: &str = "\n## Method\n\n\
     - Each request is credited to the step that started it; achieved = points acknowledged with 2xx ÷ step window. Latency is measured from the actual send to the end of the response, in an HDR histogram (µs resolution, 3 significant digits), over successful writes only.\n\
     - **Sustainable** = the highest step with achieved ≥ 99% of offered and p95 ≤ the budget; **peak** = the highest achieved.\n\
     - CPU % per step is user+system time of the server (`/proc/<pid>/stat`) and of the load generator over the step window (100 = one core).\n\
+    - Disk bytes per acknowledged point (the **Disk** line under a run) are what the server process caused to be written to storage over the step (`/proc/<pid>/io` `write_bytes`: the WAL, RocksDB's memtable flushes and compactions, the engine's parts and merges) ÷ the points acknowledged in it; merges lag their points, so a short step undercounts and a later one carries earlier steps' merges.\n\
     \n## Honesty notes\n\n\
     - The load generator runs on the same machine as the server and competes for the same cores; its own CPU % is in the table. A separate client machine would raise the end-to-end numbers, not lower them.\n\
     - Traffic is loopback HTTP/1.1; there is no network latency or bandwidth limit.\n\
