@@ -25,35 +25,26 @@
 //! discards the table's parts at or below the fence. The fence stays until the flushed
 //! watermark has passed it.
 
+use crate::quarantine::{lp, take_lp};
 use crate::{Storage, StorageError, Wal};
 
 const FENCE: &[u8] = b"st1G";
 const PENDING: &[u8] = b"st1Q";
 
-fn put_lp(k: &mut Vec<u8>, b: &[u8]) {
-    k.extend_from_slice(&(b.len() as u32).to_be_bytes());
-    k.extend_from_slice(b);
-}
-
 /// A marker key: `kind lp(db) lp(measurement)` (length-prefixed: never a prefix of
 /// another table's key).
 fn marker(kind: &[u8], db: &str, measurement: &str) -> Vec<u8> {
     let mut k = kind.to_vec();
-    put_lp(&mut k, db.as_bytes());
-    put_lp(&mut k, measurement.as_bytes());
+    lp(&mut k, db.as_bytes());
+    lp(&mut k, measurement.as_bytes());
     k
 }
 
 /// The parts of a marker key after its kind.
-fn parse_marker(rest: &[u8]) -> Option<(String, String)> {
-    let take = |b: &[u8]| -> Option<(String, usize)> {
-        let len = u32::from_be_bytes(b.get(..4)?.try_into().ok()?) as usize;
-        let s = std::str::from_utf8(b.get(4..4 + len)?).ok()?;
-        Some((s.to_string(), 4 + len))
-    };
-    let (db, n) = take(rest)?;
-    let (m, n2) = take(&rest[n..])?;
-    (n + n2 == rest.len()).then_some((db, m))
+fn parse_marker(mut rest: &[u8]) -> Option<(String, String)> {
+    let mut take = || Some(std::str::from_utf8(take_lp(&mut rest)?).ok()?.to_string());
+    let (db, m) = (take()?, take()?);
+    rest.is_empty().then_some((db, m))
 }
 
 /// (db, measurement, stamped sequence) of every marker of `kind`.
@@ -159,11 +150,7 @@ impl Storage {
             f.drop_measurement(db, measurement, up_to_seq);
         }
         let engine = self.engine()?;
-        let table = format!(
-            "{}.{}",
-            flush::quote_ident(db),
-            flush::quote_ident(measurement)
-        );
+        let table = flush::table::qualified(db, measurement);
         if written_since {
             let exists = engine.query(
                 &format!("EXISTS TABLE {table}"),

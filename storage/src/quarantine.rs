@@ -23,12 +23,12 @@ use crate::{Storage, StorageError, Wal};
 const PREFIX: &[u8] = b"dl1";
 const VERSION: u8 = 1;
 
-fn lp(out: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn lp(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&(b.len() as u32).to_be_bytes());
     out.extend_from_slice(b);
 }
 
-fn take_lp<'a>(b: &mut &'a [u8]) -> Option<&'a [u8]> {
+pub(crate) fn take_lp<'a>(b: &mut &'a [u8]) -> Option<&'a [u8]> {
     let n = u32::from_be_bytes(b.get(..4)?.try_into().ok()?) as usize;
     let v = b.get(4..4 + n)?;
     *b = &b[4 + n..];

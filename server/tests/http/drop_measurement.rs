@@ -264,6 +264,11 @@ fn drop_measurement_answers_as_influxdb_1x() {
         ("q", "SHOW TAG KEYS FROM cpu"),
         ("q", "SELECT * FROM cpu"),
         ("q", "SHOW SERIES"),
+        // A name the engine's quoting must carry whole (space, quote, backtick, semicolon).
+        ("w", "we\\ ird\"q`x;DROP\\ DATABASE\\ d v=1 3\n"),
+        ("q", "SHOW MEASUREMENTS"),
+        ("q", "DROP MEASUREMENT \"we ird\\\"q`x;DROP DATABASE d\""),
+        ("q", "SHOW MEASUREMENTS"),
         ("q", "DROP MEASUREMENT \"mem\""),
         ("q", "SHOW MEASUREMENTS"),
         ("q", "SELECT * FROM mem"),
@@ -296,6 +301,9 @@ fn drop_measurement_answers_as_influxdb_1x() {
         let want = answer(&oracle.base);
         let got = answer(&s.base);
         assert_eq!(got, want, "step {i}: {kind} {text}");
+        if *kind == "w" {
+            assert_eq!(got.0, 204, "step {i}: {text}");
+        }
     }
 }
 

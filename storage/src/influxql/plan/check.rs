@@ -176,13 +176,7 @@ pub(super) fn transform_of(
 /// `SELECT top(x, 3), host`: one `top`/`bottom` call, and bare names that
 /// take the picked points' values.
 pub(super) fn lone_top(stmt: &SelectStatement) -> Option<(&str, &[Expr])> {
-    let calls: Vec<&Expr> = stmt
-        .fields
-        .iter()
-        .map(|f| strip_parens(&f.expr))
-        .filter(|e| !matches!(e, Expr::VarRef { .. }))
-        .collect();
-    match calls.as_slice() {
+    match not_bare_names(stmt).as_slice() {
         [Expr::Call { name, args }] if name == "top" || name == "bottom" => {
             Some((name.as_str(), args.as_slice()))
         }
@@ -209,12 +203,15 @@ pub(super) fn on_one_field(args: &[Expr]) -> bool {
 /// `SELECT max(f), host, g`: one selector call and bare names, which take
 /// the picked point's values.
 pub(super) fn lone_selector(stmt: &SelectStatement) -> bool {
-    let calls: Vec<&Expr> = stmt
-        .fields
+    matches!(not_bare_names(stmt).as_slice(), [Expr::Call { name, args }]
+        if agg::is_selector(name) && name != "percentile" && on_one_field(args))
+}
+
+/// The statement's fields that are not bare names (calls, expressions), parentheses off.
+fn not_bare_names(stmt: &SelectStatement) -> Vec<&Expr> {
+    stmt.fields
         .iter()
         .map(|f| strip_parens(&f.expr))
         .filter(|e| !matches!(e, Expr::VarRef { .. }))
-        .collect();
-    matches!(calls.as_slice(), [Expr::Call { name, args }]
-        if agg::is_selector(name) && name != "percentile" && on_one_field(args))
+        .collect()
 }
