@@ -147,7 +147,7 @@ impl Engine {
         tracing::info!(path = %data_dir.display(), connections = size, "chDB engine open");
         let scan_conn = Connection::open(&[path_arg.as_str()])
             .map_err(|e| open_err(format!("opening the scan connection: {e}")))?;
-        let identity = Arc::new(IdentityIndex::default());
+        let identity = Arc::new(IdentityIndex::new(sql.last_point_cache_series));
         let sandbox = Sandbox::start(path_arg.clone(), sql, access.clone(), identity.clone());
         let inner = Arc::new(Inner {
             data_dir,

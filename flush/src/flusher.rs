@@ -227,6 +227,7 @@ impl Flusher {
     /// Forgets cached table state of `db` (call after dropping it).
     pub fn forget_database(&self, db: &str) {
         self.tables.lock().forget_database(db);
+        self.engine.identity().forget_database(db);
     }
 
     /// `DROP DATABASE` support: discards every part of `db` with a sequence at

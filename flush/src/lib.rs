@@ -63,7 +63,10 @@ pub use engine::{quote_ident, quote_string, ArrowScan, Engine, InsertStats, Pool
 pub use error::{EngineError, FlushConfigError, MarkError};
 pub use fence::{DropScope, Fences};
 pub use flusher::{FlushStatus, FlushWrite, Flusher, Retrier, RetryOutcome};
-pub use identity::{IdentityIndex, InsertGuard, Rewrites, Snapshot};
+pub use identity::{
+    Cell, IdentityIndex, InsertGuard, LastPoint, LastPoints, Reader, Resolved, Rewrites, Snapshot,
+    TableLasts,
+};
 pub use replay::Resume;
 pub use sandbox::{SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};
 pub use unflushed::{Unflushed, UnflushedPart};

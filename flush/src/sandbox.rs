@@ -69,6 +69,11 @@ pub struct SqlConfig {
     /// write path left idle over the last second or two, at least one
     /// ([`crate::ingest_load`]), chosen when the statement starts.
     pub max_threads: u64,
+    /// Series whose last point InfluxQL keeps in memory, over all tables
+    /// (`ORDER BY time DESC LIMIT 1` answered without an engine statement;
+    /// about 60 bytes per column per series); a table that would pass it is
+    /// read from the engine. 0: none. Default: 100,000.
+    pub last_point_cache_series: usize,
 }
 
 impl Default for SqlConfig {
@@ -80,6 +85,7 @@ impl Default for SqlConfig {
             max_result_bytes: 256 << 20,
             max_memory_bytes: 1 << 30,
             max_threads: 0,
+            last_point_cache_series: 100_000,
         }
     }
 }

@@ -139,6 +139,12 @@ pub(crate) fn insert_parts(
     let parts: &[Part] = if held.is_empty() {
         parts
     } else {
+        // Rows the engine holds that no INSERT reported (an earlier attempt's
+        // outcome was unknown): the last points reload from the engine.
+        engine
+            .identity()
+            .last_points()
+            .forget_table(db, measurement);
         tracing::info!(
             db,
             measurement,
@@ -167,9 +173,16 @@ pub(crate) fn insert_parts(
         .identity()
         .before_insert(&conn, db, measurement, &batch)?;
     let rows = batch.num_rows();
+    let last_points = engine.identity().last_points();
+    let kept = last_points.tracks(db, measurement).then(|| batch.clone());
     let insert = Instant::now();
     let settings = table::single_part_settings(rows, insert_threads);
     conn.insert_batch(&qualified(db, measurement), batch, &settings)?;
+    // The engine holds the rows now, and they are still in the unflushed
+    // set (removed once this job is reported done).
+    if let Some(batch) = kept {
+        last_points.apply(db, measurement, &batch);
+    }
     if injected_failure_after_insert(db) {
         return Err(EngineError::Arrow(
             "injected failure after a successful INSERT (test hook)".into(),

@@ -64,7 +64,7 @@ pub(super) fn loaded<'a>(
     Ok(k)
 }
 
-fn absent(e: &EngineError) -> bool {
+pub(super) fn absent(e: &EngineError) -> bool {
     let m = e.to_string();
     ["UNKNOWN_TABLE", "UNKNOWN_DATABASE"]
         .iter()

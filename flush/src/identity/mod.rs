@@ -50,8 +50,11 @@ use crate::engine::PooledConnection;
 use crate::error::{EngineError, Result};
 use crate::table::{SERIES_ID, TIME};
 
+mod last;
 mod lookup;
 mod written;
+
+pub use last::{Cell, LastPoint, LastPoints, Reader, Resolved, TableLasts};
 
 use lookup::loaded;
 use written::Written;
@@ -173,6 +176,8 @@ struct Table {
 #[derive(Debug, Default)]
 pub struct IdentityIndex {
     tables: Mutex<HashMap<(String, String), Arc<Table>>>,
+    /// The last point of each series of the tables read for them.
+    last: LastPoints,
     /// Admin statements that may change data, running now.
     admin_writes: AtomicU64,
     /// Bumped when an admin statement that may change data starts and ends.
@@ -216,6 +221,20 @@ impl Drop for InsertGuard {
 }
 
 impl IdentityIndex {
+    /// An index keeping the last points of at most `last_point_series`
+    /// series ([`LastPoints`]; 0: none).
+    pub fn new(last_point_series: usize) -> IdentityIndex {
+        IdentityIndex {
+            last: LastPoints::new(last_point_series),
+            ..IdentityIndex::default()
+        }
+    }
+
+    /// The last point of each series of the tables read for them.
+    pub fn last_points(&self) -> &LastPoints {
+        &self.last
+    }
+
     fn table(&self, db: &str, measurement: &str) -> Arc<Table> {
         self.tables
             .lock()
@@ -423,6 +442,13 @@ impl IdentityIndex {
         self.tables
             .lock()
             .remove(&(db.to_string(), measurement.to_string()));
+        self.last.forget_table(db, measurement);
+    }
+
+    /// Forgets the last points of `db`'s tables (`DROP DATABASE`). (What may
+    /// share a point is kept: claiming more than a table holds is safe.)
+    pub fn forget_database(&self, db: &str) {
+        self.last.forget_database(db);
     }
 
     /// An admin statement that may change data starts: reads group
@@ -431,6 +457,7 @@ impl IdentityIndex {
     pub fn admin_write_started(&self) {
         self.admin_writes.fetch_add(1, SeqCst);
         self.admin_epoch.fetch_add(1, SeqCst);
+        self.last.admin_write_started();
     }
 
     /// The admin statement ended: every table reloads from the engine before
@@ -443,5 +470,6 @@ impl IdentityIndex {
         }
         self.admin_epoch.fetch_add(1, SeqCst);
         self.admin_writes.fetch_sub(1, SeqCst);
+        self.last.admin_write_done();
     }
 }

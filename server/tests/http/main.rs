@@ -15,6 +15,7 @@ mod grafana;
 mod influxql;
 mod influxql_diff;
 mod influxql_render;
+mod last_point;
 mod limits;
 mod logs;
 mod metrics_docs;

@@ -30,7 +30,7 @@ fn health_until(s: &Server, what: &str, done: impl Fn(&Value) -> bool) -> Value 
 }
 
 /// The value of an unlabelled metric in `/metrics`.
-fn metric(s: &Server, name: &str) -> Option<f64> {
+pub(crate) fn metric(s: &Server, name: &str) -> Option<f64> {
     let text = s.get("/metrics").text().unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("{name} ")))

@@ -116,7 +116,10 @@ impl Storage {
             }
             let rows = match table {
                 Some((name, scan)) => self.read_subquery(&plan, req, name, scan)?,
-                None => self.read_points(&plan, req, m)?,
+                None => match self.read_last_points(&plan, req, m)? {
+                    Some(rows) => rows,
+                    None => self.read_points(&plan, req, m)?,
+                },
             };
             let mut found = to_series(&plan, rows, &mut budget)?;
             if plan.order_desc {

@@ -20,6 +20,7 @@ mod exec;
 mod expr;
 pub mod fill;
 mod integral;
+mod last_point;
 mod plan;
 mod post;
 mod range;
@@ -61,6 +62,7 @@ pub struct InfluxqlRequest<'a> {
 /// Registers InfluxQL's metrics, so they are exported before the first read.
 pub(crate) fn register_metrics() {
     unflushed::register_metrics();
+    last_point::register_metrics();
 }
 
 /// `OFFSET`/`LIMIT` over rows, points or series (`LIMIT 0` is none).

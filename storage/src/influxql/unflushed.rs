@@ -154,7 +154,7 @@ pub(crate) fn scan_tags(
 /// when there are none, or when there were more than `max_rows` rows and the
 /// flusher has now inserted them (the table has them).
 #[allow(clippy::too_many_arguments)]
-fn acked_parts(
+pub(crate) fn acked_parts(
     engine: &flush::Engine,
     db: &str,
     measurement: &str,
@@ -226,7 +226,7 @@ pub(crate) fn wait_first_flush(
 const FIRST_FLUSH_WAIT: Duration = Duration::from_secs(10);
 
 /// The plan's tags and fields with the kinds the table stores them as.
-fn columns(plan: &Plan, schema: &MeasurementSchema) -> Vec<(String, ColumnKind)> {
+pub(crate) fn columns(plan: &Plan, schema: &MeasurementSchema) -> Vec<(String, ColumnKind)> {
     let tags = plan.tags.iter().map(|t| (t.clone(), ColumnKind::Tag));
     let fields = plan.fields.iter().filter_map(|f| {
         let (_, ty) = schema.fields.iter().find(|(name, _)| name == f)?;

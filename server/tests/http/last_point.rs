@@ -1,0 +1,197 @@
+//! Each group's last point (`ORDER BY time DESC LIMIT 1`) is answered from
+//! the flusher's last points, not the engine (docs/influxql.md, "Last
+//! points"): the answer must be the engine's, whatever was written, rewritten,
+//! written late, left unflushed, restarted or dropped.
+
+use serde_json::Value;
+
+use crate::reliability::metric;
+use crate::util::{data_dir, Server, Spawn};
+
+const T0: i64 = 1_700_000_000_000_000_000;
+const SEC: i64 = 1_000_000_000;
+const READS: &str = "chingest_influxql_last_point_reads_total";
+
+fn post(s: &Server, path: &str, params: &[(&str, &str)], body: String) -> (u16, String) {
+    let r = s
+        .client
+        .post(s.url(path))
+        .query(params)
+        .body(body)
+        .send()
+        .unwrap();
+    (r.status().as_u16(), r.text().unwrap())
+}
+
+fn write(s: &Server, body: String) {
+    let (status, text) = post(s, "/write", &[("db", "lp")], body.clone());
+    assert_eq!(status, 204, "{body}: {text}");
+}
+
+fn answer(s: &Server, q: &str) -> Value {
+    let r = s
+        .client
+        .get(s.url("/query"))
+        .query(&[("db", "lp"), ("q", q), ("epoch", "ns")])
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200, "{q}");
+    let v: Value = r.json().unwrap();
+    assert!(v["results"][0].get("error").is_none(), "{q}: {v}");
+    v["results"][0].clone()
+}
+
+/// The shapes compared: answered from the last points, and (with a tag
+/// condition every point meets) by the engine.
+const SHAPES: [(&str, &str); 4] = [
+    (
+        "SELECT * FROM m GROUP BY host",
+        " WHERE host =~ /.*/ GROUP BY host",
+    ),
+    ("SELECT * FROM m", " WHERE host =~ /.*/"),
+    (
+        "SELECT * FROM m GROUP BY *",
+        " WHERE host =~ /.*/ GROUP BY *",
+    ),
+    (
+        "SELECT a, s FROM m WHERE time <= 9000000000000000000 GROUP BY rack",
+        " WHERE host =~ /.*/ AND time <= 9000000000000000000 GROUP BY rack",
+    ),
+];
+
+/// Every shape from memory and from the engine: the same answer. Returns
+/// how many were answered from memory.
+fn compare(s: &Server, round: usize) -> usize {
+    let mut from_memory = 0;
+    for (memory, tail) in SHAPES {
+        let before = metric(s, READS).unwrap();
+        let got = answer(s, &format!("{memory} ORDER BY time DESC LIMIT 1"));
+        if metric(s, READS).unwrap() > before {
+            from_memory += 1;
+        }
+        let select = memory.split(" FROM m").next().unwrap();
+        let engine = answer(
+            s,
+            &format!("{select} FROM m{tail} ORDER BY time DESC LIMIT 1"),
+        );
+        assert_eq!(got, engine, "round {round}: {memory}");
+    }
+    from_memory
+}
+
+/// A small deterministic generator (no dependency for one test).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// Writes one point a round (new latest points, rewrites of a series' last
+/// point with some fields, points older than the last, new series, some
+/// without the `rack` tag) and compares the answers after each.
+fn rounds(s: &Server, rng: &mut Lcg, last: &mut [i64; 12], from: usize, to: usize) -> usize {
+    let mut from_memory = 0;
+    for round in from..to {
+        let host = rng.next(12) as usize;
+        let t = match rng.next(4) {
+            0 if last[host] > 0 => last[host], // rewrite the last point
+            1 if last[host] > 0 => last[host] - 3 * SEC, // an older point
+            _ => T0 + round as i64 * SEC,      // a new latest point
+        };
+        last[host] = last[host].max(t);
+        let mut fields = Vec::new();
+        if rng.next(2) == 0 {
+            fields.push(format!("a={}.5", rng.next(100)));
+        }
+        if rng.next(2) == 0 {
+            fields.push(format!("b={}i", rng.next(100)));
+        }
+        if rng.next(3) == 0 {
+            fields.push(format!("s=\"r{round}\""));
+        }
+        if fields.is_empty() || rng.next(4) == 0 {
+            fields.push(format!("ok={}", rng.next(2) == 0));
+        }
+        let rack = if host.is_multiple_of(3) {
+            String::new()
+        } else {
+            format!(",rack=r{}", host % 2)
+        };
+        write(s, format!("m,host=h{host}{rack} {} {t}", fields.join(",")));
+        from_memory += compare(s, round);
+    }
+    from_memory
+}
+
+#[test]
+fn last_points_answer_as_the_engine_through_rewrites_restarts_and_drops() {
+    let data = data_dir();
+    let mut last = [0i64; 12];
+    let mut rng = Lcg(7);
+    let from_memory = {
+        let s = Spawn::new(data.path()).start();
+        s.query("CREATE DATABASE lp");
+        rounds(&s, &mut rng, &mut last, 0, 120)
+    };
+    // Every shape but the one whose series may lack its fields (`a, s`)
+    // comes from memory each time (nothing else reads concurrently).
+    assert!(
+        from_memory >= 3 * 120,
+        "{from_memory} of {} from memory",
+        4 * 120
+    );
+
+    // Restarted with nothing flushing: the last points load from the engine
+    // and every new point is read from the unflushed set.
+    let mut s = Spawn::new(data.path())
+        .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
+        .start();
+    let from_memory = rounds(&s, &mut rng, &mut last, 120, 200);
+    assert!(
+        from_memory >= 3 * 80,
+        "{from_memory} of {} from memory",
+        4 * 80
+    );
+    assert!(
+        metric(&s, "chingest_influxql_unflushed_rows_total").unwrap() > 0.0,
+        "the points stayed unflushed"
+    );
+
+    // Dropped: the last points go with the measurement; new points are all.
+    let (status, text) = post(
+        &s,
+        "/query",
+        &[("db", "lp"), ("q", "DROP MEASUREMENT m")],
+        String::new(),
+    );
+    assert_eq!(status, 200, "{text}");
+    write(&s, format!("m,host=h99 a=1.5 {}", T0 + 1_000 * SEC));
+    compare(&s, 200);
+    let got = answer(
+        &s,
+        "SELECT * FROM m GROUP BY host ORDER BY time DESC LIMIT 1",
+    );
+    assert_eq!(got["series"].as_array().unwrap().len(), 1, "{got}");
+    let (status, text) = post(
+        &s,
+        "/query",
+        &[("q", "DROP DATABASE lp; CREATE DATABASE lp")],
+        String::new(),
+    );
+    assert_eq!(status, 200, "{text}");
+    write(&s, format!("m,host=h98 b=2i {}", T0 + 2_000 * SEC));
+    compare(&s, 201);
+    let got = answer(
+        &s,
+        "SELECT * FROM m GROUP BY host ORDER BY time DESC LIMIT 1",
+    );
+    assert_eq!(got["series"][0]["tags"]["host"], "h98", "{got}");
+    assert_eq!(got["series"].as_array().unwrap().len(), 1, "{got}");
+    s.terminate();
+}

@@ -1,0 +1,235 @@
+//! Each group's last point (`SELECT … ORDER BY time DESC LIMIT 1`:
+//! Grafana's "current value", TSBS `lastpoint`) from the flusher's last
+//! points (`flush::LastPoints`) instead of an engine statement: the engine
+//! would read every granule of every part to find the series' tails.
+//!
+//! The same answer as the engine's: the acknowledged points not flushed yet
+//! are taken first (waiting until the flusher received every acknowledged
+//! write), then a copy of the table's last points, and the unflushed rows
+//! merged into it (point identity: last write wins field by field). A
+//! series' last point after the query's time range, or one without any of
+//! the shown fields, means the group's answer is an older point: the read
+//! goes to the engine then, as it does for any other statement shape, for a
+//! database with a retention (the engine deletes its old points lazily), and
+//! when the last points cannot be had (being loaded, too many series).
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
+use flush::{quote_ident, Cell, ReadScope, Reader, SqlAccess, TableLasts};
+use ingest::catalog::MeasurementSchema;
+
+use super::error::InfluxqlError;
+use super::plan::Plan;
+use super::rows::Row;
+use super::series::Value;
+use super::{unflushed, InfluxqlRequest};
+use crate::Storage;
+
+/// Reads answered from the last points.
+pub(crate) const LAST_POINT_READS: &str = "chingest_influxql_last_point_reads_total";
+
+pub(crate) fn register_metrics() {
+    metrics::counter!(LAST_POINT_READS).increment(0);
+}
+
+/// Where an output column's value comes from.
+enum Shown {
+    Field(String),
+    /// A tag (`''`, no tag, shows as null).
+    Tag(String),
+}
+
+/// The shown columns, when `plan` asks for each group's last point and
+/// every column is a field or a tag as it is.
+fn shown(plan: &Plan) -> Option<Vec<Shown>> {
+    let single_last = plan.aggregate.is_none()
+        && plan.source.is_none()
+        && plan.order_desc
+        && plan.limit == Some(1)
+        && plan.offset.unwrap_or(0) == 0
+        && plan.outer_where.is_empty()
+        && plan.inner_where.is_empty()
+        && !plan.nonnull.is_empty();
+    if !single_last {
+        return None;
+    }
+    plan.columns
+        .iter()
+        .map(|c| {
+            if c.transform.is_some() || c.reducer.is_some() || c.companion.is_some() {
+                return None;
+            }
+            if let Some(f) = plan.fields.iter().find(|f| quote_ident(f) == c.sql) {
+                return Some(Shown::Field(f.clone()));
+            }
+            plan.tags
+                .iter()
+                .find(|t| format!("nullIf({}, '')", quote_ident(t)) == c.sql)
+                .map(|t| Shown::Tag(t.clone()))
+        })
+        .collect()
+}
+
+fn may_read(access: &SqlAccess, db: &str) -> bool {
+    match access {
+        SqlAccess::Admin | SqlAccess::Read(ReadScope::All) => true,
+        SqlAccess::Read(ReadScope::Databases(dbs)) => dbs.contains(db),
+    }
+}
+
+fn value(cell: Option<&Cell>) -> Value {
+    match cell {
+        None => Value::Null,
+        Some(Cell::Float(f)) if f.is_finite() => Value::Float(*f),
+        Some(Cell::Float(_)) => Value::Null,
+        Some(Cell::Integer(i)) => Value::Integer(*i),
+        Some(Cell::Unsigned(u)) => Value::Unsigned(*u),
+        Some(Cell::String(s)) => Value::String(s.to_string()),
+        Some(Cell::Boolean(b)) => Value::Boolean(*b),
+    }
+}
+
+impl Storage {
+    /// The rows of `plan` (one per group, ordered by group) from the last
+    /// points; `None` when the engine must answer.
+    pub(crate) fn read_last_points(
+        &self,
+        plan: &Plan,
+        req: &InfluxqlRequest<'_>,
+        schema: &MeasurementSchema,
+    ) -> Result<Option<Vec<Row>>, InfluxqlError> {
+        let Some(shown) = shown(plan) else {
+            return Ok(None);
+        };
+        if !may_read(req.access, &plan.db) || self.catalog.retention_secs(&plan.db) > 0 {
+            return Ok(None);
+        }
+        let engine = self
+            .engine()
+            .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
+        let unavailable = |e: flush::EngineError| {
+            InfluxqlError::from(flush::SqlError::Unavailable(format!(
+                "cannot read the last points: {e}"
+            )))
+        };
+        // Unflushed rows first: a row leaves them only once the last points
+        // have it.
+        let acked = self.wal.last_seq();
+        let parts = unflushed::acked_parts(
+            &engine,
+            &plan.db,
+            &plan.measurement,
+            i64::MIN,
+            i64::MAX,
+            acked,
+            self.row_limit(),
+            req.cancel,
+        )?;
+        // The unflushed rows' last points, merged over the table's below.
+        let mut overlay = TableLasts::default();
+        if let Some(parts) = parts {
+            let columns = unflushed::columns(plan, schema);
+            if let Some(batch) = flush::unflushed::rows_in(&parts, &columns, i64::MIN, i64::MAX)
+                .map_err(unavailable)?
+            {
+                overlay.merge(&batch).map_err(unavailable)?;
+            }
+        }
+        let rows = engine.identity().last_points().read(
+            &|| engine.connection(),
+            &plan.db,
+            &plan.measurement,
+            |table| answer(plan, &shown, table, &overlay),
+        );
+        let rows = match rows {
+            Ok(Some(Some(rows))) => rows,
+            Ok(_) => return Ok(None),
+            Err(e) => {
+                tracing::warn!(db = %plan.db, measurement = %plan.measurement,
+                    "last points not loaded ({e}); reading the table");
+                return Ok(None);
+            }
+        };
+        metrics::counter!(LAST_POINT_READS).increment(1);
+        Ok(Some(rows))
+    }
+}
+
+/// Each group's last point from `table`'s last points with `overlay` (the
+/// unflushed rows') merged in, ordered by group; `None` when a group's
+/// answer may be an older point (the engine answers then).
+fn answer(
+    plan: &Plan,
+    shown: &[Shown],
+    table: &TableLasts,
+    overlay: &TableLasts,
+) -> Option<Vec<Row>> {
+    // The columns read, in this order: group tags, order tags, the fields
+    // that make a point show, the shown columns.
+    let present: Vec<&String> = plan
+        .fields
+        .iter()
+        .filter(|f| plan.nonnull.contains(&quote_ident(f)))
+        .collect();
+    let mut names: Vec<&str> = Vec::new();
+    names.extend(plan.group_tags.iter().map(String::as_str));
+    names.extend(plan.order_tags.iter().map(String::as_str));
+    names.extend(present.iter().map(|f| f.as_str()));
+    names.extend(shown.iter().map(|s| match s {
+        Shown::Field(n) | Shown::Tag(n) => n.as_str(),
+    }));
+    let (g, o, p) = (plan.group_tags.len(), plan.order_tags.len(), present.len());
+    let tag = |c: Option<&Cell>| match c {
+        Some(Cell::String(s)) => s.to_string(),
+        _ => String::new(),
+    };
+    let reader = Reader::new(table, overlay, &names);
+    // Per group: latest first; among equal times, series in tag order.
+    type Best = (i64, Reverse<(Vec<String>, u64)>, Vec<Value>);
+    let mut best: BTreeMap<Vec<String>, Best> = BTreeMap::new();
+    for (sid, point) in reader.points() {
+        if plan.range.max.is_some_and(|max| point.time > max) {
+            // The range's last point of this series is an older one.
+            return None;
+        }
+        if plan.range.min.is_some_and(|min| point.time < min) {
+            continue;
+        }
+        let cells = &point.cells;
+        if cells[g + o..g + o + p].iter().all(Option::is_none) {
+            // Its last point shows nothing: an older one would.
+            return None;
+        }
+        let group: Vec<String> = cells[..g].iter().map(|c| tag(*c)).collect();
+        let order: Vec<String> = cells[g..g + o].iter().map(|c| tag(*c)).collect();
+        let key = (point.time, Reverse((order, sid)));
+        if best
+            .get(&group)
+            .is_some_and(|b| (b.0, &b.1) >= (key.0, &key.1))
+        {
+            continue;
+        }
+        let values = shown
+            .iter()
+            .zip(&cells[g + o + p..])
+            .map(|(s, c)| match (s, c) {
+                (Shown::Tag(_), c) => match tag(*c) {
+                    v if v.is_empty() => Value::Null,
+                    v => Value::String(v),
+                },
+                (Shown::Field(_), c) => value(*c),
+            })
+            .collect();
+        best.insert(group, (key.0, key.1, values));
+    }
+    Some(
+        best.into_iter()
+            .map(|(group, (time, _, values))| Row {
+                time: Some(time),
+                group,
+                values,
+            })
+            .collect(),
+    )
+}
