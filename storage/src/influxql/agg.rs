@@ -148,7 +148,13 @@ pub(crate) fn call(
         "count" => guard(format!("toInt64(count({c}))"), Kind::Integer),
         "sum" if numeric => guard(format!("sum({c})"), sum_kind(q.kind)),
         "mean" if numeric => guard(format!("avg({c})"), Kind::Float),
-        "min" | "max" | "first" | "last" => {
+        // The value a max or min picks is the largest or smallest value,
+        // whichever point it came from (its time and other columns, when
+        // shown, are `selector_time` / `selector_aux`): the plain aggregate,
+        // about twice as fast in the engine as ordering (value, time) tuples
+        // (`cpu-max-all-8`: 40 against 75 ms).
+        "min" | "max" => guard(format!("{name}({c})"), q.kind),
+        "first" | "last" => {
             let (f, key) = selector_order(name, c).expect("a selector");
             let kind = q.kind;
             guard(format!("{f}({c}, {key}, {c} IS NOT NULL)"), kind)
