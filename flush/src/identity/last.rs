@@ -47,7 +47,7 @@ use arrow::datatypes::{
 use arrow::ipc::reader::StreamReader;
 use parking_lot::Mutex;
 
-use super::BySeries;
+use super::{typed, BySeries};
 use crate::engine::PooledConnection;
 use crate::error::{EngineError, Result};
 use crate::table::{qualified, ROW, SEQ, SERIES_ID, TIME};
@@ -190,23 +190,11 @@ impl TableLasts {
     /// Merges the rows of `batch` (the engine's layout: `time`, `series_id`,
     /// `__seq`, `__row`, then tags and fields) into the points.
     pub fn merge(&mut self, batch: &RecordBatch) -> Result<()> {
-        let arrow_err = |what: &str| EngineError::Arrow(format!("last points: {what}"));
-        let time = batch
-            .column_by_name(TIME)
-            .and_then(|c| c.as_primitive_opt::<TimestampNanosecondType>())
-            .ok_or_else(|| arrow_err("no Timestamp(ns) time column"))?;
-        let series = batch
-            .column_by_name(SERIES_ID)
-            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .ok_or_else(|| arrow_err("no UInt64 series_id column"))?;
-        let seq = batch
-            .column_by_name(SEQ)
-            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .ok_or_else(|| arrow_err("no UInt64 __seq column"))?;
-        let row = batch
-            .column_by_name(ROW)
-            .and_then(|c| c.as_primitive_opt::<UInt32Type>())
-            .ok_or_else(|| arrow_err("no UInt32 __row column"))?;
+        let who = "last points";
+        let time = typed::<TimestampNanosecondType>(batch, TIME, who)?;
+        let series = typed::<UInt64Type>(batch, SERIES_ID, who)?;
+        let seq = typed::<UInt64Type>(batch, SEQ, who)?;
+        let row = typed::<UInt32Type>(batch, ROW, who)?;
         // Each series' latest time in the batch and the rows at it.
         let mut latest: BySeries<(i64, Vec<usize>)> = BySeries::default();
         for (i, (&sid, &t)) in series.values().iter().zip(time.values()).enumerate() {

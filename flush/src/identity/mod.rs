@@ -76,6 +76,19 @@ pub enum Rewrites {
     All,
 }
 
+/// Column `name` of `batch` as a `T` array, or an error naming `who` and
+/// what the column should have been.
+pub(crate) fn typed<'b, T: arrow::datatypes::ArrowPrimitiveType>(
+    batch: &'b RecordBatch,
+    name: &str,
+    who: &str,
+) -> Result<&'b arrow::array::PrimitiveArray<T>> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_primitive_opt::<T>())
+        .ok_or_else(|| EngineError::Arrow(format!("{who}: no {} {name} column", T::DATA_TYPE)))
+}
+
 /// Series ids are xxh3 hashes already: hashing them again would cost the
 /// insert path a second hash per row.
 #[derive(Debug, Default)]
@@ -261,15 +274,8 @@ impl IdentityIndex {
         measurement: &str,
         batch: &RecordBatch,
     ) -> Result<InsertGuard> {
-        let arrow_err = |what: &str| EngineError::Arrow(format!("identity index: {what}"));
-        let times = batch
-            .column_by_name(TIME)
-            .and_then(|c| c.as_primitive_opt::<TimestampNanosecondType>())
-            .ok_or_else(|| arrow_err("no Timestamp(ns) time column"))?;
-        let series = batch
-            .column_by_name(SERIES_ID)
-            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .ok_or_else(|| arrow_err("no UInt64 series_id column"))?;
+        let times = typed::<TimestampNanosecondType>(batch, TIME, "identity index")?;
+        let series = typed::<UInt64Type>(batch, SERIES_ID, "identity index")?;
         let pairs = || series.values().iter().zip(times.values().iter());
         let table = self.table(db, measurement);
         let (guard, suspects, others) = {

@@ -43,21 +43,15 @@ enum Shown {
 /// The shown columns, when `plan` asks for each group's last point and
 /// every column is a field or a tag as it is.
 fn shown(plan: &Plan) -> Option<Vec<Shown>> {
-    let single_last = plan.aggregate.is_none()
-        && plan.source.is_none()
-        && plan.order_desc
-        && plan.limit == Some(1)
-        && plan.offset.unwrap_or(0) == 0
-        && plan.outer_where.is_empty()
-        && plan.inner_where.is_empty()
-        && !plan.nonnull.is_empty();
-    if !single_last {
+    // Tag conditions are left to the engine too (the last points know no
+    // InfluxQL conditions).
+    if !plan.asks_last_point() || !plan.inner_where.is_empty() {
         return None;
     }
     plan.columns
         .iter()
         .map(|c| {
-            if c.transform.is_some() || c.reducer.is_some() || c.companion.is_some() {
+            if c.reducer.is_some() || c.companion.is_some() {
                 return None;
             }
             if let Some(f) = plan.fields.iter().find(|f| quote_ident(f) == c.sql) {

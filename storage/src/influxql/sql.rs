@@ -330,14 +330,7 @@ fn latest_per_series(
     conds: &[String],
     unflushed: Option<&Unflushed>,
 ) -> Option<String> {
-    let single_last = plan.aggregate.is_none()
-        && plan.source.is_none()
-        && plan.order_desc
-        && plan.limit == Some(1)
-        && plan.offset.unwrap_or(0) == 0
-        && plan.outer_where.is_empty()
-        && !plan.transforms();
-    if !single_last || plan.nonnull.is_empty() {
+    if !plan.asks_last_point() {
         return None;
     }
     // Each shown value must be one field's merged column: then a point shows

@@ -146,6 +146,20 @@ impl Plan {
     pub(crate) fn transforms(&self) -> bool {
         self.columns.iter().any(|c| c.transform.is_some())
     }
+
+    /// Raw points, each group's latest one only (`ORDER BY time DESC LIMIT
+    /// 1`), with nothing that could pick another point (a field condition, a
+    /// transformation, an offset), and something shown.
+    pub(crate) fn asks_last_point(&self) -> bool {
+        self.aggregate.is_none()
+            && self.source.is_none()
+            && self.order_desc
+            && self.limit == Some(1)
+            && self.offset.unwrap_or(0) == 0
+            && self.outer_where.is_empty()
+            && !self.transforms()
+            && !self.nonnull.is_empty()
+    }
 }
 
 /// What the statement is, whatever it reads.
