@@ -179,6 +179,12 @@ impl Unflushed {
             .insert((db.to_string(), measurement.to_string()));
     }
 
+    /// Asks the flusher to insert what every table buffers now (a delete waits for it).
+    pub fn hurry_all(&self) {
+        let tables: Vec<Key> = self.parts.read().keys().cloned().collect();
+        self.hurried.lock().extend(tables);
+    }
+
     /// The tables reads asked to flush now, forgotten once taken.
     pub(crate) fn take_hurried(&self) -> HashSet<Key> {
         std::mem::take(&mut *self.hurried.lock())

@@ -58,8 +58,14 @@ pub enum Statement {
         /// The measurement.
         name: String,
     },
-    /// A statement InfluxDB has and chingest does not implement (`DELETE`,
-    /// `CREATE CONTINUOUS QUERY`, `GRANT`, ...): answered with an error naming it.
+    /// `DELETE [FROM m, /re/, ...] [WHERE ...]` (of the request's `db`): the points of the
+    /// series the tag condition matches, inside its time range.
+    Delete(SeriesDeletion),
+    /// `DROP SERIES [FROM m, /re/, ...] [WHERE ...]` (of the request's `db`): every point of
+    /// the series the tag condition matches, and the series.
+    DropSeries(SeriesDeletion),
+    /// A statement InfluxDB has and chingest does not implement
+    /// (`CREATE CONTINUOUS QUERY`, `GRANT`, ...): answered with an error naming it.
     Unsupported {
         /// What it is, as InfluxQL names it (e.g. `CREATE CONTINUOUS QUERY`).
         what: String,
@@ -67,6 +73,15 @@ pub enum Statement {
         /// authorizes some of these statements against).
         on: Option<String>,
     },
+}
+
+/// `FROM` and `WHERE` of `DELETE` and `DROP SERIES` (at least one of them is present).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SeriesDeletion {
+    /// `FROM m, /re/, ...`: every measurement when empty.
+    pub from: Vec<MeasurementName>,
+    /// `WHERE ...`: tag conditions (and, for `DELETE`, a time range).
+    pub condition: Option<Expr>,
 }
 
 /// `ON`, `FROM`, `WHERE`, `LIMIT` and `OFFSET` of `SHOW` statements.

@@ -406,6 +406,14 @@ impl Display for Statement {
             Statement::DropMeasurement { name } => {
                 write!(f, "DROP MEASUREMENT {}", quote_ident(name))
             }
+            Statement::Delete(d) => {
+                f.write_str("DELETE")?;
+                show_clauses(f, &None, &d.from, &d.condition)
+            }
+            Statement::DropSeries(d) => {
+                f.write_str("DROP SERIES")?;
+                show_clauses(f, &None, &d.from, &d.condition)
+            }
             Statement::Unsupported { what, .. } => f.write_str(what),
         }
     }

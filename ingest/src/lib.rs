@@ -43,7 +43,7 @@ pub mod wire;
 mod write;
 
 pub use batch::MeasurementBatch;
-pub use catalog::{Catalog, Limits, MeasurementSchema, MetaRecord};
+pub use catalog::{Catalog, Limits, MeasurementSchema, MetaRecord, SeriesDrop};
 pub use error::{
     CatalogError, DropKind, DroppedPoint, LineError, MsgpackError, PrecisionError, SeriesKeyError,
     WireError, WriteError,

@@ -273,7 +273,7 @@ impl From<storage::StorageError> for ApiError {
                 reason: "the WAL queue is full".into(),
                 retry_after: 1,
             },
-            e @ (S::ShuttingDown | S::WalFailed(_) | S::DiskFull(_)) => {
+            e @ (S::ShuttingDown | S::WalFailed(_) | S::DiskFull(_) | S::NotFlushed { .. }) => {
                 ApiError::Unavailable(e.to_string())
             }
             S::Engine(e) => match e.engine_message() {
@@ -315,6 +315,7 @@ impl From<storage::InfluxqlError> for ApiError {
         use storage::InfluxqlError as E;
         match e {
             E::Sql(e) => e.into(),
+            E::Storage(e) => (*e).into(),
             e @ E::EngineAnswer(_) => ApiError::Internal(e.to_string()),
             e => ApiError::Query(e.to_string()),
         }

@@ -57,6 +57,13 @@ pub enum StorageError {
     /// `SHOW TAG VALUES` (a limit, a busy sandbox).
     #[error("SHOW TAG VALUES: {0}")]
     TagValues(#[source] flush::SqlError),
+    /// A delete waited for the writes acknowledged before it to reach the engine, in vain
+    /// (the engine is failing or far behind): nothing was deleted.
+    #[error("the writes acknowledged before this statement did not reach the engine within {waited_secs} s (see /health); nothing was deleted, retry later")]
+    NotFlushed {
+        /// How long it waited.
+        waited_secs: u64,
+    },
     /// An answer from the engine did not have the expected shape.
     #[error("unexpected engine answer for {what}: {message}")]
     EngineAnswer {

@@ -37,6 +37,7 @@ mod read;
 mod recovery;
 mod registry;
 mod repair;
+mod series_delete;
 mod shutdown;
 pub mod store;
 

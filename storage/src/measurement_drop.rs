@@ -98,6 +98,15 @@ impl Storage {
         self.require(db)?;
         let _admin = self.lifecycle.admin.lock();
         let _drained = self.lifecycle.writes.drain();
+        self.drop_measurement_drained(db, measurement)
+    }
+
+    /// [`Storage::drop_measurement_now`] with the admin lock held and the write gate drained.
+    pub(crate) fn drop_measurement_drained(
+        &self,
+        db: &str,
+        measurement: &str,
+    ) -> Result<bool, StorageError> {
         if !self.catalog.measurement_exists(db, measurement.as_bytes()) {
             // An earlier drop of it that did not finish finishes now.
             if let Some((_, _, up_to)) = pending(&self.wal)?

@@ -499,6 +499,12 @@ impl<T: Send + 'static> Wal<T> {
         self.shared.last_seq.load(Acquire)
     }
 
+    /// The flushed sequence: every entry at or below it is in the engine and gone from the
+    /// log (a restart replays none of them).
+    pub fn flushed_seq(&self) -> u64 {
+        self.shared.flushed_seq.load(Acquire)
+    }
+
     /// A snapshot of queue depth, sequences, lag and the last group's size and latency. Also
     /// refreshes the queue/lag gauges.
     pub fn stats(&self) -> WalStats {

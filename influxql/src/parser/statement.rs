@@ -3,8 +3,8 @@
 //! implement parse to [`Statement::Unsupported`] naming them.
 
 use super::Parser;
-use crate::ast::Statement;
-use crate::error::ParseError;
+use crate::ast::{SeriesDeletion, Statement};
+use crate::error::{ParseError, Pos};
 use crate::token::{Keyword as K, Kind};
 
 const STATEMENTS: &[&str] = &[
@@ -59,7 +59,7 @@ impl Parser<'_> {
             Kind::Kw(K::SHOW) => self.show(),
             Kind::Kw(K::CREATE) => self.create(),
             Kind::Kw(K::DROP) => self.drop_statement(),
-            Kind::Kw(K::DELETE) => self.needs_from_or_where("DELETE"),
+            Kind::Kw(K::DELETE) => self.series_deletion().map(Statement::Delete),
             Kind::Kw(K::GRANT) => self.unsupported("GRANT"),
             Kind::Kw(K::REVOKE) => self.unsupported("REVOKE"),
             Kind::Kw(K::EXPLAIN) => {
@@ -186,7 +186,7 @@ impl Parser<'_> {
             Kind::Kw(K::CONTINUOUS) => self.keywords(&[K::QUERY], "DROP CONTINUOUS QUERY"),
             Kind::Kw(K::RETENTION) => self.keywords(&[K::POLICY], "DROP RETENTION POLICY"),
             Kind::Kw(K::MEASUREMENT) => self.drop_measurement(),
-            Kind::Kw(K::SERIES) => self.needs_from_or_where("DROP SERIES"),
+            Kind::Kw(K::SERIES) => self.series_deletion().map(Statement::DropSeries),
             Kind::Kw(K::SHARD) => self.unsupported("DROP SHARD"),
             Kind::Kw(K::SUBSCRIPTION) => self.unsupported("DROP SUBSCRIPTION"),
             Kind::Kw(K::USER) => self.unsupported("DROP USER"),
@@ -194,13 +194,34 @@ impl Parser<'_> {
         }
     }
 
-    /// `DELETE` and `DROP SERIES`, which need `FROM` or `WHERE`.
-    fn needs_from_or_where(&mut self, what: &str) -> Result<Statement, ParseError> {
+    /// `[FROM ...] [WHERE ...]` of `DELETE` and `DROP SERIES`, which need one of them. As in
+    /// InfluxDB, a source names no database or retention policy: these statements apply to
+    /// the request's database.
+    fn series_deletion(&mut self) -> Result<SeriesDeletion, ParseError> {
         let t = self.peek_ws();
         if !(t.is(K::FROM) || t.is(K::WHERE)) {
             return Err(ParseError::unexpected(&t, &["FROM", "WHERE"]));
         }
-        self.unsupported(what)
+        let mut from = Vec::new();
+        if self.accept_kw(K::FROM) {
+            from = self.measurements()?;
+            for m in &from {
+                // InfluxDB reports these at the start of the query (its error has no position).
+                if m.database.is_some() {
+                    return Err(ParseError::at("database not supported", Pos::default()));
+                }
+                if m.retention_policy.is_some() {
+                    return Err(ParseError::at(
+                        "retention policy not supported",
+                        Pos::default(),
+                    ));
+                }
+            }
+        }
+        Ok(SeriesDeletion {
+            from,
+            condition: self.condition()?,
+        })
     }
 
     /// The remaining leading keywords of an unimplemented statement, then the statement.

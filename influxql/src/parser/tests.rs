@@ -506,8 +506,6 @@ fn create_and_drop_database_keep_the_old_semantics() {
 #[test]
 fn unsupported_statements_are_named() {
     for (q, what) in [
-        ("DELETE FROM cpu WHERE time < now()", "DELETE"),
-        ("DROP SERIES FROM cpu", "DROP SERIES"),
         ("DROP RETENTION POLICY rp ON db", "DROP RETENTION POLICY"),
         ("CREATE CONTINUOUS QUERY cq ON db BEGIN SELECT mean(x) INTO y FROM z GROUP BY time(1m) END", "CREATE CONTINUOUS QUERY"),
         ("CREATE RETENTION POLICY rp ON db DURATION 1d REPLICATION 1", "CREATE RETENTION POLICY"),
@@ -541,6 +539,43 @@ fn unsupported_statements_are_named() {
 }
 
 #[test]
+fn delete_and_drop_series_keep_their_sources_and_condition() {
+    let st = parse_statement("DELETE FROM cpu, /^mem/ WHERE host = 'a' AND time < now()").unwrap();
+    let Statement::Delete(d) = &st else {
+        panic!("{st:?}")
+    };
+    assert_eq!(d.from.len(), 2);
+    assert!(d.condition.is_some());
+    assert_eq!(
+        st.to_string(),
+        "DELETE FROM cpu, /^mem/ WHERE host = 'a' AND time < now()"
+    );
+    let st = parse_statement("DROP SERIES WHERE \"host\" = 'a b'").unwrap();
+    let Statement::DropSeries(d) = &st else {
+        panic!("{st:?}")
+    };
+    assert!(d.from.is_empty());
+    assert_eq!(st.to_string(), "DROP SERIES WHERE host = 'a b'");
+    assert!(matches!(
+        parse_statement("DROP SERIES FROM cpu").unwrap(),
+        Statement::DropSeries(_)
+    ));
+    for (q, msg) in [
+        (
+            "DELETE FROM db..cpu",
+            "database not supported at line 1, char 1",
+        ),
+        (
+            "DROP SERIES FROM \"rp\".\"cpu\"",
+            "retention policy not supported at line 1, char 1",
+        ),
+    ] {
+        let e = parse_statement(q).unwrap_err();
+        assert_eq!(e.to_string(), msg, "{q}");
+    }
+}
+
+#[test]
 fn unsupported_statements_keep_the_database_of_their_first_on() {
     for (q, on) in [
         ("DROP RETENTION POLICY rp ON db", Some("db")),
@@ -551,7 +586,7 @@ fn unsupported_statements_keep_the_database_of_their_first_on() {
         ),
         ("SHOW MEASUREMENT CARDINALITY ON db", Some("db")),
         ("SHOW MEASUREMENT CARDINALITY", None),
-        ("DROP SERIES FROM a WHERE on = 'x'", None),
+        ("DROP CONTINUOUS QUERY on", None),
     ] {
         match parse_statement(q).unwrap_or_else(|e| panic!("{q}: {e}")) {
             Statement::Unsupported { on: got, .. } => assert_eq!(got.as_deref(), on, "{q}"),

@@ -59,11 +59,13 @@ mod record;
 mod resolve;
 mod rules;
 mod schema;
+mod series_drop;
 mod state;
 
 pub use record::{series_prefix, MetaRecord, Record, DB_RECORD_PREFIX, RECORD_PREFIX};
 pub use resolve::{MeasurementPlan, Resolution};
 pub use schema::MeasurementSchema;
+pub use series_drop::SeriesDrop;
 
 use record::{kind_prefix, measurement_prefix, Kind};
 use state::{shard_of, DbCatalog};

@@ -57,6 +57,8 @@ fn needs<'a>(st: &'a Statement, db: Option<&'a str>) -> Needs<'a> {
             Needs::Read(dbs)
         }
         Statement::ShowDatabases => Needs::Nothing,
+        // WRITE on the request's database, as InfluxDB 1.x requires.
+        Statement::Delete(_) | Statement::DropSeries(_) => Needs::Write(db.unwrap_or("")),
         Statement::Unsupported { what, on: o } => unsupported_needs(what, o.as_deref(), db),
         Statement::ShowRetentionPolicies { on: o } => on(o),
         Statement::ShowMeasurements(s) => on(&s.on),
@@ -95,7 +97,6 @@ fn unsupported_needs<'a>(what: &str, on: Option<&'a str>, db: Option<&'a str>) -
         | "SHOW SUBSCRIPTIONS"
         | "KILL QUERY" => Needs::Admin,
         "DROP RETENTION POLICY" | "DROP CONTINUOUS QUERY" => Needs::Write(named),
-        "DELETE" | "DROP SERIES" => Needs::Write(db.unwrap_or("")),
         "CREATE CONTINUOUS QUERY" | "SHOW MEASUREMENT CARDINALITY" | "SHOW SERIES CARDINALITY" => {
             Needs::Read(vec![named])
         }

@@ -72,6 +72,7 @@ pub(super) fn execute<S: Store>(
             p.drop_measurement(db, &name)?;
             Ok(StatementResult::default())
         }
+        Statement::Delete(_) | Statement::DropSeries(_) => in_storage(state, cx, &st),
         Statement::Select(_) => run_select(state, cx, &st),
         Statement::ShowDatabases => Ok(show_databases(p, id)),
         Statement::ShowRetentionPolicies { on } => {

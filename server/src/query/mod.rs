@@ -157,9 +157,10 @@ pub async fn query<S: Store>(
 /// them with that warning's text, before running any statement.
 fn state_change_in_get(parsed: &[Statement]) -> Option<ApiError> {
     parsed.iter().find_map(|st| match st {
-        Statement::DropDatabase { .. } | Statement::DropMeasurement { .. } => {
-            Some(ApiError::MethodNotAllowed(read_only_text(st)))
-        }
+        Statement::DropDatabase { .. }
+        | Statement::DropMeasurement { .. }
+        | Statement::Delete(_)
+        | Statement::DropSeries(_) => Some(ApiError::MethodNotAllowed(read_only_text(st))),
         _ => None,
     })
 }

@@ -366,13 +366,16 @@ async fn query_endpoint_statements_and_shapes() {
         .unwrap()
         .starts_with("error parsing query: found FROB"));
     // InfluxQL chingest does not implement is named in the statement's error.
-    let r = send(&app, get("/query?db=db&q=DELETE+FROM+x")).await;
+    let r = send(&app, get("/query?db=db&q=SHOW+SHARDS")).await;
     assert_eq!(r.status, 200);
     let e = r.json()["results"][0]["error"]
         .as_str()
         .unwrap()
         .to_string();
-    assert!(e.contains("DELETE") && e.contains("not supported"), "{e}");
+    assert!(
+        e.contains("SHOW SHARDS") && e.contains("not supported"),
+        "{e}"
+    );
     assert_eq!(send(&app, get("/query")).await.status, 400);
     // Destructive statements need POST (issue 14): 405, nothing runs.
     let r = send(

@@ -405,6 +405,8 @@ fn influxql_reads_only_what_the_caller_may_read() {
         // Refused whole, before anything runs, as InfluxDB 1.x does.
         refused(q, q, "READ on b");
     }
+    // DELETE (and DROP SERIES) need WRITE on the request's database, as in InfluxDB 1.x.
+    refused("DELETE FROM m", "DELETE FROM m", "WRITE on ");
     // Statements chingest does not implement need what InfluxDB 1.6.7 requires
     // of them (probed with auth on); the statement is named, not quoted whole.
     for (q, named, requirement) in [
@@ -420,7 +422,6 @@ fn influxql_reads_only_what_the_caller_may_read() {
             "DROP RETENTION POLICY",
             "WRITE on a",
         ),
-        ("DELETE FROM m", "DELETE", "WRITE on "),
         ("SHOW QUERIES", "SHOW QUERIES", "READ on "),
         (
             "SHOW MEASUREMENT CARDINALITY ON b",

@@ -8,6 +8,7 @@ mod auth;
 mod bounds;
 mod cli;
 mod crash;
+mod delete;
 mod deploy;
 mod door;
 mod drop_measurement;

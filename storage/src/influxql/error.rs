@@ -38,6 +38,9 @@ pub enum InfluxqlError {
     /// generated (no read access, a limit, a busy sandbox).
     #[error(transparent)]
     Sql(#[from] flush::SqlError),
+    /// Used if storage failed a statement that changes data (`DELETE`, `DROP SERIES`).
+    #[error(transparent)]
+    Storage(#[from] Box<crate::StorageError>),
     /// Used if the engine answered in a shape chingest does not read (a bug).
     #[error("unexpected engine answer: {0}")]
     EngineAnswer(String),

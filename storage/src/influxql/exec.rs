@@ -40,6 +40,8 @@ impl Storage {
     ) -> Result<StatementResult, InfluxqlError> {
         match req.statement {
             Statement::Select(s) => self.run_select(&req, s),
+            Statement::Delete(d) => self.run_deletion(&req, d, false),
+            Statement::DropSeries(d) => self.run_deletion(&req, d, true),
             other => self.run_show(&req, other),
         }
     }

@@ -15,6 +15,7 @@
 //! - [`error`]: [`InfluxqlError`], mapped to HTTP by the server.
 
 mod agg;
+mod delete;
 pub mod error;
 mod exec;
 mod expr;

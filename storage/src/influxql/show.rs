@@ -244,7 +244,7 @@ fn common(c: &ShowCommon) -> Clauses<'_> {
     (&c.on, c.from.as_slice(), &c.condition, c.limit, c.offset)
 }
 
-fn in_from(from: &[MeasurementName], m: &str) -> Result<bool, InfluxqlError> {
+pub(super) fn in_from(from: &[MeasurementName], m: &str) -> Result<bool, InfluxqlError> {
     if from.is_empty() {
         return Ok(true);
     }

@@ -1,0 +1,182 @@
+//! `DELETE` and `DROP SERIES`: the points of some series, inside a time range, gone from
+//! the next query on, durably, and exactly those acknowledged before the statement began.
+//!
+//! 1. The statement's position is the WAL's last sequence: every write acknowledged before
+//!    it is at or below it; every row carries its write's sequence (`__seq`).
+//! 2. Wait until the flushed watermark passes it: every such row is in the engine, and none
+//!    will be replayed after a restart (a replayed row the delete had removed would come
+//!    back). No write waits meanwhile.
+//! 3. Per table, the engine deletes the matching rows at or below that sequence (a
+//!    lightweight `DELETE`, synchronous: the next query no longer sees them); rows written
+//!    since are newer and stay. The identity index and the last points reload.
+//! 4. The series that have no point left anywhere go from the catalog (InfluxDB drops a
+//!    series from its index once its last point is deleted): with the write gate drained
+//!    (`gate.rs`) and every committed write received by the flusher, a series is gone when
+//!    neither the unflushed rows nor the table have it. When no series of a measurement is
+//!    left, the measurement is dropped (`measurement_drop.rs`: its fields and tag keys too).
+//!
+//! A `kill -9` at any step loses no acknowledged point and answers nothing; the statement
+//! can be run again. Rows set aside in the dead-letter queue are not deleted (a retry of
+//! them after the delete brings them back).
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use flush::arrow::array::AsArray;
+use flush::arrow::datatypes::UInt64Type;
+
+use crate::{Storage, StorageError};
+
+/// How long a delete waits for the writes acknowledged before it to reach the engine.
+const FLUSH_WAIT: Duration = Duration::from_secs(60);
+
+/// What to delete from one table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableDelete {
+    /// The measurement.
+    pub(crate) measurement: String,
+    /// The engine's condition for the rows (tag conditions and time range, SQL over the
+    /// table's columns); `None` for every row.
+    pub(crate) condition: Option<String>,
+}
+
+impl Storage {
+    /// Deletes what `deletes` says from `db` (see the [module](self)).
+    pub(crate) fn delete_series(
+        &self,
+        db: &str,
+        deletes: &[TableDelete],
+    ) -> Result<(), StorageError> {
+        self.require(db)?;
+        let _admin = self.lifecycle.admin.lock();
+        let up_to = self.wal.last_seq();
+        self.wait_flushed(up_to)?;
+        let engine = self.engine()?;
+        for d in deletes {
+            let table = flush::table::qualified(db, &d.measurement);
+            let exists = engine.query(
+                &format!("EXISTS TABLE {table}"),
+                flush::OutputFormat::TabSeparated,
+            )?;
+            if !exists.starts_with(b"1") {
+                continue;
+            }
+            let rows = match &d.condition {
+                Some(c) => format!("({c}) AND __seq <= {up_to}"),
+                None => format!("__seq <= {up_to}"),
+            };
+            let matched = series_ids(
+                &engine,
+                &format!("SELECT DISTINCT series_id FROM {table} WHERE {rows}"),
+            )?;
+            if matched.is_empty() {
+                continue;
+            }
+            // Reads group every row and the last points reload meanwhile and after.
+            let identity = engine.identity();
+            identity.admin_write_started();
+            let deleted = engine.execute(&format!("DELETE FROM {table} WHERE {rows}"));
+            identity.admin_write_done();
+            deleted?;
+            tracing::info!(
+                db,
+                measurement = d.measurement,
+                series = matched.len(),
+                up_to,
+                "points deleted"
+            );
+            self.forget_emptied_series(db, &d.measurement, &matched)?;
+        }
+        Ok(())
+    }
+
+    /// Step 2: waits until every entry up to `seq` is in the engine.
+    fn wait_flushed(&self, seq: u64) -> Result<(), StorageError> {
+        let deadline = Instant::now() + FLUSH_WAIT;
+        let engine = self.engine()?;
+        while self.wal.flushed_seq() < seq {
+            engine.unflushed().hurry_all();
+            if Instant::now() > deadline {
+                return Err(StorageError::NotFlushed {
+                    waited_secs: FLUSH_WAIT.as_secs(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(())
+    }
+
+    /// Step 4 for one table: forgets those of `matched` that have no point left.
+    fn forget_emptied_series(
+        &self,
+        db: &str,
+        measurement: &str,
+        matched: &HashSet<u64>,
+    ) -> Result<(), StorageError> {
+        let _drained = self.lifecycle.writes.drain();
+        // Every write through the gate is submitted; this one is committed after them.
+        let committed = self.wal.update_meta(Vec::new(), Vec::new())?.wait()?;
+        let engine = self.engine()?;
+        let unflushed = engine.unflushed();
+        if !unflushed.wait_received(committed, FLUSH_WAIT) {
+            return Err(StorageError::NotFlushed {
+                waited_secs: FLUSH_WAIT.as_secs(),
+            });
+        }
+        // The unflushed rows first: a part leaves them only once the table has it.
+        let mut alive = HashSet::new();
+        for part in unflushed.parts(db, measurement, i64::MIN, i64::MAX) {
+            if let Some(ids) = part
+                .batch
+                .column_by_name(flush::table::SERIES_ID)
+                .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+            {
+                alive.extend(ids.values().iter().filter(|id| matched.contains(id)));
+            }
+        }
+        // Every series the table has (a list of `matched` could pass the engine's statement
+        // size; `series_id` leads the sort key).
+        let table = flush::table::qualified(db, measurement);
+        let in_table = series_ids(&engine, &format!("SELECT DISTINCT series_id FROM {table}"))?;
+        alive.extend(matched.intersection(&in_table));
+        let gone: HashSet<u64> = matched.difference(&alive).copied().collect();
+        if gone.is_empty() {
+            return Ok(());
+        }
+        let series = self
+            .wal
+            .meta_scan_prefix(&ingest::catalog::series_prefix(db))?;
+        let drop = ingest::Catalog::series_drop(db, measurement.as_bytes(), &gone, series);
+        if drop.emptied {
+            tracing::info!(db, measurement, "no series left: dropping the measurement");
+            return self.drop_measurement_drained(db, measurement).map(|_| ());
+        }
+        {
+            let _commits = self.lifecycle.commits.write();
+            self.wal
+                .update_meta(Vec::new(), drop.keys.clone())?
+                .wait()?;
+            self.catalog
+                .forget_series(db, measurement.as_bytes(), &drop);
+        }
+        tracing::info!(db, measurement, series = drop.ids.len(), "series dropped");
+        Ok(())
+    }
+}
+
+/// The `series_id`s `sql` answers (one UInt64 column).
+fn series_ids(engine: &flush::Engine, sql: &str) -> Result<HashSet<u64>, StorageError> {
+    let out = engine.query(sql, flush::OutputFormat::TabSeparated)?;
+    std::str::from_utf8(&out)
+        .map_err(|e| e.to_string())
+        .and_then(|s| {
+            s.lines()
+                .filter(|l| !l.is_empty())
+                .map(|l| l.parse::<u64>().map_err(|e| format!("{l:?}: {e}")))
+                .collect()
+        })
+        .map_err(|message| StorageError::EngineAnswer {
+            what: "series ids",
+            message,
+        })
+}
