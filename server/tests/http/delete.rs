@@ -11,19 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::drop_measurement::{q, values, write};
 use crate::util::*;
-
-/// `/query?db=d&epoch=s` (POST), the whole answer.
-fn q(s: &Server, query: &str) -> Value {
-    let r = s
-        .client
-        .post(s.url("/query?db=d&epoch=s"))
-        .query(&[("q", query)])
-        .send()
-        .unwrap();
-    assert_eq!(r.status(), 200, "{query}");
-    r.json().unwrap()
-}
 
 /// `q`, asserting the statement succeeded with nothing to show.
 fn run(s: &Server, query: &str) {
@@ -42,11 +31,6 @@ fn error(s: &Server, query: &str) -> String {
         .to_string()
 }
 
-/// The values of the first series of the first statement (null when it has none).
-fn values(v: &Value) -> Value {
-    v["results"][0]["series"][0]["values"].clone()
-}
-
 /// (host, time) of every point of `m` (reads see unflushed points at once).
 fn points(s: &Server, m: &str) -> BTreeSet<(String, i64)> {
     let v = q(s, &format!("SELECT host, v FROM \"{m}\""));
@@ -58,11 +42,6 @@ fn points(s: &Server, m: &str) -> BTreeSet<(String, i64)> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn write(s: &Server, body: &str) {
-    let r = s.post("/write?db=d&precision=s", body.to_string());
-    assert_eq!(r.status(), 204, "{body}: {}", r.text().unwrap());
 }
 
 fn set(host: &str, times: impl IntoIterator<Item = i64>) -> BTreeSet<(String, i64)> {
@@ -364,28 +343,7 @@ fn delete_and_drop_series_answer_as_influxdb_1x() {
     steps.push(("q", "DROP SERIES WHERE host != ''".into()));
     steps.extend(shows.iter().map(|q| ("q", q.to_string())));
     for (i, (kind, text)) in steps.iter().enumerate() {
-        let answer = |base: &str| -> (u16, Value) {
-            let r = match *kind {
-                "w" => http
-                    .post(format!("{base}/write?db=d&precision=s"))
-                    .body(text.to_string()),
-                "nodb" => http.post(format!("{base}/query")).query(&[("q", text)]),
-                "nosuchdb" => http
-                    .post(format!("{base}/query?db=nosuch"))
-                    .query(&[("q", text)]),
-                _ => http
-                    .post(format!("{base}/query?db=d&epoch=s"))
-                    .query(&[("q", text)]),
-            }
-            .send()
-            .unwrap();
-            let status = r.status().as_u16();
-            let body = r.text().unwrap();
-            (
-                status,
-                serde_json::from_str(&body).unwrap_or(Value::String(body)),
-            )
-        };
+        let answer = |base: &str| crate::influxql_diff::step_answer(&http, base, kind, text);
         let want = unshard(answer(&oracle.base));
         let got = answer(&s.base);
         if i > last_drop && (text == "SHOW MEASUREMENTS" || text.starts_with("SHOW TAG VALUES")) {

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::util::*;
 
 /// `/query?db=d&epoch=s` (POST), the whole answer.
-fn q(s: &Server, query: &str) -> Value {
+pub(crate) fn q(s: &Server, query: &str) -> Value {
     let r = s
         .client
         .post(s.url("/query?db=d&epoch=s"))
@@ -25,8 +25,8 @@ fn q(s: &Server, query: &str) -> Value {
     r.json().unwrap()
 }
 
-/// The values of the first series of the first statement (empty when it has none).
-fn values(v: &Value) -> Value {
+/// The values of the first series of the first statement (null when it has none).
+pub(crate) fn values(v: &Value) -> Value {
     v["results"][0]["series"][0]["values"].clone()
 }
 
@@ -39,7 +39,8 @@ fn times_of(s: &Server, m: &str) -> BTreeSet<i64> {
         .unwrap_or_default()
 }
 
-fn write(s: &Server, body: &str) {
+/// Writes `body` to `d` (times in seconds), asserting 204.
+pub(crate) fn write(s: &Server, body: &str) {
     let r = s.post("/write?db=d&precision=s", body.to_string());
     assert_eq!(r.status(), 204, "{body}: {}", r.text().unwrap());
 }
@@ -276,28 +277,7 @@ fn drop_measurement_answers_as_influxdb_1x() {
         ("nosuchdb", "DROP MEASUREMENT cpu"),
     ];
     for (i, (kind, text)) in steps.iter().enumerate() {
-        let answer = |base: &str| -> (u16, Value) {
-            let r = match *kind {
-                "w" => http
-                    .post(format!("{base}/write?db=d&precision=s"))
-                    .body(text.to_string()),
-                "nodb" => http.post(format!("{base}/query")).query(&[("q", text)]),
-                "nosuchdb" => http
-                    .post(format!("{base}/query?db=nosuch"))
-                    .query(&[("q", text)]),
-                _ => http
-                    .post(format!("{base}/query?db=d&epoch=s"))
-                    .query(&[("q", text)]),
-            }
-            .send()
-            .unwrap();
-            let status = r.status().as_u16();
-            let body = r.text().unwrap();
-            (
-                status,
-                serde_json::from_str(&body).unwrap_or(Value::String(body)),
-            )
-        };
+        let answer = |base: &str| crate::influxql_diff::step_answer(&http, base, kind, text);
         let want = answer(&oracle.base);
         let got = answer(&s.base);
         assert_eq!(got, want, "step {i}: {kind} {text}");

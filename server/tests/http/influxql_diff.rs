@@ -218,6 +218,37 @@ pub(crate) fn client() -> reqwest::blocking::Client {
         .unwrap()
 }
 
+/// One step of a statement-by-statement comparison with InfluxDB, sent to `base` (database
+/// `d`, times in seconds): `w` writes `text`; `nodb` and `nosuchdb` query with no `db` and an
+/// unknown one; anything else queries `d`. The status and the body (JSON where it parses).
+pub(crate) fn step_answer(
+    http: &reqwest::blocking::Client,
+    base: &str,
+    kind: &str,
+    text: &str,
+) -> (u16, Value) {
+    let r = match kind {
+        "w" => http
+            .post(format!("{base}/write?db=d&precision=s"))
+            .body(text.to_string()),
+        "nodb" => http.post(format!("{base}/query")).query(&[("q", text)]),
+        "nosuchdb" => http
+            .post(format!("{base}/query?db=nosuch"))
+            .query(&[("q", text)]),
+        _ => http
+            .post(format!("{base}/query?db=d&epoch=s"))
+            .query(&[("q", text)]),
+    }
+    .send()
+    .unwrap();
+    let status = r.status().as_u16();
+    let body = r.text().unwrap();
+    (
+        status,
+        serde_json::from_str(&body).unwrap_or(Value::String(body)),
+    )
+}
+
 /// Creates the databases and writes every batch, asserting 204 (the two
 /// servers must hold the same data for the comparison to mean anything).
 fn load(client: &reqwest::blocking::Client, base: &str, who: &str) {
