@@ -37,6 +37,7 @@ pub mod metrics;
 pub mod origin;
 pub mod params;
 pub mod ping;
+pub mod prom;
 pub mod query;
 pub mod sql;
 pub mod write;
@@ -99,6 +100,8 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
     Router::new()
         .route("/write", post(write::write_v1::<S>))
         .route("/api/v2/write", post(write::write_v2::<S>))
+        .route("/api/v1/prom/write", post(write::write_prom::<S>))
+        .route("/api/v1/prom/read", post(prom::read::<S>))
         .route("/ping", get(ping::ping).head(ping::ping))
         .route("/health", get(health::health::<S>))
         .route("/metrics", get(metrics::metrics::<S>))
@@ -301,6 +304,7 @@ pub async fn serve(
     let refusing = Arc::new(tokio::sync::Semaphore::new(64));
     ::metrics::counter!("chingest_http_connections_refused_total").increment(0);
     ::metrics::gauge!("chingest_http_connections_open").set(0.0);
+    prom::register_metrics();
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())

@@ -30,7 +30,27 @@ pub async fn write_v1<S: Store>(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    respond(&state, &id, Api::V1, query, &headers, body).await
+    respond(&state, &id, Api::V1, Wire::Influx, query, &headers, body).await
+}
+
+/// `POST /api/v1/prom/write` (Prometheus remote write, as InfluxDB 1.8 maps it: `prom.rs`).
+pub async fn write_prom<S: Store>(
+    State(state): State<AppState<S>>,
+    Extension(id): Extension<Identity>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    respond(
+        &state,
+        &id,
+        Api::V1,
+        Wire::PromRemote,
+        query,
+        &headers,
+        body,
+    )
+    .await
 }
 
 /// `POST /api/v2/write`.
@@ -41,7 +61,16 @@ pub async fn write_v2<S: Store>(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    respond(&state, &id, Api::V2, query, &headers, body).await
+    respond(&state, &id, Api::V2, Wire::Influx, query, &headers, body).await
+}
+
+/// What a write body is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    /// Line protocol or msgpack (by `Content-Type`), maybe gzipped.
+    Influx,
+    /// A Prometheus remote write request (snappy-compressed protobuf).
+    PromRemote,
 }
 
 /// Runs a write and answers it in `api`'s shape: exactly 204, or the error.
@@ -49,13 +78,14 @@ async fn respond<S: Store>(
     state: &AppState<S>,
     id: &Identity,
     api: Api,
+    wire: Wire,
     query: Option<String>,
     headers: &HeaderMap,
     body: Body,
 ) -> Response {
     let params = Params::parse(query.as_deref().unwrap_or(""));
     let mut body = Some(body);
-    match write(state, id, api, &params, headers, &mut body).await {
+    match write(state, id, api, wire, &params, headers, &mut body).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(e) => {
             record_failure(&e, api);
@@ -204,14 +234,19 @@ async fn write<S: Store>(
     state: &AppState<S>,
     id: &Identity,
     api: Api,
+    wire: Wire,
     params: &Params,
     headers: &HeaderMap,
     body: &mut Option<Body>,
 ) -> Result<(), ApiError> {
     let started = Instant::now();
-    let WriteParams { db, precision } = match api {
-        Api::V1 => v1_params(params)?,
-        Api::V2 => v2_params(params)?,
+    let WriteParams { db, precision } = match (api, wire) {
+        (_, Wire::PromRemote) => WriteParams {
+            precision: Precision::Milliseconds,
+            ..v1_params(params)?
+        },
+        (Api::V1, _) => v1_params(params)?,
+        (Api::V2, _) => v2_params(params)?,
     };
     if !id.can_write(&db) {
         return Err(ApiError::Forbidden(format!(
@@ -219,8 +254,12 @@ async fn write<S: Store>(
             id.name()
         )));
     }
-    let gzip = is_gzip(headers)?;
-    let format = format_for(headers);
+    let prom = wire == Wire::PromRemote;
+    let (gzip, format) = if prom {
+        (false, Format::MsgpackColumnar)
+    } else {
+        (is_gzip(headers)?, format_for(headers))
+    };
     let store = state.store.clone();
     if !store.database_exists(&db) {
         if state.config.server.auto_create_databases {
@@ -266,7 +305,12 @@ async fn write<S: Store>(
     let prepared = tokio::task::spawn_blocking(move || -> Result<_, ApiError> {
         let _cpu = cpu;
         let decompressed;
-        let body: &[u8] = if gzip {
+        let body: &[u8] = if prom {
+            // Snappy-compressed protobuf, as ingest's columnar msgpack.
+            decompressed = crate::prom::write_body(&raw, max)?;
+            permit.grow(&limits, (raw.len() + decompressed.len()) as u64)?;
+            &decompressed
+        } else if gzip {
             let t = Instant::now();
             decompressed = gunzip(&raw, max)?;
             // Both buffers are alive until parsing is done.

@@ -312,3 +312,138 @@ fn prometheus_scrapes_the_server_with_the_shipped_config_and_rules() {
         "{alerts}"
     );
 }
+
+/// Prometheus remote storage (issue #24): a real Prometheus scrapes chingest and writes every
+/// sample to `/api/v1/prom/write`; a second one, with no data of its own, reads them back
+/// through `/api/v1/prom/read`. Asserted: the samples are in chingest as InfluxDB 1.8 maps them
+/// (measurement = metric name, labels = tags, field `value`), and PromQL through the second
+/// Prometheus sees the same samples chingest holds, with name, equality and regex matchers.
+#[test]
+fn prometheus_remote_write_and_read_go_through_chingest() {
+    let test = "prometheus_remote_write_and_read_go_through_chingest";
+    if test_dep_or_skip(
+        PathBuf::from(PROMETHEUS),
+        "prometheus (Debian package)",
+        test,
+    )
+    .is_none()
+    {
+        return;
+    }
+    let dir = data_dir();
+    let s = Spawn::new(dir.path()).start();
+    s.query("CREATE DATABASE prom");
+    let base = format!("http://{}", s.addr);
+
+    // Refusals: no database, a body that is not snappy, a read of several queries' shape.
+    let r = s.post("/api/v1/prom/write", b"x".to_vec());
+    assert_eq!(r.status(), 400, "{}", r.text().unwrap());
+    let r = s.post("/api/v1/prom/write?db=prom", b"not snappy".to_vec());
+    assert_eq!(r.status(), 400);
+    assert!(r.text().unwrap().contains("snappy"));
+    let r = s.post("/api/v1/prom/read?db=prom", b"not snappy".to_vec());
+    assert_eq!(r.status(), 400);
+
+    let writer_dir = dir.path().join("writer");
+    std::fs::create_dir_all(&writer_dir).unwrap();
+    let conf = writer_dir.join("prometheus.yml");
+    std::fs::write(
+        &conf,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: chingest\n    \
+             static_configs:\n      - targets: [\"{}\"]\nremote_write:\n  - url: \
+             \"{base}/api/v1/prom/write?db=prom\"\n    queue_config:\n      \
+             batch_send_deadline: 500ms\n",
+            s.addr
+        ),
+    )
+    .unwrap();
+    let _writer = start_prometheus(&writer_dir, &conf);
+
+    // The scrapes arrive: `up` of the chingest job is 1, with its labels as tags.
+    let q = |text: &str| -> Value {
+        let r = s
+            .client
+            .post(format!("{base}/query?db=prom&epoch=ms"))
+            .query(&[("q", text)])
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r.json().unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let v = q("SELECT count(value) FROM up WHERE job = 'chingest'");
+        if v["results"][0]["series"][0]["values"][0][1]
+            .as_i64()
+            .unwrap_or(0)
+            >= 5
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no remote-written samples: {v}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(
+        q("SHOW TAG KEYS FROM up")["results"][0]["series"][0]["values"],
+        serde_json::json!([["instance"], ["job"]])
+    );
+    assert_eq!(
+        q("SHOW FIELD KEYS FROM up")["results"][0]["series"][0]["values"],
+        serde_json::json!([["value", "float"]])
+    );
+    // chingest's own histograms arrive too, `le` as a tag.
+    let v = q(
+        "SELECT count(value) FROM chingest_http_request_duration_seconds_bucket WHERE le = '+Inf'",
+    );
+    assert!(
+        v["results"][0]["series"][0]["values"][0][1]
+            .as_i64()
+            .unwrap_or(0)
+            > 0,
+        "{v}"
+    );
+
+    // A second Prometheus reads them back through remote read.
+    let reader_dir = dir.path().join("reader");
+    std::fs::create_dir_all(&reader_dir).unwrap();
+    let conf = reader_dir.join("prometheus.yml");
+    std::fs::write(
+        &conf,
+        format!(
+            "remote_read:\n  - url: \"{base}/api/v1/prom/read?db=prom\"\n    read_recent: true\n"
+        ),
+    )
+    .unwrap();
+    let mut reader = start_prometheus(&reader_dir, &conf);
+    // What chingest holds for `up` over the last hour, as a count per series.
+    let held = q("SELECT count(value) FROM up WHERE time > now() - 1h GROUP BY *");
+    let held_count = held["results"][0]["series"][0]["values"][0][1]
+        .as_i64()
+        .unwrap();
+    let at = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as f64
+        / 1000.0)
+        .to_string();
+    let r = reader.api(
+        "query",
+        &[
+            ("query", "count_over_time(up{job=\"chingest\"}[1h])"),
+            ("time", &at),
+        ],
+    );
+    let result = r["data"]["result"].as_array().unwrap().clone();
+    assert_eq!(result.len(), 1, "{r}");
+    assert_eq!(result[0]["metric"]["instance"], s.addr.to_string());
+    let read: i64 = result[0]["value"][1].as_str().unwrap().parse().unwrap();
+    // The writer keeps writing: the read happened after the count above.
+    assert!(read >= held_count, "read {read} < held {held_count}");
+    // Regex and inequality matchers, on the name and on labels.
+    let r = reader.query("{__name__=~\"u.\", job=~\"chin.*\", instance!=\"nowhere\"}");
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["metric"]["__name__"], "up");
+    assert_eq!(r[0]["value"][1], "1");
+    assert!(reader.query("up{job=\"other\"}").is_empty());
+}
