@@ -30,6 +30,15 @@ pub enum Statement {
     ShowFieldKeys(ShowCommon),
     /// `SHOW SERIES [ON db] [FROM ...] [WHERE ...] [LIMIT n] [OFFSET n]`
     ShowSeries(ShowCommon),
+    /// `SHOW QUERIES`: the statements running now.
+    ShowQueries,
+    /// `KILL QUERY <qid> [ON "<host>"]`: stops a running statement.
+    KillQuery {
+        /// Its id, as `SHOW QUERIES` lists it.
+        id: u64,
+        /// `ON host` (chingest is one node: any host is this one).
+        host: Option<String>,
+    },
     /// `SHOW DIAGNOSTICS`
     ShowDiagnostics,
     /// `SHOW STATS`

@@ -406,6 +406,14 @@ impl Display for Statement {
             Statement::DropMeasurement { name } => {
                 write!(f, "DROP MEASUREMENT {}", quote_ident(name))
             }
+            Statement::ShowQueries => f.write_str("SHOW QUERIES"),
+            Statement::KillQuery { id, host } => {
+                write!(f, "KILL QUERY {id}")?;
+                if let Some(h) = host {
+                    write!(f, " ON {}", quote_ident(h))?;
+                }
+                Ok(())
+            }
             Statement::Delete(d) => {
                 f.write_str("DELETE")?;
                 show_clauses(f, &None, &d.from, &d.condition)

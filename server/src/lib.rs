@@ -67,6 +67,8 @@ pub struct AppState<S = Storage> {
     pub auth: Arc<Authenticator>,
     /// Prometheus renderer.
     pub metrics: PrometheusHandle,
+    /// The `/query` statements running now (`SHOW QUERIES`, `KILL QUERY`).
+    pub queries: Arc<query::running::RunningQueries>,
 }
 
 impl<S> Clone for AppState<S> {
@@ -77,6 +79,7 @@ impl<S> Clone for AppState<S> {
             limits: self.limits.clone(),
             auth: self.auth.clone(),
             metrics: self.metrics.clone(),
+            queries: self.queries.clone(),
         }
     }
 }
@@ -88,6 +91,7 @@ impl<S: Store> AppState<S> {
             limits: Arc::new(Budgets::new(&config.limits)),
             auth: Arc::new(Authenticator::new(&config.auth)),
             metrics: metrics::handle(),
+            queries: Arc::default(),
             config: Arc::new(config),
             store,
         }

@@ -78,8 +78,19 @@ impl Parser<'_> {
             Kind::Kw(K::SET) => self.keywords(&[K::PASSWORD, K::FOR], "SET PASSWORD"),
             Kind::Kw(K::KILL) => {
                 self.expect_kw(K::QUERY)?;
-                self.expect(Kind::Integer, &["integer"])?;
-                self.unsupported("KILL QUERY")
+                let t = self.expect(Kind::Integer, &["integer"])?;
+                let id = t.lit.parse::<u64>().map_err(|_| {
+                    ParseError::at(
+                        format!("strconv.ParseUint: parsing {:?}: value out of range", t.lit),
+                        t.pos,
+                    )
+                })?;
+                let host = if self.accept_kw(K::ON) {
+                    Some(self.ident()?)
+                } else {
+                    None
+                };
+                Ok(Statement::KillQuery { id, host })
             }
             _ => Err(ParseError::unexpected(&t, STATEMENTS)),
         }
@@ -131,7 +142,7 @@ impl Parser<'_> {
             Kind::Kw(K::CONTINUOUS) => self.keywords(&[K::QUERIES], "SHOW CONTINUOUS QUERIES"),
             Kind::Kw(K::GRANTS) => self.keywords(&[K::FOR], "SHOW GRANTS"),
             Kind::Kw(K::SHARD) => self.keywords(&[K::GROUPS], "SHOW SHARD GROUPS"),
-            Kind::Kw(K::QUERIES) => self.unsupported("SHOW QUERIES"),
+            Kind::Kw(K::QUERIES) => Ok(Statement::ShowQueries),
             Kind::Kw(K::SHARDS) => self.unsupported("SHOW SHARDS"),
             Kind::Kw(K::SUBSCRIPTIONS) => self.unsupported("SHOW SUBSCRIPTIONS"),
             Kind::Kw(K::USERS) => self.unsupported("SHOW USERS"),

@@ -514,12 +514,10 @@ fn unsupported_statements_are_named() {
         ("GRANT ALL TO u", "GRANT"),
         ("REVOKE ALL FROM u", "REVOKE"),
         ("SET PASSWORD FOR u = 'x'", "SET PASSWORD"),
-        ("KILL QUERY 12", "KILL QUERY"),
         ("EXPLAIN ANALYZE SELECT * FROM cpu", "EXPLAIN ANALYZE"),
         ("EXPLAIN SELECT * FROM cpu", "EXPLAIN"),
         ("SHOW USERS", "SHOW USERS"),
         ("SHOW GRANTS FOR u", "SHOW GRANTS"),
-        ("SHOW QUERIES", "SHOW QUERIES"),
         ("SHOW SHARDS", "SHOW SHARDS"),
         ("SHOW SHARD GROUPS", "SHOW SHARD GROUPS"),
         ("SHOW SUBSCRIPTIONS", "SHOW SUBSCRIPTIONS"),
@@ -536,6 +534,36 @@ fn unsupported_statements_are_named() {
     }
     let stmts = parse_query("DROP SERIES FROM a; SHOW DATABASES", &HashMap::new()).unwrap();
     assert_eq!(stmts[1], Statement::ShowDatabases);
+}
+
+#[test]
+fn show_queries_and_kill_query_parse_and_print_back() {
+    assert_eq!(
+        parse_statement("SHOW QUERIES").unwrap(),
+        Statement::ShowQueries
+    );
+    for (q, id, host) in [
+        ("KILL QUERY 12", 12, None),
+        (
+            "KILL QUERY 3 ON \"localhost:8088\"",
+            3,
+            Some("localhost:8088"),
+        ),
+    ] {
+        let st = parse_statement(q).unwrap();
+        assert_eq!(
+            st,
+            Statement::KillQuery {
+                id,
+                host: host.map(str::to_string)
+            }
+        );
+        assert_eq!(st.to_string(), q);
+    }
+    assert_eq!(
+        parse_statement("KILL QUERY abc").unwrap_err().to_string(),
+        "found abc, expected integer at line 1, char 12"
+    );
 }
 
 #[test]

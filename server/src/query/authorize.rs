@@ -57,6 +57,8 @@ fn needs<'a>(st: &'a Statement, db: Option<&'a str>) -> Needs<'a> {
             Needs::Read(dbs)
         }
         Statement::ShowDatabases => Needs::Nothing,
+        Statement::ShowQueries => Needs::Read(vec![db.unwrap_or("")]),
+        Statement::KillQuery { .. } => Needs::Admin,
         // WRITE on the request's database, as InfluxDB 1.x requires.
         Statement::Delete(_) | Statement::DropSeries(_) => Needs::Write(db.unwrap_or("")),
         Statement::Unsupported { what, on: o } => unsupported_needs(what, o.as_deref(), db),
@@ -94,13 +96,12 @@ fn unsupported_needs<'a>(what: &str, on: Option<&'a str>, db: Option<&'a str>) -
         | "SHOW SHARD GROUPS"
         | "CREATE SUBSCRIPTION"
         | "DROP SUBSCRIPTION"
-        | "SHOW SUBSCRIPTIONS"
-        | "KILL QUERY" => Needs::Admin,
+        | "SHOW SUBSCRIPTIONS" => Needs::Admin,
         "DROP RETENTION POLICY" | "DROP CONTINUOUS QUERY" => Needs::Write(named),
         "CREATE CONTINUOUS QUERY" | "SHOW MEASUREMENT CARDINALITY" | "SHOW SERIES CARDINALITY" => {
             Needs::Read(vec![named])
         }
-        "SHOW QUERIES" | "SHOW CONTINUOUS QUERIES" => Needs::Read(vec![db.unwrap_or("")]),
+        "SHOW CONTINUOUS QUERIES" => Needs::Read(vec![db.unwrap_or("")]),
         _ => Needs::Nothing,
     }
 }

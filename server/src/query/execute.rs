@@ -88,6 +88,14 @@ pub(super) fn execute<S: Store>(
             show_tag_values(p, &readable(cx, common.on.as_deref())?, &common, &key)
         }
         Statement::ShowSeries(c) => show_series(p, &readable(cx, c.on.as_deref())?, &c),
+        Statement::ShowQueries => Ok(show_queries(state, id)),
+        Statement::KillQuery { id: qid, .. } => {
+            if state.queries.kill(qid) {
+                Ok(StatementResult::default())
+            } else {
+                Err(ApiError::Query(format!("no such query id: {qid}")))
+            }
+        }
         Statement::ShowDiagnostics => Err(unsupported("SHOW DIAGNOSTICS")),
         Statement::ShowStats => Err(unsupported("SHOW STATS")),
         Statement::Unsupported { what, .. } => Err(unsupported(&what)),
@@ -150,6 +158,35 @@ fn in_storage<S: Store>(
         now_ns: cx.now_ns,
     };
     Ok(state.store.influxql(req)?)
+}
+
+/// `SHOW QUERIES`: every running query for an admin (and with auth off), a user's own
+/// otherwise (InfluxDB shows everyone's to anyone with `READ` on the request's database; a
+/// query's text may hold what another user should not read).
+fn show_queries<S: Store>(state: &AppState<S>, id: &Identity) -> StatementResult {
+    let all = match id {
+        Identity::Anonymous => true,
+        Identity::User(u) => u.admin,
+    };
+    let values = state
+        .queries
+        .list(|user| all || user == Some(id.name()))
+        .into_iter()
+        .map(|q| {
+            vec![
+                Value::Integer(q.id as i64),
+                text(q.query),
+                text(q.database),
+                text(q.duration),
+                text(q.status.to_string()),
+            ]
+        })
+        .collect();
+    StatementResult::of(vec![Series::untagged(
+        "",
+        &["qid", "query", "database", "duration", "status"],
+        values,
+    )])
 }
 
 fn show_databases(p: &impl Store, id: &Identity) -> StatementResult {

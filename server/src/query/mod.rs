@@ -17,6 +17,7 @@
 mod authorize;
 mod execute;
 pub mod render;
+pub mod running;
 
 use std::collections::HashMap;
 
@@ -94,6 +95,19 @@ pub async fn query<S: Store>(
     let now_ns = now_ns();
     let cancel = SqlCancel::new();
     let _cancel_on_drop = CancelOnDrop(cancel.clone());
+    // Listed by SHOW QUERIES while it runs, as one query (its statements joined), as 1.x does.
+    let text = parsed
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(";\n");
+    let user = matches!(id, Identity::User(_)).then(|| id.name().to_string());
+    let registered = state.queries.register(
+        text,
+        db.as_deref().unwrap_or(""),
+        user.as_deref(),
+        cancel.clone(),
+    );
     let mut results = Vec::with_capacity(parsed.len());
     let mut failed = false;
     for st in parsed {
@@ -129,6 +143,12 @@ pub async fn query<S: Store>(
         })
         .await
         .unwrap_or_else(|e| Err(ApiError::Internal(e.to_string())));
+        // A killed query answers so, whatever its statement came to.
+        let outcome = if registered.killed() {
+            Err(ApiError::Query("query interrupted".into()))
+        } else {
+            outcome
+        };
         match outcome {
             Ok(mut r) => {
                 if let Some(text) = get_warning {
@@ -159,6 +179,7 @@ fn state_change_in_get(parsed: &[Statement]) -> Option<ApiError> {
     parsed.iter().find_map(|st| match st {
         Statement::DropDatabase { .. }
         | Statement::DropMeasurement { .. }
+        | Statement::KillQuery { .. }
         | Statement::Delete(_)
         | Statement::DropSeries(_) => Some(ApiError::MethodNotAllowed(read_only_text(st))),
         _ => None,

@@ -281,17 +281,9 @@ fn delete_under_writes_removes_what_was_acknowledged_before_it_and_keeps_what_ca
 #[test]
 fn delete_and_drop_series_answer_as_influxdb_1x() {
     let test = "delete_and_drop_series_answer_as_influxdb_1x";
-    let bin = std::env::var_os("CHINGEST_INFLUXD")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from("/usr/bin/influxd"));
-    let Some(bin) = test_dep_or_skip(
-        bin,
-        "InfluxDB 1.x `influxd` (Debian package `influxdb`)",
-        test,
-    ) else {
+    let Some(oracle) = crate::influxql_diff::Influxd::for_test(test) else {
         return;
     };
-    let oracle = crate::influxql_diff::Influxd::start(&bin);
     let dir = data_dir();
     let s = Spawn::new(dir.path()).start();
     let http = crate::influxql_diff::client();

@@ -227,17 +227,9 @@ fn drop_measurement_under_writes_loses_nothing_written_after_it() {
 #[test]
 fn drop_measurement_answers_as_influxdb_1x() {
     let test = "drop_measurement_answers_as_influxdb_1x";
-    let bin = std::env::var_os("CHINGEST_INFLUXD")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from("/usr/bin/influxd"));
-    let Some(bin) = test_dep_or_skip(
-        bin,
-        "InfluxDB 1.x `influxd` (Debian package `influxdb`)",
-        test,
-    ) else {
+    let Some(oracle) = crate::influxql_diff::Influxd::for_test(test) else {
         return;
     };
-    let oracle = crate::influxql_diff::Influxd::start(&bin);
     let dir = data_dir();
     let s = Spawn::new(dir.path()).start();
     let http = crate::influxql_diff::client();

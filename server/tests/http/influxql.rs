@@ -407,6 +407,9 @@ fn influxql_reads_only_what_the_caller_may_read() {
     }
     // DELETE (and DROP SERIES) need WRITE on the request's database, as in InfluxDB 1.x.
     refused("DELETE FROM m", "DELETE FROM m", "WRITE on ");
+    // SHOW QUERIES needs READ on the request's database, KILL QUERY admin, as in 1.x.
+    refused("SHOW QUERIES", "SHOW QUERIES", "READ on ");
+    refused("KILL QUERY 1", "KILL QUERY 1", "admin privilege");
     // Statements chingest does not implement need what InfluxDB 1.6.7 requires
     // of them (probed with auth on); the statement is named, not quoted whole.
     for (q, named, requirement) in [
@@ -422,7 +425,6 @@ fn influxql_reads_only_what_the_caller_may_read() {
             "DROP RETENTION POLICY",
             "WRITE on a",
         ),
-        ("SHOW QUERIES", "SHOW QUERIES", "READ on "),
         (
             "SHOW MEASUREMENT CARDINALITY ON b",
             "SHOW MEASUREMENT CARDINALITY",

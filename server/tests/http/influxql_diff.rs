@@ -166,6 +166,20 @@ fn influxd_config(dir: &Path, http: u16, rpc: u16) -> String {
 }
 
 impl Influxd {
+    /// InfluxDB 1.x started for `test` (`CHINGEST_INFLUXD`, else Debian's `/usr/bin/influxd`),
+    /// or `None` when it is not installed and the test may skip (`test_dep_or_skip`).
+    pub(crate) fn for_test(test: &str) -> Option<Influxd> {
+        let bin = std::env::var_os("CHINGEST_INFLUXD")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/usr/bin/influxd"));
+        let bin = test_dep_or_skip(
+            bin,
+            "InfluxDB 1.x `influxd` (Debian package `influxdb`)",
+            test,
+        )?;
+        Some(Influxd::start(&bin))
+    }
+
     pub(crate) fn start(bin: &Path) -> Influxd {
         let dir = data_dir();
         let (http, rpc) = (free_port(), free_port());

@@ -23,6 +23,7 @@ mod metrics_docs;
 mod overload;
 mod prometheus;
 mod python;
+mod queries;
 mod read_your_writes;
 mod reliability;
 mod shutdown;
