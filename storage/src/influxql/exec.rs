@@ -218,7 +218,13 @@ impl Storage {
                 "cannot hand a subquery's answer to the engine: {e}"
             ))
         })?;
-        self.engine_rows(&numbered, req, plan.group_tags.len(), &plan.measurement)
+        self.engine_rows(
+            &numbered,
+            req,
+            plan.group_tags.len(),
+            as_arrow(plan),
+            &plan.measurement,
+        )
     }
 
     /// One read of the table (and `scan`'s rows), grouping into points only
@@ -246,7 +252,7 @@ impl Storage {
                 })?;
             }
             tracing::debug!(measurement = %plan.measurement, "InfluxQL read: {sql}");
-            self.engine_read(&sql, req, plan.group_tags.len())
+            self.engine_read(&sql, req, plan.group_tags.len(), as_arrow(plan))
         };
         let index = engine.identity();
         for _ in 0..READ_ATTEMPTS {
@@ -278,9 +284,10 @@ impl Storage {
         sql: &str,
         req: &InfluxqlRequest<'_>,
         groups: usize,
+        arrow: bool,
         measurement: &str,
     ) -> Result<Vec<Row>, InfluxqlError> {
-        match self.engine_read(sql, req, groups)? {
+        match self.engine_read(sql, req, groups, arrow)? {
             Ran::Rows(rows) => Ok(rows),
             Ran::NotFlushedYet(m) => {
                 tracing::debug!(measurement, "InfluxQL read of unflushed data: {m}");
@@ -289,11 +296,14 @@ impl Storage {
         }
     }
 
+    /// The engine's rows for `sql`, answered as Arrow when `arrow` (no column is a reducer's
+    /// array), else as JSON (`rows.rs`).
     pub(crate) fn engine_read(
         &self,
         sql: &str,
         req: &InfluxqlRequest<'_>,
         groups: usize,
+        arrow: bool,
     ) -> Result<Ran, InfluxqlError> {
         let engine = self
             .engine()
@@ -302,17 +312,17 @@ impl Storage {
         // Generated from the parsed statement, every name and literal quoted:
         // the sandbox's connections, limits and the caller's role, not the
         // gate for user SQL.
-        let ran = engine.sql_generated(
-            sql,
-            flush::OutputFormat::JSONCompactEachRowWithNamesAndTypes,
-            req.access,
-            req.cancel,
-            &mut |block| {
-                answer.extend_from_slice(block);
-                true
-            },
-        );
+        let format = if arrow {
+            flush::OutputFormat::ArrowStream
+        } else {
+            flush::OutputFormat::JSONCompactEachRowWithNamesAndTypes
+        };
+        let ran = engine.sql_generated(sql, format, req.access, req.cancel, &mut |block| {
+            answer.extend_from_slice(block);
+            true
+        });
         match ran {
+            Ok(_) if arrow => rows::parse_arrow(&answer, groups).map(Ran::Rows),
             Ok(_) => rows::parse(&answer, groups).map(Ran::Rows),
             Err(flush::SqlError::Invalid(m)) if crate::read::not_flushed_yet(&m) => {
                 Ok(Ran::NotFlushedYet(m))
@@ -320,6 +330,12 @@ impl Storage {
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// Whether `plan`'s answer can come as Arrow: no column is a reducer's array, which
+/// `reduce.rs` reads in its JSON form.
+fn as_arrow(plan: &Plan) -> bool {
+    plan.columns.iter().all(|c| c.reducer.is_none())
 }
 
 /// Rows (ordered by group) cut into series, filled where the plan says.

@@ -202,7 +202,7 @@ impl Storage {
                     ))
                 })?;
             }
-            match self.engine_read(&sql, req, 0)? {
+            match self.engine_read(&sql, req, 0, true)? {
                 Ran::Rows(r) => {
                     rows = r;
                     break;
