@@ -94,8 +94,13 @@ impl Storage {
     fn wait_flushed(&self, seq: u64) -> Result<(), StorageError> {
         let deadline = Instant::now() + FLUSH_WAIT;
         let engine = self.engine()?;
+        let mut hurried: Option<Instant> = None;
         while self.wal.flushed_seq() < seq {
-            engine.unflushed().hurry_all();
+            // Asked again now and then, for parts that arrived after the last ask.
+            if hurried.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
+                engine.unflushed().hurry_all();
+                hurried = Some(Instant::now());
+            }
             if Instant::now() > deadline {
                 return Err(StorageError::NotFlushed {
                     waited_secs: FLUSH_WAIT.as_secs(),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::drop_measurement::{q, values, write};
+use crate::drop_measurement::{q, spawn_not_flushing, values, write};
 use crate::util::*;
 
 /// `q`, asserting the statement succeeded with nothing to show.
@@ -53,12 +53,7 @@ fn delete_and_drop_series_remove_exactly_the_matching_points_durably() {
     let dir = data_dir();
     // Nothing flushes on its own: every point is still in the WAL when a statement comes,
     // so the delete must bring them to the engine first.
-    let spawn = |dir: &std::path::Path| {
-        Spawn::new(dir)
-            .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
-            .env("CHINGEST_FLUSH__MAX_POINTS_PER_BATCH", "1000000")
-            .start()
-    };
+    let spawn = spawn_not_flushing;
     let mut s = spawn(dir.path());
     s.query("CREATE DATABASE d");
     let mut body = String::new();

@@ -39,6 +39,15 @@ fn times_of(s: &Server, m: &str) -> BTreeSet<i64> {
         .unwrap_or_default()
 }
 
+/// A server on `dir` whose flusher inserts nothing on its own (a read, a drop or a delete
+/// must bring what it needs to the engine, and replay must honour it).
+pub(crate) fn spawn_not_flushing(dir: &std::path::Path) -> Server {
+    Spawn::new(dir)
+        .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
+        .env("CHINGEST_FLUSH__MAX_POINTS_PER_BATCH", "1000000")
+        .start()
+}
+
 /// Writes `body` to `d` (times in seconds), asserting 204.
 pub(crate) fn write(s: &Server, body: &str) {
     let r = s.post("/write?db=d&precision=s", body.to_string());
@@ -50,12 +59,7 @@ fn drop_measurement_forgets_rows_schema_and_series_durably_and_writes_create_it_
     let dir = data_dir();
     // Nothing flushes on its own: the second batch of cpu points is still in the WAL when
     // the measurement is dropped, so the flusher, the reads and replay must all honour it.
-    let spawn = |dir: &std::path::Path| {
-        Spawn::new(dir)
-            .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
-            .env("CHINGEST_FLUSH__MAX_POINTS_PER_BATCH", "1000000")
-            .start()
-    };
+    let spawn = spawn_not_flushing;
     let mut s = spawn(dir.path());
     s.query("CREATE DATABASE d");
     write(

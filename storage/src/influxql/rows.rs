@@ -120,6 +120,15 @@ fn batch_rows(batch: &RecordBatch, groups: usize, out: &mut Vec<Row>) -> Result<
                 .map_err(|e| InfluxqlError::EngineAnswer(format!("a tag column: {e}")))
         })
         .collect::<Result<_, _>>()?;
+    // A dictionary column as text once, not cell by cell.
+    let values: Vec<ArrayRef> = columns[1 + groups..]
+        .iter()
+        .map(|c| match c.data_type() {
+            DataType::Dictionary(_, _) => flush::arrow::compute::cast(c, &DataType::Utf8)
+                .map_err(|e| InfluxqlError::EngineAnswer(format!("a column: {e}"))),
+            _ => Ok(c.clone()),
+        })
+        .collect::<Result<_, _>>()?;
     out.reserve(batch.num_rows());
     for i in 0..batch.num_rows() {
         let time = match cell(&columns[0], i)? {
@@ -138,7 +147,7 @@ fn batch_rows(batch: &RecordBatch, groups: usize, out: &mut Vec<Row>) -> Result<
                 }
             })
             .collect();
-        let values = columns[1 + groups..]
+        let values = values
             .iter()
             .map(|c| cell(c, i))
             .collect::<Result<_, _>>()?;
@@ -184,11 +193,6 @@ fn cell(col: &ArrayRef, i: usize) -> Result<Value, InfluxqlError> {
         }
         DataType::LargeBinary => {
             Value::String(String::from_utf8_lossy(col.as_binary::<i64>().value(i)).into_owned())
-        }
-        DataType::Dictionary(_, _) => {
-            let text = flush::arrow::compute::cast(&col.slice(i, 1), &DataType::Utf8)
-                .map_err(|e| InfluxqlError::EngineAnswer(e.to_string()))?;
-            Value::String(text.as_string::<i32>().value(0).to_string())
         }
         other => {
             return Err(InfluxqlError::EngineAnswer(format!(
