@@ -215,7 +215,10 @@ impl Influxd {
                 panic!("influxd exited ({status}):\n{}", self.log_text());
             }
             if let Ok(r) = client.get(format!("{}/ping", self.base)).send() {
-                if r.status() == 204 {
+                // Still alive after the answer: the one answering is ours, not another
+                // process on the port ours failed to bind.
+                std::thread::sleep(Duration::from_millis(100));
+                if r.status() == 204 && self.child.try_wait().unwrap().is_none() {
                     return;
                 }
             }

@@ -81,14 +81,6 @@ impl Prometheus {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `from` replaced by `to` in `text`, asserting it occurs exactly once (so a
 /// change in the shipped file's shape fails here instead of testing something else).
 fn replace_once(text: &str, from: &str, to: &str) -> String {

@@ -25,11 +25,22 @@ pub fn data_dir() -> tempfile::TempDir {
 
 /// A free loopback port.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    // The tests of this binary run in parallel, and a port is free again once the probe's
+    // listener closes: never hand the same one out twice in this process, or two children
+    // (two influxd, say) race to bind it and one test talks to the other's server.
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// A running server process.
