@@ -232,6 +232,11 @@ impl Engine {
             .run_generated(sql, format, access, cancel, sink)
     }
 
+    /// Whether the SQL sandbox has an engine role for `scope` (one the engine booted with).
+    pub fn has_read_role(&self, scope: &crate::ReadScope) -> bool {
+        self.inner.sandbox.has_role(scope)
+    }
+
     /// The SQL sandbox's limits.
     pub fn sql_config(&self) -> &SqlConfig {
         self.inner.sandbox.config()

@@ -365,6 +365,12 @@ impl Sandbox {
         sandbox
     }
 
+    /// Whether the engine booted with a role for `scope` (roles exist only if they were
+    /// in the engine's users file at boot: `crate::access`).
+    pub(crate) fn has_role(&self, scope: &ReadScope) -> bool {
+        self.access.role(scope).is_some()
+    }
+
     pub(crate) fn config(&self) -> &SqlConfig {
         &self.config
     }

@@ -73,6 +73,9 @@ pub enum Statement {
     /// `DROP SERIES [FROM m, /re/, ...] [WHERE ...]` (of the request's `db`): every point of
     /// the series the tag condition matches, and the series.
     DropSeries(SeriesDeletion),
+    /// `CREATE USER`, `DROP USER`, `SET PASSWORD`, `GRANT`, `REVOKE`, `SHOW USERS`,
+    /// `SHOW GRANTS`: user management, admin only.
+    User(UserStatement),
     /// A statement InfluxDB has and chingest does not implement
     /// (`CREATE CONTINUOUS QUERY`, `GRANT`, ...): answered with an error naming it.
     Unsupported {
@@ -82,6 +85,154 @@ pub enum Statement {
         /// authorizes some of these statements against).
         on: Option<String>,
     },
+}
+
+/// A user-management statement. Passwords are [`Password`]s: neither `Display` nor `Debug`
+/// prints them (`[REDACTED]`, as InfluxDB prints them in logs and `SHOW QUERIES`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserStatement {
+    /// `CREATE USER <name> WITH PASSWORD '<password>' [WITH ALL PRIVILEGES]`
+    Create {
+        /// The user.
+        name: String,
+        /// The password.
+        password: Password,
+        /// `WITH ALL PRIVILEGES`: an admin.
+        admin: bool,
+    },
+    /// `DROP USER <name>`
+    Drop {
+        /// The user.
+        name: String,
+    },
+    /// `SET PASSWORD FOR <name> = '<password>'`
+    SetPassword {
+        /// The user.
+        name: String,
+        /// The new password.
+        password: Password,
+    },
+    /// `GRANT READ|WRITE|ALL [PRIVILEGES] ON <db> TO <user>`
+    Grant {
+        /// What.
+        privilege: Privilege,
+        /// The database.
+        on: String,
+        /// The user.
+        user: String,
+    },
+    /// `GRANT ALL [PRIVILEGES] TO <user>`: makes the user an admin.
+    GrantAdmin {
+        /// The user.
+        user: String,
+    },
+    /// `REVOKE READ|WRITE|ALL [PRIVILEGES] ON <db> FROM <user>`
+    Revoke {
+        /// What.
+        privilege: Privilege,
+        /// The database.
+        on: String,
+        /// The user.
+        user: String,
+    },
+    /// `REVOKE ALL [PRIVILEGES] FROM <user>`: takes admin away.
+    RevokeAdmin {
+        /// The user.
+        user: String,
+    },
+    /// `SHOW USERS`
+    ShowUsers,
+    /// `SHOW GRANTS FOR <user>`
+    ShowGrants {
+        /// The user.
+        user: String,
+    },
+}
+
+impl UserStatement {
+    /// Whether the statement changes users or privileges (`SHOW …` does not).
+    pub fn changes_users(&self) -> bool {
+        !matches!(
+            self,
+            UserStatement::ShowUsers | UserStatement::ShowGrants { .. }
+        )
+    }
+}
+
+/// A privilege on one database, as InfluxDB 1.x keeps it: `ALL` is `READ` and `WRITE`, and
+/// revoking one of them from `ALL` leaves the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Privilege {
+    /// `NO PRIVILEGES` (what a revoke may leave).
+    None,
+    /// `READ`.
+    Read,
+    /// `WRITE`.
+    Write,
+    /// `ALL [PRIVILEGES]`.
+    All,
+}
+
+impl Privilege {
+    fn bits(self) -> u8 {
+        match self {
+            Privilege::None => 0,
+            Privilege::Read => 1,
+            Privilege::Write => 2,
+            Privilege::All => 3,
+        }
+    }
+    fn from_bits(bits: u8) -> Privilege {
+        match bits & 3 {
+            0 => Privilege::None,
+            1 => Privilege::Read,
+            2 => Privilege::Write,
+            _ => Privilege::All,
+        }
+    }
+    /// What is left of `self` after revoking `revoked` (InfluxDB's bit clear).
+    pub fn without(self, revoked: Privilege) -> Privilege {
+        Privilege::from_bits(self.bits() & !revoked.bits())
+    }
+    /// Whether it allows reading.
+    pub fn reads(self) -> bool {
+        self.bits() & 1 != 0
+    }
+    /// Whether it allows writing.
+    pub fn writes(self) -> bool {
+        self.bits() & 2 != 0
+    }
+    /// `NO PRIVILEGES`, `READ`, `WRITE`, `ALL PRIVILEGES`: as `SHOW GRANTS` and the
+    /// statements print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Privilege::None => "NO PRIVILEGES",
+            Privilege::Read => "READ",
+            Privilege::Write => "WRITE",
+            Privilege::All => "ALL PRIVILEGES",
+        }
+    }
+    /// The inverse of [`as_str`](Self::as_str).
+    pub fn parse(s: &str) -> Option<Privilege> {
+        [
+            Privilege::None,
+            Privilege::Read,
+            Privilege::Write,
+            Privilege::All,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == s)
+    }
+}
+
+/// A password in a statement: never printed, by `Debug` either (statements are logged).
+#[derive(Clone, PartialEq)]
+pub struct Password(pub String);
+
+impl fmt::Debug for Password {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[REDACTED]")
+    }
 }
 
 /// `FROM` and `WHERE` of `DELETE` and `DROP SERIES` (at least one of them is present).

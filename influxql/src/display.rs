@@ -6,7 +6,7 @@ use std::fmt::{self, Display, Formatter};
 
 use crate::ast::{
     DataType, Dimension, Duration, Expr, Field, Fill, Literal, MeasurementName, NameMatch, Regex,
-    SelectStatement, Source, Statement, TagKeyMatch,
+    SelectStatement, Source, Statement, TagKeyMatch, UserStatement,
 };
 use crate::duration::format_duration_literal;
 use crate::token::Kind;
@@ -422,7 +422,63 @@ impl Display for Statement {
                 f.write_str("DROP SERIES")?;
                 show_clauses(f, &None, &d.from, &d.condition)
             }
+            Statement::User(u) => u.fmt(f),
             Statement::Unsupported { what, .. } => f.write_str(what),
+        }
+    }
+}
+
+impl fmt::Display for UserStatement {
+    /// As InfluxDB 1.x prints these: passwords as `[REDACTED]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UserStatement::Create { name, admin, .. } => {
+                write!(
+                    f,
+                    "CREATE USER {} WITH PASSWORD [REDACTED]",
+                    quote_ident(name)
+                )?;
+                if *admin {
+                    f.write_str(" WITH ALL PRIVILEGES")?;
+                }
+                Ok(())
+            }
+            UserStatement::Drop { name } => write!(f, "DROP USER {}", quote_ident(name)),
+            UserStatement::SetPassword { name, .. } => {
+                write!(f, "SET PASSWORD FOR {} = [REDACTED]", quote_ident(name))
+            }
+            UserStatement::Grant {
+                privilege,
+                on,
+                user,
+            } => write!(
+                f,
+                "GRANT {} ON {} TO {}",
+                privilege.as_str(),
+                quote_ident(on),
+                quote_ident(user)
+            ),
+            UserStatement::GrantAdmin { user } => {
+                write!(f, "GRANT ALL PRIVILEGES TO {}", quote_ident(user))
+            }
+            UserStatement::Revoke {
+                privilege,
+                on,
+                user,
+            } => write!(
+                f,
+                "REVOKE {} ON {} FROM {}",
+                privilege.as_str(),
+                quote_ident(on),
+                quote_ident(user)
+            ),
+            UserStatement::RevokeAdmin { user } => {
+                write!(f, "REVOKE ALL PRIVILEGES FROM {}", quote_ident(user))
+            }
+            UserStatement::ShowUsers => f.write_str("SHOW USERS"),
+            UserStatement::ShowGrants { user } => {
+                write!(f, "SHOW GRANTS FOR {}", quote_ident(user))
+            }
         }
     }
 }

@@ -327,21 +327,27 @@ impl Config {
             if !seen.insert(&u.name) {
                 return bad(format!("auth.users: user {:?} is listed twice", u.name));
             }
-            for h in std::iter::once(&u.password_hash)
-                .filter(|h| !h.is_empty())
-                .chain(&u.token_hashes)
+            let not_a_hash = |h: &String| {
+                bad(format!(
+                    "auth.users {:?}: {:?} is not a hash from `chingest hash-password` (or bcrypt, for a password)",
+                    u.name, h
+                ))
+            };
+            if !u.password_hash.is_empty()
+                && crate::auth::PasswordHash::parse(&u.password_hash).is_none()
             {
-                if crate::auth::SecretHash::parse(h).is_none() {
-                    return bad(format!(
-                        "auth.users {:?}: {:?} is not a hash from `chingest hash-password`",
-                        u.name, h
-                    ));
-                }
+                return not_a_hash(&u.password_hash);
+            }
+            if let Some(h) = u
+                .token_hashes
+                .iter()
+                .find(|h| crate::auth::SecretHash::parse(h).is_none())
+            {
+                return not_a_hash(h);
             }
         }
-        if self.auth.enabled && self.auth.users.is_empty() {
-            return bad("auth.enabled = true but no [[auth.users]] are configured".into());
-        }
+        // `enabled` with no `[[auth.users]]` is valid: users come from InfluxQL (the first
+        // admin is created with `CREATE USER … WITH ALL PRIVILEGES`, as in InfluxDB 1.x).
         Ok(())
     }
 
@@ -497,11 +503,15 @@ max_tag_values_per_key = 0
 max_columns_per_measurement = 1000
 
 [auth]
-# Require credentials everywhere but /ping and /health.
+# Require credentials everywhere but /ping and /health. Users come from the list
+# below and from InfluxQL (`CREATE USER`, `GRANT`; kept in <data_dir>/users.json). With
+# no user at all, the server only lets `/query` create the first admin:
+# `CREATE USER <name> WITH PASSWORD '<password>' WITH ALL PRIVILEGES` (as InfluxDB 1.x).
 enabled = false
 # Whether /metrics needs credentials when auth is on.
 metrics_require_auth = false
-# Users; hashes come from `chingest hash-password <secret>`.
+# Config file users (InfluxQL cannot change them); hashes come from
+# `chingest hash-password <secret>` (a bcrypt hash is accepted for a password too).
 # [[auth.users]]
 # name = "admin"
 # password_hash = "sha256$<salt>$<digest>"
@@ -582,8 +592,8 @@ mod tests {
         assert!(e.to_string().contains("server.listen"), "{e}");
         let e = Config::load(None, env(&[("CHINGEST_WAL__DURABILITY", "sometimes")])).unwrap_err();
         assert!(e.to_string().contains("wal.durability"), "{e}");
-        let e = Config::load(None, env(&[("CHINGEST_AUTH__ENABLED", "true")])).unwrap_err();
-        assert!(e.to_string().contains("no [[auth.users]]"), "{e}");
+        // Auth on with no config users: the first admin comes through InfluxQL.
+        Config::load(None, env(&[("CHINGEST_AUTH__ENABLED", "true")])).unwrap();
         let e = Config::load(Some(Path::new("/nonexistent/c.toml")), env(&[])).unwrap_err();
         assert!(matches!(e, ConfigError::Read { .. }), "{e}");
     }

@@ -42,7 +42,7 @@ pub mod query;
 pub mod sql;
 pub mod write;
 
-pub use auth::{Authenticator, Identity, SecretHash};
+pub use auth::{Authenticator, Identity, PasswordHash, SecretHash};
 pub use config::{Config, ConfigError};
 pub use error::{Api, ApiError, V2Error};
 pub use limit::Budgets;
@@ -85,11 +85,18 @@ impl<S> Clone for AppState<S> {
 }
 
 impl<S: Store> AppState<S> {
-    /// State for `config` over `store` (installs the metrics recorder once).
+    /// State for `config` over `store` (installs the metrics recorder once), with the
+    /// InfluxQL users in memory only (handler tests; the server uses [`with_auth`](Self::with_auth)).
     pub fn new(config: Config, store: Arc<S>) -> AppState<S> {
+        let auth = Authenticator::new(&config.auth);
+        AppState::with_auth(config, store, auth)
+    }
+
+    /// State for `config` over `store` with `auth` (its users durable).
+    pub fn with_auth(config: Config, store: Arc<S>, auth: Authenticator) -> AppState<S> {
         AppState {
             limits: Arc::new(Budgets::new(&config.limits)),
-            auth: Arc::new(Authenticator::new(&config.auth)),
+            auth: Arc::new(auth),
             metrics: metrics::handle(),
             queries: Arc::default(),
             config: Arc::new(config),
@@ -210,6 +217,9 @@ pub enum RunError {
     /// The blocking task opening or closing storage panicked.
     #[error("storage task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    /// The users file (`<data_dir>/users.json`) could not be read.
+    #[error("{0}")]
+    Users(#[from] auth::users::UsersFileError),
     /// The listener could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -223,8 +233,13 @@ pub enum RunError {
 /// Opens storage, serves until SIGTERM/SIGINT, then shuts down in order.
 pub async fn run(config: Config) -> Result<(), RunError> {
     let _ = metrics::handle();
+    // The users first: the engine boots with a role for each of their read scopes.
+    let users_file = config.storage.data_dir.join("users.json");
+    let auth = Authenticator::open(&config.auth, &users_file)?;
+    let scopes = auth.read_scopes();
     let open_config = config.clone();
-    let store = Arc::new(tokio::task::spawn_blocking(move || open_storage(&open_config)).await??);
+    let store =
+        Arc::new(tokio::task::spawn_blocking(move || open_storage(&open_config, scopes)).await??);
     let addr = config.server.listen.clone();
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
@@ -236,7 +251,12 @@ pub async fn run(config: Config) -> Result<(), RunError> {
     let header_timeout = Duration::from_secs(config.server.header_read_timeout_secs);
     let grace = Duration::from_secs(config.server.shutdown_grace_secs);
     let max_connections = config.server.max_connections;
-    let router = app(AppState::new(config, store.clone()));
+    if auth.awaiting_first_admin() {
+        tracing::warn!(
+            "auth is enabled and no user exists: the server answers nothing but the creation of the first admin on /query (CREATE USER <name> WITH PASSWORD '<password>' WITH ALL PRIVILEGES)"
+        );
+    }
+    let router = app(AppState::with_auth(config, store.clone(), auth));
     // One grace bounds the whole stop: in-flight requests, then the flush (whatever
     // the flusher's state; what it cannot flush in time stays in the WAL). The WAL
     // commit and the engine close get a few seconds of their own at least.
@@ -268,17 +288,10 @@ pub async fn run(config: Config) -> Result<(), RunError> {
     Ok(())
 }
 
-fn open_storage(config: &Config) -> Result<Storage, StorageError> {
+fn open_storage(config: &Config, scopes: Vec<storage::ReadScope>) -> Result<Storage, StorageError> {
     // The engine boots with one role per read scope SQL will run under
-    // (sql::sql_access): every configured non-admin user's, plus "all".
-    let access = storage::EngineAccess::new(
-        config
-            .auth
-            .users
-            .iter()
-            .filter(|u| !u.admin)
-            .map(|u| storage::ReadScope::from_list(&u.read)),
-    );
+    // (sql::sql_access): every non-admin user's (config file and InfluxQL), plus "all".
+    let access = storage::EngineAccess::new(scopes);
     Storage::open_with_sql(
         &config.storage,
         config.wal.clone(),

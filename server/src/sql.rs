@@ -76,8 +76,25 @@ pub(crate) fn choose_format(params: &Params, headers: &HeaderMap) -> Result<SqlF
 pub fn sql_access(id: &Identity) -> SqlAccess {
     match id {
         Identity::User(u) if u.admin => SqlAccess::Admin,
+        // Only `/query` lets it in, after the query's first statement created the first admin.
+        Identity::Bootstrap => SqlAccess::Admin,
         Identity::User(u) => SqlAccess::Read(ReadScope::from_list(u.read())),
         Identity::Anonymous => SqlAccess::Read(ReadScope::All),
+    }
+}
+
+/// The access chingest's own InfluxQL statements (`/query`, Prometheus remote read) run
+/// with: the caller's [`sql_access`], unless the engine has no role for its read scope.
+/// The engine's roles are fixed when it boots, so a user whose grants changed through
+/// InfluxQL since has none until the next start; such a statement then runs with the
+/// reader role of every database, which is safe because the caller's READ on each database
+/// the statement reads was checked before (`query::authorize`, the remote-read handler) and
+/// the planner reads nothing else. Raw SQL has no such check: `/api/v1/sql` refuses that
+/// user until the restart (`flush::sandbox`: "no engine role").
+pub fn influxql_access<S: Store>(store: &S, id: &Identity) -> SqlAccess {
+    match sql_access(id) {
+        SqlAccess::Read(scope) if !store.has_read_role(&scope) => SqlAccess::Read(ReadScope::All),
+        access => access,
     }
 }
 

@@ -250,7 +250,7 @@ async fn write<S: Store>(
     };
     if !id.can_write(&db) {
         return Err(ApiError::Forbidden(format!(
-            "user {:?} is not authorized to write to database {db:?}",
+            "{:?} user is not authorized to write to database {db:?}",
             id.name()
         )));
     }

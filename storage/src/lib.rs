@@ -146,6 +146,9 @@ impl Store for Storage {
     fn influxql(&self, req: InfluxqlRequest<'_>) -> Result<StatementResult, InfluxqlError> {
         self.run_influxql(req)
     }
+    fn has_read_role(&self, scope: &ReadScope) -> bool {
+        self.engine().is_ok_and(|e| e.has_read_role(scope))
+    }
     fn series_cardinality(&self) -> Vec<(String, u64)> {
         self.cardinality()
     }

@@ -217,6 +217,13 @@ pub trait Store: Send + Sync + 'static {
         req: SqlRequest<'_>,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError>;
+    /// Whether the engine has a role for `scope` (the engine's roles are fixed at boot:
+    /// a user whose grants changed since has a scope without one). Implementations
+    /// without engine roles answer true.
+    fn has_read_role(&self, scope: &ReadScope) -> bool {
+        let _ = scope;
+        true
+    }
     /// Answers one InfluxQL `SELECT` (blocking): planned against `db`'s catalog,
     /// run in the engine's SQL sandbox with `req.access`, over merged points
     /// (a point written twice reads as one, last write wins field by field).

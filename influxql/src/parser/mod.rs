@@ -8,6 +8,7 @@ mod expr;
 mod select;
 mod show;
 mod statement;
+mod users;
 
 use std::collections::HashMap;
 

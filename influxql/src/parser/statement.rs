@@ -3,7 +3,7 @@
 //! implement parse to [`Statement::Unsupported`] naming them.
 
 use super::Parser;
-use crate::ast::{SeriesDeletion, Statement};
+use crate::ast::{SeriesDeletion, Statement, UserStatement};
 use crate::error::{ParseError, Pos};
 use crate::token::{Keyword as K, Kind};
 
@@ -60,8 +60,8 @@ impl Parser<'_> {
             Kind::Kw(K::CREATE) => self.create(),
             Kind::Kw(K::DROP) => self.drop_statement(),
             Kind::Kw(K::DELETE) => self.series_deletion().map(Statement::Delete),
-            Kind::Kw(K::GRANT) => self.unsupported("GRANT"),
-            Kind::Kw(K::REVOKE) => self.unsupported("REVOKE"),
+            Kind::Kw(K::GRANT) => self.grant(),
+            Kind::Kw(K::REVOKE) => self.revoke(),
             Kind::Kw(K::EXPLAIN) => {
                 let what = if self.accept_kw(K::ANALYZE) {
                     "EXPLAIN ANALYZE"
@@ -75,7 +75,7 @@ impl Parser<'_> {
             Kind::Kw(K::ALTER) => {
                 self.keywords(&[K::RETENTION, K::POLICY], "ALTER RETENTION POLICY")
             }
-            Kind::Kw(K::SET) => self.keywords(&[K::PASSWORD, K::FOR], "SET PASSWORD"),
+            Kind::Kw(K::SET) => self.set_password(),
             Kind::Kw(K::KILL) => {
                 self.expect_kw(K::QUERY)?;
                 let t = self.expect(Kind::Integer, &["integer"])?;
@@ -140,12 +140,12 @@ impl Parser<'_> {
                 }
             }
             Kind::Kw(K::CONTINUOUS) => self.keywords(&[K::QUERIES], "SHOW CONTINUOUS QUERIES"),
-            Kind::Kw(K::GRANTS) => self.keywords(&[K::FOR], "SHOW GRANTS"),
+            Kind::Kw(K::GRANTS) => self.show_grants(),
             Kind::Kw(K::SHARD) => self.keywords(&[K::GROUPS], "SHOW SHARD GROUPS"),
             Kind::Kw(K::QUERIES) => Ok(Statement::ShowQueries),
             Kind::Kw(K::SHARDS) => self.unsupported("SHOW SHARDS"),
             Kind::Kw(K::SUBSCRIPTIONS) => self.unsupported("SHOW SUBSCRIPTIONS"),
-            Kind::Kw(K::USERS) => self.unsupported("SHOW USERS"),
+            Kind::Kw(K::USERS) => Ok(Statement::User(UserStatement::ShowUsers)),
             _ => Err(ParseError::unexpected(&t, SHOW)),
         }
     }
@@ -183,7 +183,7 @@ impl Parser<'_> {
             Kind::Kw(K::DATABASE) => self.create_database(),
             Kind::Kw(K::CONTINUOUS) => self.keywords(&[K::QUERY], "CREATE CONTINUOUS QUERY"),
             Kind::Kw(K::RETENTION) => self.keywords(&[K::POLICY], "CREATE RETENTION POLICY"),
-            Kind::Kw(K::USER) => self.unsupported("CREATE USER"),
+            Kind::Kw(K::USER) => self.create_user(),
             Kind::Kw(K::SUBSCRIPTION) => self.unsupported("CREATE SUBSCRIPTION"),
             _ => Err(ParseError::unexpected(&t, CREATE)),
         }
@@ -200,7 +200,7 @@ impl Parser<'_> {
             Kind::Kw(K::SERIES) => self.series_deletion().map(Statement::DropSeries),
             Kind::Kw(K::SHARD) => self.unsupported("DROP SHARD"),
             Kind::Kw(K::SUBSCRIPTION) => self.unsupported("DROP SUBSCRIPTION"),
-            Kind::Kw(K::USER) => self.unsupported("DROP USER"),
+            Kind::Kw(K::USER) => self.drop_user(),
             _ => Err(ParseError::unexpected(&t, DROP)),
         }
     }

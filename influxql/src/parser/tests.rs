@@ -510,14 +510,8 @@ fn unsupported_statements_are_named() {
         ("CREATE CONTINUOUS QUERY cq ON db BEGIN SELECT mean(x) INTO y FROM z GROUP BY time(1m) END", "CREATE CONTINUOUS QUERY"),
         ("CREATE RETENTION POLICY rp ON db DURATION 1d REPLICATION 1", "CREATE RETENTION POLICY"),
         ("ALTER RETENTION POLICY rp ON db DURATION 2d", "ALTER RETENTION POLICY"),
-        ("CREATE USER u WITH PASSWORD 'p'", "CREATE USER"),
-        ("GRANT ALL TO u", "GRANT"),
-        ("REVOKE ALL FROM u", "REVOKE"),
-        ("SET PASSWORD FOR u = 'x'", "SET PASSWORD"),
         ("EXPLAIN ANALYZE SELECT * FROM cpu", "EXPLAIN ANALYZE"),
         ("EXPLAIN SELECT * FROM cpu", "EXPLAIN"),
-        ("SHOW USERS", "SHOW USERS"),
-        ("SHOW GRANTS FOR u", "SHOW GRANTS"),
         ("SHOW SHARDS", "SHOW SHARDS"),
         ("SHOW SHARD GROUPS", "SHOW SHARD GROUPS"),
         ("SHOW SUBSCRIPTIONS", "SHOW SUBSCRIPTIONS"),
@@ -534,6 +528,185 @@ fn unsupported_statements_are_named() {
     }
     let stmts = parse_query("DROP SERIES FROM a; SHOW DATABASES", &HashMap::new()).unwrap();
     assert_eq!(stmts[1], Statement::ShowDatabases);
+}
+
+#[test]
+fn user_statements_parse_and_print_back_without_passwords() {
+    use crate::ast::{Password, Privilege, UserStatement as U};
+    // Each printed form is what influxd 1.6.7 printed (SHOW QUERIES, its GET warning,
+    // its authorization errors), 2026-11-27.
+    for (q, st, printed) in [
+        (
+            "CREATE USER bob WITH PASSWORD 'p\\'w'",
+            U::Create {
+                name: "bob".into(),
+                password: Password("p'w".into()),
+                admin: false,
+            },
+            "CREATE USER bob WITH PASSWORD [REDACTED]",
+        ),
+        (
+            "create user \"we'ird\" with password 's' with all privileges",
+            U::Create {
+                name: "we'ird".into(),
+                password: Password("s".into()),
+                admin: true,
+            },
+            "CREATE USER \"we'ird\" WITH PASSWORD [REDACTED] WITH ALL PRIVILEGES",
+        ),
+        (
+            "DROP USER bob",
+            U::Drop { name: "bob".into() },
+            "DROP USER bob",
+        ),
+        (
+            "SET PASSWORD FOR bob = 'x'",
+            U::SetPassword {
+                name: "bob".into(),
+                password: Password("x".into()),
+            },
+            "SET PASSWORD FOR bob = [REDACTED]",
+        ),
+        (
+            "GRANT ALL ON \"my db\" TO bob",
+            U::Grant {
+                privilege: Privilege::All,
+                on: "my db".into(),
+                user: "bob".into(),
+            },
+            "GRANT ALL PRIVILEGES ON \"my db\" TO bob",
+        ),
+        (
+            "GRANT READ ON a TO bob",
+            U::Grant {
+                privilege: Privilege::Read,
+                on: "a".into(),
+                user: "bob".into(),
+            },
+            "GRANT READ ON a TO bob",
+        ),
+        (
+            "GRANT ALL TO bob",
+            U::GrantAdmin { user: "bob".into() },
+            "GRANT ALL PRIVILEGES TO bob",
+        ),
+        (
+            "REVOKE WRITE ON a FROM bob",
+            U::Revoke {
+                privilege: Privilege::Write,
+                on: "a".into(),
+                user: "bob".into(),
+            },
+            "REVOKE WRITE ON a FROM bob",
+        ),
+        (
+            "REVOKE ALL PRIVILEGES FROM bob",
+            U::RevokeAdmin { user: "bob".into() },
+            "REVOKE ALL PRIVILEGES FROM bob",
+        ),
+        ("SHOW USERS", U::ShowUsers, "SHOW USERS"),
+        (
+            "SHOW GRANTS FOR \"bob\"",
+            U::ShowGrants { user: "bob".into() },
+            "SHOW GRANTS FOR bob",
+        ),
+    ] {
+        let got = parse_statement(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+        assert_eq!(got, Statement::User(st), "{q}");
+        assert_eq!(got.to_string(), printed, "{q}");
+        assert!(
+            !format!("{got:?}").contains("p'w"),
+            "Debug shows no password"
+        );
+    }
+    // influxd 1.6.7's texts for each.
+    for (q, msg) in [
+        (
+            "GRANT ALL TO",
+            "found EOF, expected identifier at line 1, char 14",
+        ),
+        (
+            "GRANT ALL FROM bob",
+            "found FROM, expected ON, TO at line 1, char 11",
+        ),
+        (
+            "GRANT READ TO bob",
+            "found TO, expected ON at line 1, char 12",
+        ),
+        (
+            "GRANT bogus ON a TO bob",
+            "found bogus, expected READ, WRITE, ALL [PRIVILEGES] at line 1, char 7",
+        ),
+        (
+            "REVOKE ALL FROM",
+            "found EOF, expected identifier at line 1, char 17",
+        ),
+        (
+            "REVOKE WRITE FROM bob",
+            "found FROM, expected ON at line 1, char 14",
+        ),
+        (
+            "REVOKE READ ON a TO bob",
+            "found TO, expected FROM at line 1, char 18",
+        ),
+        (
+            "CREATE USER z",
+            "found EOF, expected WITH at line 1, char 15",
+        ),
+        (
+            "CREATE USER z WITH PASSWORD",
+            "found EOF, expected string at line 1, char 29",
+        ),
+        (
+            "CREATE USER x WITH PASSWORD 'x' WITH",
+            "found EOF, expected ALL at line 1, char 38",
+        ),
+        (
+            "CREATE USER x WITH PASSWORD 'x' WITH ALL",
+            "found EOF, expected PRIVILEGES at line 1, char 42",
+        ),
+        (
+            "CREATE USER x WITH PASSWORD 'x' WITH ALL PRIVILEGES extra",
+            "found extra, expected ; at line 1, char 53",
+        ),
+        (
+            "CREATE USER select WITH PASSWORD 'x'",
+            "found SELECT, expected identifier at line 1, char 13",
+        ),
+        (
+            "CREATE USER 'bob' WITH PASSWORD 'x'",
+            "found bob, expected identifier at line 1, char 12",
+        ),
+        (
+            "SET PASSWORD FOR bob 'x'",
+            "found x, expected = at line 1, char 21",
+        ),
+        (
+            "SET PASSWORD FOR bob = x",
+            "found x, expected string at line 1, char 24",
+        ),
+        (
+            "SET PASSWORD bob = 'x'",
+            "found bob, expected FOR at line 1, char 14",
+        ),
+        (
+            "DROP USER",
+            "found EOF, expected identifier at line 1, char 11",
+        ),
+        (
+            "SHOW GRANTS FOR",
+            "found EOF, expected identifier at line 1, char 17",
+        ),
+        (
+            "SHOW GRANTS bob",
+            "found bob, expected FOR at line 1, char 13",
+        ),
+    ] {
+        let e = parse_query(q, &HashMap::new()).unwrap_err();
+        assert_eq!(e.to_string(), msg, "{q}");
+    }
+    assert_eq!(Privilege::All.without(Privilege::Read), Privilege::Write);
+    assert_eq!(Privilege::Read.without(Privilege::All), Privilege::None);
 }
 
 #[test]

@@ -137,7 +137,7 @@ fn read_series<S: Store>(
     if !store.database_exists(db) {
         return Err(ApiError::DatabaseNotFound(db.to_string()));
     }
-    let access = crate::sql::sql_access(id);
+    let access = crate::sql::influxql_access(store, id);
     let cancel = storage::SqlCancel::new();
     let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -6,7 +6,7 @@
 //! statement reads (the engine's grants), so this is InfluxDB's answer, not
 //! the only guard.
 
-use influxql::ast::{SelectStatement, Source, Statement};
+use influxql::ast::{SelectStatement, Source, Statement, UserStatement};
 
 use crate::auth::Identity;
 use crate::error::ApiError;
@@ -28,6 +28,15 @@ pub(super) fn authorize(
     db: Option<&str>,
     statements: &[Statement],
 ) -> Result<(), ApiError> {
+    if let Identity::Bootstrap = id {
+        // No user exists: only a query that first creates an admin runs (InfluxDB 1.x).
+        return match statements.first() {
+            Some(Statement::User(UserStatement::Create { admin: true, .. })) => Ok(()),
+            _ => Err(ApiError::Forbidden(
+                crate::auth::UserError::NotFirst.to_string(),
+            )),
+        };
+    }
     for st in statements {
         let denied = match needs(st, db) {
             Needs::Nothing => None,
@@ -58,7 +67,7 @@ fn needs<'a>(st: &'a Statement, db: Option<&'a str>) -> Needs<'a> {
         }
         Statement::ShowDatabases => Needs::Nothing,
         Statement::ShowQueries => Needs::Read(vec![db.unwrap_or("")]),
-        Statement::KillQuery { .. } => Needs::Admin,
+        Statement::KillQuery { .. } | Statement::User(_) => Needs::Admin,
         // WRITE on the request's database, as InfluxDB 1.x requires.
         Statement::Delete(_) | Statement::DropSeries(_) => Needs::Write(db.unwrap_or("")),
         Statement::Unsupported { what, on: o } => unsupported_needs(what, o.as_deref(), db),
@@ -82,14 +91,7 @@ fn needs<'a>(st: &'a Statement, db: Option<&'a str>) -> Needs<'a> {
 fn unsupported_needs<'a>(what: &str, on: Option<&'a str>, db: Option<&'a str>) -> Needs<'a> {
     let named = on.or(db).unwrap_or("");
     match what {
-        "CREATE USER"
-        | "DROP USER"
-        | "SET PASSWORD"
-        | "GRANT"
-        | "REVOKE"
-        | "SHOW USERS"
-        | "SHOW GRANTS"
-        | "CREATE RETENTION POLICY"
+        "CREATE RETENTION POLICY"
         | "ALTER RETENTION POLICY"
         | "DROP SHARD"
         | "SHOW SHARDS"

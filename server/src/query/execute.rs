@@ -59,6 +59,12 @@ pub(super) fn execute<S: Store>(
             Ok(StatementResult::default())
         }
         Statement::DropDatabase { name } => {
+            // Grants go first: a failure after it leaves no grant on a database created
+            // again under the name.
+            state
+                .auth
+                .forget_database(&name)
+                .map_err(super::users::error)?;
             p.drop_database(&name)?;
             Ok(StatementResult::default())
         }
@@ -98,6 +104,7 @@ pub(super) fn execute<S: Store>(
         }
         Statement::ShowDiagnostics => Err(unsupported("SHOW DIAGNOSTICS")),
         Statement::ShowStats => Err(unsupported("SHOW STATS")),
+        Statement::User(u) => super::users::execute(state, id, u),
         Statement::Unsupported { what, .. } => Err(unsupported(&what)),
     }
 }
@@ -149,7 +156,7 @@ fn in_storage<S: Store>(
     cx: &Context<'_>,
     st: &Statement,
 ) -> Result<StatementResult, ApiError> {
-    let access = crate::sql::sql_access(cx.id);
+    let access = crate::sql::influxql_access(state.store.as_ref(), cx.id);
     let req = InfluxqlRequest {
         db: cx.db,
         statement: st,
@@ -166,7 +173,7 @@ fn in_storage<S: Store>(
 fn show_queries<S: Store>(state: &AppState<S>, id: &Identity) -> StatementResult {
     let all = match id {
         Identity::Anonymous => true,
-        Identity::User(u) => u.admin,
+        _ => id.is_admin(),
     };
     let values = state
         .queries
@@ -193,7 +200,8 @@ fn show_databases(p: &impl Store, id: &Identity) -> StatementResult {
     let values = p
         .databases()
         .into_iter()
-        .filter(|d| id.can_read(d))
+        // Those the caller may read or write, as InfluxDB 1.x lists them.
+        .filter(|d| id.can_read(d) || id.can_write(d))
         .map(|d| vec![text(d)])
         .collect();
     StatementResult::of(vec![Series::untagged("databases", &["name"], values)])

@@ -18,6 +18,7 @@ mod authorize;
 mod execute;
 pub mod render;
 pub mod running;
+mod users;
 
 use std::collections::HashMap;
 
@@ -182,6 +183,10 @@ fn state_change_in_get(parsed: &[Statement]) -> Option<ApiError> {
         | Statement::KillQuery { .. }
         | Statement::Delete(_)
         | Statement::DropSeries(_) => Some(ApiError::MethodNotAllowed(read_only_text(st))),
+        // InfluxDB 1.x runs these in a GET (with a warning); a GET must change no user.
+        Statement::User(u) if u.changes_users() => {
+            Some(ApiError::MethodNotAllowed(read_only_text(st)))
+        }
         _ => None,
     })
 }

@@ -151,7 +151,7 @@ impl Drop for Influxd {
 /// Everything under the temp dir and on loopback, nothing in /etc or /var:
 /// no usage reporting, no `_internal` database (it would show in SHOW
 /// DATABASES), no continuous queries; the rest is influxd's defaults.
-fn influxd_config(dir: &Path, http: u16, rpc: u16) -> String {
+fn influxd_config(dir: &Path, http: u16, rpc: u16, auth: bool) -> String {
     let d = dir.display();
     format!(
         "reporting-enabled = false\n\
@@ -160,7 +160,7 @@ fn influxd_config(dir: &Path, http: u16, rpc: u16) -> String {
          [data]\n  dir = \"{d}/data\"\n  wal-dir = \"{d}/wal\"\n  query-log-enabled = false\n\
          [monitor]\n  store-enabled = false\n\
          [continuous_queries]\n  enabled = false\n\
-         [http]\n  bind-address = \"127.0.0.1:{http}\"\n  log-enabled = false\n\
+         [http]\n  bind-address = \"127.0.0.1:{http}\"\n  log-enabled = false\n  auth-enabled = {auth}\n\
          [logging]\n  level = \"warn\"\n  suppress-logo = true\n"
     )
 }
@@ -169,6 +169,11 @@ impl Influxd {
     /// InfluxDB 1.x started for `test` (`CHINGEST_INFLUXD`, else Debian's `/usr/bin/influxd`),
     /// or `None` when it is not installed and the test may skip (`test_dep_or_skip`).
     pub(crate) fn for_test(test: &str) -> Option<Influxd> {
+        Influxd::for_test_with(test, false)
+    }
+
+    /// As [`for_test`](Self::for_test), with `[http] auth-enabled` as given.
+    pub(crate) fn for_test_with(test: &str, auth: bool) -> Option<Influxd> {
         let bin = std::env::var_os("CHINGEST_INFLUXD")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/usr/bin/influxd"));
@@ -177,14 +182,18 @@ impl Influxd {
             "InfluxDB 1.x `influxd` (Debian package `influxdb`)",
             test,
         )?;
-        Some(Influxd::start(&bin))
+        Some(Influxd::start_with(&bin, auth))
     }
 
     pub(crate) fn start(bin: &Path) -> Influxd {
+        Influxd::start_with(bin, false)
+    }
+
+    fn start_with(bin: &Path, auth: bool) -> Influxd {
         let dir = data_dir();
         let (http, rpc) = (free_port(), free_port());
         let conf = dir.path().join("influxdb.conf");
-        std::fs::write(&conf, influxd_config(dir.path(), http, rpc)).unwrap();
+        std::fs::write(&conf, influxd_config(dir.path(), http, rpc, auth)).unwrap();
         let log = dir.path().join("influxd.log");
         let child = Command::new(bin)
             .arg("-config")

@@ -30,4 +30,5 @@ mod shutdown;
 mod sql_security;
 mod sql_threads;
 mod telegraf;
+mod users;
 mod write;
