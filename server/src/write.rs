@@ -370,6 +370,54 @@ async fn write<S: Store>(
     }
 }
 
+/// Writes a body chingest built itself (`SELECT … INTO`, continuous queries) to `db`
+/// through the same path as `/write` (the storage door, ingest's checks, the WAL: durable
+/// when this returns). Blocking: call from a blocking thread inside the runtime. Answers
+/// the points written; a partial write answers `/write`'s error (nothing after it ran).
+pub fn write_internal<S: Store>(
+    state: &AppState<S>,
+    db: &str,
+    body: &[u8],
+    format: Format,
+) -> Result<u64, ApiError> {
+    let store = &state.store;
+    if !store.database_exists(db) {
+        return Err(ApiError::Query(format!("database not found: {db}")));
+    }
+    state.limits.check_storage(&store.stats())?;
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    let prepared = store.prepare(WriteRequest {
+        db,
+        body,
+        format,
+        precision: Precision::Nanoseconds,
+        now_ns,
+    })?;
+    let rejection = prepared.rejection.clone();
+    let points = prepared.points;
+    let _points = if points > 0 {
+        Some(state.limits.points_permit(points)?)
+    } else {
+        None
+    };
+    let commit = store.commit(prepared);
+    tokio::runtime::Handle::current()
+        .block_on(commit)
+        .map_err(|e| match e {
+            StorageError::QueueFull => state
+                .limits
+                .overloaded("wal_queue_full", "the WAL queue is full"),
+            other => other.into(),
+        })?;
+    metrics::counter!("chingest_points_accepted_total").increment(points);
+    match rejection {
+        None => Ok(points),
+        Some(r) => Err(ApiError::Query(r.message)),
+    }
+}
+
 /// Streams the body under the size cap, the in-flight byte budget (reserved
 /// frame by frame, for the bytes received) and the body read deadline. A body
 /// refused by the budget part-way is left in `slot` (the caller discards the

@@ -47,6 +47,19 @@ pub(super) fn authorize(
                 .map(|db| format!("READ on {db}")),
             Needs::Write(db) => (!id.can_write(db)).then(|| format!("WRITE on {db}")),
         };
+        // `SELECT … INTO` also writes its target's database (InfluxDB 1.x's requirement).
+        let denied = denied.or_else(|| match st {
+            Statement::Select(s) => s.into.as_ref().and_then(|into| {
+                let target = into
+                    .database
+                    .as_deref()
+                    .filter(|d| !d.is_empty())
+                    .or(db)
+                    .unwrap_or("");
+                (!id.can_write(target)).then(|| format!("WRITE on {target}"))
+            }),
+            _ => None,
+        });
         if let Some(requirement) = denied {
             return Err(ApiError::Forbidden(format!(
                 "error authorizing query: {} not authorized to execute statement '{st}', requires {requirement}",

@@ -147,11 +147,14 @@ fn run_select<S: Store>(
     {
         return Err(InfluxqlError::RetentionPolicyNotFound { rp: rp.into() }.into());
     }
-    in_storage(state, cx, st)
+    match st {
+        Statement::Select(s) if s.into.is_some() => super::into::execute(state, cx, s),
+        _ => in_storage(state, cx, st),
+    }
 }
 
 /// Runs `st` in storage's InfluxQL engine with the caller's access.
-fn in_storage<S: Store>(
+pub(super) fn in_storage<S: Store>(
     state: &AppState<S>,
     cx: &Context<'_>,
     st: &Statement,

@@ -16,6 +16,7 @@
 
 mod authorize;
 mod execute;
+mod into;
 pub mod render;
 pub mod running;
 mod users;

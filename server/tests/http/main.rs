@@ -16,6 +16,7 @@ mod grafana;
 mod influxql;
 mod influxql_diff;
 mod influxql_render;
+mod into;
 mod last_point;
 mod limits;
 mod logs;
