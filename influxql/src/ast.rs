@@ -76,6 +76,8 @@ pub enum Statement {
     /// `CREATE USER`, `DROP USER`, `SET PASSWORD`, `GRANT`, `REVOKE`, `SHOW USERS`,
     /// `SHOW GRANTS`: user management, admin only.
     User(UserStatement),
+    /// `CREATE CONTINUOUS QUERY`, `DROP CONTINUOUS QUERY`, `SHOW CONTINUOUS QUERIES`.
+    ContinuousQuery(CqStatement),
     /// A statement InfluxDB has and chingest does not implement
     /// (`CREATE CONTINUOUS QUERY`, `GRANT`, ...): answered with an error naming it.
     Unsupported {
@@ -85,6 +87,38 @@ pub enum Statement {
         /// authorizes some of these statements against).
         on: Option<String>,
     },
+}
+
+/// A continuous-query statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CqStatement {
+    /// `CREATE CONTINUOUS QUERY …`
+    Create(ContinuousQuery),
+    /// `DROP CONTINUOUS QUERY <name> ON <db>`
+    Drop {
+        /// The query's name.
+        name: String,
+        /// Its database.
+        on: String,
+    },
+    /// `SHOW CONTINUOUS QUERIES`
+    Show,
+}
+
+/// `CREATE CONTINUOUS QUERY <name> ON <db> [RESAMPLE [EVERY <d>] [FOR <d>]] BEGIN <select>
+/// END`: the `SELECT` has `INTO`, and `GROUP BY time(...)` when it aggregates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContinuousQuery {
+    /// Its name.
+    pub name: String,
+    /// The database it belongs to (and the default of its sources and target).
+    pub database: String,
+    /// `RESAMPLE EVERY`, ns.
+    pub every_ns: Option<i64>,
+    /// `RESAMPLE FOR`, ns.
+    pub for_ns: Option<i64>,
+    /// The query.
+    pub select: Box<SelectStatement>,
 }
 
 /// A user-management statement. Passwords are [`Password`]s: neither `Display` nor `Debug`

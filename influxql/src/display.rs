@@ -5,8 +5,9 @@
 use std::fmt::{self, Display, Formatter};
 
 use crate::ast::{
-    DataType, Dimension, Duration, Expr, Field, Fill, Literal, MeasurementName, NameMatch, Regex,
-    SelectStatement, Source, Statement, TagKeyMatch, UserStatement,
+    ContinuousQuery, CqStatement, DataType, Dimension, Duration, Expr, Field, Fill, Literal,
+    MeasurementName, NameMatch, Regex, SelectStatement, Source, Statement, TagKeyMatch,
+    UserStatement,
 };
 use crate::duration::format_duration_literal;
 use crate::token::Kind;
@@ -202,6 +203,8 @@ impl Display for Fill {
 impl Display for NameMatch {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
+            // `INTO db.rp.:MEASUREMENT` (the only place an empty name comes from).
+            NameMatch::Name(n) if n.is_empty() => f.write_str(":MEASUREMENT"),
             NameMatch::Name(n) => f.write_str(&quote_ident(n)),
             NameMatch::Regex(r) => write!(f, "{r}"),
         }
@@ -423,6 +426,14 @@ impl Display for Statement {
                 show_clauses(f, &None, &d.from, &d.condition)
             }
             Statement::User(u) => u.fmt(f),
+            Statement::ContinuousQuery(CqStatement::Create(cq)) => cq.fmt(f),
+            Statement::ContinuousQuery(CqStatement::Drop { name, on }) => write!(
+                f,
+                "DROP CONTINUOUS QUERY {} ON {}",
+                quote_ident(name),
+                quote_ident(on)
+            ),
+            Statement::ContinuousQuery(CqStatement::Show) => f.write_str("SHOW CONTINUOUS QUERIES"),
             Statement::Unsupported { what, .. } => f.write_str(what),
         }
     }
@@ -480,5 +491,27 @@ impl fmt::Display for UserStatement {
                 write!(f, "SHOW GRANTS FOR {}", quote_ident(user))
             }
         }
+    }
+}
+
+impl fmt::Display for ContinuousQuery {
+    /// As InfluxDB 1.x prints it (`SHOW CONTINUOUS QUERIES`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CREATE CONTINUOUS QUERY {} ON {} ",
+            quote_ident(&self.name),
+            quote_ident(&self.database)
+        )?;
+        if self.every_ns.is_some() || self.for_ns.is_some() {
+            f.write_str("RESAMPLE ")?;
+            if let Some(ns) = self.every_ns {
+                write!(f, "EVERY {} ", format_duration_literal(ns))?;
+            }
+            if let Some(ns) = self.for_ns {
+                write!(f, "FOR {} ", format_duration_literal(ns))?;
+            }
+        }
+        write!(f, "BEGIN {} END", self.select)
     }
 }

@@ -40,6 +40,13 @@ fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
+impl Cursor {
+    /// The character offset.
+    pub(crate) fn offset(&self) -> usize {
+        self.i
+    }
+}
+
 impl Lexer {
     /// A lexer over `text`, newlines normalised as InfluxDB's reader does.
     pub(crate) fn new(text: &str) -> Lexer {
@@ -62,6 +69,11 @@ impl Lexer {
                 eof_read: false,
             },
         }
+    }
+
+    /// Where the lexer is, as a character offset.
+    pub(crate) fn offset(&self) -> usize {
+        self.cur.i
     }
 
     /// Where the lexer is.

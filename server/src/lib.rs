@@ -29,6 +29,8 @@ use metrics_exporter_prometheus::PrometheusHandle;
 pub mod admin;
 pub mod auth;
 pub mod config;
+pub mod cq;
+pub mod durable;
 pub mod error;
 pub mod health;
 pub mod limit;
@@ -69,6 +71,8 @@ pub struct AppState<S = Storage> {
     pub metrics: PrometheusHandle,
     /// The `/query` statements running now (`SHOW QUERIES`, `KILL QUERY`).
     pub queries: Arc<query::running::RunningQueries>,
+    /// The continuous queries.
+    pub cqs: Arc<cq::ContinuousQueries>,
 }
 
 impl<S> Clone for AppState<S> {
@@ -80,6 +84,7 @@ impl<S> Clone for AppState<S> {
             auth: self.auth.clone(),
             metrics: self.metrics.clone(),
             queries: self.queries.clone(),
+            cqs: self.cqs.clone(),
         }
     }
 }
@@ -99,6 +104,7 @@ impl<S: Store> AppState<S> {
             auth: Arc::new(auth),
             metrics: metrics::handle(),
             queries: Arc::default(),
+            cqs: Arc::default(),
             config: Arc::new(config),
             store,
         }
@@ -220,6 +226,9 @@ pub enum RunError {
     /// The users file (`<data_dir>/users.json`) could not be read.
     #[error("{0}")]
     Users(#[from] auth::users::UsersFileError),
+    /// The continuous queries file could not be read.
+    #[error("{0}")]
+    ContinuousQueries(cq::CqError),
     /// The listener could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -256,7 +265,12 @@ pub async fn run(config: Config) -> Result<(), RunError> {
             "auth is enabled and no user exists: the server answers nothing but the creation of the first admin on /query (CREATE USER <name> WITH PASSWORD '<password>' WITH ALL PRIVILEGES)"
         );
     }
-    let router = app(AppState::with_auth(config, store.clone(), auth));
+    let cqs = cq::ContinuousQueries::open(&config.storage.data_dir.join("continuous_queries.json"))
+        .map_err(RunError::ContinuousQueries)?;
+    let mut state = AppState::with_auth(config, store.clone(), auth);
+    state.cqs = Arc::new(cqs);
+    let _continuous_queries = cq::spawn(state.clone());
+    let router = app(state);
     // One grace bounds the whole stop: in-flight requests, then the flush (whatever
     // the flusher's state; what it cannot flush in time stays in the WAL). The WAL
     // commit and the engine close get a few seconds of their own at least.
@@ -322,6 +336,7 @@ pub async fn serve(
     ::metrics::counter!("chingest_http_connections_refused_total").increment(0);
     ::metrics::gauge!("chingest_http_connections_open").set(0.0);
     prom::register_metrics();
+    cq::register_metrics();
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())

@@ -1,6 +1,7 @@
 //! The parser: tokens to [`Statement`]s, following InfluxDB 1.x's grammar,
 //! clause order and error wording. One file per part of the grammar.
 
+mod cq;
 mod database;
 pub use database::MAX_RETENTION_SECS;
 mod dimension;

@@ -37,6 +37,11 @@ impl Parser<'_> {
         })
     }
 
+    /// Only the fields of a `SELECT` (to look at what follows them).
+    pub(super) fn select_fields_only(&mut self) -> Result<(), ParseError> {
+        self.fields().map(drop)
+    }
+
     /// `field [AS alias], ...`
     fn fields(&mut self) -> Result<Vec<Field>, ParseError> {
         let mut fields = vec![self.field()?];

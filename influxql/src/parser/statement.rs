@@ -3,7 +3,7 @@
 //! implement parse to [`Statement::Unsupported`] naming them.
 
 use super::Parser;
-use crate::ast::{SeriesDeletion, Statement, UserStatement};
+use crate::ast::{CqStatement, SeriesDeletion, Statement, UserStatement};
 use crate::error::{ParseError, Pos};
 use crate::token::{Keyword as K, Kind};
 
@@ -139,7 +139,10 @@ impl Parser<'_> {
                     _ => Err(ParseError::unexpected(&t, &["EXACT", "CARDINALITY"])),
                 }
             }
-            Kind::Kw(K::CONTINUOUS) => self.keywords(&[K::QUERIES], "SHOW CONTINUOUS QUERIES"),
+            Kind::Kw(K::CONTINUOUS) => {
+                self.expect_kw(K::QUERIES)?;
+                Ok(Statement::ContinuousQuery(CqStatement::Show))
+            }
             Kind::Kw(K::GRANTS) => self.show_grants(),
             Kind::Kw(K::SHARD) => self.keywords(&[K::GROUPS], "SHOW SHARD GROUPS"),
             Kind::Kw(K::QUERIES) => Ok(Statement::ShowQueries),
@@ -181,7 +184,7 @@ impl Parser<'_> {
         let t = self.scan_ws();
         match t.kind {
             Kind::Kw(K::DATABASE) => self.create_database(),
-            Kind::Kw(K::CONTINUOUS) => self.keywords(&[K::QUERY], "CREATE CONTINUOUS QUERY"),
+            Kind::Kw(K::CONTINUOUS) => self.create_continuous_query(),
             Kind::Kw(K::RETENTION) => self.keywords(&[K::POLICY], "CREATE RETENTION POLICY"),
             Kind::Kw(K::USER) => self.create_user(),
             Kind::Kw(K::SUBSCRIPTION) => self.unsupported("CREATE SUBSCRIPTION"),
@@ -194,7 +197,7 @@ impl Parser<'_> {
         let t = self.scan_ws();
         match t.kind {
             Kind::Kw(K::DATABASE) => self.drop_database(),
-            Kind::Kw(K::CONTINUOUS) => self.keywords(&[K::QUERY], "DROP CONTINUOUS QUERY"),
+            Kind::Kw(K::CONTINUOUS) => self.drop_continuous_query(),
             Kind::Kw(K::RETENTION) => self.keywords(&[K::POLICY], "DROP RETENTION POLICY"),
             Kind::Kw(K::MEASUREMENT) => self.drop_measurement(),
             Kind::Kw(K::SERIES) => self.series_deletion().map(Statement::DropSeries),

@@ -1,15 +1,12 @@
 //! The users created through InfluxQL (`CREATE USER`, `GRANT`, …), kept durably in
 //! `<data_dir>/users.json`.
 //!
-//! The file is small and changes rarely, so every change rewrites it whole: a temporary
-//! file, fsync, rename over the old one, fsync of the directory. A crash leaves the old
-//! file or the new one, never a mix; a change is answered only after the rename is durable.
-//! Mode 0600: it holds password hashes (bcrypt) and who may read what.
+//! The file is small and changes rarely, so every change rewrites it whole
+//! ([`crate::durable::replace`]: atomic, durable, mode 0600).
 //!
 //! Readers take a snapshot (an `Arc`) and never wait for a writer; writers are serialised.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -153,40 +150,15 @@ impl Directory {
 }
 
 fn save(path: &Path, users: &[StoredUser]) -> Result<(), UsersFileError> {
-    let io = |source| UsersFileError::Io {
-        path: path.display().to_string(),
-        source,
-    };
     let body = serde_json::to_vec_pretty(&UsersFile {
         version: VERSION,
         users: users.to_vec(),
     })
     .expect("users serialise");
-    let tmp = path.with_extension("json.tmp");
-    {
-        let mut f = open_private(&tmp).map_err(io)?;
-        f.write_all(&body).map_err(io)?;
-        f.sync_all().map_err(io)?;
-    }
-    std::fs::rename(&tmp, path).map_err(io)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io)?;
-    }
-    Ok(())
-}
-
-/// Creates (truncating) a file only its owner may read.
-fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    options.open(path)
+    crate::durable::replace(path, &body).map_err(|source| UsersFileError::Io {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! statement reads (the engine's grants), so this is InfluxDB's answer, not
 //! the only guard.
 
-use influxql::ast::{SelectStatement, Source, Statement, UserStatement};
+use influxql::ast::{CqStatement, SelectStatement, Source, Statement, UserStatement};
 
 use crate::auth::Identity;
 use crate::error::ApiError;
@@ -47,17 +47,18 @@ pub(super) fn authorize(
                 .map(|db| format!("READ on {db}")),
             Needs::Write(db) => (!id.can_write(db)).then(|| format!("WRITE on {db}")),
         };
-        // `SELECT … INTO` also writes its target's database (InfluxDB 1.x's requirement).
+        // `SELECT … INTO` also writes its target's database (InfluxDB 1.x's requirement);
+        // a continuous query's SELECT is held to what its creator may read and write.
         let denied = denied.or_else(|| match st {
-            Statement::Select(s) => s.into.as_ref().and_then(|into| {
-                let target = into
-                    .database
-                    .as_deref()
-                    .filter(|d| !d.is_empty())
-                    .or(db)
-                    .unwrap_or("");
-                (!id.can_write(target)).then(|| format!("WRITE on {target}"))
-            }),
+            Statement::Select(s) => into_denied(id, s, db),
+            Statement::ContinuousQuery(CqStatement::Create(cq)) => {
+                let mut dbs = Vec::new();
+                select_databases(&cq.select, Some(&cq.database), &mut dbs);
+                dbs.into_iter()
+                    .find(|d| !id.can_read(d))
+                    .map(|d| format!("READ on {d}"))
+                    .or_else(|| into_denied(id, &cq.select, Some(&cq.database)))
+            }
             _ => None,
         });
         if let Some(requirement) = denied {
@@ -81,6 +82,11 @@ fn needs<'a>(st: &'a Statement, db: Option<&'a str>) -> Needs<'a> {
         Statement::ShowDatabases => Needs::Nothing,
         Statement::ShowQueries => Needs::Read(vec![db.unwrap_or("")]),
         Statement::KillQuery { .. } | Statement::User(_) => Needs::Admin,
+        // InfluxDB 1.x: READ on the query's database (its SELECT is checked below too:
+        // creating one must not read or write more than its creator may).
+        Statement::ContinuousQuery(CqStatement::Create(cq)) => Needs::Read(vec![&cq.database]),
+        Statement::ContinuousQuery(CqStatement::Drop { on, .. }) => Needs::Write(on),
+        Statement::ContinuousQuery(CqStatement::Show) => Needs::Read(vec![db.unwrap_or("")]),
         // WRITE on the request's database, as InfluxDB 1.x requires.
         Statement::Delete(_) | Statement::DropSeries(_) => Needs::Write(db.unwrap_or("")),
         Statement::Unsupported { what, on: o } => unsupported_needs(what, o.as_deref(), db),
@@ -98,6 +104,18 @@ fn needs<'a>(st: &'a Statement, db: Option<&'a str>) -> Needs<'a> {
     }
 }
 
+/// `WRITE on <db>` when the caller may not write the database a `SELECT … INTO` targets.
+fn into_denied(id: &Identity, s: &SelectStatement, db: Option<&str>) -> Option<String> {
+    let into = s.into.as_ref()?;
+    let target = into
+        .database
+        .as_deref()
+        .filter(|d| !d.is_empty())
+        .or(db)
+        .unwrap_or("");
+    (!id.can_write(target)).then(|| format!("WRITE on {target}"))
+}
+
 /// What InfluxDB 1.6.7 requires of a statement chingest does not implement
 /// (probed with auth on): a caller it would refuse gets its 403, not
 /// chingest's "not supported".
@@ -112,11 +130,8 @@ fn unsupported_needs<'a>(what: &str, on: Option<&'a str>, db: Option<&'a str>) -
         | "CREATE SUBSCRIPTION"
         | "DROP SUBSCRIPTION"
         | "SHOW SUBSCRIPTIONS" => Needs::Admin,
-        "DROP RETENTION POLICY" | "DROP CONTINUOUS QUERY" => Needs::Write(named),
-        "CREATE CONTINUOUS QUERY" | "SHOW MEASUREMENT CARDINALITY" | "SHOW SERIES CARDINALITY" => {
-            Needs::Read(vec![named])
-        }
-        "SHOW CONTINUOUS QUERIES" => Needs::Read(vec![db.unwrap_or("")]),
+        "DROP RETENTION POLICY" => Needs::Write(named),
+        "SHOW MEASUREMENT CARDINALITY" | "SHOW SERIES CARDINALITY" => Needs::Read(vec![named]),
         _ => Needs::Nothing,
     }
 }

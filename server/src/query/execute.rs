@@ -105,6 +105,7 @@ pub(super) fn execute<S: Store>(
         Statement::ShowDiagnostics => Err(unsupported("SHOW DIAGNOSTICS")),
         Statement::ShowStats => Err(unsupported("SHOW STATS")),
         Statement::User(u) => super::users::execute(state, id, u),
+        Statement::ContinuousQuery(c) => super::cq::execute(state, c),
         Statement::Unsupported { what, .. } => Err(unsupported(&what)),
     }
 }

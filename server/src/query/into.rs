@@ -28,6 +28,20 @@ pub(super) fn execute<S: Store>(
     cx: &Context<'_>,
     select: &SelectStatement,
 ) -> Result<StatementResult, ApiError> {
+    let written = write_answer(state, cx, select)?;
+    Ok(StatementResult::of(vec![Series::untagged(
+        "result",
+        &["time", "written"],
+        vec![vec![Value::Time(0), Value::Integer(written as i64)]],
+    )]))
+}
+
+/// Runs a `SELECT` with `INTO` and writes its answer: the points written.
+pub(super) fn write_answer<S: Store>(
+    state: &AppState<S>,
+    cx: &Context<'_>,
+    select: &SelectStatement,
+) -> Result<u64, ApiError> {
     let target = select.into.as_ref().expect("a SELECT with INTO");
     let db = target_database(target.database.as_deref(), cx.db)?;
     if let Some(rp) = target
@@ -59,11 +73,7 @@ pub(super) fn execute<S: Store>(
         written +=
             crate::write::write_internal(state, &db, &body, ingest::Format::MsgpackColumnar)?;
     }
-    Ok(StatementResult::of(vec![Series::untagged(
-        "result",
-        &["time", "written"],
-        vec![vec![Value::Time(0), Value::Integer(written as i64)]],
-    )]))
+    Ok(written)
 }
 
 /// The database `INTO` names, else the request's.

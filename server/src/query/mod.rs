@@ -15,6 +15,7 @@
 //! statement that fails is the `error` of its own result in a 200 answer.
 
 mod authorize;
+mod cq;
 mod execute;
 mod into;
 pub mod render;
@@ -184,6 +185,9 @@ fn state_change_in_get(parsed: &[Statement]) -> Option<ApiError> {
         | Statement::KillQuery { .. }
         | Statement::Delete(_)
         | Statement::DropSeries(_) => Some(ApiError::MethodNotAllowed(read_only_text(st))),
+        Statement::ContinuousQuery(
+            influxql::ast::CqStatement::Create(_) | influxql::ast::CqStatement::Drop { .. },
+        ) => Some(ApiError::MethodNotAllowed(read_only_text(st))),
         // InfluxDB 1.x runs these in a GET (with a warning); a GET must change no user.
         Statement::User(u) if u.changes_users() => {
             Some(ApiError::MethodNotAllowed(read_only_text(st)))
@@ -232,6 +236,26 @@ fn bound_params(json: Option<&str>) -> Result<HashMap<String, Literal>, ApiError
         out.insert(k.clone(), lit);
     }
     Ok(out)
+}
+
+/// Runs a continuous query's `SELECT … INTO` over its range (`cq`): as the database's
+/// system, reading every database (the statement was authorized when it was created).
+/// Blocking, inside the runtime. The points written.
+pub fn run_continuous<S: Store>(
+    state: &AppState<S>,
+    db: &str,
+    select: &influxql::ast::SelectStatement,
+    now_ns: i64,
+) -> Result<u64, ApiError> {
+    let cancel = SqlCancel::new();
+    let cx = execute::Context {
+        id: &Identity::Anonymous,
+        db: Some(db),
+        rp: None,
+        now_ns,
+        cancel: &cancel,
+    };
+    into::write_answer(state, &cx, select)
 }
 
 fn now_ns() -> i64 {

@@ -7,6 +7,7 @@ mod util;
 mod auth;
 mod bounds;
 mod cli;
+mod cq;
 mod crash;
 mod delete;
 mod deploy;
