@@ -76,6 +76,8 @@ pub enum Statement {
     /// `CREATE USER`, `DROP USER`, `SET PASSWORD`, `GRANT`, `REVOKE`, `SHOW USERS`,
     /// `SHOW GRANTS`: user management, admin only.
     User(UserStatement),
+    /// `CREATE`, `ALTER`, `DROP RETENTION POLICY`.
+    RetentionPolicy(RpStatement),
     /// `CREATE CONTINUOUS QUERY`, `DROP CONTINUOUS QUERY`, `SHOW CONTINUOUS QUERIES`.
     ContinuousQuery(CqStatement),
     /// A statement InfluxDB has and chingest does not implement
@@ -86,6 +88,51 @@ pub enum Statement {
         /// The database it names with its first `ON`, if any (what InfluxDB
         /// authorizes some of these statements against).
         on: Option<String>,
+    },
+}
+
+/// A retention-policy statement (`SHOW RETENTION POLICIES` is
+/// [`Statement::ShowRetentionPolicies`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RpStatement {
+    /// `CREATE RETENTION POLICY <rp> ON <db> DURATION <d> REPLICATION <n> [SHARD DURATION <d>]
+    /// [DEFAULT]`
+    Create {
+        /// The policy.
+        name: String,
+        /// Its database.
+        on: String,
+        /// How long points are kept, seconds (0 = `INF`).
+        duration_secs: u64,
+        /// `REPLICATION n` (chingest accepts 1).
+        replication: u32,
+        /// `SHARD DURATION`, ns.
+        shard_duration_ns: Option<i64>,
+        /// `DEFAULT`.
+        default: bool,
+    },
+    /// `ALTER RETENTION POLICY <rp> ON <db> [DURATION d] [REPLICATION n] [SHARD DURATION d]
+    /// [DEFAULT]` (at least one).
+    Alter {
+        /// The policy.
+        name: String,
+        /// Its database.
+        on: String,
+        /// `DURATION`, seconds (0 = `INF`).
+        duration_secs: Option<u64>,
+        /// `REPLICATION`.
+        replication: Option<u32>,
+        /// `SHARD DURATION`, ns.
+        shard_duration_ns: Option<i64>,
+        /// `DEFAULT`.
+        default: bool,
+    },
+    /// `DROP RETENTION POLICY <rp> ON <db>`
+    Drop {
+        /// The policy.
+        name: String,
+        /// Its database.
+        on: String,
     },
 }
 

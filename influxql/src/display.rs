@@ -6,8 +6,8 @@ use std::fmt::{self, Display, Formatter};
 
 use crate::ast::{
     ContinuousQuery, CqStatement, DataType, Dimension, Duration, Expr, Field, Fill, Literal,
-    MeasurementName, NameMatch, Regex, SelectStatement, Source, Statement, TagKeyMatch,
-    UserStatement,
+    MeasurementName, NameMatch, Regex, RpStatement, SelectStatement, Source, Statement,
+    TagKeyMatch, UserStatement,
 };
 use crate::duration::format_duration_literal;
 use crate::token::Kind;
@@ -426,6 +426,7 @@ impl Display for Statement {
                 show_clauses(f, &None, &d.from, &d.condition)
             }
             Statement::User(u) => u.fmt(f),
+            Statement::RetentionPolicy(rp) => rp.fmt(f),
             Statement::ContinuousQuery(CqStatement::Create(cq)) => cq.fmt(f),
             Statement::ContinuousQuery(CqStatement::Drop { name, on }) => write!(
                 f,
@@ -513,5 +514,83 @@ impl fmt::Display for ContinuousQuery {
             }
         }
         write!(f, "BEGIN {} END", self.select)
+    }
+}
+
+impl fmt::Display for RpStatement {
+    /// As InfluxDB 1.x prints these.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let duration = |secs: u64| {
+            crate::duration::format_duration(
+                i64::try_from(secs.saturating_mul(1_000_000_000)).unwrap_or(i64::MAX),
+            )
+        };
+        match self {
+            RpStatement::Create {
+                name,
+                on,
+                duration_secs,
+                replication,
+                shard_duration_ns,
+                default,
+            } => {
+                write!(
+                    f,
+                    "CREATE RETENTION POLICY {} ON {} DURATION {} REPLICATION {replication}",
+                    quote_ident(name),
+                    quote_ident(on),
+                    duration(*duration_secs)
+                )?;
+                if let Some(ns) = shard_duration_ns {
+                    write!(
+                        f,
+                        " SHARD DURATION {}",
+                        crate::duration::format_duration(*ns)
+                    )?;
+                }
+                if *default {
+                    f.write_str(" DEFAULT")?;
+                }
+                Ok(())
+            }
+            RpStatement::Alter {
+                name,
+                on,
+                duration_secs,
+                replication,
+                shard_duration_ns,
+                default,
+            } => {
+                write!(
+                    f,
+                    "ALTER RETENTION POLICY {} ON {}",
+                    quote_ident(name),
+                    quote_ident(on)
+                )?;
+                if let Some(secs) = duration_secs {
+                    write!(f, " DURATION {}", duration(*secs))?;
+                }
+                if let Some(n) = replication {
+                    write!(f, " REPLICATION {n}")?;
+                }
+                if let Some(ns) = shard_duration_ns {
+                    write!(
+                        f,
+                        " SHARD DURATION {}",
+                        crate::duration::format_duration(*ns)
+                    )?;
+                }
+                if *default {
+                    f.write_str(" DEFAULT")?;
+                }
+                Ok(())
+            }
+            RpStatement::Drop { name, on } => write!(
+                f,
+                "DROP RETENTION POLICY {} ON {}",
+                quote_ident(name),
+                quote_ident(on)
+            ),
+        }
     }
 }

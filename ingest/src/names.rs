@@ -140,6 +140,26 @@ impl fmt::Display for NameErrorKind {
     }
 }
 
+/// Databases of retention policies other than a database's first are named this, then a
+/// number (`__rp_1`): names no user database can have (`__` is reserved).
+pub const POLICY_DATABASE_PREFIX: &str = "__rp_";
+
+/// Whether `db` is a retention policy's database ([`POLICY_DATABASE_PREFIX`] and digits).
+pub fn is_policy_database(db: &str) -> bool {
+    db.strip_prefix(POLICY_DATABASE_PREFIX)
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Checks a database a write goes to: a user database name ([`check_database`]) or a
+/// retention policy's database.
+pub fn check_written_database(db: &str) -> Result<(), NameError> {
+    if is_policy_database(db) {
+        Ok(())
+    } else {
+        check_database(db)
+    }
+}
+
 /// Checks a database name: not empty, at most [`MAX_DATABASE_NAME`] bytes and
 /// [`MAX_DATABASE_FILE_NAME`] bytes as a file name, no control characters, not reserved.
 pub fn check_database(db: &str) -> Result<(), NameError> {

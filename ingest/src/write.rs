@@ -7,7 +7,7 @@ use crate::catalog::{Catalog, MetaRecord};
 use crate::error::{DropKind, DroppedPoint, LineError, WriteError};
 use crate::line_protocol::{parse_lines_parallel, DEFAULT_PARALLEL_CHUNK_BYTES};
 use crate::msgpack;
-use crate::names::check_database;
+use crate::names::check_written_database;
 use crate::point::ParsedBatch;
 use crate::precision::Precision;
 
@@ -242,7 +242,7 @@ impl Ingestor {
         now_ns: i64,
         min_time_ns: Option<i64>,
     ) -> Result<PreparedWrite, WriteError> {
-        check_database(db)?;
+        check_written_database(db)?;
         let t0 = Instant::now();
         let mut parsed = parse_body(
             body,

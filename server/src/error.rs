@@ -83,7 +83,7 @@ pub enum ApiError {
     /// Used if the database does not exist (and auto-create is off). 404.
     #[error("database not found: \"{0}\"")]
     DatabaseNotFound(String),
-    /// Used if `rp` names anything but the default `autogen`. 404.
+    /// Used if `rp` names a policy the database does not have (or its default was dropped). 404.
     #[error("retention policy not found: \"{0}\"")]
     RetentionPolicyNotFound(String),
     /// Used if `precision` is not one this API accepts. 400.

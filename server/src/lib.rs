@@ -41,6 +41,7 @@ pub mod params;
 pub mod ping;
 pub mod prom;
 pub mod query;
+pub mod retention;
 pub mod sql;
 pub mod write;
 
@@ -73,6 +74,8 @@ pub struct AppState<S = Storage> {
     pub queries: Arc<query::running::RunningQueries>,
     /// The continuous queries.
     pub cqs: Arc<cq::ContinuousQueries>,
+    /// The retention policies.
+    pub policies: Arc<retention::Policies>,
 }
 
 impl<S> Clone for AppState<S> {
@@ -85,6 +88,7 @@ impl<S> Clone for AppState<S> {
             metrics: self.metrics.clone(),
             queries: self.queries.clone(),
             cqs: self.cqs.clone(),
+            policies: self.policies.clone(),
         }
     }
 }
@@ -105,6 +109,7 @@ impl<S: Store> AppState<S> {
             metrics: metrics::handle(),
             queries: Arc::default(),
             cqs: Arc::default(),
+            policies: Arc::default(),
             config: Arc::new(config),
             store,
         }
@@ -226,6 +231,9 @@ pub enum RunError {
     /// The users file (`<data_dir>/users.json`) could not be read.
     #[error("{0}")]
     Users(#[from] auth::users::UsersFileError),
+    /// The retention policies file could not be read.
+    #[error("{0}")]
+    RetentionPolicies(String),
     /// The continuous queries file could not be read.
     #[error("{0}")]
     ContinuousQueries(cq::CqError),
@@ -267,8 +275,12 @@ pub async fn run(config: Config) -> Result<(), RunError> {
     }
     let cqs = cq::ContinuousQueries::open(&config.storage.data_dir.join("continuous_queries.json"))
         .map_err(RunError::ContinuousQueries)?;
+    let policies =
+        retention::Policies::open(&config.storage.data_dir.join("retention_policies.json"))
+            .map_err(RunError::RetentionPolicies)?;
     let mut state = AppState::with_auth(config, store.clone(), auth);
     state.cqs = Arc::new(cqs);
+    state.policies = Arc::new(policies);
     let _continuous_queries = cq::spawn(state.clone());
     let router = app(state);
     // One grace bounds the whole stop: in-flight requests, then the flush (whatever

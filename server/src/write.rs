@@ -124,13 +124,15 @@ fn record_failure(e: &ApiError, api: Api) {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct WriteParams {
     pub(crate) db: String,
+    /// The retention policy named (`None`: the database's default).
+    pub(crate) rp: Option<String>,
     pub(crate) precision: Precision,
 }
 
 /// Validates v1 parameters: `db`, `rp`, `precision`, `consistency`.
 pub(crate) fn v1_params(p: &Params) -> Result<WriteParams, ApiError> {
     let db = p.get_nonempty("db").ok_or(ApiError::DatabaseRequired)?;
-    check_rp(p.get_nonempty("rp"))?;
+    let rp = p.get_nonempty("rp").map(str::to_string);
     let precision = match p.get_nonempty("precision") {
         None => Precision::Nanoseconds,
         Some(s) => Precision::from_v1(s).ok_or_else(|| ApiError::InvalidPrecision {
@@ -145,6 +147,7 @@ pub(crate) fn v1_params(p: &Params) -> Result<WriteParams, ApiError> {
     }
     Ok(WriteParams {
         db: db.to_string(),
+        rp,
         precision,
     })
 }
@@ -159,7 +162,6 @@ pub(crate) fn v2_params(p: &Params) -> Result<WriteParams, ApiError> {
     if db.is_empty() {
         return Err(ApiError::DatabaseRequired);
     }
-    check_rp(rp)?;
     let precision = match p.get_nonempty("precision") {
         None => Precision::Nanoseconds,
         Some(s) => Precision::from_v2(s).ok_or_else(|| ApiError::InvalidPrecision {
@@ -169,16 +171,9 @@ pub(crate) fn v2_params(p: &Params) -> Result<WriteParams, ApiError> {
     };
     Ok(WriteParams {
         db: db.to_string(),
+        rp: rp.map(str::to_string),
         precision,
     })
-}
-
-/// Only the default retention policy exists.
-fn check_rp(rp: Option<&str>) -> Result<(), ApiError> {
-    match rp {
-        None | Some("autogen") => Ok(()),
-        Some(other) => Err(ApiError::RetentionPolicyNotFound(other.to_string())),
-    }
 }
 
 /// The body format for a `Content-Type` (line protocol unless a msgpack form).
@@ -240,7 +235,7 @@ async fn write<S: Store>(
     body: &mut Option<Body>,
 ) -> Result<(), ApiError> {
     let started = Instant::now();
-    let WriteParams { db, precision } = match (api, wire) {
+    let WriteParams { db, rp, precision } = match (api, wire) {
         (_, Wire::PromRemote) => WriteParams {
             precision: Precision::Milliseconds,
             ..v1_params(params)?
@@ -272,6 +267,11 @@ async fn write<S: Store>(
             return Err(ApiError::DatabaseNotFound(db));
         }
     }
+    // The policy's storage database (the database itself unless it has policies).
+    let db = state
+        .policies
+        .resolve(&db, rp.as_deref())
+        .map_err(ApiError::RetentionPolicyNotFound)?;
     // Refuse before reading a byte when the storage side is behind or the
     // parse threads are saturated.
     state.limits.check_storage(&store.stats())?;
@@ -510,6 +510,7 @@ mod tests {
                 v1_params(&p(q)).unwrap(),
                 WriteParams {
                     db: "d".into(),
+                    rp: q.contains("rp=").then(|| "autogen".into()),
                     precision: prec
                 },
                 "{q}"
@@ -530,9 +531,10 @@ mod tests {
         assert_eq!(err("db="), "database is required");
         assert_eq!(err("db=d&consistency=most"), "invalid consistency level");
         assert!(err("db=d&precision=x").starts_with("invalid precision \"x\""));
+        // Which policies exist is the write's to say (`retention::Policies`).
         assert_eq!(
-            err("db=d&rp=weekly"),
-            "retention policy not found: \"weekly\""
+            v1_params(&p("db=d&rp=weekly")).unwrap().rp.as_deref(),
+            Some("weekly")
         );
     }
 
@@ -540,10 +542,10 @@ mod tests {
     fn v2_parameter_table() {
         assert_eq!(v2_params(&p("org=o&bucket=d&precision=s")).unwrap().db, "d");
         assert_eq!(v2_params(&p("bucket=d%2Fautogen")).unwrap().db, "d");
-        assert!(matches!(
-            v2_params(&p("bucket=d/weekly")),
-            Err(ApiError::RetentionPolicyNotFound(_))
-        ));
+        assert_eq!(
+            v2_params(&p("bucket=d/weekly")).unwrap().rp.as_deref(),
+            Some("weekly")
+        );
         assert!(matches!(
             v2_params(&p("org=o")),
             Err(ApiError::DatabaseRequired)

@@ -49,6 +49,7 @@ use parking_lot::{Mutex, RwLock};
 pub use config::{StorageConfig, WalCompression};
 pub use error::StorageError;
 pub use influxql::{InfluxqlError, InfluxqlRequest, StatementResult};
+pub use registry::POLICY_DATABASE_PREFIX;
 pub use store::{
     BoxFuture, EngineStats, Prepared, QuarantineAction, QuarantinedTable, Rejection, SqlFormat,
     StorageStats, Store, WriteRequest,
@@ -111,6 +112,12 @@ impl Store for Storage {
     }
     fn retention_secs(&self, db: &str) -> u64 {
         self.catalog.retention_secs(db)
+    }
+    fn set_retention(&self, db: &str, retention_secs: u64) -> Result<(), StorageError> {
+        self.set_retention(db, retention_secs)
+    }
+    fn create_policy_database(&self, db: &str, retention_secs: u64) -> Result<(), StorageError> {
+        self.create_policy_database(db, retention_secs)
     }
     fn drop_database(&self, db: &str) -> Result<(), StorageError> {
         self.drop(db)

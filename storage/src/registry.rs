@@ -103,6 +103,70 @@ pub(crate) fn pending_drops(wal: &Wal) -> Result<Vec<(String, u64)>, StorageErro
 impl Storage {
     pub(crate) fn create(&self, db: &str, retention_secs: Option<u64>) -> Result<(), StorageError> {
         ingest::names::check_database(db)?;
+        self.create_unchecked(db, retention_secs)
+    }
+
+    /// A database holding a retention policy's data (`__rp_<n>`: a name no user database
+    /// can have), otherwise as [`create`](Self::create).
+    pub(crate) fn create_policy_database(
+        &self,
+        db: &str,
+        retention_secs: u64,
+    ) -> Result<(), StorageError> {
+        if !ingest::names::is_policy_database(db) {
+            return Err(StorageError::Open {
+                what: "creating a retention policy's database",
+                message: format!("{db:?} is not a policy database name"),
+            });
+        }
+        self.create_unchecked(db, Some(retention_secs))
+    }
+
+    /// Changes how long `db` keeps points: new tables get the new TTL, existing ones are
+    /// altered (the engine then deletes what the new TTL expires in its merges), the door
+    /// refuses points older than it, and the catalog records it durably.
+    pub(crate) fn set_retention(&self, db: &str, retention_secs: u64) -> Result<(), StorageError> {
+        let _admin = self.lifecycle.admin.lock();
+        self.require(db)?;
+        if let Some(f) = self.flusher.lock().as_ref() {
+            f.set_retention(db, retention_secs);
+        }
+        let engine = self.engine()?;
+        let quoted = flush::quote_string(db);
+        let tables = engine.query_text(&format!(
+            "SELECT DISTINCT table FROM system.columns WHERE database = {quoted} AND name = 'time' \
+             AND table IN (SELECT name FROM system.tables WHERE database = {quoted} AND engine LIKE '%MergeTree')"
+        ))?;
+        for table in tables.lines().filter(|t| !t.is_empty()) {
+            let table = unescape_tsv(table);
+            let target = format!("{}.{}", flush::quote_ident(db), flush::quote_ident(&table));
+            let sql = if retention_secs == 0 {
+                format!("ALTER TABLE {target} REMOVE TTL")
+            } else {
+                format!(
+                    "ALTER TABLE {target} MODIFY {}",
+                    flush::table::ttl_clause(retention_secs)
+                )
+            };
+            match engine.execute(&sql) {
+                Ok(()) => {}
+                // REMOVE TTL of a table that has none.
+                Err(e) if retention_secs == 0 && e.to_string().contains("BAD_ARGUMENTS") => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let record = Record::Database {
+            name: db.to_string(),
+            retention_secs,
+        };
+        let _commits = self.lifecycle.commits.write();
+        self.wal.put_meta(vec![record.encode()])?.wait()?;
+        self.catalog.apply(&record);
+        tracing::info!(db, retention_secs, "retention changed");
+        Ok(())
+    }
+
+    fn create_unchecked(&self, db: &str, retention_secs: Option<u64>) -> Result<(), StorageError> {
         let _admin = self.lifecycle.admin.lock();
         if self.catalog.database_exists(db) {
             return match retention_secs {
@@ -189,6 +253,31 @@ impl Storage {
         Ok(())
     }
 }
+
+/// How the engine's `TabSeparated` output escapes a name (`\t`, `\n`, `\\`, …), undone.
+fn unescape_tsv(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('0') => out.push('\0'),
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+pub use ingest::names::POLICY_DATABASE_PREFIX;
 
 #[cfg(test)]
 mod tests {

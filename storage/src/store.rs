@@ -187,6 +187,11 @@ pub trait Store: Send + Sync + 'static {
     fn create_database(&self, db: &str, retention_secs: Option<u64>) -> Result<(), StorageError>;
     /// `db`'s retention in seconds (0 = forever).
     fn retention_secs(&self, db: &str) -> u64;
+    /// Changes how long `db` keeps points (0 = forever), for its existing tables too.
+    fn set_retention(&self, db: &str, retention_secs: u64) -> Result<(), StorageError>;
+    /// Creates the database of a retention policy ([`crate::POLICY_DATABASE_PREFIX`] and a
+    /// number), keeping points `retention_secs` (0 = forever).
+    fn create_policy_database(&self, db: &str, retention_secs: u64) -> Result<(), StorageError>;
     /// Drops `db` and its data (idempotent; blocking).
     fn drop_database(&self, db: &str) -> Result<(), StorageError>;
     /// Drops measurement `measurement` of `db` and its data, what is still on its way to

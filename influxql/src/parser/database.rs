@@ -3,7 +3,7 @@
 //! duration; other replication factors or policy names are refused.
 
 use super::Parser;
-use crate::ast::Statement;
+use crate::ast::{RpStatement, Statement};
 use crate::duration::parse_duration;
 use crate::error::ParseError;
 use crate::token::{Keyword as K, Kind};
@@ -133,4 +133,99 @@ fn retention_secs(ns: i64, lit: &str) -> Result<u64, ParseError> {
         )));
     }
     Ok(secs)
+}
+
+impl Parser<'_> {
+    /// `CREATE RETENTION POLICY <rp> ON <db> DURATION <d> REPLICATION <n> [SHARD DURATION <d>]
+    /// [DEFAULT]` (after `RETENTION`).
+    pub(super) fn create_retention_policy(&mut self) -> Result<Statement, ParseError> {
+        self.expect_kw(K::POLICY)?;
+        let name = self.ident()?;
+        self.expect_kw(K::ON)?;
+        let on = self.ident()?;
+        self.expect_kw(K::DURATION)?;
+        let (ns, lit) = self.duration_value()?;
+        self.expect_kw(K::REPLICATION)?;
+        let replication = self.replication()?;
+        let shard_duration_ns = if self.accept_kw(K::SHARD) {
+            self.expect_kw(K::DURATION)?;
+            Some(self.duration_value()?.0)
+        } else {
+            None
+        };
+        let default = self.accept_kw(K::DEFAULT);
+        Ok(Statement::RetentionPolicy(RpStatement::Create {
+            name,
+            on,
+            duration_secs: retention_secs(ns, &lit)?,
+            replication,
+            shard_duration_ns,
+            default,
+        }))
+    }
+
+    /// `ALTER RETENTION POLICY <rp> ON <db> <option>...` (after `ALTER`).
+    pub(super) fn alter_retention_policy(&mut self) -> Result<Statement, ParseError> {
+        self.expect_kw(K::RETENTION)?;
+        self.expect_kw(K::POLICY)?;
+        let name = self.ident()?;
+        self.expect_kw(K::ON)?;
+        let on = self.ident()?;
+        let (mut duration_secs, mut replication, mut shard_duration_ns, mut default) =
+            (None, None, None, false);
+        let mut any = false;
+        loop {
+            let t = self.scan_ws();
+            match t.kind {
+                Kind::Kw(K::DURATION) => {
+                    let (ns, lit) = self.duration_value()?;
+                    duration_secs = Some(retention_secs(ns, &lit)?);
+                }
+                Kind::Kw(K::REPLICATION) => replication = Some(self.replication()?),
+                Kind::Kw(K::SHARD) => {
+                    self.expect_kw(K::DURATION)?;
+                    shard_duration_ns = Some(self.duration_value()?.0);
+                }
+                Kind::Kw(K::DEFAULT) => default = true,
+                _ if !any => {
+                    return Err(ParseError::unexpected(
+                        &t,
+                        &["DURATION", "REPLICATION", "SHARD", "DEFAULT"],
+                    ))
+                }
+                _ => {
+                    self.unscan();
+                    break;
+                }
+            }
+            any = true;
+        }
+        Ok(Statement::RetentionPolicy(RpStatement::Alter {
+            name,
+            on,
+            duration_secs,
+            replication,
+            shard_duration_ns,
+            default,
+        }))
+    }
+
+    /// `DROP RETENTION POLICY <rp> ON <db>` (after `RETENTION`).
+    pub(super) fn drop_retention_policy(&mut self) -> Result<Statement, ParseError> {
+        self.expect_kw(K::POLICY)?;
+        let name = self.ident()?;
+        self.expect_kw(K::ON)?;
+        let on = self.ident()?;
+        Ok(Statement::RetentionPolicy(RpStatement::Drop { name, on }))
+    }
+
+    /// `REPLICATION n`'s number: chingest is one node and keeps one copy.
+    fn replication(&mut self) -> Result<u32, ParseError> {
+        if self.int_in(1, i64::from(i32::MAX))? != 1 {
+            return Err(ParseError::Statement(
+                "replication factor must be 1 (chingest is one node)".into(),
+            ));
+        }
+        Ok(1)
+    }
 }

@@ -72,9 +72,7 @@ impl Parser<'_> {
                 self.expect_kw(K::SELECT)?;
                 self.unsupported(what)
             }
-            Kind::Kw(K::ALTER) => {
-                self.keywords(&[K::RETENTION, K::POLICY], "ALTER RETENTION POLICY")
-            }
+            Kind::Kw(K::ALTER) => self.alter_retention_policy(),
             Kind::Kw(K::SET) => self.set_password(),
             Kind::Kw(K::KILL) => {
                 self.expect_kw(K::QUERY)?;
@@ -185,7 +183,7 @@ impl Parser<'_> {
         match t.kind {
             Kind::Kw(K::DATABASE) => self.create_database(),
             Kind::Kw(K::CONTINUOUS) => self.create_continuous_query(),
-            Kind::Kw(K::RETENTION) => self.keywords(&[K::POLICY], "CREATE RETENTION POLICY"),
+            Kind::Kw(K::RETENTION) => self.create_retention_policy(),
             Kind::Kw(K::USER) => self.create_user(),
             Kind::Kw(K::SUBSCRIPTION) => self.unsupported("CREATE SUBSCRIPTION"),
             _ => Err(ParseError::unexpected(&t, CREATE)),
@@ -198,7 +196,7 @@ impl Parser<'_> {
         match t.kind {
             Kind::Kw(K::DATABASE) => self.drop_database(),
             Kind::Kw(K::CONTINUOUS) => self.drop_continuous_query(),
-            Kind::Kw(K::RETENTION) => self.keywords(&[K::POLICY], "DROP RETENTION POLICY"),
+            Kind::Kw(K::RETENTION) => self.drop_retention_policy(),
             Kind::Kw(K::MEASUREMENT) => self.drop_measurement(),
             Kind::Kw(K::SERIES) => self.series_deletion().map(Statement::DropSeries),
             Kind::Kw(K::SHARD) => self.unsupported("DROP SHARD"),

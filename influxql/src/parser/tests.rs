@@ -506,15 +506,6 @@ fn create_and_drop_database_keep_the_old_semantics() {
 #[test]
 fn unsupported_statements_are_named() {
     for (q, what) in [
-        ("DROP RETENTION POLICY rp ON db", "DROP RETENTION POLICY"),
-        (
-            "CREATE RETENTION POLICY rp ON db DURATION 1d REPLICATION 1",
-            "CREATE RETENTION POLICY",
-        ),
-        (
-            "ALTER RETENTION POLICY rp ON db DURATION 2d",
-            "ALTER RETENTION POLICY",
-        ),
         ("EXPLAIN ANALYZE SELECT * FROM cpu", "EXPLAIN ANALYZE"),
         ("EXPLAIN SELECT * FROM cpu", "EXPLAIN"),
         ("SHOW SHARDS", "SHOW SHARDS"),
@@ -799,6 +790,68 @@ fn continuous_queries_parse_and_print_back_as_influxdb_does() {
 }
 
 #[test]
+fn retention_policy_statements_parse_and_print_back() {
+    use crate::ast::RpStatement;
+    for (q, printed) in [
+        (
+            "CREATE RETENTION POLICY weekly ON a DURATION 7d REPLICATION 1",
+            "CREATE RETENTION POLICY weekly ON a DURATION 168h0m0s REPLICATION 1",
+        ),
+        (
+            "create retention policy \"y y\" on a duration 52w replication 1 shard duration 2d default",
+            "CREATE RETENTION POLICY \"y y\" ON a DURATION 8736h0m0s REPLICATION 1 SHARD DURATION 48h0m0s DEFAULT",
+        ),
+        (
+            "CREATE RETENTION POLICY forever ON a DURATION INF REPLICATION 1",
+            "CREATE RETENTION POLICY forever ON a DURATION 0s REPLICATION 1",
+        ),
+        (
+            "ALTER RETENTION POLICY weekly ON a DEFAULT DURATION 14d",
+            "ALTER RETENTION POLICY weekly ON a DURATION 336h0m0s DEFAULT",
+        ),
+        ("DROP RETENTION POLICY weekly ON a", "DROP RETENTION POLICY weekly ON a"),
+    ] {
+        let st = parse_statement(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+        assert!(matches!(st, Statement::RetentionPolicy(_)), "{st:?}");
+        assert_eq!(st.to_string(), printed);
+    }
+    assert!(matches!(
+        parse_statement("ALTER RETENTION POLICY w ON a REPLICATION 1").unwrap(),
+        Statement::RetentionPolicy(RpStatement::Alter {
+            replication: Some(1),
+            default: false,
+            ..
+        })
+    ));
+    // influxd 1.6.7's texts (the last two answered in the statement's result).
+    for (q, msg) in [
+        (
+            "CREATE RETENTION POLICY x ON a DURATION 1d",
+            "found EOF, expected REPLICATION at line 1, char 43",
+        ),
+        (
+            "CREATE RETENTION POLICY x ON a REPLICATION 1",
+            "found REPLICATION, expected DURATION at line 1, char 32",
+        ),
+        (
+            "ALTER RETENTION POLICY weekly ON a",
+            "found EOF, expected DURATION, REPLICATION, SHARD, DEFAULT at line 1, char 36",
+        ),
+        (
+            "CREATE RETENTION POLICY short ON a DURATION 30m REPLICATION 1",
+            "retention policy duration must be at least 1h0m0s",
+        ),
+        (
+            "ALTER RETENTION POLICY weekly ON a DURATION 30m",
+            "retention policy duration must be at least 1h0m0s",
+        ),
+    ] {
+        let e = parse_query(q, &HashMap::new()).unwrap_err();
+        assert_eq!(e.to_string(), msg, "{q}");
+    }
+}
+
+#[test]
 fn show_queries_and_kill_query_parse_and_print_back() {
     assert_eq!(
         parse_statement("SHOW QUERIES").unwrap(),
@@ -868,7 +921,6 @@ fn delete_and_drop_series_keep_their_sources_and_condition() {
 #[test]
 fn unsupported_statements_keep_the_database_of_their_first_on() {
     for (q, on) in [
-        ("DROP RETENTION POLICY rp ON db", Some("db")),
         ("SHOW MEASUREMENT CARDINALITY ON db", Some("db")),
         ("SHOW MEASUREMENT CARDINALITY", None),
     ] {

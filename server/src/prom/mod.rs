@@ -137,7 +137,16 @@ fn read_series<S: Store>(
     if !store.database_exists(db) {
         return Err(ApiError::DatabaseNotFound(db.to_string()));
     }
-    let access = crate::sql::influxql_access(store, id);
+    // The default retention policy's data (`crate::retention`); READ on `db` was checked.
+    let storage_db = state
+        .policies
+        .resolve(db, None)
+        .map_err(ApiError::RetentionPolicyNotFound)?;
+    let db = storage_db.as_str();
+    let mut access = crate::sql::influxql_access(store, id);
+    if crate::retention::is_policy_database(db) && !matches!(access, storage::SqlAccess::Admin) {
+        access = storage::SqlAccess::Read(storage::ReadScope::All);
+    }
     let cancel = storage::SqlCancel::new();
     let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -6,7 +6,7 @@
 //! statement reads (the engine's grants), so this is InfluxDB's answer, not
 //! the only guard.
 
-use influxql::ast::{CqStatement, SelectStatement, Source, Statement, UserStatement};
+use influxql::ast::{CqStatement, RpStatement, SelectStatement, Source, Statement, UserStatement};
 
 use crate::auth::Identity;
 use crate::error::ApiError;
@@ -87,6 +87,9 @@ fn needs<'a>(st: &'a Statement, db: Option<&'a str>) -> Needs<'a> {
         Statement::ContinuousQuery(CqStatement::Create(cq)) => Needs::Read(vec![&cq.database]),
         Statement::ContinuousQuery(CqStatement::Drop { on, .. }) => Needs::Write(on),
         Statement::ContinuousQuery(CqStatement::Show) => Needs::Read(vec![db.unwrap_or("")]),
+        // As InfluxDB 1.6.7 requires them.
+        Statement::RetentionPolicy(RpStatement::Drop { on, .. }) => Needs::Write(on),
+        Statement::RetentionPolicy(_) => Needs::Admin,
         // WRITE on the request's database, as InfluxDB 1.x requires.
         Statement::Delete(_) | Statement::DropSeries(_) => Needs::Write(db.unwrap_or("")),
         Statement::Unsupported { what, on: o } => unsupported_needs(what, o.as_deref(), db),
@@ -122,15 +125,12 @@ fn into_denied(id: &Identity, s: &SelectStatement, db: Option<&str>) -> Option<S
 fn unsupported_needs<'a>(what: &str, on: Option<&'a str>, db: Option<&'a str>) -> Needs<'a> {
     let named = on.or(db).unwrap_or("");
     match what {
-        "CREATE RETENTION POLICY"
-        | "ALTER RETENTION POLICY"
-        | "DROP SHARD"
+        "DROP SHARD"
         | "SHOW SHARDS"
         | "SHOW SHARD GROUPS"
         | "CREATE SUBSCRIPTION"
         | "DROP SUBSCRIPTION"
         | "SHOW SUBSCRIPTIONS" => Needs::Admin,
-        "DROP RETENTION POLICY" => Needs::Write(named),
         "SHOW MEASUREMENT CARDINALITY" | "SHOW SERIES CARDINALITY" => Needs::Read(vec![named]),
         _ => Needs::Nothing,
     }

@@ -33,7 +33,13 @@ pub(super) fn execute<S: Store>(
         }
         CqStatement::Drop { name, on } => cqs.drop_query(&on, &name).map_err(file_error)?,
         CqStatement::Show => {
-            let series = crate::cq::show(&state.store.databases(), &cqs.snapshot())
+            let databases: Vec<String> = state
+                .store
+                .databases()
+                .into_iter()
+                .filter(|d| !crate::retention::is_policy_database(d))
+                .collect();
+            let series = crate::cq::show(&databases, &cqs.snapshot())
                 .into_iter()
                 .map(|(db, rows)| {
                     let values = rows

@@ -13,6 +13,7 @@ use crate::error::ApiError;
 use crate::{AppState, Store};
 
 /// What a statement runs with besides itself.
+#[derive(Clone, Copy)]
 pub(super) struct Context<'a> {
     /// Who asks.
     pub(super) id: &'a Identity,
@@ -45,9 +46,19 @@ pub(super) fn execute<S: Store>(
     let p = state.store.as_ref();
     let id = cx.id;
     if let Some(on) = show_condition_db(&st) {
-        // Which series match a condition is the engine's to say.
-        readable(cx, on)?;
-        return in_storage(state, cx, &st);
+        // Which series match a condition is the engine's to say, per storage database of
+        // the database's policies.
+        let db = readable(cx, on)?;
+        let dbs = state.policies.storage_databases(&db);
+        if dbs.len() == 1 {
+            return in_storage(state, cx, &st);
+        }
+        let (limit, offset) = show_limits(&st);
+        let answers = dbs
+            .iter()
+            .map(|storage| in_storage(state, cx, &with_on(&st, storage)))
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(super::policies::merge(answers, limit, offset));
     }
     match st {
         Statement::CreateDatabase {
@@ -65,6 +76,7 @@ pub(super) fn execute<S: Store>(
                 .auth
                 .forget_database(&name)
                 .map_err(super::users::error)?;
+            state.policies.drop_database(p, &name)?;
             p.drop_database(&name)?;
             Ok(StatementResult::default())
         }
@@ -75,25 +87,75 @@ pub(super) fn execute<S: Store>(
             if !p.database_exists(db) {
                 return Err(ApiError::Query(format!("database not found: {db}")));
             }
-            p.drop_measurement(db, &name)?;
+            for storage in state.policies.storage_databases(db) {
+                p.drop_measurement(&storage, &name)?;
+            }
             Ok(StatementResult::default())
         }
-        Statement::Delete(_) | Statement::DropSeries(_) => in_storage(state, cx, &st),
+        // Every policy's points, as InfluxDB deletes from every shard of the database.
+        Statement::Delete(_) | Statement::DropSeries(_) => {
+            let Some(db) = cx.db.filter(|db| p.database_exists(db)) else {
+                return in_storage(state, cx, &st);
+            };
+            let mut last = StatementResult::default();
+            for storage in state.policies.storage_databases(db) {
+                let cx = Context {
+                    db: Some(&storage),
+                    ..*cx
+                };
+                last = in_storage(state, &cx, &st)?;
+            }
+            Ok(last)
+        }
+        Statement::RetentionPolicy(rp) => super::policies::execute(state, rp),
         Statement::Select(_) => run_select(state, cx, &st),
         Statement::ShowDatabases => Ok(show_databases(p, id)),
         Statement::ShowRetentionPolicies { on } => {
-            show_retention_policies(p, &readable(cx, on.as_deref())?)
+            super::policies::show(state, &readable(cx, on.as_deref())?)
         }
         Statement::ShowMeasurements(s) => {
             let db = readable(cx, s.on.as_deref())?;
-            show_measurements(p, &db, &s)
+            across(state, &db, s.limit, s.offset, |storage, unpaged| {
+                let s = if unpaged {
+                    ShowMeasurements {
+                        limit: None,
+                        offset: None,
+                        ..s.clone()
+                    }
+                } else {
+                    s.clone()
+                };
+                show_measurements(p, storage, &s)
+            })
         }
-        Statement::ShowTagKeys(c) => show_tag_keys(p, &readable(cx, c.on.as_deref())?, &c),
-        Statement::ShowFieldKeys(c) => show_field_keys(p, &readable(cx, c.on.as_deref())?, &c),
+        Statement::ShowTagKeys(c) => {
+            let db = readable(cx, c.on.as_deref())?;
+            across(state, &db, c.limit, c.offset, |storage, unpaged| {
+                show_tag_keys(p, storage, &unpage(&c, unpaged))
+            })
+        }
+        Statement::ShowFieldKeys(c) => {
+            let db = readable(cx, c.on.as_deref())?;
+            across(state, &db, c.limit, c.offset, |storage, unpaged| {
+                show_field_keys(p, storage, &unpage(&c, unpaged))
+            })
+        }
         Statement::ShowTagValues { common, key } => {
-            show_tag_values(p, &readable(cx, common.on.as_deref())?, &common, &key)
+            let db = readable(cx, common.on.as_deref())?;
+            across(
+                state,
+                &db,
+                common.limit,
+                common.offset,
+                |storage, unpaged| show_tag_values(p, storage, &unpage(&common, unpaged), &key),
+            )
         }
-        Statement::ShowSeries(c) => show_series(p, &readable(cx, c.on.as_deref())?, &c),
+        Statement::ShowSeries(c) => {
+            let db = readable(cx, c.on.as_deref())?;
+            across(state, &db, c.limit, c.offset, |storage, unpaged| {
+                show_series(p, storage, &unpage(&c, unpaged))
+            })
+        }
         Statement::ShowQueries => Ok(show_queries(state, id)),
         Statement::KillQuery { id: qid, .. } => {
             if state.queries.kill(qid) {
@@ -142,16 +204,80 @@ fn run_select<S: Store>(
     cx: &Context<'_>,
     st: &Statement,
 ) -> Result<StatementResult, ApiError> {
-    if let Some(rp) = cx
-        .rp
-        .filter(|rp| *rp != storage::influxql::RETENTION_POLICY)
-    {
-        return Err(InfluxqlError::RetentionPolicyNotFound { rp: rp.into() }.into());
-    }
     match st {
         Statement::Select(s) if s.into.is_some() => super::into::execute(state, cx, s),
         _ => in_storage(state, cx, st),
     }
+}
+
+/// A `SHOW` statement answered per storage database of `db`'s policies and merged (one
+/// call when the database has no policy of its own: the answer as it always was).
+fn across<S: Store>(
+    state: &AppState<S>,
+    db: &str,
+    limit: Option<u64>,
+    offset: Option<u64>,
+    show: impl Fn(&str, bool) -> Result<StatementResult, ApiError>,
+) -> Result<StatementResult, ApiError> {
+    let dbs = state.policies.storage_databases(db);
+    if dbs.len() == 1 {
+        return show(db, false);
+    }
+    let answers = dbs
+        .iter()
+        .map(|storage| show(storage, true))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(super::policies::merge(answers, limit, offset))
+}
+
+/// `c` without `LIMIT`/`OFFSET` when `unpaged` (they apply to the merged answer).
+fn unpage(c: &ShowCommon, unpaged: bool) -> ShowCommon {
+    if unpaged {
+        ShowCommon {
+            limit: None,
+            offset: None,
+            ..c.clone()
+        }
+    } else {
+        c.clone()
+    }
+}
+
+/// `LIMIT` and `OFFSET` of a `SHOW` statement.
+fn show_limits(st: &Statement) -> (Option<u64>, Option<u64>) {
+    match st {
+        Statement::ShowMeasurements(s) => (s.limit, s.offset),
+        Statement::ShowTagKeys(c) | Statement::ShowSeries(c) | Statement::ShowFieldKeys(c) => {
+            (c.limit, c.offset)
+        }
+        Statement::ShowTagValues { common, .. } => (common.limit, common.offset),
+        _ => (None, None),
+    }
+}
+
+/// A `SHOW` statement about `storage` instead of its `ON` database, without its limits.
+fn with_on(st: &Statement, storage: &str) -> Statement {
+    let mut st = st.clone();
+    let on = Some(storage.to_string());
+    match &mut st {
+        Statement::ShowMeasurements(s) => {
+            s.on = on;
+            s.limit = None;
+            s.offset = None;
+        }
+        Statement::ShowTagKeys(c) | Statement::ShowSeries(c) | Statement::ShowFieldKeys(c) => {
+            c.on = on;
+            c.limit = None;
+            c.offset = None;
+        }
+        Statement::ShowTagValues { common, .. } => {
+            common.on = on;
+            common.limit = None;
+            common.offset = None;
+        }
+        _ => {}
+    }
+    st
 }
 
 /// Runs `st` in storage's InfluxQL engine with the caller's access.
@@ -160,7 +286,23 @@ pub(super) fn in_storage<S: Store>(
     cx: &Context<'_>,
     st: &Statement,
 ) -> Result<StatementResult, ApiError> {
-    let access = crate::sql::influxql_access(state.store.as_ref(), cx.id);
+    // A SELECT's sources point at their retention policies' data.
+    let resolved;
+    let st = match st {
+        Statement::Select(s) => {
+            let mut s = s.clone();
+            super::policies::resolve_sources(state, &mut s, cx.db, cx.rp)?;
+            resolved = Statement::Select(s);
+            &resolved
+        }
+        other => other,
+    };
+    let mut access = crate::sql::influxql_access(state.store.as_ref(), cx.id);
+    // A policy's storage database is in no user's engine role; the caller's READ on the
+    // database it belongs to was checked with the whole query (`authorize`).
+    if super::policies::reads_policy_data(st) && !matches!(access, storage::SqlAccess::Admin) {
+        access = storage::SqlAccess::Read(storage::ReadScope::All);
+    }
     let req = InfluxqlRequest {
         db: cx.db,
         statement: st,
@@ -205,48 +347,15 @@ fn show_databases(p: &impl Store, id: &Identity) -> StatementResult {
         .databases()
         .into_iter()
         // Those the caller may read or write, as InfluxDB 1.x lists them.
+        .filter(|d| !crate::retention::is_policy_database(d))
         .filter(|d| id.can_read(d) || id.can_write(d))
         .map(|d| vec![text(d)])
         .collect();
     StatementResult::of(vec![Series::untagged("databases", &["name"], values)])
 }
 
-fn show_retention_policies(p: &impl Store, db: &str) -> Result<StatementResult, ApiError> {
-    if !p.database_exists(db) {
-        return Err(ApiError::Query(format!("database not found: {db}")));
-    }
-    let retention = p.retention_secs(db);
-    Ok(StatementResult::of(vec![Series::untagged(
-        "",
-        &[
-            "name",
-            "duration",
-            "shardGroupDuration",
-            "replicaN",
-            "default",
-        ],
-        vec![vec![
-            text(storage::influxql::RETENTION_POLICY),
-            text(super::format_duration(retention)),
-            text(super::format_duration(shard_group_secs(retention))),
-            Value::Integer(1),
-            Value::Boolean(true),
-        ]],
-    )]))
-}
-
-/// InfluxDB's shard group duration for a retention.
-fn shard_group_secs(retention: u64) -> u64 {
-    match retention {
-        0 => 7 * 86_400,
-        r if r < 2 * 86_400 => 3_600,
-        r if r <= 180 * 86_400 => 86_400,
-        _ => 7 * 86_400,
-    }
-}
-
 /// `OFFSET`/`LIMIT` over one list of values.
-fn page<T>(values: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {
+pub(super) fn page<T>(values: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {
     let skip = usize::try_from(offset.unwrap_or(0)).unwrap_or(usize::MAX);
     let take = limit
         .filter(|&l| l > 0)

@@ -11,7 +11,7 @@
 //! doubles anything. The answer is InfluxDB's: series `result`, `written` points at time 0.
 
 use influxql::ast::{Fill, NameMatch, SelectStatement, Statement};
-use storage::influxql::{Series, StatementResult, Value, RETENTION_POLICY};
+use storage::influxql::{Series, StatementResult, Value};
 use storage::InfluxqlError;
 
 use super::execute::{in_storage, Context};
@@ -44,16 +44,14 @@ pub(super) fn write_answer<S: Store>(
 ) -> Result<u64, ApiError> {
     let target = select.into.as_ref().expect("a SELECT with INTO");
     let db = target_database(target.database.as_deref(), cx.db)?;
-    if let Some(rp) = target
-        .retention_policy
-        .as_deref()
-        .filter(|rp| !rp.is_empty() && *rp != RETENTION_POLICY)
-    {
-        return Err(InfluxqlError::RetentionPolicyNotFound { rp: rp.into() }.into());
-    }
     if !state.store.database_exists(&db) {
         return Err(ApiError::Query(format!("database not found: {db}")));
     }
+    // The target policy's data (else the database's default policy).
+    let db = state
+        .policies
+        .resolve(&db, target.retention_policy.as_deref())
+        .map_err(|rp| ApiError::from(InfluxqlError::RetentionPolicyNotFound { rp }))?;
     let measurement = match &target.name {
         NameMatch::Name(n) if !n.is_empty() => Some(n.as_str()),
         _ => None, // `:MEASUREMENT`

@@ -18,6 +18,7 @@ mod authorize;
 mod cq;
 mod execute;
 mod into;
+mod policies;
 pub mod render;
 pub mod running;
 mod users;
@@ -187,7 +188,8 @@ fn state_change_in_get(parsed: &[Statement]) -> Option<ApiError> {
         | Statement::DropSeries(_) => Some(ApiError::MethodNotAllowed(read_only_text(st))),
         Statement::ContinuousQuery(
             influxql::ast::CqStatement::Create(_) | influxql::ast::CqStatement::Drop { .. },
-        ) => Some(ApiError::MethodNotAllowed(read_only_text(st))),
+        )
+        | Statement::RetentionPolicy(_) => Some(ApiError::MethodNotAllowed(read_only_text(st))),
         // InfluxDB 1.x runs these in a GET (with a warning); a GET must change no user.
         Statement::User(u) if u.changes_users() => {
             Some(ApiError::MethodNotAllowed(read_only_text(st)))

@@ -234,6 +234,12 @@ impl Store for MemStore {
     fn retention_secs(&self, _db: &str) -> u64 {
         0
     }
+    fn set_retention(&self, _db: &str, _retention_secs: u64) -> Result<(), StorageError> {
+        Ok(())
+    }
+    fn create_policy_database(&self, db: &str, _retention_secs: u64) -> Result<(), StorageError> {
+        self.create_database(db, None)
+    }
     fn series_cardinality(&self) -> Vec<(String, u64)> {
         Vec::new()
     }

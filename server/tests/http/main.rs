@@ -28,6 +28,7 @@ mod python;
 mod queries;
 mod read_your_writes;
 mod reliability;
+mod retention;
 mod shutdown;
 mod sql_security;
 mod sql_threads;

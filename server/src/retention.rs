@@ -1,0 +1,351 @@
+//! Retention policies: several per database, each its own data, as in InfluxDB 1.x.
+//!
+//! A database starts with one policy, `autogen`, whose data is the database itself (its
+//! tables, its retention). Each policy created besides it gets a database of its own in
+//! storage, `__rp_<n>` (no user database can start with `__`), whose retention is the
+//! policy's duration: the same measurement in two policies is two tables and two series
+//! sets, each table's TTL is its policy's, and the door refuses points older than it.
+//! Which policies a database has, their storage databases and the default are kept here,
+//! in `<data_dir>/retention_policies.json` ([`crate::durable::replace`]); a database nobody
+//! gave a policy has no entry and reads and writes exactly as before.
+//!
+//! Crash safety: a policy's storage database is created before the file names it and
+//! dropped after the file forgot it, so a crash leaves at most an unreferenced `__rp_<n>`
+//! (invisible: only a policy's name reaches it), never a policy without its data.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+use storage::{Store, POLICY_DATABASE_PREFIX};
+
+use crate::error::ApiError;
+
+const VERSION: u32 = 1;
+
+/// The policy every database starts with.
+pub const AUTOGEN: &str = "autogen";
+
+/// One policy.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Policy {
+    /// Its name.
+    pub name: String,
+    /// The storage database holding its data.
+    pub storage: String,
+    /// `SHARD DURATION`, ns, when given.
+    pub shard_duration_ns: Option<i64>,
+}
+
+/// A database's policies, in creation order, and the default's name (which InfluxDB
+/// keeps after that policy is dropped: reads and writes without a policy then fail).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DatabasePolicies {
+    /// The default policy's name.
+    pub default: String,
+    /// The policies.
+    pub policies: Vec<Policy>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct PolicyFile {
+    version: u32,
+    /// The number of the next policy database.
+    next: u64,
+    databases: BTreeMap<String, DatabasePolicies>,
+}
+
+/// A row of `SHOW RETENTION POLICIES`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyInfo {
+    /// Name.
+    pub name: String,
+    /// Retention, seconds (0 = forever).
+    pub duration_secs: u64,
+    /// Shard group duration, seconds.
+    pub shard_secs: u64,
+    /// Whether it is the default.
+    pub default: bool,
+}
+
+/// The retention policies of every database.
+#[derive(Debug, Default)]
+pub struct Policies {
+    /// `None`: in memory only (handler tests).
+    path: Option<PathBuf>,
+    current: RwLock<Arc<PolicyFile>>,
+    writer: Mutex<()>,
+}
+
+/// What a statement asks of a policy.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Change {
+    /// `DURATION`, seconds.
+    pub duration_secs: Option<u64>,
+    /// `SHARD DURATION`, ns.
+    pub shard_duration_ns: Option<i64>,
+    /// `DEFAULT`.
+    pub default: bool,
+}
+
+fn not_found(rp: &str) -> ApiError {
+    ApiError::Query(format!("retention policy not found: {rp}"))
+}
+
+/// InfluxDB's shard group duration for a retention.
+pub fn shard_group_secs(retention: u64) -> u64 {
+    match retention {
+        0 => 7 * 86_400,
+        r if r < 2 * 86_400 => 3_600,
+        r if r <= 180 * 86_400 => 86_400,
+        _ => 7 * 86_400,
+    }
+}
+
+impl Policies {
+    /// Loads `path` (no file: no database has policies of its own yet).
+    pub fn open(path: &Path) -> Result<Policies, String> {
+        let file = match std::fs::read(path) {
+            Ok(bytes) => {
+                let f: PolicyFile = serde_json::from_slice(&bytes)
+                    .map_err(|e| format!("retention policies file {}: {e}", path.display()))?;
+                if f.version != VERSION {
+                    return Err(format!(
+                        "retention policies file {}: unknown version {}",
+                        path.display(),
+                        f.version
+                    ));
+                }
+                f
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => PolicyFile {
+                version: VERSION,
+                next: 1,
+                databases: BTreeMap::new(),
+            },
+            Err(e) => return Err(format!("retention policies file {}: {e}", path.display())),
+        };
+        Ok(Policies {
+            path: Some(path.to_path_buf()),
+            current: RwLock::new(Arc::new(file)),
+            writer: Mutex::new(()),
+        })
+    }
+
+    fn snapshot(&self) -> Arc<PolicyFile> {
+        self.current.read().clone()
+    }
+
+    /// The storage database of `db`'s policy `rp` (`None`: the default), or the name of the
+    /// policy that does not exist. The database is assumed to exist (callers check it first,
+    /// for InfluxDB's order of errors).
+    pub fn resolve(&self, db: &str, rp: Option<&str>) -> Result<String, String> {
+        let rp = rp.filter(|r| !r.is_empty());
+        let file = self.snapshot();
+        let Some(d) = file.databases.get(db) else {
+            return match rp {
+                None | Some(AUTOGEN) => Ok(db.to_string()),
+                Some(other) => Err(other.to_string()),
+            };
+        };
+        let name = rp.unwrap_or(&d.default);
+        d.policies
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.storage.clone())
+            .ok_or_else(|| name.to_string())
+    }
+
+    /// Every storage database of `db` (the database itself first).
+    pub fn storage_databases(&self, db: &str) -> Vec<String> {
+        let mut out = vec![db.to_string()];
+        if let Some(d) = self.snapshot().databases.get(db) {
+            out.extend(
+                d.policies
+                    .iter()
+                    .filter(|p| p.storage != db)
+                    .map(|p| p.storage.clone()),
+            );
+        }
+        out
+    }
+
+    /// `SHOW RETENTION POLICIES ON db` (the database exists).
+    pub fn show<S: Store>(&self, store: &S, db: &str) -> Vec<PolicyInfo> {
+        let info = |name: &str, storage: &str, shard_ns: Option<i64>, default: bool| {
+            let duration_secs = store.retention_secs(storage);
+            PolicyInfo {
+                name: name.to_string(),
+                duration_secs,
+                shard_secs: shard_ns.map_or(shard_group_secs(duration_secs), |ns| {
+                    (ns / 1_000_000_000) as u64
+                }),
+                default,
+            }
+        };
+        match self.snapshot().databases.get(db) {
+            None => vec![info(AUTOGEN, db, None, true)],
+            Some(d) => d
+                .policies
+                .iter()
+                .map(|p| {
+                    info(
+                        &p.name,
+                        &p.storage,
+                        p.shard_duration_ns,
+                        p.name == d.default,
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// `CREATE RETENTION POLICY` (the database exists): the same policy again is no error,
+    /// another duration under the name is `retention policy already exists` (InfluxDB).
+    pub fn create<S: Store>(
+        &self,
+        store: &S,
+        db: &str,
+        name: &str,
+        duration_secs: u64,
+        change: Change,
+    ) -> Result<(), ApiError> {
+        let _one_writer = self.writer.lock();
+        let mut file = (*self.snapshot()).clone();
+        let d = file
+            .databases
+            .entry(db.to_string())
+            .or_insert_with(|| first_entry(db));
+        if let Some(p) = d.policies.iter().find(|p| p.name == name) {
+            if store.retention_secs(&p.storage) != duration_secs {
+                return Err(ApiError::Query("retention policy already exists".into()));
+            }
+            if change.default {
+                d.default = name.to_string();
+            }
+        } else {
+            let storage = if name == AUTOGEN {
+                // Created again after a drop: the database itself holds it.
+                store.set_retention(db, duration_secs)?;
+                db.to_string()
+            } else {
+                let storage = format!("{POLICY_DATABASE_PREFIX}{}", file.next);
+                file.next += 1;
+                store.create_policy_database(&storage, duration_secs)?;
+                storage
+            };
+            let d = file.databases.get_mut(db).expect("inserted above");
+            d.policies.push(Policy {
+                name: name.to_string(),
+                storage,
+                shard_duration_ns: change.shard_duration_ns,
+            });
+            if change.default {
+                d.default = name.to_string();
+            }
+        }
+        self.save(file)
+    }
+
+    /// `ALTER RETENTION POLICY`: a new duration applies to the policy's existing data too.
+    pub fn alter<S: Store>(
+        &self,
+        store: &S,
+        db: &str,
+        name: &str,
+        change: Change,
+    ) -> Result<(), ApiError> {
+        let _one_writer = self.writer.lock();
+        let mut file = (*self.snapshot()).clone();
+        let d = file
+            .databases
+            .entry(db.to_string())
+            .or_insert_with(|| first_entry(db));
+        let p = d
+            .policies
+            .iter_mut()
+            .find(|p| p.name == name)
+            .ok_or_else(|| not_found(name))?;
+        if let Some(secs) = change.duration_secs {
+            store.set_retention(&p.storage, secs)?;
+        }
+        if change.shard_duration_ns.is_some() {
+            p.shard_duration_ns = change.shard_duration_ns;
+        }
+        if change.default {
+            d.default = name.to_string();
+        }
+        self.save(file)
+    }
+
+    /// `DROP RETENTION POLICY` (a policy that does not exist is no error, as in 1.6): its
+    /// data goes; the default keeps its name if it was this one (InfluxDB's behaviour).
+    pub fn drop_policy<S: Store>(&self, store: &S, db: &str, name: &str) -> Result<(), ApiError> {
+        let _one_writer = self.writer.lock();
+        let mut file = (*self.snapshot()).clone();
+        let d = file
+            .databases
+            .entry(db.to_string())
+            .or_insert_with(|| first_entry(db));
+        let Some(i) = d.policies.iter().position(|p| p.name == name) else {
+            return Ok(());
+        };
+        let gone = d.policies.remove(i);
+        self.save(file)?;
+        if gone.storage == db {
+            // `autogen`: the database stays, its measurements go.
+            for m in store.schema(db)? {
+                store.drop_measurement(db, &m.name)?;
+            }
+        } else {
+            store.drop_database(&gone.storage)?;
+        }
+        Ok(())
+    }
+
+    /// `DROP DATABASE`: every policy's data, and the database's entry.
+    pub fn drop_database<S: Store>(&self, store: &S, db: &str) -> Result<(), ApiError> {
+        let _one_writer = self.writer.lock();
+        let mut file = (*self.snapshot()).clone();
+        let Some(d) = file.databases.remove(db) else {
+            return Ok(());
+        };
+        self.save(file)?;
+        for p in d.policies.iter().filter(|p| p.storage != db) {
+            store.drop_database(&p.storage)?;
+        }
+        Ok(())
+    }
+
+    fn save(&self, file: PolicyFile) -> Result<(), ApiError> {
+        if let Some(path) = &self.path {
+            let body = serde_json::to_vec_pretty(&file).expect("policies serialise");
+            crate::durable::replace(path, &body).map_err(|e| {
+                tracing::error!("retention policies file {}: {e}", path.display());
+                ApiError::Internal(format!("retention policies file: {e}"))
+            })?;
+        }
+        *self.current.write() = Arc::new(file);
+        Ok(())
+    }
+}
+
+/// A database's entry when it first gets a policy of its own: `autogen` (the database's
+/// own data), the default.
+fn first_entry(db: &str) -> DatabasePolicies {
+    DatabasePolicies {
+        default: AUTOGEN.to_string(),
+        policies: vec![Policy {
+            name: AUTOGEN.to_string(),
+            storage: db.to_string(),
+            shard_duration_ns: None,
+        }],
+    }
+}
+
+/// Whether `db` is a policy's storage database (hidden from `SHOW DATABASES`).
+pub fn is_policy_database(db: &str) -> bool {
+    ingest::names::is_policy_database(db)
+}
