@@ -26,6 +26,7 @@ impl Authenticator {
         if name.is_empty() {
             return Err(UserError::NameRequired);
         }
+        check_password(password)?;
         if self.configured.iter().any(|u| u.name == name) {
             return Err(UserError::Exists);
         }
@@ -63,6 +64,7 @@ impl Authenticator {
 
     /// `SET PASSWORD FOR`.
     pub fn set_password(&self, name: &str, password: &str) -> Result<(), UserError> {
+        check_password(password)?;
         let hash = PasswordHash::bcrypt(password).as_stored();
         self.change_user(name, |users, i| {
             users[i].hash = hash;
@@ -233,5 +235,55 @@ impl User {
     /// Whether the user is defined in the config file.
     pub fn from_config_file(&self) -> bool {
         self.from_config
+    }
+}
+
+/// bcrypt's limit ([`UserError::PasswordTooLong`]).
+fn check_password(password: &str) -> Result<(), UserError> {
+    if password.len() > 72 {
+        Err(UserError::PasswordTooLong)
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AuthConfig;
+
+    #[test]
+    fn user_management_keeps_an_admin_and_refuses_long_passwords() {
+        let a = Authenticator::new(&AuthConfig::default());
+        let long = "x".repeat(73);
+        assert!(matches!(
+            a.create_user("u", &long, false, false),
+            Err(UserError::PasswordTooLong)
+        ));
+        a.create_user("root", &"y".repeat(72), true, false).unwrap();
+        a.create_user("bob", "pw", false, false).unwrap();
+        assert!(matches!(
+            a.set_password("bob", &long),
+            Err(UserError::PasswordTooLong)
+        ));
+        assert!(matches!(a.drop_user("root"), Err(UserError::LastAdmin(_))));
+        assert!(matches!(
+            a.set_admin("root", false),
+            Err(UserError::LastAdmin(_))
+        ));
+        a.set_admin("bob", true).unwrap();
+        a.drop_user("root").unwrap();
+        assert_eq!(a.show_users(), vec![("bob".to_string(), true)]);
+        // The only user left may go: the server is then waiting for its first admin again.
+        a.drop_user("bob").unwrap();
+        assert!(a.show_users().is_empty());
+        assert!(matches!(
+            a.create_user("second", "pw", true, true),
+            Ok(())
+        ));
+        assert!(matches!(
+            a.create_user("third", "pw", true, true),
+            Err(UserError::NotFirst)
+        ));
     }
 }

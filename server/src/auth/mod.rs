@@ -191,6 +191,10 @@ pub enum UserError {
     /// and then refuses every request).
     #[error("{0:?} is the last admin user: make another user admin first")]
     LastAdmin(String),
+    /// bcrypt reads only a password's first 72 bytes: a longer one would match any
+    /// password sharing them, so it is refused.
+    #[error("password must be at most 72 bytes")]
+    PasswordTooLong,
     /// A first admin was being created while another one was.
     #[error("error authorizing query: create admin user first or disable authentication")]
     NotFirst,
