@@ -28,6 +28,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 
 pub mod admin;
 pub mod auth;
+pub mod backup;
 pub mod config;
 pub mod cq;
 pub mod durable;

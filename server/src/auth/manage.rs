@@ -277,10 +277,7 @@ mod tests {
         // The only user left may go: the server is then waiting for its first admin again.
         a.drop_user("bob").unwrap();
         assert!(a.show_users().is_empty());
-        assert!(matches!(
-            a.create_user("second", "pw", true, true),
-            Ok(())
-        ));
+        assert!(matches!(a.create_user("second", "pw", true, true), Ok(())));
         assert!(matches!(
             a.create_user("third", "pw", true, true),
             Err(UserError::NotFirst)

@@ -5,6 +5,7 @@
 mod util;
 
 mod auth;
+mod backup;
 mod bounds;
 mod cli;
 mod cq;

@@ -1,0 +1,235 @@
+//! `chingest backup`: see the module doc of [`super`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::path::Path;
+
+use flate2::write::GzEncoder;
+use influxql::quote_ident;
+use serde_json::Value;
+
+use super::lp::{self, FieldType, Unwritable};
+use super::{
+    column, rows, BackupError, Client, DataFile, DatabaseBackup, Manifest, PolicyBackup, Target,
+    VERSION,
+};
+
+/// What a backup holds.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct BackupSummary {
+    /// Databases.
+    pub databases: usize,
+    /// Data files (one per policy and measurement with points).
+    pub files: usize,
+    /// Points written to them.
+    pub points: u64,
+    /// Points line protocol cannot hold (a name with a newline), left out.
+    pub skipped: u64,
+}
+
+/// Backs up the target's databases into `dir` (created; the manifest is written last, so
+/// an interrupted backup has none and cannot be restored), `page_rows` points per query.
+pub fn backup(target: Target, dir: &Path, page_rows: usize) -> Result<BackupSummary, BackupError> {
+    let client = Client::new(target)?;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| BackupError::Io {
+            path: path.clone(),
+            source,
+        }
+    };
+    std::fs::create_dir_all(dir.join("data")).map_err(io(dir))?;
+    let mut summary = BackupSummary::default();
+    let cqs = client.query("SHOW CONTINUOUS QUERIES", None, None)?;
+    let mut manifest = Manifest {
+        version: VERSION,
+        server_version: client.version()?,
+        databases: Vec::new(),
+    };
+    let databases = column(&rows(&client.query("SHOW DATABASES", None, None)?), 0);
+    for db in databases.iter().filter(|d| client.wanted(d)) {
+        let policies: Vec<PolicyBackup> = rows(&client.query(
+            &format!("SHOW RETENTION POLICIES ON {}", quote_ident(db)),
+            None,
+            None,
+        )?)
+        .into_iter()
+        .map(|r| PolicyBackup {
+            name: text(&r[0]),
+            duration: text(&r[1]),
+            shard_duration: text(&r[2]),
+            default: r[4].as_bool().unwrap_or(false),
+        })
+        .collect();
+        let continuous_queries = cqs["series"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["name"] == db.as_str())
+            .flat_map(|s| s["values"].as_array().cloned().unwrap_or_default())
+            .filter_map(|r| {
+                Some((
+                    r.get(0)?.as_str()?.to_string(),
+                    r.get(1)?.as_str()?.to_string(),
+                ))
+            })
+            .collect();
+        let mut backup = DatabaseBackup {
+            name: db.clone(),
+            policies: policies.clone(),
+            continuous_queries,
+            files: Vec::new(),
+        };
+        let on = quote_ident(db);
+        let measurements = column(
+            &rows(&client.query(&format!("SHOW MEASUREMENTS ON {on}"), None, None)?),
+            0,
+        );
+        for m in &measurements {
+            let from = format!("ON {on} FROM {}", quote_ident(m));
+            let tags: BTreeSet<String> = column(
+                &rows(&client.query(&format!("SHOW TAG KEYS {from}"), None, None)?),
+                0,
+            )
+            .into_iter()
+            .collect();
+            let fields: BTreeMap<String, FieldType> =
+                rows(&client.query(&format!("SHOW FIELD KEYS {from}"), None, None)?)
+                    .iter()
+                    .filter_map(|r| {
+                        Some((
+                            r.first()?.as_str()?.to_string(),
+                            FieldType::parse(r.get(1)?.as_str()?)?,
+                        ))
+                    })
+                    .collect();
+            for p in &policies {
+                let file = format!("data/{}.lp.gz", summary.files + 1);
+                let path = dir.join(&file);
+                let source = format!("{on}.{}.{}", quote_ident(&p.name), quote_ident(m));
+                let shape = Shape {
+                    measurement: m,
+                    tags: &tags,
+                    fields: &fields,
+                };
+                let (points, skipped) = export(&client, &source, &shape, &path, page_rows)?;
+                summary.skipped += skipped;
+                if points == 0 {
+                    std::fs::remove_file(&path).map_err(io(&path))?;
+                    continue;
+                }
+                summary.files += 1;
+                summary.points += points;
+                backup.files.push(DataFile {
+                    policy: p.name.clone(),
+                    measurement: m.clone(),
+                    file,
+                    points,
+                });
+            }
+        }
+        summary.databases += 1;
+        manifest.databases.push(backup);
+    }
+    let path = dir.join("manifest.json");
+    let body = serde_json::to_vec_pretty(&manifest).expect("the manifest serialises");
+    crate::durable::replace(&path, &body).map_err(io(&path))?;
+    Ok(summary)
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+/// Which columns of a measurement are tags, and the fields' types.
+struct Shape<'a> {
+    measurement: &'a str,
+    tags: &'a BTreeSet<String>,
+    fields: &'a BTreeMap<String, FieldType>,
+}
+
+/// Every point of `source` into the gzipped file `path`, a page at a time: the points and
+/// those left out.
+fn export(
+    client: &Client,
+    source: &str,
+    shape: &Shape<'_>,
+    path: &Path,
+    page_rows: usize,
+) -> Result<(u64, u64), BackupError> {
+    let io = |source| BackupError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut gz = GzEncoder::new(
+        std::io::BufWriter::new(file),
+        flate2::Compression::default(),
+    );
+    let (mut points, mut skipped) = (0u64, 0u64);
+    // Pages in time order: from the last page's last time on, skipping the points of that
+    // time already written (points of one time come in the same order every time).
+    let (mut from, mut seen_at_from): (Option<i64>, usize) = (None, 0);
+    loop {
+        let condition = from
+            .map(|t| format!(" WHERE time >= {t}"))
+            .unwrap_or_default();
+        let q = format!(
+            "SELECT * FROM {source}{condition} ORDER BY time ASC LIMIT {page_rows} OFFSET {seen_at_from}"
+        );
+        let result = client.query(&q, None, None)?;
+        let columns: Vec<String> = result["series"][0]["columns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.as_str().map(str::to_string))
+            .collect();
+        let page = rows(&result);
+        let mut buf = Vec::new();
+        for row in &page {
+            let t = row.first().and_then(Value::as_i64).unwrap_or(0);
+            let mut tags = Vec::new();
+            let mut fields = Vec::new();
+            for (c, v) in columns.iter().zip(row.iter()).skip(1) {
+                if shape.tags.contains(c) {
+                    if let Some(s) = v.as_str().filter(|s| !s.is_empty()) {
+                        tags.push((c.as_str(), s));
+                    }
+                } else if let Some(ty) = shape.fields.get(c) {
+                    fields.push((c.as_str(), *ty, v));
+                }
+            }
+            match lp::line(&mut buf, shape.measurement, &tags, &fields, t) {
+                Ok(()) => points += 1,
+                Err(Unwritable::NoFields) => {}
+                Err(why) => {
+                    tracing::warn!(source, time = t, "point left out of the backup: {why:?}");
+                    skipped += 1;
+                }
+            }
+        }
+        gz.write_all(&buf).map_err(io)?;
+        let Some(last) = page.last().and_then(|r| r.first()).and_then(Value::as_i64) else {
+            break;
+        };
+        let at_last = page
+            .iter()
+            .filter(|r| r.first().and_then(Value::as_i64) == Some(last))
+            .count();
+        if from == Some(last) {
+            seen_at_from += page.len();
+        } else {
+            from = Some(last);
+            seen_at_from = at_last;
+        }
+        if page.len() < page_rows {
+            break;
+        }
+    }
+    let file = gz
+        .finish()
+        .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
+        .map_err(io)?;
+    file.sync_all().map_err(io)?;
+    Ok((points, skipped))
+}

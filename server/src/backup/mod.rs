@@ -1,0 +1,229 @@
+//! `chingest backup` and `chingest restore`: a portable, logical backup through the HTTP API
+//! of a running server, as InfluxDB's `influxd backup -portable` / `restore -portable` are
+//! used (no access to the server's files needed, and the result can be restored into any
+//! chingest, or its data into InfluxDB 1.x with `/write`).
+//!
+//! A backup is a directory: `manifest.json` (each database's retention policies with their
+//! durations and default, its continuous queries, and the data files) and, per retention
+//! policy and measurement, a gzipped line-protocol file of every point (`data/<n>.lp.gz`,
+//! nanosecond times; the points as reads answer them: a point written twice is one point).
+//! Data is read page by page with InfluxQL (`ORDER BY time LIMIT … OFFSET …`), so no answer
+//! passes the server's `[sql] max_result_rows`; each page is consistent, the backup as a
+//! whole is not a snapshot (points written meanwhile may or may not be in it). Users are not
+//! in it (their password hashes never leave the server: copy `<data_dir>/users.json`).
+//!
+//! Restore creates the databases, policies (durations, default) and continuous queries and
+//! writes the points through `/write` in bodies of at most [`BODY_BYTES`], with the policy
+//! named (`rp=`): writing a backup twice leaves the same points.
+
+mod export;
+mod import;
+pub mod lp;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use export::backup;
+pub use import::restore;
+
+/// Manifest format version.
+pub const VERSION: u32 = 1;
+
+/// Largest `/write` body restore sends.
+pub const BODY_BYTES: usize = 4 << 20;
+
+/// Where the server is and who asks.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `http://host:port`.
+    pub url: String,
+    /// Credentials (`u`/`p`), when auth is on.
+    pub user: Option<(String, String)>,
+    /// Only these databases (all when empty).
+    pub databases: Vec<String>,
+}
+
+/// Why a backup or restore stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum BackupError {
+    /// The server could not be reached or answered something else than expected.
+    #[error("{0}")]
+    Http(String),
+    /// The server answered a statement with an error.
+    #[error("{statement}: {error}")]
+    Statement {
+        /// The statement.
+        statement: String,
+        /// InfluxDB's error text.
+        error: String,
+    },
+    /// Reading or writing the backup's files.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The backup directory holds no manifest this version reads.
+    #[error("{0}")]
+    Manifest(String),
+}
+
+/// `manifest.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    /// [`VERSION`].
+    pub version: u32,
+    /// The server the backup was taken from (`X-Influxdb-Version`).
+    pub server_version: String,
+    /// The databases.
+    pub databases: Vec<DatabaseBackup>,
+}
+
+/// One database of a backup.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DatabaseBackup {
+    /// Its name.
+    pub name: String,
+    /// Its retention policies, as `SHOW RETENTION POLICIES` answered.
+    pub policies: Vec<PolicyBackup>,
+    /// Its continuous queries: (name, statement).
+    pub continuous_queries: Vec<(String, String)>,
+    /// Its data files.
+    pub files: Vec<DataFile>,
+}
+
+/// One retention policy of a backup.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PolicyBackup {
+    /// Name.
+    pub name: String,
+    /// Duration as InfluxDB prints it (`168h0m0s`, `0s` = forever).
+    pub duration: String,
+    /// Shard group duration as printed.
+    pub shard_duration: String,
+    /// Whether it is the default.
+    pub default: bool,
+}
+
+/// One data file: one measurement of one policy.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DataFile {
+    /// The retention policy.
+    pub policy: String,
+    /// The measurement.
+    pub measurement: String,
+    /// The file, relative to the backup directory.
+    pub file: String,
+    /// Points in it.
+    pub points: u64,
+}
+
+/// A blocking client of the server's `/query` and `/write`.
+pub(crate) struct Client {
+    http: reqwest::blocking::Client,
+    target: Target,
+}
+
+impl Client {
+    pub(crate) fn new(target: Target) -> Result<Client, BackupError> {
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(300))
+            .build()
+            .map_err(|e| BackupError::Http(e.to_string()))?;
+        Ok(Client { http, target })
+    }
+
+    fn auth(&self, req: reqwest::blocking::RequestBuilder) -> reqwest::blocking::RequestBuilder {
+        match &self.target.user {
+            Some((u, p)) => req.basic_auth(u, Some(p)),
+            None => req,
+        }
+    }
+
+    /// One statement's result (`results[0]`), times in ns; a statement error is an error.
+    pub(crate) fn query(
+        &self,
+        q: &str,
+        db: Option<&str>,
+        rp: Option<&str>,
+    ) -> Result<Value, BackupError> {
+        let mut params = vec![("epoch", "ns")];
+        params.extend(db.map(|d| ("db", d)));
+        params.extend(rp.map(|r| ("rp", r)));
+        let r = self
+            .auth(self.http.post(format!("{}/query", self.target.url)))
+            .query(&params)
+            .form(&[("q", q)])
+            .send()
+            .map_err(|e| BackupError::Http(format!("{}: {e}", self.target.url)))?;
+        let status = r.status();
+        let body: Value = r
+            .json()
+            .map_err(|e| BackupError::Http(format!("{q}: {status}: {e}")))?;
+        let result = body["results"][0].clone();
+        let error = body["error"].as_str().or(result["error"].as_str());
+        if let Some(error) = error {
+            return Err(BackupError::Statement {
+                statement: q.to_string(),
+                error: error.to_string(),
+            });
+        }
+        if !status.is_success() {
+            return Err(BackupError::Http(format!("{q}: {status}")));
+        }
+        Ok(result)
+    }
+
+    /// Writes a line-protocol body (ns) to `db`/`rp`: `Err` with the server's text.
+    pub(crate) fn write(&self, db: &str, rp: &str, body: Vec<u8>) -> Result<(), String> {
+        let r = self
+            .auth(self.http.post(format!("{}/write", self.target.url)))
+            .query(&[("db", db), ("rp", rp), ("precision", "ns")])
+            .body(body)
+            .send()
+            .map_err(|e| e.to_string())?;
+        if r.status().as_u16() == 204 {
+            return Ok(());
+        }
+        let status = r.status();
+        Err(format!("{status}: {}", r.text().unwrap_or_default()))
+    }
+
+    /// The server's `X-Influxdb-Version`.
+    fn version(&self) -> Result<String, BackupError> {
+        let r = self
+            .http
+            .get(format!("{}/ping", self.target.url))
+            .send()
+            .map_err(|e| BackupError::Http(format!("{}: {e}", self.target.url)))?;
+        Ok(r.headers()
+            .get("X-Influxdb-Version")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string())
+    }
+
+    fn wanted(&self, db: &str) -> bool {
+        self.target.databases.is_empty() || self.target.databases.iter().any(|d| d == db)
+    }
+}
+
+/// The values of the first series of a statement's result (empty without one).
+fn rows(result: &Value) -> Vec<Vec<Value>> {
+    result["series"][0]["values"]
+        .as_array()
+        .map(|rows| rows.iter().filter_map(|r| r.as_array().cloned()).collect())
+        .unwrap_or_default()
+}
+
+/// Column `i` of each row, as text.
+fn column(rows: &[Vec<Value>], i: usize) -> Vec<String> {
+    rows.iter()
+        .filter_map(|r| r.get(i).and_then(Value::as_str).map(str::to_string))
+        .collect()
+}
