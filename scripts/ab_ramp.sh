@@ -6,7 +6,8 @@
 # Build the old one in a git worktree with its own target dir. Not part of CI.
 # SOAK_RATE=<req/s> adds bench.sh's soak after each ramp (10 s pause, then SOAK_SECS, default 180,
 # at that one rate: $OUT/<name>-<round>/soak.json), so two builds soak the same rate after the same
-# ramp; ROUNDS (default 2) sets how many old/new pairs run.
+# ramp; ROUNDS (default 2) sets how many old/new pairs run (old first in odd rounds, new first in
+# even ones).
 set -euo pipefail
 LOAD=${LOAD:-target/release/chingest-load}
 OUT=${OUT:-/tmp/ab}
@@ -38,8 +39,15 @@ run() { # name bin round
   kill -TERM $pid; wait $pid 2>/dev/null || true
   sleep 5
 }
+# The build that runs first in a round does better at the first loaded step whichever it is
+# (test_results/ab_data_management.md): the order alternates, so use an even ROUNDS.
+OLD=${OLD_BIN:?set OLD_BIN to the old chingest binary}
+NEW=${NEW_BIN:-target/release/chingest}
 for round in $(seq 1 "$ROUNDS"); do
-  run old "${OLD_BIN:?set OLD_BIN to the old chingest binary}" $round
-  run new "${NEW_BIN:-target/release/chingest}" $round
+  if [ $((round % 2)) = 1 ]; then
+    run old "$OLD" $round; run new "$NEW" $round
+  else
+    run new "$NEW" $round; run old "$OLD" $round
+  fi
 done
 echo done
