@@ -86,24 +86,29 @@ pub fn backup(target: Target, dir: &Path, page_rows: usize) -> Result<BackupSumm
             0,
         );
         for m in &measurements {
-            let from = format!("ON {on} FROM {}", quote_ident(m));
-            let tags: BTreeSet<String> = column(
-                &rows(&client.query(&format!("SHOW TAG KEYS {from}"), None, None)?),
-                0,
-            )
-            .into_iter()
-            .collect();
-            let fields: BTreeMap<String, FieldType> =
-                rows(&client.query(&format!("SHOW FIELD KEYS {from}"), None, None)?)
-                    .iter()
-                    .filter_map(|r| {
-                        Some((
-                            r.first()?.as_str()?.to_string(),
-                            FieldType::parse(r.get(1)?.as_str()?)?,
-                        ))
-                    })
-                    .collect();
             for p in &policies {
+                // Tags and field types of this policy's measurement (InfluxDB answers per
+                // policy; chingest for every policy of the database, a superset).
+                let from = format!("ON {on} FROM {}.{}", quote_ident(&p.name), quote_ident(m));
+                let tags: BTreeSet<String> = column(
+                    &rows(&client.query(&format!("SHOW TAG KEYS {from}"), None, None)?),
+                    0,
+                )
+                .into_iter()
+                .collect();
+                let fields: BTreeMap<String, FieldType> =
+                    rows(&client.query(&format!("SHOW FIELD KEYS {from}"), None, None)?)
+                        .iter()
+                        .filter_map(|r| {
+                            Some((
+                                r.first()?.as_str()?.to_string(),
+                                FieldType::parse(r.get(1)?.as_str()?)?,
+                            ))
+                        })
+                        .collect();
+                if fields.is_empty() {
+                    continue;
+                }
                 let file = format!("data/{}.lp.gz", summary.files + 1);
                 let path = dir.join(&file);
                 let source = format!("{on}.{}.{}", quote_ident(&p.name), quote_ident(m));
@@ -150,6 +155,8 @@ struct Shape<'a> {
 
 /// Every point of `source` into the gzipped file `path`, a page at a time: the points and
 /// those left out.
+///
+/// The loop ends when a page is not full; a full page of one time moves on past that time.
 fn export(
     client: &Client,
     source: &str,
@@ -167,26 +174,37 @@ fn export(
         flate2::Compression::default(),
     );
     let (mut points, mut skipped) = (0u64, 0u64);
-    // Pages in time order: from the last page's last time on, skipping the points of that
-    // time already written (points of one time come in the same order every time).
-    let (mut from, mut seen_at_from): (Option<i64>, usize) = (None, 0);
+    // Pages in time order, by time alone (InfluxDB orders the points of one time differently
+    // from one query to the next, so no OFFSET): a full page yields its points before its
+    // last time, and the next page starts at that time; a page of one time is read whole.
+    let mut after: Option<String> = None;
     loop {
-        let condition = from
-            .map(|t| format!(" WHERE time >= {t}"))
+        let condition = after
+            .as_deref()
+            .map(|c| format!(" WHERE {c}"))
             .unwrap_or_default();
-        let q = format!(
-            "SELECT * FROM {source}{condition} ORDER BY time ASC LIMIT {page_rows} OFFSET {seen_at_from}"
-        );
-        let result = client.query(&q, None, None)?;
-        let columns: Vec<String> = result["series"][0]["columns"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c.as_str().map(str::to_string))
-            .collect();
-        let page = rows(&result);
+        let q = format!("SELECT * FROM {source}{condition} ORDER BY time ASC LIMIT {page_rows}");
+        let (columns, mut page) = read(client, &q)?;
+        let full = page.len() >= page_rows;
+        let last = page.last().and_then(|r| r.first()).and_then(Value::as_i64);
+        let first = page.first().and_then(|r| r.first()).and_then(Value::as_i64);
+        let (columns, rows) = match (full, first, last) {
+            (false, _, _) | (_, None, _) | (_, _, None) => (columns, page),
+            (true, Some(first), Some(last)) if first == last => {
+                after = Some(format!("time > {last}"));
+                read(
+                    client,
+                    &format!("SELECT * FROM {source} WHERE time = {last}"),
+                )?
+            }
+            (true, _, Some(last)) => {
+                page.retain(|r| r.first().and_then(Value::as_i64) != Some(last));
+                after = Some(format!("time >= {last}"));
+                (columns, page)
+            }
+        };
         let mut buf = Vec::new();
-        for row in &page {
+        for row in &rows {
             let t = row.first().and_then(Value::as_i64).unwrap_or(0);
             let mut tags = Vec::new();
             let mut fields = Vec::new();
@@ -209,20 +227,7 @@ fn export(
             }
         }
         gz.write_all(&buf).map_err(io)?;
-        let Some(last) = page.last().and_then(|r| r.first()).and_then(Value::as_i64) else {
-            break;
-        };
-        let at_last = page
-            .iter()
-            .filter(|r| r.first().and_then(Value::as_i64) == Some(last))
-            .count();
-        if from == Some(last) {
-            seen_at_from += page.len();
-        } else {
-            from = Some(last);
-            seen_at_from = at_last;
-        }
-        if page.len() < page_rows {
+        if !full {
             break;
         }
     }
@@ -232,4 +237,16 @@ fn export(
         .map_err(io)?;
     file.sync_all().map_err(io)?;
     Ok((points, skipped))
+}
+
+/// A query's columns and rows.
+fn read(client: &Client, q: &str) -> Result<(Vec<String>, Vec<Vec<Value>>), BackupError> {
+    let result = client.query(q, None, None)?;
+    let columns = result["series"][0]["columns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.as_str().map(str::to_string))
+        .collect();
+    Ok((columns, rows(&result)))
 }

@@ -7,9 +7,11 @@
 //! durations and default, its continuous queries, and the data files) and, per retention
 //! policy and measurement, a gzipped line-protocol file of every point (`data/<n>.lp.gz`,
 //! nanosecond times; the points as reads answer them: a point written twice is one point).
-//! Data is read page by page with InfluxQL (`ORDER BY time LIMIT … OFFSET …`), so no answer
-//! passes the server's `[sql] max_result_rows`; each page is consistent, the backup as a
-//! whole is not a snapshot (points written meanwhile may or may not be in it). Users are not
+//! Data is read page by page with InfluxQL (`ORDER BY time LIMIT n`, the next page from the
+//! last page's last time), so no answer passes the server's `[sql] max_result_rows`; each
+//! page is consistent, the backup as a whole is not a snapshot (points written meanwhile may
+//! or may not be in it). Only what any InfluxDB 1.x answers is used, so a backup of an
+//! InfluxDB 1.x server restores into chingest: the way to move over. Users are not
 //! in it (their password hashes never leave the server: copy `<data_dir>/users.json`).
 //!
 //! Restore creates the databases, policies (durations, default) and continuous queries and

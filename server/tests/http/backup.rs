@@ -167,3 +167,96 @@ fn backup_and_restore_bring_back_every_point_policy_and_continuous_query() {
     chingest(&["restore", "--url", &b.base, backup.path().to_str().unwrap()]);
     assert_eq!(everything(&b), got);
 }
+
+#[test]
+fn an_influxdb_1x_server_moves_over_with_backup_and_restore() {
+    let Some(influxd) = crate::influxql_diff::Influxd::for_test(
+        "an_influxdb_1x_server_moves_over_with_backup_and_restore",
+    ) else {
+        return;
+    };
+    let (dir, backup) = (data_dir(), data_dir());
+    let http = crate::influxql_diff::client();
+    let ask = |base: &str, text: &str| -> Value {
+        http.post(format!("{base}/query?epoch=ns"))
+            .form(&[("q", text)])
+            .send()
+            .unwrap()
+            .json()
+            .unwrap()
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for q in [
+        "CREATE DATABASE telegraf",
+        "CREATE RETENTION POLICY year ON telegraf DURATION 52w REPLICATION 1",
+        "ALTER RETENTION POLICY autogen ON telegraf DURATION 30d DEFAULT",
+        "CREATE CONTINUOUS QUERY cpu_1h ON telegraf BEGIN SELECT mean(usage) INTO telegraf.year.cpu_1h FROM telegraf.autogen.cpu GROUP BY time(520w), * END",
+    ] {
+        let v = ask(&influxd.base, q);
+        assert!(v["results"][0].get("error").is_none(), "{q}: {v}");
+    }
+    // Many series at the same times (InfluxDB orders them differently from query to query),
+    // every field type InfluxDB 1.6 has, and a policy besides the default.
+    let mut body: String = (0..50)
+        .map(|i| {
+            format!(
+                "cpu,host=h{},region=r\\ {} usage={}.5,procs={}i,state=\"s {}\",up={} {}\n",
+                i % 7,
+                i % 2,
+                i,
+                i * 3,
+                i % 4,
+                i % 2 == 0,
+                now - (i / 7) as u64
+            )
+        })
+        .collect();
+    body.push_str(&format!("mem,host=h0 used=1.25 {now}\n"));
+    let w = http
+        .post(format!("{}/write?db=telegraf&precision=s", influxd.base))
+        .body(body)
+        .send()
+        .unwrap();
+    assert_eq!(w.status(), 204);
+    let w = http
+        .post(format!(
+            "{}/write?db=telegraf&rp=year&precision=s",
+            influxd.base
+        ))
+        .body(format!("cpu_1h,host=h1 mean=2.5 {}", now - 86_400))
+        .send()
+        .unwrap();
+    assert_eq!(w.status(), 204);
+
+    let out = chingest(&[
+        "backup",
+        "--url",
+        &influxd.base,
+        "--page-rows",
+        "6",
+        backup.path().to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("backed up 1 database(s), 52 point(s)"),
+        "{out}"
+    );
+    let s = Spawn::new(dir.path()).start();
+    let out = chingest(&["restore", "--url", &s.base, backup.path().to_str().unwrap()]);
+    assert!(out.contains("restored 1 database(s), 52 point(s)"), "{out}");
+    for text in [
+        "SHOW RETENTION POLICIES ON telegraf",
+        "SHOW CONTINUOUS QUERIES",
+        "SHOW MEASUREMENTS ON telegraf",
+        "SHOW SERIES ON telegraf",
+        "SHOW TAG KEYS ON telegraf",
+        "SELECT * FROM telegraf.autogen.cpu GROUP BY *",
+        "SELECT * FROM telegraf.autogen.mem GROUP BY *",
+        "SELECT * FROM telegraf.year.cpu_1h GROUP BY *",
+        "SELECT count(usage), sum(procs), max(usage) FROM telegraf..cpu GROUP BY host",
+    ] {
+        assert_eq!(ask(&s.base, text), ask(&influxd.base, text), "{text}");
+    }
+}

@@ -427,7 +427,7 @@ fn influxql_reads_only_what_the_caller_may_read() {
         ),
         (
             "DROP RETENTION POLICY r ON a",
-            "DROP RETENTION POLICY",
+            "DROP RETENTION POLICY r ON a",
             "WRITE on a",
         ),
         (
