@@ -153,6 +153,10 @@ impl Store for Storage {
     fn influxql(&self, req: InfluxqlRequest<'_>) -> Result<StatementResult, InfluxqlError> {
         self.run_influxql(req)
     }
+    fn tag_value_count(&self, db: &str, measurement: &str, key: &str) -> usize {
+        self.catalog
+            .tag_value_count(db, measurement.as_bytes(), key.as_bytes())
+    }
     fn has_read_role(&self, scope: &ReadScope) -> bool {
         self.engine().is_ok_and(|e| e.has_read_role(scope))
     }

@@ -222,6 +222,13 @@ pub trait Store: Send + Sync + 'static {
         req: SqlRequest<'_>,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError>;
+    /// How many values of `key` the series of `measurement` in `db` have now (0: no series
+    /// has the key any more, after `DROP SERIES`/`DELETE`). Implementations without a
+    /// catalog answer 1.
+    fn tag_value_count(&self, db: &str, measurement: &str, key: &str) -> usize {
+        let _ = (db, measurement, key);
+        1
+    }
     /// Whether the engine has a role for `scope` (the engine's roles are fixed at boot:
     /// a user whose grants changed since has a scope without one). Implementations
     /// without engine roles answer true.

@@ -412,7 +412,13 @@ fn show_tag_keys(p: &impl Store, db: &str, c: &ShowCommon) -> Result<StatementRe
         if !in_from(&c.from, &m.name)? || m.tag_keys.is_empty() {
             continue;
         }
-        let values = m.tag_keys.iter().map(|k| vec![text(k.clone())]).collect();
+        // A key no series has any more (`DROP SERIES`, `DELETE`) is not listed, as in 1.x.
+        let values = m
+            .tag_keys
+            .iter()
+            .filter(|k| p.tag_value_count(db, &m.name, k) > 0)
+            .map(|k| vec![text(k.clone())])
+            .collect();
         let values = page(values, c.limit, c.offset);
         if !values.is_empty() {
             out.push(Series::untagged(&m.name, &["tagKey"], values));

@@ -326,6 +326,19 @@ fn delete_and_drop_series_answer_as_influxdb_1x() {
     // lists `cpu` in SHOW MEASUREMENTS and `host=a` (a series with earlier deletes) in SHOW TAG
     // VALUES: a stale index entry. chingest answers what its SHOW SERIES says (nothing):
     // docs/influxql.md lists the deviation.
+    // A tag key no series has any more leaves SHOW TAG KEYS (dc after host=a goes, rack
+    // after host=c's points are deleted), as in 1.6.7.
+    steps.push((
+        "w",
+        "tk,host=a,dc=x v=1 1\ntk,host=b v=2 2\ntk,host=c,rack=r v=3 3\n".into(),
+    ));
+    steps.push(("q", "SHOW TAG KEYS FROM tk".into()));
+    steps.push(("q", "DROP SERIES FROM tk WHERE host = 'a'".into()));
+    steps.push(("q", "SHOW TAG KEYS FROM tk".into()));
+    steps.push(("q", "DELETE FROM tk WHERE host = 'c'".into()));
+    steps.push(("q", "SHOW TAG KEYS FROM tk".into()));
+    steps.push(("q", "SHOW SERIES FROM tk".into()));
+    steps.push(("q", "DROP MEASUREMENT tk".into()));
     let last_drop = steps.len();
     steps.push(("q", "DROP SERIES WHERE host != ''".into()));
     steps.extend(shows.iter().map(|q| ("q", q.to_string())));
