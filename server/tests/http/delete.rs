@@ -383,3 +383,60 @@ fn unshard((status, mut body): (u16, Value)) -> (u16, Value) {
     }
     (status, body)
 }
+
+#[test]
+fn deletes_of_hostile_names_remove_exactly_those_series() {
+    let dir = data_dir();
+    let s = Spawn::new(dir.path()).start();
+    run(&s, "CREATE DATABASE d");
+    // A measurement and tag values with every character an identifier or string could be
+    // broken out of with: quotes, backticks, backslashes, semicolons, SQL comments.
+    // (Line protocol has no escape for a backslash before a space or at a name's end, so the
+    // backslash stands before a quote here.)
+    let m = "m'\"`;-- x";
+    let lp_m = "m'\"`;--\\ x";
+    let hostile = ["a'b", "a\\'b", "x`; DROP TABLE d.m; --", "q\"q", "/*"];
+    let mut body = String::new();
+    for (i, h) in hostile.iter().enumerate() {
+        let tag = h.replace(' ', "\\ ");
+        body.push_str(&format!("{lp_m},host={tag} v={i} {}\n", i + 1));
+    }
+    body.push_str(&format!("{lp_m},host=plain v=9 9\n"));
+    write(&s, &body);
+    let quoted_m = influxql::quote_ident(m);
+    let hosts = || -> BTreeSet<String> {
+        let v = q(&s, &format!("SELECT host, v FROM {quoted_m}"));
+        values(&v)
+            .as_array()
+            .map(|rows| {
+                rows.iter()
+                    .map(|r| r[1].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let all = hosts();
+    assert_eq!(all.len(), hostile.len() + 1, "{all:?}");
+    for (i, h) in hostile.iter().enumerate() {
+        let cond = influxql::quote_string(h);
+        let statement = if i % 2 == 0 {
+            format!("DELETE FROM {quoted_m} WHERE host = {cond}")
+        } else {
+            format!("DROP SERIES FROM {quoted_m} WHERE host = {cond}")
+        };
+        run(&s, &statement);
+        let left = hosts();
+        let want: BTreeSet<String> = hostile[i + 1..]
+            .iter()
+            .map(|h| h.to_string())
+            .chain(["plain".to_string()])
+            .collect();
+        assert_eq!(left, want, "{statement}");
+    }
+    // The rest of the database is untouched and the engine still answers.
+    assert_eq!(hosts(), BTreeSet::from(["plain".to_string()]));
+    assert_eq!(
+        error(&s, &format!("DELETE FROM {quoted_m} WHERE v = 1")),
+        "fields not supported in WHERE clause during deletion"
+    );
+}

@@ -439,3 +439,38 @@ fn prometheus_remote_write_and_read_go_through_chingest() {
     assert_eq!(r[0]["value"][1], "1");
     assert!(reader.query("up{job=\"other\"}").is_empty());
 }
+
+/// A remote-write body whose snappy block would decompress past `max_body_bytes` is refused
+/// (413) from its declared length, before anything is decompressed or allocated; one that
+/// lies about its length is refused the same way; nothing is written.
+#[test]
+fn oversize_remote_write_bodies_are_refused_before_decompression() {
+    let dir = data_dir();
+    let s = Spawn::new(dir.path())
+        .env("CHINGEST_SERVER__MAX_BODY_BYTES", "100000")
+        .start();
+    s.query("CREATE DATABASE prom");
+    let send = |body: Vec<u8>| {
+        let r = s
+            .client
+            .post(s.url("/api/v1/prom/write?db=prom"))
+            .header("Content-Encoding", "snappy")
+            .header("Content-Type", "application/x-protobuf")
+            .body(body)
+            .send()
+            .unwrap();
+        (r.status().as_u16(), r.text().unwrap())
+    };
+    // 200 kB of zeros compress to a few kB: small on the wire, too big once decompressed.
+    let zeros = snap::raw::Encoder::new()
+        .compress_vec(&vec![0u8; 200_000])
+        .unwrap();
+    assert!(zeros.len() < 20_000);
+    let (status, text) = send(zeros);
+    assert_eq!(status, 413, "{text}");
+    // A block declaring 4 GiB with a few bytes behind it.
+    let (status, text) = send(vec![0xff, 0xff, 0xff, 0xff, 0x0f, 0, 1, 2]);
+    assert_eq!(status, 413, "{text}");
+    let v = s.query("SHOW MEASUREMENTS ON prom");
+    assert!(v["results"][0]["series"].is_null(), "{v}");
+}
