@@ -260,3 +260,66 @@ fn an_influxdb_1x_server_moves_over_with_backup_and_restore() {
         assert_eq!(ask(&s.base, text), ask(&influxd.base, text), "{text}");
     }
 }
+
+#[test]
+fn backup_and_restore_authenticate_as_an_admin() {
+    let (dir_a, dir_b, backup) = (data_dir(), data_dir(), data_dir());
+    let config = format!(
+        "[auth]\nenabled = true\n\n[[auth.users]]\nname = \"admin\"\npassword_hash = \"{}\"\nadmin = true\n",
+        hash("s3cret")
+    );
+    let start = |dir: &std::path::Path| Spawn::new(dir).config(&config).start();
+    let (a, b) = (start(dir_a.path()), start(dir_b.path()));
+    let admin = |s: &Server, q: &str| {
+        let r = s
+            .client
+            .post(s.url("/query?epoch=ns"))
+            .basic_auth("admin", Some("s3cret"))
+            .form(&[("q", q)])
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200, "{q}");
+        r.json::<Value>().unwrap()
+    };
+    admin(&a, "CREATE DATABASE d");
+    let w = a
+        .client
+        .post(a.url("/write?db=d&precision=s"))
+        .basic_auth("admin", Some("s3cret"))
+        .body("m,k=v f=1.5 1\nm,k=w f=2 2")
+        .send()
+        .unwrap();
+    assert_eq!(w.status(), 204);
+    let run = |args: &[&str], password: &str| {
+        Command::new(env!("CARGO_BIN_EXE_chingest"))
+            .args(args)
+            .env("CHINGEST_PASSWORD", password)
+            .output()
+            .unwrap()
+    };
+    let dir = backup.path().to_str().unwrap();
+    // A wrong password: a clear failure, no manifest.
+    let out = run(&["backup", "--url", &a.base, "-u", "admin", dir], "nope");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("authorization failed"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!backup.path().join("manifest.json").exists());
+    // The password from the environment, never on the command line.
+    let out = run(&["backup", "--url", &a.base, "-u", "admin", dir], "s3cret");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(&["restore", "--url", &b.base, "-u", "admin", dir], "s3cret");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let q = "SELECT * FROM d..m GROUP BY *";
+    assert_eq!(admin(&b, q), admin(&a, q));
+}
