@@ -1,8 +1,9 @@
 //! Issue #15's crash test: writers record every 204 while the server is killed with `kill -9`
-//! at random moments, round after round (during flushes, group commits, a DROP DATABASE and a
-//! DROP MEASUREMENT); after each restart and drain, every acknowledged point is stored exactly
-//! once, every unacknowledged request wholly or not at all, and every dropped database and
-//! measurement stays dropped.
+//! at random moments, round after round (during flushes, group commits, a DROP DATABASE, a
+//! DROP MEASUREMENT and a DELETE); after each restart and drain, every acknowledged point is
+//! stored exactly once, every unacknowledged request wholly or not at all, every dropped
+//! database and measurement stays dropped, and every answered DELETE stays done (no replay
+//! brings a deleted point back).
 //!
 //! Small by default (10 rounds, 3 writers); `CHINGEST_CRASH_LARGE=1` runs 30 rounds of 6
 //! writers with larger requests; `CHINGEST_CRASH_ROUNDS` / `_WRITERS` / `_POINTS` override.
@@ -146,6 +147,8 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
     let mut drops: BTreeMap<String, bool> = BTreeMap::new();
     // Measurements of `crash` dropped, likewise.
     let mut measurement_drops: BTreeMap<String, bool> = BTreeMap::new();
+    // Measurements of `crash` whose every point a DELETE removes, likewise.
+    let mut deletes: BTreeMap<String, bool> = BTreeMap::new();
     let mut next_req = vec![0u64; writers];
     let (mut ready_max, mut drain_max) = (Duration::ZERO, Duration::ZERO);
     let mut rng = rand::thread_rng();
@@ -170,11 +173,20 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
             s.query("CREATE DATABASE crash");
         }
         let ms = measurements(&s);
-        for (m, answered) in &measurement_drops {
+        for (m, answered) in measurement_drops.iter().chain(&deletes) {
             if *answered {
                 assert!(
                     !ms.contains(m),
-                    "round {round}: dropped {m} is back: {ms:?}"
+                    "round {round}: dropped or deleted {m} is back: {ms:?}"
+                );
+            }
+        }
+        for (m, answered) in &deletes {
+            if *answered {
+                let left = s.query(&format!("SELECT count(v) FROM crash..{m}"));
+                assert!(
+                    left["results"][0]["series"].is_null(),
+                    "round {round}: deleted points of {m} are back: {left}"
                 );
             }
         }
@@ -196,15 +208,28 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
             .status(),
             204
         );
+        // And one whose points a DELETE removes at a random moment (flushed or not by then).
+        let deleted = format!("del{round}");
+        assert_eq!(
+            s.post(
+                "/write?db=crash",
+                body(0, 0, points).replace("m,", &format!("{deleted},"))
+            )
+            .status(),
+            204
+        );
 
         let stop = AtomicBool::new(false);
         let results = Mutex::new(Vec::new());
         let drop_answered = AtomicBool::new(false);
         let mdrop_answered = AtomicBool::new(false);
+        let delete_answered = AtomicBool::new(false);
         let kill_after = Duration::from_millis(rng.gen_range(200..1500));
         let drop_after =
             Duration::from_millis(rng.gen_range(0..kill_after.as_millis() as u64 + 200));
         let mdrop_after =
+            Duration::from_millis(rng.gen_range(0..kill_after.as_millis() as u64 + 200));
+        let delete_after =
             Duration::from_millis(rng.gen_range(0..kill_after.as_millis() as u64 + 200));
         let client = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(10))
@@ -271,6 +296,22 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
                     }
                 }
             });
+            let (delete_answered, deleted) = (&delete_answered, &deleted);
+            scope.spawn(move || {
+                std::thread::sleep(delete_after);
+                let r = s
+                    .client
+                    .post(s.url("/query?db=crash"))
+                    .form(&[("q", format!("DELETE FROM {deleted} WHERE w = 'w0'"))])
+                    .send();
+                if let Ok(r) = r {
+                    if r.status() == 200 {
+                        let body = r.text().unwrap_or_default();
+                        assert!(!body.contains("error"), "DELETE FROM {deleted}: {body}");
+                        delete_answered.store(true, Ordering::SeqCst);
+                    }
+                }
+            });
             std::thread::sleep(kill_after);
             s.signal("KILL");
             stop.store(true, Ordering::Relaxed);
@@ -278,6 +319,7 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
         let _ = s.terminate_wait();
         drops.insert(victim, drop_answered.load(Ordering::SeqCst));
         measurement_drops.insert(gone, mdrop_answered.load(Ordering::SeqCst));
+        deletes.insert(deleted, delete_answered.load(Ordering::SeqCst));
         for (w, r, out) in results.into_inner().unwrap() {
             if out == Some(204) {
                 ledger.acked.insert((w, r));
@@ -326,12 +368,13 @@ fn issue_15_kill_9_at_random_moments_loses_and_duplicates_nothing() {
     eprintln!(
         "crash test: {rounds} rounds × {writers} writers × {points} points/request; \
          {} acknowledged, {} unacknowledged requests; {} database and {} measurement drops \
-         answered; \
+         and {} deletes answered; \
          slowest restart to /ping {:?}, slowest drain {:?}",
         ledger.acked.len(),
         ledger.unknown.len(),
         drops.values().filter(|a| **a).count(),
         measurement_drops.values().filter(|a| **a).count(),
+        deletes.values().filter(|a| **a).count(),
         ready_max,
         drain_max
     );
