@@ -50,6 +50,12 @@ enum Command {
         /// Points per query (each page is one InfluxQL answer).
         #[arg(long, default_value_t = 50_000)]
         page_rows: usize,
+        /// Only points at or after this time (RFC3339, as `influxd backup -start`).
+        #[arg(long)]
+        start: Option<String>,
+        /// Only points before this time (RFC3339, as `influxd backup -end`).
+        #[arg(long)]
+        end: Option<String>,
         /// The backup directory (created).
         dir: PathBuf,
     },
@@ -85,6 +91,8 @@ impl ServerArgs {
             url: self.url.trim_end_matches('/').to_string(),
             user: self.user.map(|u| (u, self.password.unwrap_or_default())),
             databases: self.databases,
+            start: None,
+            end: None,
         }
     }
 }
@@ -140,9 +148,16 @@ fn run() -> anyhow::Result<()> {
         Command::Backup {
             server,
             page_rows,
+            start,
+            end,
             dir,
         } => {
-            let s = chingest::backup::backup(server.target(), &dir, page_rows.max(1))?;
+            let target = chingest::backup::Target {
+                start,
+                end,
+                ..server.target()
+            };
+            let s = chingest::backup::backup(target, &dir, page_rows.max(1))?;
             println!(
                 "backed up {} database(s), {} point(s) in {} file(s) to {}",
                 s.databases,

@@ -30,6 +30,20 @@ pub struct BackupSummary {
 /// Backs up the target's databases into `dir` (created; the manifest is written last, so
 /// an interrupted backup has none and cannot be restored), `page_rows` points per query.
 pub fn backup(target: Target, dir: &Path, page_rows: usize) -> Result<BackupSummary, BackupError> {
+    // `--start`/`--end`: InfluxQL time conditions, as `influxd backup -start/-end` bound.
+    let range: Vec<String> = [
+        target
+            .start
+            .as_ref()
+            .map(|t| format!("time >= {}", influxql::quote_string(t))),
+        target
+            .end
+            .as_ref()
+            .map(|t| format!("time < {}", influxql::quote_string(t))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let client = Client::new(target)?;
     let io = |path: &Path| {
         let path = path.to_path_buf();
@@ -117,7 +131,7 @@ pub fn backup(target: Target, dir: &Path, page_rows: usize) -> Result<BackupSumm
                     tags: &tags,
                     fields: &fields,
                 };
-                let (points, skipped) = export(&client, &source, &shape, &path, page_rows)?;
+                let (points, skipped) = export(&client, &source, &shape, &path, page_rows, &range)?;
                 summary.skipped += skipped;
                 if points == 0 {
                     std::fs::remove_file(&path).map_err(io(&path))?;
@@ -163,6 +177,7 @@ fn export(
     shape: &Shape<'_>,
     path: &Path,
     page_rows: usize,
+    range: &[String],
 ) -> Result<(u64, u64), BackupError> {
     let io = |source| BackupError::Io {
         path: path.to_path_buf(),
@@ -179,10 +194,12 @@ fn export(
     // last time, and the next page starts at that time; a page of one time is read whole.
     let mut after: Option<String> = None;
     loop {
-        let condition = after
-            .as_deref()
-            .map(|c| format!(" WHERE {c}"))
-            .unwrap_or_default();
+        let bounds: Vec<&str> = after.iter().chain(range).map(String::as_str).collect();
+        let condition = if bounds.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", bounds.join(" AND "))
+        };
         let q = format!("SELECT * FROM {source}{condition} ORDER BY time ASC LIMIT {page_rows}");
         let (columns, mut page) = read(client, &q)?;
         let full = page.len() >= page_rows;

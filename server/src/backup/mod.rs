@@ -46,6 +46,10 @@ pub struct Target {
     pub user: Option<(String, String)>,
     /// Only these databases (all when empty).
     pub databases: Vec<String>,
+    /// Backup: only points at or after this time (RFC3339).
+    pub start: Option<String>,
+    /// Backup: only points before this time (RFC3339).
+    pub end: Option<String>,
 }
 
 /// Why a backup or restore stopped.

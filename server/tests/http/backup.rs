@@ -322,4 +322,24 @@ fn backup_and_restore_authenticate_as_an_admin() {
     );
     let q = "SELECT * FROM d..m GROUP BY *";
     assert_eq!(admin(&b, q), admin(&a, q));
+    // `--start`/`--end` bound the points taken (m,k=w at 2 s only).
+    let part = data_dir();
+    let part_dir = part.path().to_str().unwrap();
+    let out = run(
+        &[
+            "backup",
+            "--url",
+            &a.base,
+            "-u",
+            "admin",
+            "--start",
+            "1970-01-01T00:00:01.5Z",
+            "--end",
+            "1970-01-01T00:00:03Z",
+            part_dir,
+        ],
+        "s3cret",
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1 point(s)"), "{text}");
 }
