@@ -212,41 +212,39 @@ impl Policies {
         duration_secs: u64,
         change: Change,
     ) -> Result<(), ApiError> {
-        let _one_writer = self.writer.lock();
-        let mut file = (*self.snapshot()).clone();
-        let d = file
-            .databases
-            .entry(db.to_string())
-            .or_insert_with(|| first_entry(db));
-        if let Some(p) = d.policies.iter().find(|p| p.name == name) {
-            if store.retention_secs(&p.storage) != duration_secs {
-                return Err(ApiError::Query("retention policy already exists".into()));
-            }
-            if change.default {
-                d.default = name.to_string();
-            }
-        } else {
-            let storage = if name == AUTOGEN {
-                // Created again after a drop: the database itself holds it.
-                store.set_retention(db, duration_secs)?;
-                db.to_string()
+        self.edit(db, |file| {
+            let next = file.next;
+            let mut used_next = false;
+            let d = file.databases.get_mut(db).expect("edit makes the entry");
+            if let Some(p) = d.policies.iter().find(|p| p.name == name) {
+                if store.retention_secs(&p.storage) != duration_secs {
+                    return Err(ApiError::Query("retention policy already exists".into()));
+                }
             } else {
-                let storage = format!("{POLICY_DATABASE_PREFIX}{}", file.next);
-                file.next += 1;
-                store.create_policy_database(&storage, duration_secs)?;
-                storage
-            };
-            let d = file.databases.get_mut(db).expect("inserted above");
-            d.policies.push(Policy {
-                name: name.to_string(),
-                storage,
-                shard_duration_ns: change.shard_duration_ns,
-            });
+                let storage = if name == AUTOGEN {
+                    // Created again after a drop: the database itself holds it.
+                    store.set_retention(db, duration_secs)?;
+                    db.to_string()
+                } else {
+                    let storage = format!("{POLICY_DATABASE_PREFIX}{next}");
+                    store.create_policy_database(&storage, duration_secs)?;
+                    used_next = true;
+                    storage
+                };
+                d.policies.push(Policy {
+                    name: name.to_string(),
+                    storage,
+                    shard_duration_ns: change.shard_duration_ns,
+                });
+            }
             if change.default {
                 d.default = name.to_string();
             }
-        }
-        self.save(file)
+            if used_next {
+                file.next = next + 1;
+            }
+            Ok(())
+        })
     }
 
     /// `ALTER RETENTION POLICY`: a new duration applies to the policy's existing data too.
@@ -257,52 +255,65 @@ impl Policies {
         name: &str,
         change: Change,
     ) -> Result<(), ApiError> {
-        let _one_writer = self.writer.lock();
-        let mut file = (*self.snapshot()).clone();
-        let d = file
-            .databases
-            .entry(db.to_string())
-            .or_insert_with(|| first_entry(db));
-        let p = d
-            .policies
-            .iter_mut()
-            .find(|p| p.name == name)
-            .ok_or_else(|| not_found(name))?;
-        if let Some(secs) = change.duration_secs {
-            store.set_retention(&p.storage, secs)?;
-        }
-        if change.shard_duration_ns.is_some() {
-            p.shard_duration_ns = change.shard_duration_ns;
-        }
-        if change.default {
-            d.default = name.to_string();
-        }
-        self.save(file)
+        self.edit(db, |file| {
+            let d = file.databases.get_mut(db).expect("edit makes the entry");
+            let p = d
+                .policies
+                .iter_mut()
+                .find(|p| p.name == name)
+                .ok_or_else(|| not_found(name))?;
+            if let Some(secs) = change.duration_secs {
+                store.set_retention(&p.storage, secs)?;
+            }
+            if change.shard_duration_ns.is_some() {
+                p.shard_duration_ns = change.shard_duration_ns;
+            }
+            if change.default {
+                d.default = name.to_string();
+            }
+            Ok(())
+        })
     }
 
     /// `DROP RETENTION POLICY` (a policy that does not exist is no error, as in 1.6): its
-    /// data goes; the default keeps its name if it was this one (InfluxDB's behaviour).
+    /// data goes, after the file forgot it; the default keeps its name if it was this one
+    /// (InfluxDB's behaviour).
     pub fn drop_policy<S: Store>(&self, store: &S, db: &str, name: &str) -> Result<(), ApiError> {
-        let _one_writer = self.writer.lock();
-        let mut file = (*self.snapshot()).clone();
-        let d = file
-            .databases
-            .entry(db.to_string())
-            .or_insert_with(|| first_entry(db));
-        let Some(i) = d.policies.iter().position(|p| p.name == name) else {
-            return Ok(());
-        };
-        let gone = d.policies.remove(i);
-        self.save(file)?;
-        if gone.storage == db {
+        let gone = self.edit(db, |file| {
+            let d = file.databases.get_mut(db).expect("edit makes the entry");
+            Ok(d.policies
+                .iter()
+                .position(|p| p.name == name)
+                .map(|i| d.policies.remove(i)))
+        })?;
+        match gone {
+            None => {}
             // `autogen`: the database stays, its measurements go.
-            for m in store.schema(db)? {
-                store.drop_measurement(db, &m.name)?;
+            Some(p) if p.storage == db => {
+                for m in store.schema(db)? {
+                    store.drop_measurement(db, &m.name)?;
+                }
             }
-        } else {
-            store.drop_database(&gone.storage)?;
+            Some(p) => store.drop_database(&p.storage)?,
         }
         Ok(())
+    }
+
+    /// One change of `db`'s policies (its entry made first if it had none), saved durably
+    /// once `f` succeeded; changes are serialised.
+    fn edit<T>(
+        &self,
+        db: &str,
+        f: impl FnOnce(&mut PolicyFile) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let _one_writer = self.writer.lock();
+        let mut file = (*self.snapshot()).clone();
+        file.databases
+            .entry(db.to_string())
+            .or_insert_with(|| first_entry(db));
+        let out = f(&mut file)?;
+        self.save(file)?;
+        Ok(out)
     }
 
     /// `DROP DATABASE`: every policy's data, and the database's entry.
