@@ -186,6 +186,10 @@ fn state_change_in_get(parsed: &[Statement]) -> Option<ApiError> {
         | Statement::KillQuery { .. }
         | Statement::Delete(_)
         | Statement::DropSeries(_) => Some(ApiError::MethodNotAllowed(read_only_text(st))),
+        // `SELECT … INTO` writes points.
+        Statement::Select(s) if s.into.is_some() => {
+            Some(ApiError::MethodNotAllowed(read_only_text(st)))
+        }
         Statement::ContinuousQuery(
             influxql::ast::CqStatement::Create(_) | influxql::ast::CqStatement::Drop { .. },
         )

@@ -124,6 +124,15 @@ fn select_into_is_durable_and_needs_write_on_its_target() {
         json!({"error": "error authorizing query: reader not authorized to execute statement 'SELECT * INTO dst..m FROM m GROUP BY host', requires WRITE on dst"})
     );
     let into = "SELECT sum(v) INTO dst..sums FROM m GROUP BY time(100s), host";
+    // A GET writes nothing (InfluxDB 1.x would run it with a warning).
+    let get = s
+        .client
+        .get(s.url("/query?db=src"))
+        .basic_auth(admin.0, Some(admin.1))
+        .query(&[("q", into)])
+        .send()
+        .unwrap();
+    assert_eq!(get.status(), 405);
     let (status, v) = q(&s, admin, into);
     assert_eq!(status, 200, "{v}");
     assert_eq!(
