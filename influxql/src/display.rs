@@ -541,17 +541,7 @@ impl fmt::Display for RpStatement {
                     quote_ident(on),
                     duration(*duration_secs)
                 )?;
-                if let Some(ns) = shard_duration_ns {
-                    write!(
-                        f,
-                        " SHARD DURATION {}",
-                        crate::duration::format_duration(*ns)
-                    )?;
-                }
-                if *default {
-                    f.write_str(" DEFAULT")?;
-                }
-                Ok(())
+                rp_options(f, *shard_duration_ns, *default)
             }
             RpStatement::Alter {
                 name,
@@ -573,17 +563,7 @@ impl fmt::Display for RpStatement {
                 if let Some(n) = replication {
                     write!(f, " REPLICATION {n}")?;
                 }
-                if let Some(ns) = shard_duration_ns {
-                    write!(
-                        f,
-                        " SHARD DURATION {}",
-                        crate::duration::format_duration(*ns)
-                    )?;
-                }
-                if *default {
-                    f.write_str(" DEFAULT")?;
-                }
-                Ok(())
+                rp_options(f, *shard_duration_ns, *default)
             }
             RpStatement::Drop { name, on } => write!(
                 f,
@@ -593,4 +573,19 @@ impl fmt::Display for RpStatement {
             ),
         }
     }
+}
+
+/// `[SHARD DURATION d] [DEFAULT]` of `CREATE`/`ALTER RETENTION POLICY`.
+fn rp_options(f: &mut fmt::Formatter<'_>, shard_ns: Option<i64>, default: bool) -> fmt::Result {
+    if let Some(ns) = shard_ns {
+        write!(
+            f,
+            " SHARD DURATION {}",
+            crate::duration::format_duration(ns)
+        )?;
+    }
+    if default {
+        f.write_str(" DEFAULT")?;
+    }
+    Ok(())
 }

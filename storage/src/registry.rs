@@ -155,6 +155,13 @@ impl Storage {
                 Err(e) => return Err(e.into()),
             }
         }
+        self.record_database(db, retention_secs)?;
+        tracing::info!(db, retention_secs, "retention changed");
+        Ok(())
+    }
+
+    /// The database and its retention, durably in the catalog, then in memory.
+    fn record_database(&self, db: &str, retention_secs: u64) -> Result<(), StorageError> {
         let record = Record::Database {
             name: db.to_string(),
             retention_secs,
@@ -162,7 +169,6 @@ impl Storage {
         let _commits = self.lifecycle.commits.write();
         self.wal.put_meta(vec![record.encode()])?.wait()?;
         self.catalog.apply(&record);
-        tracing::info!(db, retention_secs, "retention changed");
         Ok(())
     }
 
@@ -191,13 +197,7 @@ impl Storage {
         if let Some(f) = self.flusher.lock().as_ref() {
             f.set_retention(db, retention_secs);
         }
-        let record = Record::Database {
-            name: db.to_string(),
-            retention_secs,
-        };
-        let _commits = self.lifecycle.commits.write();
-        self.wal.put_meta(vec![record.encode()])?.wait()?;
-        self.catalog.apply(&record);
+        self.record_database(db, retention_secs)?;
         tracing::info!(db, retention_secs, "database created");
         Ok(())
     }

@@ -251,9 +251,20 @@ fn influxql_aggregates_groups_fill_and_errors() {
         (status, &body["results"][0]["error"]),
         (200, &json!("database name required"))
     );
-    // INTO a database that does not exist: InfluxDB's error, nothing written.
-    let e = result(&s, "SELECT value INTO nosuch..other FROM cpu")["error"].clone();
-    assert_eq!(e, json!("database not found: nosuch"));
+    // INTO a database that does not exist: InfluxDB's error, nothing written (POST: a GET
+    // of a statement that writes answers 405).
+    let into = "SELECT value INTO nosuch..other FROM cpu";
+    assert_eq!(get(&s, into, &[("db", "iq")]).0, 405);
+    let r = s
+        .client
+        .post(s.url("/query?db=iq"))
+        .form(&[("q", into)])
+        .send()
+        .unwrap();
+    assert_eq!(
+        r.json::<Value>().unwrap()["results"][0]["error"],
+        json!("database not found: nosuch")
+    );
     // A parse error is the request's: 400.
     let (status, body) = get(&s, "SELECT FROM cpu", &[("db", "iq")]);
     assert_eq!(status, 400);
