@@ -189,6 +189,20 @@ fn export(
         flate2::Compression::default(),
     );
     let (mut points, mut skipped) = (0u64, 0u64);
+    // Up to the last time there is when the export starts: points written meanwhile with
+    // later times would otherwise keep a busy source's export going for ever.
+    let last_query = format!("SELECT * FROM {source} ORDER BY time DESC LIMIT 1");
+    let Some(until) = rows(&client.query(&last_query, None, None)?)
+        .first()
+        .and_then(|r| r.first())
+        .and_then(Value::as_i64)
+    else {
+        gz.finish().map_err(io)?;
+        return Ok((0, 0));
+    };
+    let until = format!("time <= {until}");
+    let range: Vec<String> = range.iter().cloned().chain([until]).collect();
+    let range = range.as_slice();
     // Pages in time order, by time alone (InfluxDB orders the points of one time differently
     // from one query to the next, so no OFFSET): a full page yields its points before its
     // last time, and the next page starts at that time; a page of one time is read whole.

@@ -9,8 +9,10 @@
 //! nanosecond times; the points as reads answer them: a point written twice is one point).
 //! Data is read page by page with InfluxQL (`ORDER BY time LIMIT n`, the next page from the
 //! last page's last time), so no answer passes the server's `[sql] max_result_rows`; each
-//! page is consistent, the backup as a whole is not a snapshot (points written meanwhile may
-//! or may not be in it). Only what any InfluxDB 1.x answers is used, so a backup of an
+//! page is consistent, the backup as a whole is not a snapshot: each measurement is read up
+//! to its last time when its export starts, so every point acknowledged before the backup
+//! began is in it, points written meanwhile may or may not be, and a source written to all
+//! the time still ends. Only what any InfluxDB 1.x answers is used, so a backup of an
 //! InfluxDB 1.x server restores into chingest: the way to move over. Users are not
 //! in it (their password hashes never leave the server: copy `<data_dir>/users.json`).
 //!

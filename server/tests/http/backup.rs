@@ -343,3 +343,86 @@ fn backup_and_restore_authenticate_as_an_admin() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("1 point(s)"), "{text}");
 }
+
+/// A backup taken while writes go on, the source then killed: restored into a fresh server,
+/// every point acknowledged before the backup began is there exactly once (points written
+/// during it may be there or not, never twice).
+#[test]
+fn a_backup_during_writes_holds_everything_acknowledged_before_it_began() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+    let (dir_a, dir_b, backup) = (data_dir(), data_dir(), data_dir());
+    let mut a = Spawn::new(dir_a.path()).start();
+    q(&a, "CREATE DATABASE ramp");
+    const PER: usize = 100;
+    let stop = AtomicBool::new(false);
+    // (batch, acknowledged at) of every 204.
+    let acked: Mutex<Vec<(usize, Instant)>> = Mutex::new(Vec::new());
+    let backup_began = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let base = 1_700_000_000_000_000_000i64;
+            let mut b = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let body: String = (0..PER)
+                    .map(|j| format!("m,b=b{b} v={j}i {}\n", base + (b * PER + j) as i64))
+                    .collect();
+                let r = a.client.post(a.url("/write?db=ramp")).body(body).send();
+                if r.is_ok_and(|r| r.status() == 204) {
+                    acked.lock().unwrap().push((b, Instant::now()));
+                }
+                b += 1;
+            }
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let began = Instant::now();
+        chingest(&[
+            "backup",
+            "--url",
+            &a.base,
+            "--page-rows",
+            "700",
+            backup.path().to_str().unwrap(),
+        ]);
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, Ordering::Relaxed);
+        began
+    });
+    a.signal("KILL");
+    let _ = a.terminate_wait();
+    let b = Spawn::new(dir_b.path()).start();
+    chingest(&["restore", "--url", &b.base, backup.path().to_str().unwrap()]);
+    let counts: std::collections::BTreeMap<String, i64> =
+        q(&b, "SELECT count(v) FROM ramp..m GROUP BY b")["results"][0]["series"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                (
+                    s["tags"]["b"].as_str().unwrap().to_string(),
+                    s["values"][0][1].as_i64().unwrap(),
+                )
+            })
+            .collect();
+    let acked = acked.into_inner().unwrap();
+    let before: Vec<usize> = acked
+        .iter()
+        .filter(|(_, at)| *at < backup_began)
+        .map(|(b, _)| *b)
+        .collect();
+    assert!(
+        before.len() >= 3,
+        "too few writes before the backup: {}",
+        before.len()
+    );
+    for batch in &before {
+        assert_eq!(
+            counts.get(&format!("b{batch}")),
+            Some(&(PER as i64)),
+            "batch {batch}, acknowledged before the backup began"
+        );
+    }
+    for (batch, n) in &counts {
+        assert!(*n as usize <= PER, "{batch}: {n} points of {PER}");
+    }
+}
