@@ -83,15 +83,7 @@ impl Authenticator {
         privilege: Privilege,
         exists: impl Fn(&str) -> bool,
     ) -> Result<(), UserError> {
-        self.change_user(user, |users, i| {
-            if !exists(db) {
-                return Err(UserError::DatabaseNotFound(db.to_string()));
-            }
-            users[i]
-                .privileges
-                .insert(db.to_string(), privilege.as_str().to_string());
-            Ok(())
-        })
+        self.set_privilege(user, db, exists, |_| privilege)
     }
 
     /// `REVOKE <privilege> ON <db> FROM <user>`: what is left of the user's privilege on
@@ -103,14 +95,26 @@ impl Authenticator {
         privilege: Privilege,
         exists: impl Fn(&str) -> bool,
     ) -> Result<(), UserError> {
+        self.set_privilege(user, db, exists, |now| now.without(privilege))
+    }
+
+    /// The user's privilege on `db` becomes `next(its privilege now)`; the user first, then
+    /// the database must exist (InfluxDB's order of errors).
+    fn set_privilege(
+        &self,
+        user: &str,
+        db: &str,
+        exists: impl Fn(&str) -> bool,
+        next: impl FnOnce(Privilege) -> Privilege,
+    ) -> Result<(), UserError> {
         self.change_user(user, |users, i| {
             if !exists(db) {
                 return Err(UserError::DatabaseNotFound(db.to_string()));
             }
-            let left = users[i].privilege(db).without(privilege);
+            let p = next(users[i].privilege(db));
             users[i]
                 .privileges
-                .insert(db.to_string(), left.as_str().to_string());
+                .insert(db.to_string(), p.as_str().to_string());
             Ok(())
         })
     }
