@@ -23,6 +23,9 @@
 #   SQL_CONFIG, REQUEST_TIMEOUT_SECS, SERVER_CONFIG_EXTRA, SERVER_CMD, LOAD, INFLUXD:
 #     as in scripts/query_bench.sh
 #   RESULTS (test_results)  REPORT (docs/benchmarks.md)  KEEP_TMP=1  SKIP_BUILD=1
+#   PREV_SERVER_CMD (unset): another chingest build (e.g. the previous release, built in a git
+#     worktree), started as "chingest-prev" on PREV_PORT (18098) and filled after InfluxDB and
+#     before chingest: a same-run before/after of a read-path change; PREV_NAME says what it is
 #   BESIDE_RAMP_RATE (unset): writes per second (50,000-point line-protocol requests, 1,000
 #     hosts, `chingest-load gen`) sent to chingest's database `ramp` during the queries, for
 #     BESIDE_RAMP_SECS (240) from 5 s before them (open model, 64 in flight): ingest and queries
@@ -40,6 +43,7 @@ DB=benchmark
 PORT=${PORT:-18096}
 INFLUX_PORT=${INFLUX_PORT:-18196}
 INFLUX_RPC_PORT=${INFLUX_RPC_PORT:-18197}
+PREV_PORT=${PREV_PORT:-18098}
 HOST_COUNTS=${HOST_COUNTS:-200,1000}
 HOURS=${HOURS:-24}
 CONCURRENCY=${CONCURRENCY:-4}
@@ -70,10 +74,23 @@ phase() { # hosts
   local hosts=$1 batch=${BATCH:-$(($1 * 10))}
   local data=(--hosts "$hosts" --hours "$HOURS" --data-seed "$DATA_SEED" --db "$DB")
   start_influxd
+  local prev=() prev_pid=
+  if [ -n "${PREV_SERVER_CMD:-}" ]; then
+    start_chingest tsbs-prev "$PREV_PORT" "$PREV_SERVER_CMD"
+    prev_pid=$CH_PID
+  fi
   start_chingest tsbs
   say "fill influxdb: $hosts hosts × $HOURS h, load average $(loadavg)"
   "$LOAD" tsbs-fill --server "influxdb=http://127.0.0.1:$INFLUX_PORT" "${data[@]}" \
     --batch "$batch" --concurrency "$CONCURRENCY" --out "$TMP/fill-influxdb.json"
+  if [ -n "$prev_pid" ]; then
+    say "fill chingest-prev, load average $(loadavg)"
+    "$LOAD" tsbs-fill --server "chingest-prev=http://127.0.0.1:$PREV_PORT" "${data[@]}" \
+      --batch "$batch" --concurrency "$CONCURRENCY" --out "$TMP/fill-prev.json"
+    say "chingest-prev flushed $(wait_flushed "$PREV_PORT") s after its last write"
+    prev=(--server "chingest-prev=http://127.0.0.1:$PREV_PORT" --fill "$TMP/fill-prev.json"
+      --note "chingest-prev: ${PREV_NAME:-$PREV_SERVER_CMD}, the same settings and data, written after InfluxDB and before chingest.")
+  fi
   say "fill chingest, load average $(loadavg)"
   "$LOAD" tsbs-fill --server "chingest=http://127.0.0.1:$PORT" "${data[@]}" \
     --batch "$batch" --concurrency "$CONCURRENCY" --out "$TMP/fill-chingest.json"
@@ -100,7 +117,7 @@ phase() { # hosts
   say "queries ($hosts hosts): load average $(loadavg)"
   "$LOAD" tsbs-query --phase "$phase_name" "${data[@]}" "${types[@]}" "${ramp_note[@]}" \
     --server "influxdb=http://127.0.0.1:$INFLUX_PORT" --server "chingest=http://127.0.0.1:$PORT" \
-    --fill "$TMP/fill-influxdb.json" --fill "$TMP/fill-chingest.json" \
+    --fill "$TMP/fill-influxdb.json" --fill "$TMP/fill-chingest.json" "${prev[@]}" \
     --queries "$QUERIES" --warmup "$WARMUP" --query-seed "$QUERY_SEED" --results "$RESULTS" \
     --note "InfluxDB $("$INFLUXD" version 2>/dev/null | sed 's/^InfluxDB //'), default settings (temp dir, loopback; reporting, monitor store, query log and continuous queries off); written first, then chingest; both ran throughout." \
     --note "Queryable: chingest's /health showed every acknowledged point in the engine ${lag} s after its last write; then both settled ${SETTLE_SECS} s (background compaction and merges may still run during the queries)." \
@@ -108,6 +125,7 @@ phase() { # hosts
     >/dev/null || say "a query type stopped or differs ($hosts hosts): see $RESULTS/tsbs_bench.md"
   [ -z "$ramp_pid" ] || wait "$ramp_pid" || say "the ramp beside the queries failed"
   stop "$CH_PID"
+  [ -z "$prev_pid" ] || stop "$prev_pid"
   stop "$INFLUX_PID"
 }
 

@@ -123,6 +123,7 @@ impl Storage {
                     None => self.read_points(&plan, req, m)?,
                 },
             };
+            let rows = plan.drop_valueless(rows);
             let mut found = to_series(&plan, rows, &mut budget)?;
             if plan.order_desc {
                 // Series come in descending tag order too.

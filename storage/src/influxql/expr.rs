@@ -30,7 +30,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn of(t: FieldType) -> Kind {
+    pub(crate) fn of(t: FieldType) -> Kind {
         match t {
             FieldType::Float => Kind::Float,
             FieldType::Integer => Kind::Integer,

@@ -17,7 +17,7 @@ use flush::{quote_ident, Rewrites};
 
 use super::agg::T;
 use super::expr::SRC;
-use super::plan::{Plan, Window};
+use super::plan::{Plan, Presence, Window};
 
 /// Prefix of the answer's own column aliases.
 pub(crate) const TIME_ALIAS: &str = "__iq_t";
@@ -461,7 +461,7 @@ fn aggregate(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflushed>) ->
         .collect();
     if present.is_empty() {
         sql.push_str(" HAVING 0");
-    } else {
+    } else if agg.presence == Presence::InSql {
         sql.push_str(&format!(" HAVING {} > 0", present.join(" + ")));
     }
     let mut order = groups;
@@ -561,12 +561,20 @@ mod tests {
             fields: vec!["f".into()],
             fill: Fill::Null,
             zone: None,
+            presence: Presence::InSql,
         });
         let sql = render(&p, &Rewrites::All);
         assert!(
             sql.contains(
                 " GROUP BY __iq_t, __iq_g0 HAVING count(`f`) > 0 ORDER BY __iq_g0, __iq_t"
             ),
+            "{sql}"
+        );
+        // Rows without values dropped after the engine: no HAVING.
+        p.aggregate.as_mut().unwrap().presence = Presence::AfterEngine;
+        let sql = render(&p, &Rewrites::All);
+        assert!(
+            sql.contains(" GROUP BY __iq_t, __iq_g0 ORDER BY __iq_g0, __iq_t"),
             "{sql}"
         );
         assert!(sql.starts_with("SELECT (toUnixTimestamp64Nano(`time`) - (((toUnixTimestamp64Nano(`time`) - 5) % 60) + 60) % 60) AS __iq_t"), "{sql}");

@@ -1,6 +1,8 @@
 //! The output columns of a plan: raw values (wildcards expanded),
 //! aggregates, selectors and `top`/`bottom`, with their names.
 
+use std::collections::BTreeSet;
+
 use super::*;
 
 /// Raw columns (wildcards expanded) and the fields whose presence makes a
@@ -171,10 +173,14 @@ pub(super) fn aggregate_columns(
                 fields: scope.fields.iter().cloned().collect(),
                 fill: Fill::None,
                 zone: zone(stmt)?,
+                presence: Presence::InSql,
             },
         ));
     }
     let mut columns = Vec::new();
+    // Per column, the field it aggregates when it is null exactly where the
+    // group has none of that field's values (`Presence`).
+    let mut valueless: Vec<Option<String>> = Vec::new();
     for f in &stmt.fields {
         let e = strip_parens(&f.expr);
         if let Some((name, args)) = expand_call(e, all)? {
@@ -184,6 +190,7 @@ pub(super) fn aggregate_columns(
                 let Expr::VarRef { name: fname, .. } = &field[0] else {
                     continue;
                 };
+                valueless.push(null_where_valueless(scope, name, &field));
                 columns.push(Column::aggregate(
                     format!("{name}_{fname}"),
                     t,
@@ -215,6 +222,7 @@ pub(super) fn aggregate_columns(
                     false,
                 );
                 c.reducer = Some(reducer);
+                valueless.push(None);
                 columns.push(c);
                 continue;
             }
@@ -224,6 +232,7 @@ pub(super) fn aggregate_columns(
                     let t = aggregate_value(scope, inner)?;
                     let count = matches!(inner, Expr::Call { name, .. } if name == "count");
                     let transform = transform_of(name, args, scale)?;
+                    valueless.push(None);
                     columns
                         .push(Column::aggregate(column_name(f), t, count).transformed(transform));
                     continue;
@@ -232,9 +241,18 @@ pub(super) fn aggregate_columns(
             }
         };
         let count = matches!(e, Expr::Call { name, .. } if name == "count");
+        valueless.push(match (e, selector) {
+            (Expr::Call { name, args }, _) => null_where_valueless(scope, name, args),
+            _ => None,
+        });
         columns.push(Column::aggregate(column_name(f), t, count));
     }
     dedup_names(&mut columns);
+    let fields: BTreeSet<String> = scope.fields.iter().cloned().collect();
+    let presence = match valueless.into_iter().collect::<Option<BTreeSet<String>>>() {
+        Some(read) if !columns.is_empty() && read == fields => Presence::AfterEngine,
+        _ => Presence::InSql,
+    };
     let point_time = match selector {
         Some((name, args)) if window.is_none() => agg::selector_time(scope, name, args)?,
         _ => match single_selector_call(stmt) {
@@ -250,8 +268,31 @@ pub(super) fn aggregate_columns(
             fields: scope.fields.iter().cloned().collect(),
             fill: stmt.fill.clone().unwrap_or(Fill::Null),
             zone: zone(stmt)?,
+            presence,
         },
     ))
+}
+
+/// The field `name(args)` aggregates, when its column is null exactly where
+/// the group has no value of that field (`agg::NULL_WHERE_VALUELESS` over a
+/// field of this measurement).
+fn null_where_valueless(scope: &Scope<'_>, name: &str, args: &[Expr]) -> Option<String> {
+    if !agg::NULL_WHERE_VALUELESS.contains(&name) || args.len() != 1 {
+        return None;
+    }
+    match strip_parens(&args[0]) {
+        Expr::VarRef { name, data_type } => match scope.lookup(name, *data_type) {
+            // A cast to a type the field cannot take reads nothing (null).
+            expr::Name::Field(f, t)
+                if expr::cast_to(Typed::new("", expr::Kind::of(t)), *data_type).kind
+                    != expr::Kind::Null =>
+            {
+                Some(f.to_string())
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// `top(x, [tag, ...], n)` and the names selected with it: the reduced
