@@ -54,3 +54,43 @@ pub fn decode_batch(bytes: &[u8]) -> Result<RecordBatch> {
         None => Err(EngineError::Arrow("empty Arrow stream".into())),
     }
 }
+
+/// The rows of a dead letter's `batch` (ingest layout, written at `seq`) that `condition`
+/// does not match. `condition` is SQL over a table's columns: `time`, `series_id`, `__seq`
+/// and the tags in `tags` (one the batch lacks is `''`, as in the table). The engine
+/// evaluates it over the batch's key and tag columns only: a dead letter's fields may be
+/// what the engine refused.
+pub fn rows_not_matching(
+    engine: &crate::Engine,
+    batch: &RecordBatch,
+    seq: u64,
+    tags: &[String],
+    condition: &str,
+) -> Result<RecordBatch> {
+    let err = |e: arrow::error::ArrowError| EngineError::Arrow(e.to_string());
+    let columns: Vec<(String, crate::table::ColumnKind)> = tags
+        .iter()
+        .map(|t| (t.clone(), crate::table::ColumnKind::Tag))
+        .collect();
+    let schema = crate::table::engine_schema(&columns);
+    let keys = crate::table::align(batch, seq, &schema, &columns)?;
+    let scan = engine.arrow_scan(keys)?;
+    scan.register(1)?;
+    let sql = format!(
+        "SELECT `__row` FROM {} WHERE {condition}",
+        scan.table_sql(0)
+    );
+    let out = engine.query(&sql, crate::OutputFormat::TabSeparated)?;
+    let matched: std::collections::HashSet<usize> = String::from_utf8_lossy(&out)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            l.parse::<usize>()
+                .map_err(|e| EngineError::Arrow(format!("a row number {l:?}: {e}")))
+        })
+        .collect::<Result<_>>()?;
+    let keep: arrow::array::BooleanArray = (0..batch.num_rows())
+        .map(|i| Some(!matched.contains(&i)))
+        .collect();
+    arrow::compute::filter_record_batch(batch, &keep).map_err(err)
+}

@@ -26,6 +26,7 @@
 
 mod commit;
 pub mod config;
+mod dead_letter_delete;
 pub mod error;
 mod gate;
 mod health;

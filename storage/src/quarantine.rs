@@ -61,7 +61,7 @@ fn key(db: &str, measurement: &str, seq: u64) -> Vec<u8> {
 }
 
 /// (db, measurement, seq) of a dead-letter key.
-fn parse_key(k: &[u8]) -> Option<(String, String, u64)> {
+pub(crate) fn parse_key(k: &[u8]) -> Option<(String, String, u64)> {
     let mut b = k.strip_prefix(PREFIX)?;
     let db = String::from_utf8(take_lp(&mut b)?.to_vec()).ok()?;
     let m = String::from_utf8(take_lp(&mut b)?.to_vec()).ok()?;
@@ -70,14 +70,14 @@ fn parse_key(k: &[u8]) -> Option<(String, String, u64)> {
 }
 
 /// What a value says besides its batch.
-struct Header<'a> {
-    points: u64,
-    at_ns: u64,
-    error: String,
-    ipc: &'a [u8],
+pub(crate) struct Header<'a> {
+    pub(crate) points: u64,
+    pub(crate) at_ns: u64,
+    pub(crate) error: String,
+    pub(crate) ipc: &'a [u8],
 }
 
-fn parse_value(v: &[u8]) -> Option<Header<'_>> {
+pub(crate) fn parse_value(v: &[u8]) -> Option<Header<'_>> {
     let (&version, mut b) = v.split_first()?;
     if version != VERSION {
         return None;
@@ -93,7 +93,10 @@ fn parse_value(v: &[u8]) -> Option<Header<'_>> {
     })
 }
 
-fn encode(l: &flush::DeadLetter, at_ns: u64) -> Result<wal::MetaRecord, flush::EngineError> {
+pub(crate) fn encode(
+    l: &flush::DeadLetter,
+    at_ns: u64,
+) -> Result<wal::MetaRecord, flush::EngineError> {
     let mut v = vec![VERSION];
     v.extend_from_slice(&l.points().to_be_bytes());
     v.extend_from_slice(&at_ns.to_be_bytes());
@@ -330,7 +333,7 @@ impl Storage {
     }
 
     /// Rebuilds the summary from the records (after a partial retry).
-    fn reload_quarantine(&self) -> Result<(), StorageError> {
+    pub(crate) fn reload_quarantine(&self) -> Result<(), StorageError> {
         let (fresh, _) = Quarantine::load(&self.wal)?;
         *self.quarantine.tables.lock() = fresh.tables.into_inner();
         self.quarantine.publish();

@@ -16,8 +16,9 @@
 //!    left, the measurement is dropped (`measurement_drop.rs`: its fields and tag keys too).
 //!
 //! A `kill -9` at any step loses no acknowledged point and answers nothing; the statement
-//! can be run again. Rows set aside in the dead-letter queue are not deleted (a retry of
-//! them after the delete brings them back).
+//! can be run again. Rows set aside in the dead-letter queue at or below the position are
+//! deleted from it too (`dead_letter_delete.rs`), so an operator's retry cannot bring them
+//! back, and a series they still hold stays in the catalog.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -52,40 +53,53 @@ impl Storage {
         let up_to = self.wal.last_seq();
         self.wait_flushed(up_to)?;
         let engine = self.engine()?;
+        let schema = self.catalog.schema(db);
         for d in deletes {
+            let tags = schema
+                .iter()
+                .find(|m| m.name == d.measurement)
+                .map(|m| m.tag_keys.clone())
+                .unwrap_or_default();
+            let rows = match &d.condition {
+                Some(c) => format!("({c}) AND __seq <= {up_to}"),
+                None => format!("__seq <= {up_to}"),
+            };
+            let letters = self.delete_from_dead_letters(db, &d.measurement, &tags, &rows, up_to)?;
+            let mut matched = letters.removed;
             let table = flush::table::qualified(db, &d.measurement);
             let exists = engine.query(
                 &format!("EXISTS TABLE {table}"),
                 flush::OutputFormat::TabSeparated,
             )?;
-            if !exists.starts_with(b"1") {
-                continue;
-            }
-            let rows = match &d.condition {
-                Some(c) => format!("({c}) AND __seq <= {up_to}"),
-                None => format!("__seq <= {up_to}"),
+            let exists = exists.starts_with(b"1");
+            let in_table = if exists {
+                series_ids(
+                    &engine,
+                    &format!("SELECT DISTINCT series_id FROM {table} WHERE {rows}"),
+                )?
+            } else {
+                HashSet::new()
             };
-            let matched = series_ids(
-                &engine,
-                &format!("SELECT DISTINCT series_id FROM {table} WHERE {rows}"),
-            )?;
+            if !in_table.is_empty() {
+                // Reads group every row and the last points reload meanwhile and after.
+                let identity = engine.identity();
+                identity.admin_write_started();
+                let deleted = engine.execute(&format!("DELETE FROM {table} WHERE {rows}"));
+                identity.admin_write_done();
+                deleted?;
+                tracing::info!(
+                    db,
+                    measurement = d.measurement,
+                    series = in_table.len(),
+                    up_to,
+                    "points deleted"
+                );
+            }
+            matched.extend(in_table);
             if matched.is_empty() {
                 continue;
             }
-            // Reads group every row and the last points reload meanwhile and after.
-            let identity = engine.identity();
-            identity.admin_write_started();
-            let deleted = engine.execute(&format!("DELETE FROM {table} WHERE {rows}"));
-            identity.admin_write_done();
-            deleted?;
-            tracing::info!(
-                db,
-                measurement = d.measurement,
-                series = matched.len(),
-                up_to,
-                "points deleted"
-            );
-            self.forget_emptied_series(db, &d.measurement, &matched)?;
+            self.forget_emptied_series(db, &d.measurement, &matched, exists, &letters.kept)?;
         }
         Ok(())
     }
@@ -111,12 +125,15 @@ impl Storage {
         Ok(())
     }
 
-    /// Step 4 for one table: forgets those of `matched` that have no point left.
+    /// Step 4 for one table: forgets those of `matched` that have no point left (in the
+    /// unflushed rows, the table when it `exists`, or the dead letters: `in_dead_letters`).
     fn forget_emptied_series(
         &self,
         db: &str,
         measurement: &str,
         matched: &HashSet<u64>,
+        exists: bool,
+        in_dead_letters: &HashSet<u64>,
     ) -> Result<(), StorageError> {
         let _drained = self.lifecycle.writes.drain();
         // Every write through the gate is submitted; this one is committed after them.
@@ -141,9 +158,12 @@ impl Storage {
         }
         // Every series the table has (a list of `matched` could pass the engine's statement
         // size; `series_id` leads the sort key).
-        let table = flush::table::qualified(db, measurement);
-        let in_table = series_ids(&engine, &format!("SELECT DISTINCT series_id FROM {table}"))?;
-        alive.extend(matched.intersection(&in_table));
+        if exists {
+            let table = flush::table::qualified(db, measurement);
+            let in_table = series_ids(&engine, &format!("SELECT DISTINCT series_id FROM {table}"))?;
+            alive.extend(matched.intersection(&in_table));
+        }
+        alive.extend(matched.intersection(in_dead_letters));
         let gone: HashSet<u64> = matched.difference(&alive).copied().collect();
         if gone.is_empty() {
             return Ok(());

@@ -10,6 +10,7 @@ mod bounds;
 mod cli;
 mod cq;
 mod crash;
+mod dead_letter_delete;
 mod delete;
 mod deploy;
 mod door;

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::util::*;
 
 /// Polls `/health` until `done` holds (at most 30 s).
-fn health_until(s: &Server, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn health_until(s: &Server, what: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let h: Value = s.get("/health").json().unwrap();
@@ -53,29 +53,29 @@ fn count(s: &Server, table: &str) -> u64 {
 }
 
 /// Requests as the admin of [`auth_config`].
-struct Admin<'a>(&'a Server);
+pub(crate) struct Admin<'a>(pub(crate) &'a Server);
 
 impl Admin<'_> {
-    fn send(&self, r: reqwest::blocking::RequestBuilder) -> reqwest::blocking::Response {
+    pub(crate) fn send(&self, r: reqwest::blocking::RequestBuilder) -> reqwest::blocking::Response {
         r.basic_auth("admin", Some("adminpw")).send().unwrap()
     }
-    fn post(
+    pub(crate) fn post(
         &self,
         path: &str,
         body: impl Into<reqwest::blocking::Body>,
     ) -> reqwest::blocking::Response {
         self.send(self.0.client.post(self.0.url(path)).body(body))
     }
-    fn json(&self, path: &str) -> Value {
+    pub(crate) fn json(&self, path: &str) -> Value {
         let r = self.post(path, "");
         assert_eq!(r.status(), 200, "{path}");
         r.json().unwrap()
     }
-    fn query(&self, q: &str) {
+    pub(crate) fn query(&self, q: &str) {
         let r = self.send(self.0.client.post(self.0.url("/query")).form(&[("q", q)]));
         assert_eq!(r.status(), 200, "{q}");
     }
-    fn sql(&self, sql: &str) -> Result<Vec<Value>, String> {
+    pub(crate) fn sql(&self, sql: &str) -> Result<Vec<Value>, String> {
         let r = self.post("/api/v1/sql?format=jsoneachrow", sql.to_string());
         let status = r.status();
         let text = r.text().unwrap();
@@ -88,14 +88,14 @@ impl Admin<'_> {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect())
     }
-    fn count(&self, table: &str) -> u64 {
+    pub(crate) fn count(&self, table: &str) -> u64 {
         match self.sql(&format!("SELECT toString(count()) AS n FROM {table}")) {
             Ok(rows) => rows[0]["n"].as_str().unwrap().parse().unwrap(),
             Err(e) if e.contains("UNKNOWN_TABLE") || e.contains("UNKNOWN_DATABASE") => 0,
             Err(e) => panic!("{table}: {e}"),
         }
     }
-    fn count_until(&self, table: &str, n: u64) {
+    pub(crate) fn count_until(&self, table: &str, n: u64) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while self.count(table) != n {
             assert!(
@@ -109,7 +109,7 @@ impl Admin<'_> {
 }
 
 /// Auth on, with an admin (who may run DDL through `/api/v1/sql`) and a writer.
-fn auth_config() -> String {
+pub(crate) fn auth_config() -> String {
     format!(
         "[auth]\nenabled = true\n\n[[auth.users]]\nname = \"admin\"\npassword_hash = \"{}\"\nadmin = true\n\n\
          [[auth.users]]\nname = \"w\"\npassword_hash = \"{}\"\nread = [\"*\"]\nwrite = [\"*\"]\n",
