@@ -40,7 +40,10 @@ APT_PACKAGES=(libclang-dev libssl-dev pkg-config)
 # influxdb (1.6.7 on bookworm) is the oracle of the InfluxQL differential test
 # (server/tests/http/influxql_diff.rs), which runs its own influxd on a temp dir and free
 # loopback ports; the packaged service is stopped when installed here (see ensure_test_deps).
-TEST_APT_PACKAGES=(python3-venv prometheus systemd curl influxdb)
+# clickhouse-server (18.16 on bookworm) is the peer of the cluster delivery test
+# (flush/tests/it/cluster.rs), which runs two servers of its own on free loopback ports; the
+# packaged service is stopped where systemd started it (it would hold :8123 and :9000).
+TEST_APT_PACKAGES=(python3-venv prometheus systemd curl influxdb clickhouse-server)
 
 # Telegraf for the HTTP tests (server/tests/http/telegraf.rs): a custom build
 # with only the plugins they use: ~1.5 min on 2 cores from a cold Go cache (Go >= 1.25),
@@ -129,9 +132,14 @@ save_rocksdb() {
 }
 
 ensure_test_deps() {
-  local fresh_influxdb=0
+  local fresh_influxdb=0 fresh_clickhouse=0
   dpkg-query -W -f='${Status}' influxdb 2>/dev/null | grep -q "install ok installed" || fresh_influxdb=1
+  dpkg-query -W -f='${Status}' clickhouse-server 2>/dev/null | grep -q "install ok installed" || fresh_clickhouse=1
   ensure_apt_packages --no-install-recommends "${TEST_APT_PACKAGES[@]}"
+  if [ "$fresh_clickhouse" = 1 ] && [ -d /run/systemd/system ]; then
+    as_root systemctl disable --now clickhouse-server >/dev/null 2>&1 \
+      || say "could not stop the packaged clickhouse-server service: systemctl disable --now clickhouse-server"
+  fi
   # Where systemd runs, the package starts influxdb.service on :8086, chingest's own default
   # port, which the tests do not need; a service installed before this setup is left alone.
   if [ "$fresh_influxdb" = 1 ] && [ -d /run/systemd/system ]; then

@@ -35,6 +35,7 @@
 //! (ingest) are the one registry.
 
 pub mod access;
+pub mod cluster;
 pub mod config;
 pub mod engine;
 pub mod error;

@@ -1,0 +1,116 @@
+//! Statements on a shard over its HTTP interface, and the URL an insert through the
+//! embedded engine's `url()` writes to.
+
+use reqwest::blocking::Client as Reqwest;
+use reqwest::Url;
+
+use super::{ClusterConfig, ClusterError};
+
+/// One client for every shard.
+pub(crate) struct Client {
+    http: Reqwest,
+    shards: Vec<Url>,
+    user: Option<String>,
+    password: Option<String>,
+    timeout_secs: u64,
+}
+
+impl Client {
+    pub(crate) fn new(config: &ClusterConfig) -> Result<Client, ClusterError> {
+        let shards = config
+            .shards
+            .iter()
+            .map(|s| {
+                let url = Url::parse(s)
+                    .map_err(|e| ClusterError::Config(format!("shard endpoint {s:?}: {e}")))?;
+                if !matches!(url.scheme(), "http" | "https") || url.query().is_some() {
+                    return Err(ClusterError::Config(format!(
+                        "shard endpoint {s:?}: expected http(s)://host:port"
+                    )));
+                }
+                Ok(url)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let http = Reqwest::builder()
+            .timeout(config.timeout)
+            .build()
+            .map_err(|e| ClusterError::Config(e.to_string()))?;
+        Ok(Client {
+            http,
+            shards,
+            user: config.user.clone(),
+            password: config.password.clone(),
+            timeout_secs: config.timeout.as_secs().max(1),
+        })
+    }
+
+    /// Runs `sql` on shard `k` (POST body); its TabSeparated answer.
+    pub(crate) fn statement(&self, k: usize, sql: &str) -> Result<String, ClusterError> {
+        let mut req = self.http.post(self.shards[k].clone()).body(sql.to_string());
+        if let Some(user) = &self.user {
+            req = req.basic_auth(user, self.password.as_deref());
+        }
+        let answer = req.send().map_err(|e| ClusterError::Unreachable {
+            shard: k,
+            endpoint: self.shards[k].to_string(),
+            message: e.to_string(),
+        })?;
+        let status = answer.status();
+        let text = answer.text().map_err(|e| ClusterError::Unreachable {
+            shard: k,
+            endpoint: self.shards[k].to_string(),
+            message: e.to_string(),
+        })?;
+        if !status.is_success() {
+            return Err(ClusterError::Refused {
+                shard: k,
+                endpoint: self.shards[k].to_string(),
+                statement: sql.chars().take(200).collect(),
+                message: text.trim().to_string(),
+            });
+        }
+        Ok(text)
+    }
+
+    /// The URL that runs `insert` (`… FORMAT Native`) on shard `k` with the rows posted to
+    /// it, stored as one block of at most `rows` rows (one part: all or nothing).
+    pub(crate) fn insert_url(
+        &self,
+        k: usize,
+        insert: &str,
+        rows: u64,
+    ) -> Result<String, ClusterError> {
+        let block = (rows + 1).to_string();
+        let timeout = self.timeout_secs.to_string();
+        let mut params: Vec<(&str, &str)> = vec![
+            ("query", insert),
+            ("max_insert_block_size", &block),
+            ("min_insert_block_size_rows", &block),
+            ("min_insert_block_size_bytes", "1099511627776"),
+            ("max_execution_time", &timeout),
+        ];
+        if let Some(user) = &self.user {
+            params.push(("user", user));
+            params.push(("password", self.password.as_deref().unwrap_or("")));
+        }
+        let url = Url::parse_with_params(self.shards[k].as_str(), &params)
+            .map_err(|e| ClusterError::Config(e.to_string()))?;
+        Ok(url.to_string())
+    }
+
+    /// `text` without the password (an engine message may quote an insert's URL).
+    pub(crate) fn redact(&self, text: &str) -> String {
+        match self.password.as_deref() {
+            Some(p) if !p.is_empty() => {
+                // As the insert's URL carries it.
+                let encoded = Url::parse_with_params("http://x/", &[("p", p)])
+                    .ok()
+                    .and_then(|u| u.query().map(|q| q["p=".len()..].to_string()))
+                    .unwrap_or_else(|| p.to_string());
+                text.replace(&encoded, "[REDACTED]")
+                    .replace(p, "[REDACTED]")
+            }
+            _ => text.to_string(),
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! Delivery of flushed batches to a ClickHouse cluster (issue #25): the shard map, the
+//! tables on each shard, and exactly-once inserts through the embedded engine.
+//!
+//! The embedded engine is the cluster's client: a batch in the embedded layout is handed to
+//! it as an Arrow scan and written to each shard with `INSERT INTO FUNCTION url(…, 'Native',
+//! …) SELECT … WHERE jumpConsistentHash(series_id, N) = k`, over the shard's HTTP interface
+//! (the only one a 26.x engine shares with older servers such as Debian's 18.16: its native
+//! `remote()` cannot talk to them). DDL and the delivery checks go over the same HTTP
+//! interface from Rust ([`http`]).
+//!
+//! Exactly once without `insert_deduplication_token` (22.2+): every row carries the writing
+//! node and its write's sequence (`__node`, `__seq`), and one shard's rows of one job go in
+//! one insert that the shard stores as one block, hence one part, atomically (the insert
+//! settings in the URL). A job that may have reached a shard before (an earlier attempt
+//! failed after, or during, its insert) first asks that shard which of its sequences it
+//! holds and sends only the others ([`Cluster::deliver`]).
+
+mod http;
+mod schema;
+pub mod shard;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use arrow::array::{AsArray, RecordBatch};
+use arrow::datatypes::UInt64Type;
+use parking_lot::Mutex;
+
+use crate::engine::Engine;
+use crate::table::{coalesce, ColumnKind, Part, SERIES_ID};
+use crate::{quote_ident, quote_string};
+pub use shard::ShardMap;
+
+/// Where the cluster is and who this node is.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// Each shard's HTTP endpoint (`http://host:8123`), in shard order.
+    pub shards: Vec<String>,
+    /// The user (ClickHouse's `default` when `None`).
+    pub user: Option<String>,
+    /// The user's password.
+    pub password: Option<String>,
+    /// This ingest node's name: its rows' `__node` (two nodes must not share one).
+    pub node: String,
+    /// Limit of one HTTP request (a statement, an insert).
+    pub timeout: Duration,
+}
+
+/// Why a delivery or a statement on a shard failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterError {
+    /// The shard could not be reached, or did not answer in time.
+    #[error("shard {shard} ({endpoint}) unreachable: {message}")]
+    Unreachable {
+        /// The shard's index.
+        shard: usize,
+        /// Its endpoint.
+        endpoint: String,
+        /// What the client saw.
+        message: String,
+    },
+    /// The shard answered with an error.
+    #[error("shard {shard} ({endpoint}) refused `{statement}`: {message}")]
+    Refused {
+        /// The shard's index.
+        shard: usize,
+        /// Its endpoint.
+        endpoint: String,
+        /// The statement, cut to a readable length.
+        statement: String,
+        /// The server's error text.
+        message: String,
+    },
+    /// A column has another type on the shard than in the batch.
+    #[error("column {column:?} of {table} is {on_shard} on shard {shard}, not {wanted}")]
+    TypeConflict {
+        /// The shard's index.
+        shard: usize,
+        /// `db.measurement`.
+        table: String,
+        /// The column.
+        column: String,
+        /// Its type on the shard.
+        on_shard: String,
+        /// The type the batch needs.
+        wanted: String,
+    },
+    /// The embedded engine failed to send the rows.
+    #[error(transparent)]
+    Engine(#[from] crate::EngineError),
+    /// The configuration cannot work.
+    #[error("invalid cluster configuration: {0}")]
+    Config(String),
+}
+
+/// What one delivery did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Delivered {
+    /// Rows sent, per shard.
+    pub rows: Vec<u64>,
+    /// Rows not sent because the shard held their write already (an earlier attempt).
+    pub already_held: u64,
+}
+
+/// One shard's tables this node has checked: (`db`, `measurement`) → user columns.
+type ShardTables = HashMap<(String, String), HashMap<String, ColumnKind>>;
+
+/// A connected cluster.
+pub struct Cluster {
+    config: ClusterConfig,
+    map: ShardMap,
+    http: http::Client,
+    /// Per shard, the user columns known on each table.
+    known: Mutex<Vec<ShardTables>>,
+    /// Each shard's `version()`.
+    versions: Vec<String>,
+}
+
+impl Cluster {
+    /// Checks the configuration and that every shard answers `SELECT version()`.
+    pub fn connect(config: ClusterConfig) -> Result<Cluster, ClusterError> {
+        if config.shards.is_empty() {
+            return Err(ClusterError::Config("no shard".into()));
+        }
+        if config.node.is_empty() {
+            return Err(ClusterError::Config("the node needs a name".into()));
+        }
+        let http = http::Client::new(&config)?;
+        let versions = (0..config.shards.len())
+            .map(|k| {
+                http.statement(k, "SELECT version()")
+                    .map(|v| v.trim().to_string())
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Cluster {
+            map: ShardMap::new(config.shards.len() as u32),
+            known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
+            versions,
+            http,
+            config,
+        })
+    }
+
+    /// The shard map in use.
+    pub fn map(&self) -> ShardMap {
+        self.map
+    }
+
+    /// Each shard's server version, in shard order.
+    pub fn versions(&self) -> &[String] {
+        &self.versions
+    }
+
+    /// Runs a statement on one shard; its text answer.
+    pub fn statement(&self, shard: usize, sql: &str) -> Result<String, ClusterError> {
+        self.http.statement(shard, sql)
+    }
+
+    /// Delivers `parts` of `db`.`measurement` to the shards their series belong to, each
+    /// shard's rows in one insert. Parts with a sequence at or below `verify_up_to` may be
+    /// on a shard already (an earlier attempt's outcome is unknown): each shard is asked
+    /// first, and sent only the rest.
+    pub fn deliver(
+        &self,
+        engine: &Engine,
+        db: &str,
+        measurement: &str,
+        parts: &[Part],
+        verify_up_to: u64,
+    ) -> Result<Delivered, ClusterError> {
+        let (batch, columns) = coalesce(parts)?;
+        let per_shard = self.rows_per_shard(&batch)?;
+        let suspects: Vec<u64> = parts
+            .iter()
+            .map(|p| p.seq)
+            .filter(|s| *s <= verify_up_to)
+            .collect();
+        let mut out = Delivered {
+            rows: vec![0; self.config.shards.len()],
+            already_held: 0,
+        };
+        let scan = engine.arrow_scan(batch.clone())?;
+        let mut references = 0;
+        for (k, rows) in per_shard.iter().enumerate() {
+            if rows.is_empty() {
+                continue;
+            }
+            self.ensure_table(k, db, measurement, &columns)?;
+            let held = if suspects.is_empty() {
+                HashSet::new()
+            } else {
+                self.held_seqs(k, db, measurement, &suspects)?
+            };
+            let send: u64 = rows.iter().filter(|s| !held.contains(s)).count() as u64;
+            out.already_held += rows.len() as u64 - send;
+            if send == 0 {
+                continue;
+            }
+            scan.register(references + 1)?;
+            let source = scan.table_sql(references);
+            references += 1;
+            let (structure, names, select) = schema::insert_shape(&self.config.node, &columns);
+            let insert = format!(
+                "INSERT INTO {} ({names}) FORMAT Native",
+                schema::table(db, measurement)
+            );
+            let url = self.http.insert_url(k, &insert, send)?;
+            let mut sql = format!(
+                "INSERT INTO FUNCTION url({}, 'Native', {}) SELECT {select} FROM {source} WHERE {} = {k}",
+                quote_string(&url),
+                quote_string(&structure),
+                self.map.shard_sql(),
+            );
+            if !held.is_empty() {
+                let list: Vec<String> = held.iter().map(u64::to_string).collect();
+                sql.push_str(&format!(" AND `__seq` NOT IN ({})", list.join(", ")));
+            }
+            engine
+                .connection()
+                .query(&sql, crate::OutputFormat::Null)
+                .map_err(|e| match e {
+                    crate::EngineError::Query { message, .. } => ClusterError::Refused {
+                        shard: k,
+                        endpoint: self.config.shards[k].clone(),
+                        statement: "INSERT … FORMAT Native".into(),
+                        // The engine's message may quote the URL, password included.
+                        message: self.http.redact(&message),
+                    },
+                    other => other.into(),
+                })?;
+            out.rows[k] = send;
+        }
+        Ok(out)
+    }
+
+    /// Per shard, the `__seq` of each of the batch's rows that belongs there.
+    fn rows_per_shard(&self, batch: &RecordBatch) -> Result<Vec<Vec<u64>>, ClusterError> {
+        let ids = batch
+            .column_by_name(SERIES_ID)
+            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+            .ok_or_else(|| crate::EngineError::Arrow("batch has no series_id".into()))?;
+        let seqs = batch
+            .column_by_name(crate::table::SEQ)
+            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+            .ok_or_else(|| crate::EngineError::Arrow("batch has no __seq".into()))?;
+        let mut out = vec![Vec::new(); self.config.shards.len()];
+        for (id, seq) in ids.values().iter().zip(seqs.values().iter()) {
+            out[self.map.shard_of(*id) as usize].push(*seq);
+        }
+        Ok(out)
+    }
+
+    /// Which of `seqs` this node's rows on shard `k` carry.
+    fn held_seqs(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+        seqs: &[u64],
+    ) -> Result<HashSet<u64>, ClusterError> {
+        let list: Vec<String> = seqs.iter().map(u64::to_string).collect();
+        let answer = self.http.statement(
+            k,
+            &format!(
+                "SELECT DISTINCT __seq FROM {} WHERE __node = {} AND __seq IN ({})",
+                schema::table(db, measurement),
+                quote_string(&self.config.node),
+                list.join(", ")
+            ),
+        )?;
+        Ok(answer
+            .lines()
+            .filter_map(|l| l.trim().parse::<u64>().ok())
+            .collect())
+    }
+
+    /// Creates the database and table on shard `k` and adds the columns it lacks.
+    fn ensure_table(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+        columns: &[(String, ColumnKind)],
+    ) -> Result<(), ClusterError> {
+        let key = (db.to_string(), measurement.to_string());
+        let missing = |known: &HashMap<String, ColumnKind>| {
+            columns
+                .iter()
+                .filter(|(n, _)| !known.contains_key(n))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        if let Some(known) = self.known.lock()[k].get(&key) {
+            if missing(known).is_empty() {
+                return Ok(());
+            }
+        }
+        self.http.statement(
+            k,
+            &format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(db)),
+        )?;
+        self.http
+            .statement(k, &schema::create_table(db, measurement, columns))?;
+        let mut known = self.describe(k, db, measurement)?;
+        for (name, kind) in columns {
+            match known.get(name) {
+                Some(have) if have == kind => {}
+                Some(have) => {
+                    return Err(ClusterError::TypeConflict {
+                        shard: k,
+                        table: format!("{db}.{measurement}"),
+                        column: name.clone(),
+                        on_shard: schema::shard_type(*have).into(),
+                        wanted: schema::shard_type(*kind).into(),
+                    })
+                }
+                None => {
+                    let added = self
+                        .http
+                        .statement(k, &schema::add_column(db, measurement, name, *kind));
+                    match added {
+                        Ok(_) => {}
+                        // Another node added it meanwhile: its type is checked below.
+                        Err(ClusterError::Refused { message, .. })
+                            if message.contains("already exists") => {}
+                        Err(e) => return Err(e),
+                    }
+                    known = self.describe(k, db, measurement)?;
+                    if known.get(name) != Some(kind) {
+                        return Err(ClusterError::TypeConflict {
+                            shard: k,
+                            table: format!("{db}.{measurement}"),
+                            column: name.clone(),
+                            on_shard: known
+                                .get(name)
+                                .map_or("missing", |c| schema::shard_type(*c))
+                                .into(),
+                            wanted: schema::shard_type(*kind).into(),
+                        });
+                    }
+                }
+            }
+        }
+        self.known.lock()[k].insert(key, known);
+        Ok(())
+    }
+
+    /// The user columns of a shard's table.
+    fn describe(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+    ) -> Result<HashMap<String, ColumnKind>, ClusterError> {
+        let answer = self.http.statement(
+            k,
+            &format!(
+                "SELECT name, type FROM system.columns WHERE database = {} AND table = {}",
+                quote_string(db),
+                quote_string(measurement)
+            ),
+        )?;
+        Ok(answer
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .filter(|(n, _)| !matches!(*n, "time" | "series_id" | "__node" | "__seq" | "__row"))
+            .filter_map(|(n, t)| Some((unescape_tsv(n), schema::kind_of(t)?)))
+            .collect())
+    }
+}
+
+/// A TabSeparated field as text (`\t`, `\n`, `\\` and friends unescaped).
+fn unescape_tsv(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('0') => out.push('\0'),
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
+}

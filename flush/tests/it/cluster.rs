@@ -1,0 +1,371 @@
+//! Delivery to a ClickHouse cluster (issue #25) against two real ClickHouse servers on
+//! loopback (Debian's `clickhouse-server`, 18.16 on bookworm; `scripts/setup.sh
+//! --test-deps` installs it), each with its own config, ports and data dir, started and
+//! stopped by the test.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use flush::cluster::{Cluster, ClusterConfig, ClusterError, ShardMap};
+use flush::table::Part;
+
+use crate::flusher::{batch, Col};
+use crate::{database_name, engine};
+
+/// One `clickhouse-server` on loopback, killed on drop (its data dir stays for a restart).
+struct Shard {
+    dir: PathBuf,
+    port: u16,
+    child: Option<Child>,
+}
+
+fn server_binary(test: &str) -> Option<PathBuf> {
+    let bin = std::env::var_os("CHINGEST_CLICKHOUSE_SERVER").map_or_else(
+        || PathBuf::from("/usr/sbin/clickhouse-server"),
+        PathBuf::from,
+    );
+    if bin.exists() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "no ClickHouse server at {}: scripts/setup.sh --test-deps should have installed it",
+        bin.display()
+    );
+    eprintln!(
+        "\n\n*** SKIPPED {test}: no ClickHouse server at {} (Debian package clickhouse-server) ***\n\
+         *** run `scripts/setup.sh --test-deps` to install it ***\n\n",
+        bin.display()
+    );
+    None
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Shard {
+    fn start(bin: &PathBuf, dir: PathBuf) -> Shard {
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut shard = Shard {
+            dir,
+            port: free_port(),
+            child: None,
+        };
+        shard.spawn(bin);
+        shard
+    }
+
+    fn spawn(&mut self, bin: &PathBuf) {
+        let d = self.dir.display();
+        let users = "<?xml version=\"1.0\"?>\n<yandex><profiles><default>\
+             <max_insert_block_size>10000</max_insert_block_size>\
+             <min_insert_block_size_rows>10000</min_insert_block_size_rows></default></profiles>\
+             <users><default><password></password><networks><ip>127.0.0.1</ip></networks>\
+             <profile>default</profile><quota>default</quota></default></users>\
+             <quotas><default></default></quotas></yandex>\n";
+        std::fs::write(self.dir.join("users.xml"), users).unwrap();
+        let config = format!(
+            "<?xml version=\"1.0\"?>\n<yandex>\
+             <logger><level>warning</level><log>{d}/server.log</log><errorlog>{d}/error.log</errorlog></logger>\
+             <http_port>{}</http_port><tcp_port>{}</tcp_port><listen_host>127.0.0.1</listen_host>\
+             <path>{d}/data/</path><tmp_path>{d}/tmp/</tmp_path>\
+             <user_files_path>{d}/user_files/</user_files_path>\
+             <format_schema_path>{d}/format_schemas/</format_schema_path>\
+             <mark_cache_size>67108864</mark_cache_size>\
+             <users_config>{d}/users.xml</users_config>\
+             <default_profile>default</default_profile><default_database>default</default_database>\
+             </yandex>\n",
+            self.port,
+            free_port()
+        );
+        std::fs::write(self.dir.join("config.xml"), config).unwrap();
+        let child = Command::new(bin)
+            .arg(format!("--config-file={d}/config.xml"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("clickhouse-server starts");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.query("SELECT 1").as_deref() != Ok("1\n") {
+            assert!(
+                Instant::now() < deadline,
+                "clickhouse-server on {} did not answer; {}",
+                self.port,
+                std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn query(&self, sql: &str) -> Result<String, String> {
+        let r = reqwest::blocking::Client::new()
+            .post(self.url())
+            .body(sql.to_string())
+            .timeout(Duration::from_secs(10))
+            .send()
+            .map_err(|e| e.to_string())?;
+        let ok = r.status().is_success();
+        let text = r.text().map_err(|e| e.to_string())?;
+        if ok {
+            Ok(text)
+        } else {
+            Err(text)
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Shard {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn config(shards: &[&Shard], node: &str) -> ClusterConfig {
+    ClusterConfig {
+        shards: shards.iter().map(|s| s.url()).collect(),
+        user: None,
+        password: None,
+        node: node.into(),
+        timeout: Duration::from_secs(10),
+    }
+}
+
+/// Every row of `db`.`cpu` on a shard: (node, seq, row, series, time, host, usage).
+fn rows(shard: &Shard, db: &str) -> Vec<String> {
+    let mut out: Vec<String> = shard
+        .query(&format!(
+            "SELECT __node, __seq, __row, series_id, time, host, usage, ok FROM `{db}`.cpu"
+        ))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    out
+}
+
+/// A request's part: `n` points of series 0..n at time `seq`, usage = seq + series.
+fn part(seq: u64, n: u64) -> Part {
+    let series: Vec<u64> = (0..n)
+        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .collect();
+    let hosts: Vec<&'static str> = (0..n)
+        .map(|i| &*Box::leak(format!("h{i}").into_boxed_str()))
+        .collect();
+    Part {
+        seq,
+        batch: batch(
+            vec![seq as i64 * 1_000_000_000; n as usize],
+            series,
+            vec![
+                Col::Tag("host", hosts),
+                Col::F("usage", (0..n).map(|i| Some((seq + i) as f64)).collect()),
+                Col::B("ok", (0..n).map(|i| Some(i % 2 == 0)).collect()),
+            ],
+        ),
+    }
+}
+
+#[test]
+fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
+    let Some(bin) = server_binary("cluster_delivery_splits_by_series_and_retries_never_duplicate")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let s0 = Shard::start(&bin, tmp.path().join("s0"));
+    let mut s1 = Shard::start(&bin, tmp.path().join("s1"));
+    let cluster = Cluster::connect(config(&[&s0, &s1], "node-a")).unwrap();
+    assert!(cluster.versions().iter().all(|v| !v.is_empty()));
+    let db = database_name("cluster");
+    let e = engine();
+
+    // The shard map is the engine's jumpConsistentHash, in the embedded engine and on
+    // the shard alike.
+    for shards in [2u32, 3, 7] {
+        let map = ShardMap::new(shards);
+        let keys: Vec<u64> = (0..500u64)
+            .map(|k| k.wrapping_mul(0x2545_F491_4F6C_DD1D))
+            .collect();
+        let sql = format!(
+            "SELECT arrayJoin([{}]) AS k, jumpConsistentHash(k, {shards})",
+            keys.iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let ours: Vec<String> = keys
+            .iter()
+            .map(|k| format!("{k}\t{}", map.shard_of(*k)))
+            .collect();
+        let embedded = e.query_text(&sql).unwrap();
+        assert_eq!(
+            embedded.lines().collect::<Vec<_>>(),
+            ours,
+            "{shards} shards"
+        );
+        let remote = s0.query(&sql).unwrap();
+        assert_eq!(
+            remote.lines().collect::<Vec<_>>(),
+            ours,
+            "{shards} shards on the shard"
+        );
+    }
+
+    // Two requests' parts in one delivery: each series on its shard only, every row once.
+    let parts = [part(1, 40), part(2, 40)];
+    let done = cluster.deliver(e, &db, "cpu", &parts, 0).unwrap();
+    assert_eq!(done.rows.iter().sum::<u64>(), 80);
+    assert!(done.rows.iter().all(|n| *n > 0), "{done:?}");
+    let map = cluster.map();
+    for (k, shard) in [&s0, &s1].into_iter().enumerate() {
+        let got = rows(shard, &db);
+        assert_eq!(got.len() as u64, done.rows[k]);
+        for line in &got {
+            let series: u64 = line.split('\t').nth(3).unwrap().parse().unwrap();
+            assert_eq!(map.shard_of(series) as usize, k, "{line}");
+        }
+    }
+    let first = [rows(&s0, &db), rows(&s1, &db)];
+    assert!(first[0]
+        .iter()
+        .chain(&first[1])
+        .all(|l| l.starts_with("node-a\t")));
+    assert!(
+        first[0]
+            .iter()
+            .any(|l| l.ends_with("\t1\t1") || l.ends_with("\t0")),
+        "booleans land as UInt8: {:?}",
+        &first[0][..2]
+    );
+
+    // The same parts again, as a retry whose earlier outcome is unknown: nothing twice.
+    let again = cluster.deliver(e, &db, "cpu", &parts, 2).unwrap();
+    assert_eq!(
+        (again.rows.iter().sum::<u64>(), again.already_held),
+        (0, 80)
+    );
+    assert_eq!([rows(&s0, &db), rows(&s1, &db)], first);
+
+    // A shard down: the delivery fails (the WAL keeps the parts); the other shard got its
+    // rows. Once the shard is back, the retry sends it its rows and the other shard none.
+    s1.stop();
+    let parts = [part(3, 40), part(4, 40)];
+    match cluster.deliver(e, &db, "cpu", &parts, 0) {
+        Err(ClusterError::Unreachable { shard: 1, .. })
+        | Err(ClusterError::Refused { shard: 1, .. }) => {}
+        other => panic!("a down shard must fail the delivery: {other:?}"),
+    }
+    s1.spawn(&bin);
+    let retry = cluster.deliver(e, &db, "cpu", &parts, 4).unwrap();
+    assert_eq!(retry.rows[0], 0, "shard 0 had them: {retry:?}");
+    assert!(retry.rows[1] > 0, "{retry:?}");
+    let (r0, r1) = (rows(&s0, &db), rows(&s1, &db));
+    assert_eq!(r0.len() + r1.len(), 160);
+    let mut all: Vec<&String> = r0.iter().chain(&r1).collect();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 160, "no row twice");
+
+    // One shard's rows of one delivery are one block on the shard (one part: all or
+    // nothing), whatever the server's own block size (10,000 rows on these shards) and
+    // however many blocks the engine sends: 150,000 rows, the first insert into a fresh
+    // table, numbered block 1 alone.
+    let big = part(7, 150_000);
+    cluster.deliver(e, &db, "big", &[big], 0).unwrap();
+    for shard in [&s0, &s1] {
+        let blocks = shard
+            .query(&format!(
+                "SELECT sum(rows), max(max_block_number) FROM system.parts \
+                 WHERE database = '{db}' AND table = 'big' AND active"
+            ))
+            .unwrap();
+        let (rows, block) = blocks.trim().split_once('\t').unwrap();
+        assert!(rows.parse::<u64>().unwrap() > 60_000, "{blocks}");
+        assert_eq!(block, "1", "one block: {blocks}");
+    }
+
+    // Schema evolution: a new field is added on the shards that get it.
+    let wide = Part {
+        seq: 5,
+        batch: batch(
+            vec![5; 4],
+            (0..4u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                .collect(),
+            vec![
+                Col::Tag("host", vec!["h0", "h1", "h2", "h3"]),
+                Col::I("count", vec![Some(1), None, Some(3), Some(4)]),
+            ],
+        ),
+    };
+    cluster.deliver(e, &db, "cpu", &[wide], 0).unwrap();
+    let counted: u64 = [&s0, &s1]
+        .iter()
+        .map(|s| {
+            s.query(&format!("SELECT count(count) FROM `{db}`.cpu"))
+                .map_or(0, |t| t.trim().parse::<u64>().unwrap())
+        })
+        .sum();
+    assert_eq!(counted, 3);
+
+    // A column of another type on a shard is refused, not coerced.
+    let clash = Part {
+        seq: 6,
+        batch: batch(
+            vec![6; 4],
+            (0..4u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                .collect(),
+            vec![
+                Col::Tag("host", vec!["h0", "h1", "h2", "h3"]),
+                Col::S("usage", vec![Some("x"); 4]),
+            ],
+        ),
+    };
+    let fresh = Cluster::connect(config(&[&s0, &s1], "node-a")).unwrap();
+    match fresh.deliver(e, &db, "cpu", &[clash], 0) {
+        Err(ClusterError::TypeConflict { column, .. }) => assert_eq!(column, "usage"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn cluster_configuration_is_checked_at_connect() {
+    let bad = |shards: Vec<String>, node: &str| ClusterConfig {
+        shards,
+        user: None,
+        password: None,
+        node: node.into(),
+        timeout: Duration::from_secs(2),
+    };
+    let err = |c| match Cluster::connect(c) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("connected"),
+    };
+    assert!(err(bad(vec![], "n")).contains("no shard"));
+    assert!(err(bad(vec!["http://127.0.0.1:1".into()], "")).contains("name"));
+    assert!(err(bad(vec!["ftp://x".into()], "n")).contains("expected http"));
+    assert!(
+        err(bad(vec![format!("http://127.0.0.1:{}", free_port())], "n")).contains("unreachable")
+    );
+}
