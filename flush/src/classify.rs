@@ -87,6 +87,8 @@ const TRANSIENT: &[&str] = &[
     "LOGICAL_ERROR",
     "CORRUPTED_DATA",
     "CHECKSUM_DOESNT_MATCH",
+    // chingest's own: a shard of the ClickHouse cluster does not answer (`cluster`).
+    "CLUSTER_UNREACHABLE",
 ];
 
 /// The engine's error name: the last `(UPPER_CASE_NAME)` of the message.

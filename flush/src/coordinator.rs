@@ -130,6 +130,15 @@ impl Coordinator {
         self.dropped.is_dropped(db, measurement, seq)
     }
 
+    /// Every table buffered now may be on the cluster's shards up to `seq` (replay after
+    /// a crash): its jobs ask each shard first.
+    pub(crate) fn verify_all_up_to(&mut self, seq: u64) {
+        for key in self.buffers.keys() {
+            let v = self.verify_up_to.entry(key.clone()).or_insert(0);
+            *v = (*v).max(seq);
+        }
+    }
+
     /// Buffers the parts of entry `seq`, except those of a dropped database or
     /// measurement and those in `skip` (already in the engine or in the
     /// dead-letter store).

@@ -16,6 +16,7 @@ use arrow::array::RecordBatch;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use parking_lot::Mutex;
 
+use crate::cluster::Cluster;
 use crate::config::FlushConfig;
 use crate::coordinator::{Control, Coordinator};
 use crate::dead_letter::DeadLetter;
@@ -25,7 +26,7 @@ use crate::fence::DropScope;
 use crate::replay::{already_in_engine, held_seqs, Resume};
 use crate::table::{Part, TableCache};
 use crate::watermark::{FlushedLog, Watermark};
-use crate::worker::{insert_parts, Job, JobDone, Semaphore, Worker};
+use crate::worker::{insert_parts, Destination, Job, JobDone, Semaphore, Worker};
 
 /// One committed request as the flusher receives it: its database and one
 /// batch per measurement (ingest's layout: `time` Int64 ns, `series_id`,
@@ -94,6 +95,7 @@ pub struct Flusher {
     engine: Engine,
     insert_threads: usize,
     stop_by: Arc<Mutex<Option<Instant>>>,
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl Flusher {
@@ -108,6 +110,23 @@ impl Flusher {
         committed: Receiver<M>,
         resume: Resume,
         log: Arc<dyn FlushedLog>,
+    ) -> Result<Flusher>
+    where
+        M: Into<(u64, FlushWrite)> + Send + 'static,
+    {
+        Flusher::start_to(engine, config, committed, resume, log, None)
+    }
+
+    /// [`Flusher::start`], delivering to a ClickHouse cluster instead of the engine's
+    /// tables when `cluster` is given (the engine is then the cluster's client). What
+    /// replay re-sends may be on a shard already: each shard is asked first.
+    pub fn start_to<M>(
+        engine: Engine,
+        config: FlushConfig,
+        committed: Receiver<M>,
+        resume: Resume,
+        log: Arc<dyn FlushedLog>,
+        cluster: Option<Arc<Cluster>>,
     ) -> Result<Flusher>
     where
         M: Into<(u64, FlushWrite)> + Send + 'static,
@@ -143,7 +162,17 @@ impl Flusher {
             unflushed,
         );
         coordinator.set_dropped(&resume.dropped);
-        let (mut held, unverifiable) = already_in_engine(&engine, &resume.entries);
+        let (mut held, unverifiable) = match cluster {
+            // The shards answer per job (`verify_all_up_to` below).
+            Some(_) => Default::default(),
+            None => already_in_engine(&engine, &resume.entries),
+        };
+        let replayed_up_to = resume
+            .entries
+            .iter()
+            .map(|(seq, _)| *seq)
+            .max()
+            .unwrap_or(0);
         held.extend(resume.dead_lettered.iter().cloned());
         // A table the engine cannot be asked about is not replayed blindly
         // (duplicates) nor allowed to stop the start: its parts become dead
@@ -186,6 +215,9 @@ impl Flusher {
         for (seq, write) in resume.entries {
             coordinator.add(seq, write, &held);
         }
+        if cluster.is_some() {
+            coordinator.verify_all_up_to(replayed_up_to);
+        }
         coordinator.advance();
 
         let workers = Worker {
@@ -195,6 +227,7 @@ impl Flusher {
             tables: tables.clone(),
             inserts: Arc::new(Semaphore::new(inserts)),
             insert_threads,
+            cluster: cluster.clone(),
         }
         .spawn(2 * inserts);
         let coordinator = std::thread::Builder::new()
@@ -210,6 +243,7 @@ impl Flusher {
             engine,
             insert_threads,
             stop_by,
+            cluster,
         })
     }
 
@@ -279,6 +313,7 @@ impl Flusher {
             engine: self.engine.clone(),
             tables: self.tables.clone(),
             insert_threads: self.insert_threads,
+            cluster: self.cluster.clone(),
         }
     }
 
@@ -342,6 +377,7 @@ pub struct Retrier {
     engine: Engine,
     tables: Arc<Mutex<TableCache>>,
     insert_threads: usize,
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl std::fmt::Debug for Retrier {
@@ -362,25 +398,31 @@ impl Retrier {
             .iter()
             .map(|l| {
                 let key = (l.db.clone(), l.measurement.clone());
-                let held = match held_seqs(&self.engine, &l.db, &l.measurement, &[l.seq]) {
-                    Ok(h) => h,
-                    Err(e) => return RetryOutcome::Failed(e),
-                };
-                if held.contains(&l.seq) {
-                    return RetryOutcome::AlreadyInEngine;
+                // The cluster is asked per shard by the delivery itself.
+                if self.cluster.is_none() {
+                    let held = match held_seqs(&self.engine, &l.db, &l.measurement, &[l.seq]) {
+                        Ok(h) => h,
+                        Err(e) => return RetryOutcome::Failed(e),
+                    };
+                    if held.contains(&l.seq) {
+                        return RetryOutcome::AlreadyInEngine;
+                    }
                 }
                 let part = Part {
                     seq: l.seq,
                     batch: l.batch.clone(),
                 };
                 let outcome = insert_parts(
-                    &self.engine,
-                    &self.tables,
+                    Destination {
+                        engine: &self.engine,
+                        cluster: self.cluster.as_deref(),
+                        tables: &self.tables,
+                    },
                     None,
                     self.insert_threads,
                     &key,
                     std::slice::from_ref(&part),
-                    0,
+                    if self.cluster.is_some() { l.seq } else { 0 },
                 );
                 match outcome {
                     Ok(()) => RetryOutcome::Inserted,

@@ -19,10 +19,19 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 
 use crate::buffer::Key;
+use crate::cluster::Cluster;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::replay::held_seqs;
 use crate::table::{self, coalesce, qualified, Part, TableCache};
+
+/// Where an insert goes: the engine's tables, or a cluster's shards through the engine.
+#[derive(Clone, Copy)]
+pub(crate) struct Destination<'a> {
+    pub(crate) engine: &'a Engine,
+    pub(crate) cluster: Option<&'a Cluster>,
+    pub(crate) tables: &'a Mutex<TableCache>,
+}
 
 /// One table's parts to insert as one block.
 pub(crate) struct Job {
@@ -55,6 +64,8 @@ pub(crate) struct Worker {
     pub(crate) inserts: Arc<Semaphore>,
     /// Engine threads per insert (`FlushConfig::insert_threads`).
     pub(crate) insert_threads: usize,
+    /// Where the rows go when not to the engine's tables: a ClickHouse cluster.
+    pub(crate) cluster: Option<Arc<Cluster>>,
 }
 
 impl Worker {
@@ -77,8 +88,11 @@ impl Worker {
             // A panic is a failed job (retried), not a dead worker and a stuck flusher.
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 insert_parts(
-                    &self.engine,
-                    &self.tables,
+                    Destination {
+                        engine: &self.engine,
+                        cluster: self.cluster.as_deref(),
+                        tables: &self.tables,
+                    },
                     Some(&self.inserts),
                     self.insert_threads,
                     &job.key,
@@ -116,15 +130,39 @@ impl Worker {
 /// coalesces, creates the table and its columns as needed, and inserts. The
 /// one insert path of the flusher (workers, operator retries).
 pub(crate) fn insert_parts(
-    engine: &Engine,
-    tables: &Mutex<TableCache>,
+    to: Destination<'_>,
     slots: Option<&Semaphore>,
     insert_threads: usize,
     key: &Key,
     parts: &[Part],
     verify_up_to: u64,
 ) -> Result<()> {
+    let Destination {
+        engine,
+        cluster,
+        tables,
+    } = to;
     let (db, measurement) = key;
+    if let Some(cluster) = cluster {
+        let _permit = slots.map(Semaphore::acquire);
+        let start = Instant::now();
+        let done = cluster
+            .deliver(engine, db, measurement, parts, verify_up_to)
+            .map_err(crate::cluster::ClusterError::into_engine_error)?;
+        let rows: u64 = done.rows.iter().sum();
+        if done.already_held > 0 {
+            tracing::info!(
+                db,
+                measurement,
+                held = done.already_held,
+                "retry: skipping rows the cluster already holds (exactly once)"
+            );
+        }
+        crate::ingest_load::INGEST_LOAD.record(start.elapsed());
+        metrics::histogram!("chingest_flush_batch_points").record(rows as f64);
+        metrics::counter!("chingest_flush_points_total").increment(rows);
+        return Ok(());
+    }
     let suspects: Vec<u64> = parts
         .iter()
         .filter(|p| p.seq <= verify_up_to)

@@ -432,6 +432,24 @@ data_dir = "data"
 # disk per point of "none", no more CPU) or "none". Entries of either kind replay; a
 # release older than this setting cannot read lz4 ones (stop cleanly before going back).
 wal_compression = "lz4"
+# Where flushed points go: "embedded" (this process's engine) or "clickhouse" (the shards
+# of a ClickHouse cluster below; writes only so far: InfluxQL and SQL reads of the data
+# answer 501, read it on the cluster. docs/architecture.md, "ClickHouse cluster").
+engine = "embedded"
+
+[storage.clickhouse]
+# Each shard's HTTP endpoint, in shard order (a series' shard is jumpConsistentHash(series_id,
+# shards): only ever append). Every shard gets every table and column.
+shards = []
+# User and password on every shard (empty: ClickHouse's default user); the password is
+# better given as CHINGEST_CLICKHOUSE_PASSWORD.
+user = ""
+password = ""
+# This node's name on the rows it delivers (unique per node, stable across restarts);
+# empty: the host name.
+node = ""
+# Limit of one request to a shard, seconds.
+timeout_secs = 30
 
 [wal]
 # "fsync": an acknowledged write survives power loss; "buffered": survives a process crash.

@@ -281,6 +281,7 @@ impl From<storage::StorageError> for ApiError {
                 None => ApiError::Internal(e.to_string()),
             },
             S::TagValues(e) => e.into(),
+            e @ S::OnCluster { .. } => ApiError::Query(e.to_string()),
             e => ApiError::Internal(e.to_string()),
         }
     }

@@ -24,6 +24,78 @@ pub struct StorageConfig {
     /// values cannot hold more memory than it says. Entries of either kind
     /// replay; a release before this setting cannot read LZ4 entries.
     pub wal_compression: WalCompression,
+    /// Where flushed points go: `embedded` (the default: the in-process engine's tables) or
+    /// `clickhouse` (the shards of a ClickHouse cluster, `[storage.clickhouse]`; issue #25:
+    /// writes only so far, reads of the data go to the cluster directly).
+    pub engine: StorageEngine,
+    /// `[storage.clickhouse]`: the cluster when `engine = "clickhouse"`.
+    pub clickhouse: ClickHouseConfig,
+}
+
+/// `[storage] engine`.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageEngine {
+    /// The in-process engine's tables.
+    #[default]
+    Embedded,
+    /// A ClickHouse cluster's shards.
+    Clickhouse,
+}
+
+/// `[storage.clickhouse]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClickHouseConfig {
+    /// Each shard's HTTP endpoint (`http://host:8123`), in shard order: a series' shard is
+    /// `jumpConsistentHash(series_id, len)`, so the list only ever grows at its end.
+    pub shards: Vec<String>,
+    /// The user on every shard (ClickHouse's `default` when empty).
+    pub user: String,
+    /// The user's password (prefer `CHINGEST_CLICKHOUSE_PASSWORD` in the environment).
+    pub password: String,
+    /// This ingest node's name, on every row it delivers (`__node`): unique per node and
+    /// stable across restarts (its retries are recognised by it). Default: the host name.
+    pub node: String,
+    /// Limit of one request to a shard (a statement, one insert), seconds.
+    pub timeout_secs: u64,
+}
+
+impl Default for ClickHouseConfig {
+    fn default() -> Self {
+        Self {
+            shards: Vec::new(),
+            user: String::new(),
+            password: String::new(),
+            node: String::new(),
+            timeout_secs: 30,
+        }
+    }
+}
+
+impl ClickHouseConfig {
+    /// The cluster's connection settings: the password from `CHINGEST_CLICKHOUSE_PASSWORD`
+    /// when set, the node's name from the host name when not configured.
+    pub fn cluster(&self) -> flush::cluster::ClusterConfig {
+        let password = std::env::var("CHINGEST_CLICKHOUSE_PASSWORD")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .or_else(|| (!self.password.is_empty()).then(|| self.password.clone()));
+        let node = if self.node.is_empty() {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_default()
+        } else {
+            self.node.clone()
+        };
+        flush::cluster::ClusterConfig {
+            shards: self.shards.clone(),
+            user: (!self.user.is_empty()).then(|| self.user.clone()),
+            password,
+            node,
+            timeout: std::time::Duration::from_secs(self.timeout_secs.max(1)),
+        }
+    }
 }
 
 /// The encoding of WAL payloads (`[storage] wal_compression`).
@@ -42,6 +114,8 @@ impl Default for StorageConfig {
         Self {
             data_dir: PathBuf::from("data"),
             wal_compression: WalCompression::Lz4,
+            engine: StorageEngine::Embedded,
+            clickhouse: ClickHouseConfig::default(),
         }
     }
 }

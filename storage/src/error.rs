@@ -64,6 +64,13 @@ pub enum StorageError {
         /// How long it waited.
         waited_secs: u64,
     },
+    /// The points are on a ClickHouse cluster (`[storage] engine = "clickhouse"`), where
+    /// chingest does not read or change them yet (issue #25).
+    #[error("{what} is not supported yet with [storage] engine = \"clickhouse\" (issue #25): run it on the cluster")]
+    OnCluster {
+        /// What was asked.
+        what: &'static str,
+    },
     /// An answer from the engine did not have the expected shape.
     #[error("unexpected engine answer for {what}: {message}")]
     EngineAnswer {

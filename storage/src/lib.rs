@@ -77,6 +77,8 @@ pub struct Storage {
     lifecycle: registry::Lifecycle,
     /// `[storage] wal_compression = "lz4"`.
     wal_lz4: bool,
+    /// `[storage] engine = "clickhouse"`: flushed points go to this cluster's shards.
+    cluster: Option<Arc<flush::cluster::Cluster>>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -91,6 +93,15 @@ impl Storage {
     /// The engine, unless storage is shut down.
     fn engine(&self) -> Result<flush::Engine, StorageError> {
         self.engine.read().clone().ok_or(StorageError::ShuttingDown)
+    }
+
+    /// Refuses `what` when the points are on a ClickHouse cluster: reads and changes of
+    /// stored points go to the cluster directly until chingest's own do (issue #25).
+    fn on_this_node(&self, what: &'static str) -> Result<(), StorageError> {
+        match self.cluster {
+            Some(_) => Err(StorageError::OnCluster { what }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -115,15 +126,19 @@ impl Store for Storage {
         self.catalog.retention_secs(db)
     }
     fn set_retention(&self, db: &str, retention_secs: u64) -> Result<(), StorageError> {
+        self.on_this_node("retention on the ClickHouse cluster")?;
         self.set_retention(db, retention_secs)
     }
     fn create_policy_database(&self, db: &str, retention_secs: u64) -> Result<(), StorageError> {
+        self.on_this_node("retention policies on the ClickHouse cluster")?;
         self.create_policy_database(db, retention_secs)
     }
     fn drop_database(&self, db: &str) -> Result<(), StorageError> {
+        self.on_this_node("DROP DATABASE on the ClickHouse cluster")?;
         self.drop(db)
     }
     fn drop_measurement(&self, db: &str, measurement: &str) -> Result<bool, StorageError> {
+        self.on_this_node("DROP MEASUREMENT on the ClickHouse cluster")?;
         self.drop_measurement_now(db, measurement)
     }
     fn databases(&self) -> Vec<String> {
@@ -142,6 +157,7 @@ impl Store for Storage {
         measurement: &str,
         keys: &[String],
     ) -> Result<Vec<(String, String)>, StorageError> {
+        self.on_this_node("SHOW TAG VALUES of points on the ClickHouse cluster")?;
         self.distinct_tag_values(db, measurement, keys)
     }
     fn sql(
@@ -149,9 +165,24 @@ impl Store for Storage {
         req: SqlRequest<'_>,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError> {
+        if self.cluster.is_some() {
+            return Err(SqlError::Invalid(
+                "with [storage] engine = \"clickhouse\" the points are on the ClickHouse \
+                 cluster: run SQL there (chingest's own SQL reads of the cluster are not built \
+                 yet, issue #25)"
+                    .into(),
+            ));
+        }
         self.run_sql(req, sink)
     }
     fn influxql(&self, req: InfluxqlRequest<'_>) -> Result<StatementResult, InfluxqlError> {
+        if self.cluster.is_some() && !answered_by_the_catalog(req.statement) {
+            return Err(InfluxqlError::Unsupported {
+                what: "reading or changing points on the ClickHouse cluster through InfluxQL \
+                       (issue #25: query the cluster directly)"
+                    .into(),
+            });
+        }
         self.run_influxql(req)
     }
     fn tag_value_count(&self, db: &str, measurement: &str, key: &str) -> usize {
@@ -192,6 +223,17 @@ impl Store for Storage {
         measurement: Option<&str>,
     ) -> Result<QuarantineAction, StorageError> {
         self.discard_quarantined(db, measurement)
+    }
+}
+
+/// Whether the catalog alone answers `statement` (no stored point read or changed): what a
+/// node writing to a ClickHouse cluster answers itself.
+fn answered_by_the_catalog(statement: &::influxql::ast::Statement) -> bool {
+    use ::influxql::ast::Statement as S;
+    match statement {
+        S::ShowMeasurements(s) => s.condition.is_none(),
+        S::ShowTagKeys(c) | S::ShowSeries(c) | S::ShowFieldKeys(c) => c.condition.is_none(),
+        _ => false,
     }
 }
 

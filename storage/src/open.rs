@@ -77,12 +77,36 @@ impl Storage {
                 quarantine: quarantine.clone(),
             },
         );
-        let flusher =
-            flush::Flusher::start(engine.clone(), flush, committed, resume, Arc::new(log))
-                .map_err(|e| StorageError::Open {
-                    what: "starting the flusher",
-                    message: e.to_string(),
-                })?;
+        let cluster = match config.engine {
+            crate::config::StorageEngine::Embedded => None,
+            crate::config::StorageEngine::Clickhouse => {
+                let c =
+                    flush::cluster::Cluster::connect(config.clickhouse.cluster()).map_err(|e| {
+                        StorageError::Open {
+                            what: "connecting to the ClickHouse cluster ([storage.clickhouse])",
+                            message: e.to_string(),
+                        }
+                    })?;
+                tracing::info!(
+                    shards = config.clickhouse.shards.len(),
+                    versions = ?c.versions(),
+                    "flushed points go to the ClickHouse cluster"
+                );
+                Some(Arc::new(c))
+            }
+        };
+        let flusher = flush::Flusher::start_to(
+            engine.clone(),
+            flush,
+            committed,
+            resume,
+            Arc::new(log),
+            cluster.clone(),
+        )
+        .map_err(|e| StorageError::Open {
+            what: "starting the flusher",
+            message: e.to_string(),
+        })?;
         // Everything the WAL held at start is in the engine, replayed (now
         // readable as unflushed) or set aside: reads need not wait for it.
         engine.unflushed().mark_received(wal.last_seq());
@@ -99,6 +123,7 @@ impl Storage {
             quarantine,
             lifecycle: registry::Lifecycle::default(),
             wal_lz4: config.wal_compression == crate::WalCompression::Lz4,
+            cluster,
         };
         // A DROP DATABASE decided before a crash finishes now (the fence already keeps
         // replay from resurrecting it); a failure is logged and retried at the next

@@ -94,6 +94,32 @@ pub enum ClusterError {
     Config(String),
 }
 
+impl ClusterError {
+    /// The error as the flusher's coordinator classifies it (`classify.rs`): a shard that
+    /// cannot be reached is transient (retried until it is back, the WAL holding the rows), a
+    /// column of another type deterministic (quarantined), a refusal by its server's words.
+    pub fn into_engine_error(self) -> crate::EngineError {
+        let (statement, name) = match &self {
+            ClusterError::Unreachable { .. } => ("cluster delivery", Some("CLUSTER_UNREACHABLE")),
+            ClusterError::TypeConflict { .. } => ("cluster delivery", Some("TYPE_MISMATCH")),
+            ClusterError::Config(_) => ("cluster delivery", Some("BAD_ARGUMENTS")),
+            ClusterError::Refused { .. } => ("cluster delivery", None),
+            ClusterError::Engine(_) => ("", None),
+        };
+        match (self, name) {
+            (ClusterError::Engine(e), _) => e,
+            (e, Some(name)) => crate::EngineError::Query {
+                statement: statement.into(),
+                message: format!("{e} ({name})"),
+            },
+            (e, None) => crate::EngineError::Query {
+                statement: statement.into(),
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
 /// What one delivery did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Delivered {
@@ -113,12 +139,14 @@ pub struct Cluster {
     http: http::Client,
     /// Per shard, the user columns known on each table.
     known: Mutex<Vec<ShardTables>>,
-    /// Each shard's `version()`.
-    versions: Vec<String>,
+    /// Each shard's `version()` (`None`: it did not answer at connect).
+    versions: Vec<Option<String>>,
 }
 
 impl Cluster {
-    /// Checks the configuration and that every shard answers `SELECT version()`.
+    /// Checks the configuration and asks every shard its version. A shard that does not
+    /// answer is not an error (its rows wait in the WAL until it does: a node must start,
+    /// and take writes, while a shard is down); its version is `None`.
     pub fn connect(config: ClusterConfig) -> Result<Cluster, ClusterError> {
         if config.shards.is_empty() {
             return Err(ClusterError::Config("no shard".into()));
@@ -127,12 +155,17 @@ impl Cluster {
             return Err(ClusterError::Config("the node needs a name".into()));
         }
         let http = http::Client::new(&config)?;
-        let versions = (0..config.shards.len())
-            .map(|k| {
-                http.statement(k, "SELECT version()")
-                    .map(|v| v.trim().to_string())
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut versions = Vec::with_capacity(config.shards.len());
+        for k in 0..config.shards.len() {
+            versions.push(match http.statement(k, "SELECT version()") {
+                Ok(v) => Some(v.trim().to_string()),
+                Err(e @ ClusterError::Unreachable { .. }) => {
+                    tracing::warn!(error = %e, "a shard does not answer: its rows wait in the WAL");
+                    None
+                }
+                Err(e) => return Err(e),
+            });
+        }
         Ok(Cluster {
             map: ShardMap::new(config.shards.len() as u32),
             known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
@@ -147,8 +180,8 @@ impl Cluster {
         self.map
     }
 
-    /// Each shard's server version, in shard order.
-    pub fn versions(&self) -> &[String] {
+    /// Each shard's server version at connect, in shard order (`None`: it did not answer).
+    pub fn versions(&self) -> &[Option<String>] {
         &self.versions
     }
 
@@ -184,6 +217,12 @@ impl Cluster {
         let mut references = 0;
         for (k, rows) in per_shard.iter().enumerate() {
             if rows.is_empty() {
+                // The table and its columns on every shard, rows or not (a read of the
+                // cluster asks each shard for every column), but a shard that cannot take
+                // them now does not hold back the others' rows: it gets them with its own.
+                if let Err(e) = self.ensure_table(k, db, measurement, &columns) {
+                    tracing::debug!(error = %e, "table not created on a shard without rows");
+                }
                 continue;
             }
             self.ensure_table(k, db, measurement, &columns)?;
@@ -216,10 +255,12 @@ impl Cluster {
                 let list: Vec<String> = held.iter().map(u64::to_string).collect();
                 sql.push_str(&format!(" AND `__seq` NOT IN ({})", list.join(", ")));
             }
-            engine
-                .connection()
-                .query(&sql, crate::OutputFormat::Null)
-                .map_err(|e| match e {
+            let sent = engine.connection().query(&sql, crate::OutputFormat::Null);
+            if let Err(e) = sent {
+                // A shard that no longer answers is unreachable (retried until it is
+                // back), whatever words the engine's client found for it.
+                self.http.statement(k, "SELECT 1")?;
+                return Err(match e {
                     crate::EngineError::Query { message, .. } => ClusterError::Refused {
                         shard: k,
                         endpoint: self.config.shards[k].clone(),
@@ -228,7 +269,8 @@ impl Cluster {
                         message: self.http.redact(&message),
                     },
                     other => other.into(),
-                })?;
+                });
+            }
             out.rows[k] = send;
         }
         Ok(out)

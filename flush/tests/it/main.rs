@@ -1,6 +1,7 @@
 //! flush's integration tests: one binary, one engine per process (chDB binds
 //! one data path per process); every test works in a database of its own.
 
+mod clickhouse_server;
 mod cluster;
 mod engine;
 mod flusher;

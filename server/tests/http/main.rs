@@ -8,6 +8,7 @@ mod auth;
 mod backup;
 mod bounds;
 mod cli;
+mod cluster;
 mod cq;
 mod crash;
 mod dead_letter_delete;

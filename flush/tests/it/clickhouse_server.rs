@@ -1,0 +1,142 @@
+//! A ClickHouse server for tests (Debian's `clickhouse-server`, 18.16 on bookworm;
+//! `scripts/setup.sh --test-deps` installs it): its own config, ports and data dir on
+//! loopback, started and stopped by the test. Shared by flush's and the server's tests
+//! (`#[path]`).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One `clickhouse-server` on loopback, killed on drop (its data dir stays for a restart).
+pub(crate) struct Shard {
+    dir: PathBuf,
+    port: u16,
+    child: Option<Child>,
+}
+
+/// The server binary (`CHINGEST_CLICKHOUSE_SERVER` or Debian's path); `None` (the test
+/// skips, loudly) where it is not installed, outside CI.
+pub(crate) fn server_binary(test: &str) -> Option<PathBuf> {
+    let bin = std::env::var_os("CHINGEST_CLICKHOUSE_SERVER").map_or_else(
+        || PathBuf::from("/usr/sbin/clickhouse-server"),
+        PathBuf::from,
+    );
+    if bin.exists() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "no ClickHouse server at {}: scripts/setup.sh --test-deps should have installed it",
+        bin.display()
+    );
+    eprintln!(
+        "\n\n*** SKIPPED {test}: no ClickHouse server at {} (Debian package clickhouse-server) ***\n\
+         *** run `scripts/setup.sh --test-deps` to install it ***\n\n",
+        bin.display()
+    );
+    None
+}
+
+/// A free loopback port.
+pub(crate) fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Shard {
+    /// Starts a server with its data in `dir`.
+    pub(crate) fn start(bin: &Path, dir: PathBuf) -> Shard {
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut shard = Shard {
+            dir,
+            port: free_port(),
+            child: None,
+        };
+        shard.spawn(bin);
+        shard
+    }
+
+    /// (Re)starts the server on its dir and port; returns once it answers.
+    pub(crate) fn spawn(&mut self, bin: &Path) {
+        let d = self.dir.display();
+        let users = "<?xml version=\"1.0\"?>\n<yandex><profiles><default>\
+             <max_insert_block_size>10000</max_insert_block_size>\
+             <min_insert_block_size_rows>10000</min_insert_block_size_rows></default></profiles>\
+             <users><default><password></password><networks><ip>127.0.0.1</ip></networks>\
+             <profile>default</profile><quota>default</quota></default></users>\
+             <quotas><default></default></quotas></yandex>\n";
+        std::fs::write(self.dir.join("users.xml"), users).unwrap();
+        let config = format!(
+            "<?xml version=\"1.0\"?>\n<yandex>\
+             <logger><level>warning</level><log>{d}/server.log</log><errorlog>{d}/error.log</errorlog></logger>\
+             <http_port>{}</http_port><tcp_port>{}</tcp_port><listen_host>127.0.0.1</listen_host>\
+             <path>{d}/data/</path><tmp_path>{d}/tmp/</tmp_path>\
+             <user_files_path>{d}/user_files/</user_files_path>\
+             <format_schema_path>{d}/format_schemas/</format_schema_path>\
+             <mark_cache_size>67108864</mark_cache_size>\
+             <users_config>{d}/users.xml</users_config>\
+             <default_profile>default</default_profile><default_database>default</default_database>\
+             </yandex>\n",
+            self.port,
+            free_port()
+        );
+        std::fs::write(self.dir.join("config.xml"), config).unwrap();
+        let child = Command::new(bin)
+            .arg(format!("--config-file={d}/config.xml"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("clickhouse-server starts");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.query("SELECT 1").as_deref() != Ok("1\n") {
+            assert!(
+                Instant::now() < deadline,
+                "clickhouse-server on {} did not answer; {}",
+                self.port,
+                std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Its HTTP endpoint.
+    pub(crate) fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Runs a statement; its TabSeparated answer or the server's error.
+    pub(crate) fn query(&self, sql: &str) -> Result<String, String> {
+        let r = reqwest::blocking::Client::new()
+            .post(self.url())
+            .body(sql.to_string())
+            .timeout(Duration::from_secs(10))
+            .send()
+            .map_err(|e| e.to_string())?;
+        let ok = r.status().is_success();
+        let text = r.text().map_err(|e| e.to_string())?;
+        if ok {
+            Ok(text)
+        } else {
+            Err(text)
+        }
+    }
+
+    /// Kills the server (its data stays for a restart).
+    pub(crate) fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Shard {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
