@@ -433,8 +433,8 @@ data_dir = "data"
 # release older than this setting cannot read lz4 ones (stop cleanly before going back).
 wal_compression = "lz4"
 # Where flushed points go: "embedded" (this process's engine) or "clickhouse" (the shards
-# of a ClickHouse cluster below; writes only so far: InfluxQL and SQL reads of the data
-# answer 501, read it on the cluster. docs/architecture.md, "ClickHouse cluster").
+# of a ClickHouse cluster below: InfluxQL SELECT reads them back; deletes, retention and
+# /api/v1/sql are not built for it yet. docs/architecture.md, "ClickHouse cluster").
 engine = "embedded"
 
 [storage.clickhouse]

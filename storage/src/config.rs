@@ -26,7 +26,7 @@ pub struct StorageConfig {
     pub wal_compression: WalCompression,
     /// Where flushed points go: `embedded` (the default: the in-process engine's tables) or
     /// `clickhouse` (the shards of a ClickHouse cluster, `[storage.clickhouse]`; issue #25:
-    /// writes only so far, reads of the data go to the cluster directly).
+    /// InfluxQL `SELECT` reads them back, deletes, retention and SQL not yet).
     pub engine: StorageEngine,
     /// `[storage.clickhouse]`: the cluster when `engine = "clickhouse"`.
     pub clickhouse: ClickHouseConfig,

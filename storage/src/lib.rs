@@ -176,10 +176,10 @@ impl Store for Storage {
         self.run_sql(req, sink)
     }
     fn influxql(&self, req: InfluxqlRequest<'_>) -> Result<StatementResult, InfluxqlError> {
-        if self.cluster.is_some() && !answered_by_the_catalog(req.statement) {
+        if self.cluster.is_some() && !answered_on_a_cluster(req.statement) {
             return Err(InfluxqlError::Unsupported {
-                what: "reading or changing points on the ClickHouse cluster through InfluxQL \
-                       (issue #25: query the cluster directly)"
+                what: "this statement with the points on a ClickHouse cluster \
+                       (issue #25: run it on the cluster)"
                     .into(),
             });
         }
@@ -226,13 +226,15 @@ impl Store for Storage {
     }
 }
 
-/// Whether the catalog alone answers `statement` (no stored point read or changed): what a
-/// node writing to a ClickHouse cluster answers itself.
-fn answered_by_the_catalog(statement: &::influxql::ast::Statement) -> bool {
+/// Whether a node whose points are on a ClickHouse cluster answers `statement`: the
+/// catalog's answers, and `SELECT` (read from the shards); not yet deletes or `SHOW … WHERE`.
+fn answered_on_a_cluster(statement: &::influxql::ast::Statement) -> bool {
     use ::influxql::ast::Statement as S;
     match statement {
         S::ShowMeasurements(s) => s.condition.is_none(),
         S::ShowTagKeys(c) | S::ShowSeries(c) | S::ShowFieldKeys(c) => c.condition.is_none(),
+        // Read from the shards (`influxql/cluster.rs`).
+        S::Select(_) => true,
         _ => false,
     }
 }

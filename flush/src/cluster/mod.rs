@@ -16,6 +16,7 @@
 //! holds and sends only the others ([`Cluster::deliver`]).
 
 mod http;
+mod read;
 mod schema;
 pub mod shard;
 
@@ -92,6 +93,12 @@ pub enum ClusterError {
     /// The configuration cannot work.
     #[error("invalid cluster configuration: {0}")]
     Config(String),
+    /// A read would hold more rows than it may.
+    #[error("more than {max_rows} rows of the cluster in one read ([sql] max_result_rows)")]
+    TooManyRows {
+        /// The bound.
+        max_rows: u64,
+    },
 }
 
 impl ClusterError {
@@ -103,6 +110,7 @@ impl ClusterError {
             ClusterError::Unreachable { .. } => ("cluster delivery", Some("CLUSTER_UNREACHABLE")),
             ClusterError::TypeConflict { .. } => ("cluster delivery", Some("TYPE_MISMATCH")),
             ClusterError::Config(_) => ("cluster delivery", Some("BAD_ARGUMENTS")),
+            ClusterError::TooManyRows { .. } => ("cluster read", Some("TOO_MANY_ROWS")),
             ClusterError::Refused { .. } => ("cluster delivery", None),
             ClusterError::Engine(_) => ("", None),
         };

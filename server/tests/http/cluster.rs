@@ -1,8 +1,8 @@
 //! Issue #25, the write path end to end: chingest with `[storage] engine = "clickhouse"`
 //! delivers what `/write` acknowledged to two real ClickHouse servers (Debian's 18.16, on
 //! loopback) as shards, exactly once, through a `kill -9` of chingest and a shard stopped
-//! and restarted mid-stream; reads of the points are refused with a clear error (they are
-//! not built yet) while catalog answers work.
+//! and restarted mid-stream; InfluxQL reads them back from the shards; deletes on the
+//! cluster (not built yet) answer a clear error.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -10,9 +10,14 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 #[path = "../../../flush/tests/it/clickhouse_server.rs"]
-mod clickhouse_server;
+pub(crate) mod clickhouse_server;
 
 use clickhouse_server::{server_binary, Shard};
+
+/// `[storage] engine = "clickhouse"` over `shards`, this node named `n1`.
+pub(crate) fn cluster_config(shards: &[&Shard]) -> String {
+    config(shards)
+}
 
 use crate::util::*;
 
@@ -165,11 +170,18 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
         .collect();
     assert!(per_shard.iter().all(|n| *n > 0), "{per_shard:?}");
 
-    // Reads of the points are not built yet: a clear error, not an empty answer.
+    // InfluxQL reads the points from the shards (with point identity): every stored point
+    // once. Deletes on the cluster are not built yet: a clear error, not a silent no-op.
+    let r = s.query("SELECT count(v) FROM d.autogen.cpu");
+    assert_eq!(
+        r["results"][0]["series"][0]["values"][0][1].as_u64(),
+        Some(points.len() as u64),
+        "{r}"
+    );
     let r: Value = s
         .client
         .post(s.url("/query?db=d"))
-        .form(&[("q", "SELECT * FROM cpu")])
+        .form(&[("q", "DELETE FROM cpu WHERE host = 'h1'")])
         .send()
         .unwrap()
         .json()

@@ -741,3 +741,71 @@ fn influxql_answers_match_influxdb_1x() {
          rerun with CHINGEST_INFLUXQL_BLESS=1 and review the change"
     );
 }
+
+/// Issue #25, reads: every `SELECT` of the corpus answered by a node whose points are on a
+/// ClickHouse cluster (two real 18.16 servers as shards) equals the embedded engine's
+/// answer on the same data.
+#[test]
+fn influxql_answers_from_a_clickhouse_cluster_match_the_embedded_engine() {
+    use crate::cluster::clickhouse_server::{server_binary, Shard};
+    const TEST: &str = "influxql_answers_from_a_clickhouse_cluster_match_the_embedded_engine";
+    let Some(bin) = server_binary(TEST) else {
+        return;
+    };
+    let dir = data_dir();
+    let s0 = Shard::start(&bin, dir.path().join("shard0"));
+    let s1 = Shard::start(&bin, dir.path().join("shard1"));
+    let embedded_dir = data_dir();
+    let embedded = Spawn::new(embedded_dir.path()).start();
+    let clustered = Spawn::new(dir.path())
+        .config(&crate::cluster::cluster_config(&[&s0, &s1]))
+        .start();
+    let http = client();
+    load(&http, &embedded.base, "embedded");
+    load(&http, &clustered.base, "cluster");
+    wait_flushed(&embedded);
+    wait_flushed(&clustered);
+    let selects: Vec<Case> = corpus()
+        .into_iter()
+        .filter(|c| {
+            let q = c.query().trim_start().to_ascii_uppercase();
+            q.starts_with("SELECT") && !q.contains(" INTO ")
+        })
+        .collect();
+    assert!(selects.len() >= 150, "{} SELECTs", selects.len());
+    let differences: Vec<String> = selects
+        .iter()
+        .filter_map(|c| {
+            let want = ask(&http, &embedded.base, c);
+            let got = ask(&http, &clustered.base, c);
+            compare(&want, &got).map(|d| {
+                format!(
+                    "{} {}: {d}\n  embedded: {}\n  cluster:  {}",
+                    c.id,
+                    c.query(),
+                    want.render(),
+                    got.render()
+                )
+            })
+        })
+        .collect();
+    assert!(
+        differences.is_empty(),
+        "{} of {} answers differ:\n{}",
+        differences.len(),
+        selects.len(),
+        differences.join("\n")
+    );
+    // The points are on the shards, not in the node's engine.
+    let on_shards: u64 = [&s0, &s1]
+        .iter()
+        .map(|s| {
+            s.query("SELECT count() FROM diff.cpu")
+                .unwrap()
+                .trim()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert!(on_shards > 1000, "{on_shards}");
+}

@@ -88,11 +88,33 @@ impl Storage {
                         .then(|| self.catalog.schema(db))
                 };
                 let resolved = schema::resolve(req.db, sources, &catalog)?;
-                let tables = resolved
-                    .measurements
-                    .into_iter()
-                    .map(|m| (m, None))
-                    .collect::<Vec<(_, Option<(String, flush::ArrowScan)>)>>();
+                let all = schema::union(&resolved.measurements);
+                let mut tables: Vec<(_, Option<(String, flush::ArrowScan)>)> = Vec::new();
+                for m in &resolved.measurements {
+                    // Points on a ClickHouse cluster are read as a subquery's answer is
+                    // (`cluster.rs`), over the range the plan reads (a transformation's
+                    // reaches back a window); a measurement without points has no answer.
+                    let scan = match &self.cluster {
+                        None => None,
+                        Some(c) => {
+                            let target = plan::Target {
+                                db: &resolved.db,
+                                schema: m,
+                                all: &all,
+                                source: None,
+                            };
+                            let Some(probe) = plan::plan(stmt, shape, target, &filter, req.now_ns)?
+                            else {
+                                continue;
+                            };
+                            match self.cluster_scan(c, &resolved.db, m, &probe.range, req.cancel)? {
+                                Some(scan) => Some((scan.table_sql(0), scan)),
+                                None => continue,
+                            }
+                        }
+                    };
+                    tables.push((m.clone(), scan));
+                }
                 (resolved.db, tables)
             }
         };

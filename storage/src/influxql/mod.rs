@@ -15,6 +15,7 @@
 //! - [`error`]: [`InfluxqlError`], mapped to HTTP by the server.
 
 mod agg;
+mod cluster;
 mod delete;
 pub mod error;
 mod exec;

@@ -235,7 +235,7 @@ pub(crate) fn columns(plan: &Plan, schema: &MeasurementSchema) -> Vec<(String, C
     tags.chain(fields).collect()
 }
 
-fn kind(ty: FieldType) -> ColumnKind {
+pub(crate) fn kind(ty: FieldType) -> ColumnKind {
     match ty {
         FieldType::Float => ColumnKind::Float,
         FieldType::Integer => ColumnKind::Integer,
