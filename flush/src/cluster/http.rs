@@ -50,18 +50,21 @@ impl Client {
         if let Some(user) = &self.user {
             req = req.basic_auth(user, self.password.as_deref());
         }
-        let answer = req.send().map_err(|e| ClusterError::Unreachable {
-            shard: k,
-            endpoint: self.shards[k].to_string(),
-            message: e.to_string(),
-        })?;
+        let unreachable = |e: reqwest::Error| {
+            shard_up(k, false);
+            failure(k, "unreachable");
+            ClusterError::Unreachable {
+                shard: k,
+                endpoint: self.shards[k].to_string(),
+                message: e.to_string(),
+            }
+        };
+        let answer = req.send().map_err(unreachable)?;
         let status = answer.status();
-        let text = answer.text().map_err(|e| ClusterError::Unreachable {
-            shard: k,
-            endpoint: self.shards[k].to_string(),
-            message: e.to_string(),
-        })?;
+        let text = answer.text().map_err(unreachable)?;
+        shard_up(k, true);
         if !status.is_success() {
+            failure(k, "refused");
             return Err(ClusterError::Refused {
                 shard: k,
                 endpoint: self.shards[k].to_string(),
@@ -113,4 +116,16 @@ impl Client {
             _ => text.to_string(),
         }
     }
+}
+
+/// `chingest_cluster_shard_up{shard}`: whether the shard answered its last request.
+pub(crate) fn shard_up(k: usize, up: bool) {
+    metrics::gauge!("chingest_cluster_shard_up", "shard" => k.to_string())
+        .set(f64::from(u8::from(up)));
+}
+
+/// `chingest_cluster_failures_total{shard, reason}`.
+pub(crate) fn failure(k: usize, reason: &'static str) {
+    metrics::counter!("chingest_cluster_failures_total", "shard" => k.to_string(), "reason" => reason)
+        .increment(1);
 }

@@ -268,6 +268,7 @@ impl Cluster {
                 // A shard that no longer answers is unreachable (retried until it is
                 // back), whatever words the engine's client found for it.
                 self.http.statement(k, "SELECT 1")?;
+                http::failure(k, "refused");
                 return Err(match e {
                     crate::EngineError::Query { message, .. } => ClusterError::Refused {
                         shard: k,
@@ -280,6 +281,8 @@ impl Cluster {
                 });
             }
             out.rows[k] = send;
+            metrics::counter!("chingest_cluster_rows_total", "shard" => k.to_string())
+                .increment(send);
         }
         Ok(out)
     }
@@ -357,13 +360,14 @@ impl Cluster {
             match known.get(name) {
                 Some(have) if have == kind => {}
                 Some(have) => {
+                    http::failure(k, "type_conflict");
                     return Err(ClusterError::TypeConflict {
                         shard: k,
                         table: format!("{db}.{measurement}"),
                         column: name.clone(),
                         on_shard: schema::shard_type(*have).into(),
                         wanted: schema::shard_type(*kind).into(),
-                    })
+                    });
                 }
                 None => {
                     let added = self
@@ -378,6 +382,7 @@ impl Cluster {
                     }
                     known = self.describe(k, db, measurement)?;
                     if known.get(name) != Some(kind) {
+                        http::failure(k, "type_conflict");
                         return Err(ClusterError::TypeConflict {
                             shard: k,
                             table: format!("{db}.{measurement}"),

@@ -110,7 +110,27 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
             }
             // A shard down: writes are still acknowledged (the WAL holds them).
             25 => s1.stop(),
-            35 => s1.spawn(&bin),
+            35 => {
+                // Meanwhile /metrics shows the shard down and its failed deliveries.
+                let deadline = Instant::now() + Duration::from_secs(30);
+                loop {
+                    let text = s.get("/metrics").text().unwrap();
+                    let down = text
+                        .lines()
+                        .any(|l| l == "chingest_cluster_shard_up{shard=\"1\"} 0");
+                    let failed = text.lines().any(|l| {
+                        l.starts_with("chingest_cluster_failures_total{")
+                            && l.contains("shard=\"1\"")
+                            && l.contains("reason=\"unreachable\"")
+                    });
+                    if down && failed {
+                        break;
+                    }
+                    assert!(Instant::now() < deadline, "shard 1 not shown down:\n{text}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                s1.spawn(&bin);
+            }
             _ => {}
         }
         let r = s.client.post(s.url("/write?db=d")).body(batch(i)).send();
@@ -190,6 +210,23 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
     assert!(err.contains("ClickHouse cluster"), "{r}");
     let sql = s.post("/api/v1/sql", "SELECT 1");
     assert_eq!(sql.status(), 400);
+    // Per shard in /metrics: rows confirmed by both, shard 1 up again after its failures.
+    let text = s.get("/metrics").text().unwrap();
+    let value = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{series} not in /metrics:\n{text}"))
+    };
+    for k in 0..2 {
+        assert!(value(&format!("chingest_cluster_rows_total{{shard=\"{k}\"}}")) > 0.0);
+        assert_eq!(
+            value(&format!("chingest_cluster_shard_up{{shard=\"{k}\"}}")),
+            1.0
+        );
+    }
+    // The failures counted since the last restart (at 45, after the shard came back) may be
+    // none: the counter exists only once recorded.
     // The catalog's answers still work.
     let r = s.query("SHOW MEASUREMENTS ON d");
     assert_eq!(

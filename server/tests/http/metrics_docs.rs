@@ -31,6 +31,19 @@ pub(crate) const FAULT_ONLY: &[(&str, &str)] = &[
         "chingest_http_timeouts_total",
         "a request ran past server.request_timeout_secs",
     ),
+    // Recorded only with `[storage] engine = "clickhouse"`: checked live by cluster.rs.
+    (
+        "chingest_cluster_rows_total",
+        "rows delivered to a ClickHouse shard",
+    ),
+    (
+        "chingest_cluster_failures_total",
+        "a request to a ClickHouse shard failed",
+    ),
+    (
+        "chingest_cluster_shard_up",
+        "a ClickHouse shard answered or not",
+    ),
 ];
 
 /// The repository root.
