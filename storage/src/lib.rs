@@ -120,6 +120,9 @@ impl Store for Storage {
         self.catalog.database_exists(db)
     }
     fn create_database(&self, db: &str, retention_secs: Option<u64>) -> Result<(), StorageError> {
+        if retention_secs.is_some_and(|s| s > 0) {
+            self.on_this_node("a retention (DURATION) on the ClickHouse cluster")?;
+        }
         self.create(db, retention_secs)
     }
     fn retention_secs(&self, db: &str) -> u64 {

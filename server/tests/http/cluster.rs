@@ -227,6 +227,17 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
     }
     // The failures counted since the last restart (at 45, after the shard came back) may be
     // none: the counter exists only once recorded.
+    // A retention would not be enforced on the shards yet: refused, not ignored.
+    let r: Value = s
+        .client
+        .post(s.url("/query"))
+        .form(&[("q", "CREATE DATABASE kept WITH DURATION 7d")])
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let err = r["results"][0]["error"].as_str().unwrap_or_default();
+    assert!(err.contains("ClickHouse cluster"), "{r}");
     // The catalog's answers still work.
     let r = s.query("SHOW MEASUREMENTS ON d");
     assert_eq!(
