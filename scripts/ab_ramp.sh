@@ -7,7 +7,10 @@
 # SOAK_RATE=<req/s> adds bench.sh's soak after each ramp (10 s pause, then SOAK_SECS, default 180,
 # at that one rate: $OUT/<name>-<round>/soak.json), so two builds soak the same rate after the same
 # ramp; ROUNDS (default 2) sets how many old/new pairs run (old first in odd rounds, new first in
-# even ones).
+# even ones). OLD_STORAGE / NEW_STORAGE: TOML lines added to that side's [storage] section (e.g.
+# `engine = "clickhouse"` and a `[storage.clickhouse]` table: the same build against two
+# backends); BEFORE_OLD / BEFORE_NEW: a command run before each of that side's runs (e.g. drop
+# the shards' `bench` database).
 set -euo pipefail
 LOAD=${LOAD:-target/release/chingest-load}
 OUT=${OUT:-/tmp/ab}
@@ -21,7 +24,10 @@ rm -rf "$OUT"; mkdir -p "$OUT"
 $LOAD gen --out "$OUT/payloads" --format lp --files 16 --points 50000 --hosts 1000 --fields 6 >/dev/null
 run() { # name bin round
   local d="$OUT/$1-$3"; mkdir -p "$d"
-  printf '[server]\nlisten = "127.0.0.1:%s"\n\n[storage]\ndata_dir = "%s/data"\n' $PORT "$d" > "$d/c.toml"
+  local storage=OLD_STORAGE before=BEFORE_OLD
+  [ "$1" = new ] && storage=NEW_STORAGE before=BEFORE_NEW
+  [ -z "${!before:-}" ] || bash -c "${!before}"
+  printf '[server]\nlisten = "127.0.0.1:%s"\n\n[storage]\ndata_dir = "%s/data"\n%s\n' $PORT "$d" "${!storage:-}" > "$d/c.toml"
   "$2" serve --config "$d/c.toml" > "$d/log" 2>&1 &
   local pid=$!
   for i in $(seq 1 300); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/ping || true)" = 204 ] && break; sleep 0.2; done
