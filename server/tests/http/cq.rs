@@ -221,3 +221,89 @@ fn continuous_queries_run_on_schedule_catch_up_after_downtime_and_stop_when_drop
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(windows(&s), before, "a dropped query ran");
 }
+
+/// POSTs `q` to `base`'s `/query` (database `d`, ns times); the JSON answer.
+fn ask(http: &reqwest::blocking::Client, base: &str, q: &str) -> Value {
+    let r = http
+        .post(format!("{base}/query?db=d&epoch=ns"))
+        .form(&[("q", q)])
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200, "{q}");
+    r.json().unwrap()
+}
+
+#[test]
+fn continuous_queries_write_what_influxdb_1x_writes() {
+    const TEST: &str = "continuous_queries_write_what_influxdb_1x_writes";
+    let Some(oracle) = Influxd::for_test_with_cqs(TEST) else {
+        return;
+    };
+    let dir = data_dir();
+    let s = Spawn::new(dir.path()).start();
+    let http = client();
+    let bases = [oracle.base.clone(), s.base.clone()];
+    // The same continuous query on both, run by each server's own schedule: every second,
+    // over the last 5 one-second windows, per host.
+    for base in &bases {
+        ask(&http, base, "CREATE DATABASE d");
+        ask(
+            &http,
+            base,
+            "CREATE CONTINUOUS QUERY c ON d RESAMPLE EVERY 1s FOR 5s BEGIN \
+             SELECT count(v) AS n, sum(v) AS total, max(v) AS top, mean(v) AS avg \
+             INTO d.autogen.out FROM src GROUP BY time(1s), host END",
+        );
+    }
+    // The same points written to both for about 4 s, stamped now.
+    let begin = now_ns();
+    let mut i = 0i64;
+    let mut last = begin;
+    while now_ns() < begin + 4 * SEC {
+        last = now_ns();
+        let body: String = (0..3)
+            .map(|h| format!("src,host=h{h} v={} {last}\n", i * 10 + h))
+            .collect();
+        for base in &bases {
+            let r = http
+                .post(format!("{base}/write?db=d"))
+                .body(body.clone())
+                .send()
+                .unwrap();
+            assert_eq!(r.status(), 204);
+        }
+        i += 1;
+        std::thread::sleep(Duration::from_millis(40));
+    }
+    // The windows wholly inside the writes: once every server's runs saw all their points
+    // (they are rerun for 5 s after they close), both targets hold the same rows.
+    let (from, to) = ((begin / SEC + 1) * SEC, (last / SEC) * SEC);
+    let target = format!(
+        "SELECT n, total, top, avg FROM out WHERE time >= {from} AND time < {to} GROUP BY host"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let answers: Vec<Value> = bases.iter().map(|b| ask(&http, b, &target)).collect();
+        let windows = answers[0]["results"][0]["series"]
+            .as_array()
+            .map_or(0, |series| {
+                series
+                    .iter()
+                    .map(|s| s["values"].as_array().map_or(0, Vec::len))
+                    .sum::<usize>()
+            });
+        // 3 hosts × every whole second of the writes.
+        let expected = 3 * ((to - from) / SEC) as usize;
+        if windows == expected && answers[0] == answers[1] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the targets differ ({windows} of {expected} windows in InfluxDB's):\n\
+             influxdb: {}\nchingest: {}",
+            answers[0],
+            answers[1]
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}

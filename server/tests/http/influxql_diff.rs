@@ -150,8 +150,9 @@ impl Drop for Influxd {
 
 /// Everything under the temp dir and on loopback, nothing in /etc or /var:
 /// no usage reporting, no `_internal` database (it would show in SHOW
-/// DATABASES), no continuous queries; the rest is influxd's defaults.
-fn influxd_config(dir: &Path, http: u16, rpc: u16, auth: bool) -> String {
+/// DATABASES), continuous queries only when `cqs` (checked every second); the rest is
+/// influxd's defaults.
+fn influxd_config(dir: &Path, http: u16, rpc: u16, auth: bool, cqs: bool) -> String {
     let d = dir.display();
     format!(
         "reporting-enabled = false\n\
@@ -159,7 +160,7 @@ fn influxd_config(dir: &Path, http: u16, rpc: u16, auth: bool) -> String {
          [meta]\n  dir = \"{d}/meta\"\n\
          [data]\n  dir = \"{d}/data\"\n  wal-dir = \"{d}/wal\"\n  query-log-enabled = false\n\
          [monitor]\n  store-enabled = false\n\
-         [continuous_queries]\n  enabled = false\n\
+         [continuous_queries]\n  enabled = {cqs}\n  run-interval = \"1s\"\n\
          [http]\n  bind-address = \"127.0.0.1:{http}\"\n  log-enabled = false\n  auth-enabled = {auth}\n\
          [logging]\n  level = \"warn\"\n  suppress-logo = true\n"
     )
@@ -185,15 +186,32 @@ impl Influxd {
         Some(Influxd::start_with(&bin, auth))
     }
 
+    /// As [`for_test`](Self::for_test), with its continuous-query service running.
+    pub(crate) fn for_test_with_cqs(test: &str) -> Option<Influxd> {
+        let bin = std::env::var_os("CHINGEST_INFLUXD")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/usr/bin/influxd"));
+        let bin = test_dep_or_skip(
+            bin,
+            "InfluxDB 1.x `influxd` (Debian package `influxdb`)",
+            test,
+        )?;
+        Some(Influxd::start_configured(&bin, false, true))
+    }
+
     pub(crate) fn start(bin: &Path) -> Influxd {
         Influxd::start_with(bin, false)
     }
 
     fn start_with(bin: &Path, auth: bool) -> Influxd {
+        Influxd::start_configured(bin, auth, false)
+    }
+
+    fn start_configured(bin: &Path, auth: bool, cqs: bool) -> Influxd {
         let dir = data_dir();
         let (http, rpc) = (free_port(), free_port());
         let conf = dir.path().join("influxdb.conf");
-        std::fs::write(&conf, influxd_config(dir.path(), http, rpc, auth)).unwrap();
+        std::fs::write(&conf, influxd_config(dir.path(), http, rpc, auth, cqs)).unwrap();
         let log = dir.path().join("influxd.log");
         let child = Command::new(bin)
             .arg("-config")
