@@ -212,15 +212,17 @@ pub(crate) fn insert_parts(
         .before_insert(&conn, db, measurement, &batch)?;
     let rows = batch.num_rows();
     let last_points = engine.identity().last_points();
-    let kept = last_points.tracks(db, measurement).then(|| batch.clone());
+    // Kept whether or not the table's last points are cached now (a clone shares the
+    // columns): a read may start caching them while the INSERT runs, and its load may
+    // miss these rows; `apply` after the INSERT merges them into any cache that exists
+    // by then (deciding before the INSERT lost them: lastpoint answered nothing).
+    let kept = batch.clone();
     let insert = Instant::now();
     let settings = table::single_part_settings(rows, insert_threads);
     conn.insert_batch(&qualified(db, measurement), batch, &settings)?;
     // The engine holds the rows now, and they are still in the unflushed
     // set (removed once this job is reported done).
-    if let Some(batch) = kept {
-        last_points.apply(db, measurement, &batch);
-    }
+    last_points.apply(db, measurement, &kept);
     if injected_failure_after_insert(db) {
         return Err(EngineError::Arrow(
             "injected failure after a successful INSERT (test hook)".into(),

@@ -44,6 +44,7 @@ pub mod prom;
 pub mod query;
 pub mod retention;
 pub mod sql;
+pub mod users_backup;
 pub mod write;
 
 pub use auth::{Authenticator, Identity, PasswordHash, SecretHash};
@@ -133,6 +134,10 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/api/v1/quarantine", get(admin::list::<S>))
         .route("/api/v1/quarantine/retry", post(admin::retry::<S>))
         .route("/api/v1/quarantine/discard", post(admin::discard::<S>))
+        .route(
+            "/api/v1/users",
+            get(users_backup::export::<S>).post(users_backup::import::<S>),
+        )
         .route_layer(middleware::from_fn(metrics::track))
         .route_layer(middleware::from_fn_with_state(
             state.config.auth.enabled,

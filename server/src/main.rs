@@ -159,12 +159,18 @@ fn run() -> anyhow::Result<()> {
             };
             let s = chingest::backup::backup(target, &dir, page_rows.max(1))?;
             println!(
-                "backed up {} database(s), {} point(s) in {} file(s) to {}",
+                "backed up {} database(s), {} point(s) in {} file(s){} to {}",
                 s.databases,
                 s.points,
                 s.files,
+                s.users
+                    .map(|n| format!(" and {n} user(s)"))
+                    .unwrap_or_default(),
                 dir.display()
             );
+            if let Some(why) = &s.users_left_out {
+                eprintln!("users not backed up: {why}");
+            }
             if s.skipped > 0 {
                 anyhow::bail!(
                     "{} point(s) have a name with a newline, which line protocol cannot hold: left out",
@@ -176,9 +182,14 @@ fn run() -> anyhow::Result<()> {
         Command::Restore { server, dir } => {
             let s = chingest::backup::restore(server.target(), &dir)?;
             println!(
-                "restored {} database(s), {} point(s) from {}",
+                "restored {} database(s), {} point(s){} from {}",
                 s.databases,
                 s.points,
+                s.users
+                    .map(|(added, kept)| format!(
+                        ", {added} user(s) added ({kept} kept as they were)"
+                    ))
+                    .unwrap_or_default(),
                 dir.display()
             );
             if !s.refused.is_empty() {

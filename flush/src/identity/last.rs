@@ -378,7 +378,7 @@ impl LastPoints {
         }
     }
 
-    /// Whether `db`.`measurement` is cached (an insert then keeps its batch for [`Self::apply`]).
+    /// Whether `db`.`measurement` is cached now.
     pub fn tracks(&self, db: &str, measurement: &str) -> bool {
         self.table(db, measurement)
             .is_some_and(|t| matches!(*t.lock(), State::Loading(_) | State::Ready(_)))

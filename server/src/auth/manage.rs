@@ -52,6 +52,55 @@ impl Authenticator {
         })
     }
 
+    /// The InfluxQL users as stored (bcrypt hashes, admin, privileges): what a backup keeps
+    /// (`GET /api/v1/users`). Config-file users are not among them.
+    pub fn export_users(&self) -> Vec<StoredUser> {
+        (*self.directory.snapshot()).clone()
+    }
+
+    /// Adds the users of a backup (`POST /api/v1/users`): a name that exists already (here
+    /// or in the config file) keeps what it has. All or nothing: a user whose hash is not a
+    /// password hash chingest reads, or whose privilege is not InfluxDB's, fails the whole
+    /// import. Returns (added, kept).
+    pub fn import_users(&self, users: Vec<StoredUser>) -> Result<(usize, usize), UserError> {
+        for u in &users {
+            if u.name.is_empty() {
+                return Err(UserError::NameRequired);
+            }
+            if PasswordHash::parse(&u.hash).is_none() {
+                return Err(UserError::Invalid(format!(
+                    "user {:?}: not a password hash chingest reads",
+                    u.name
+                )));
+            }
+            if let Some((db, p)) = u
+                .privileges
+                .iter()
+                .find(|(_, p)| Privilege::parse(p).is_none())
+            {
+                return Err(UserError::Invalid(format!(
+                    "user {:?}: {p:?} on {db:?} is not a privilege",
+                    u.name
+                )));
+            }
+        }
+        let mut counts = (0, 0);
+        self.change(|all| {
+            for u in users {
+                let exists = all.iter().any(|have| have.name == u.name)
+                    || self.configured.iter().any(|c| c.name == u.name);
+                if exists {
+                    counts.1 += 1;
+                } else {
+                    counts.0 += 1;
+                    all.push(u);
+                }
+            }
+            Ok(())
+        })?;
+        Ok(counts)
+    }
+
     /// `DROP USER`.
     pub fn drop_user(&self, name: &str) -> Result<(), UserError> {
         self.change_user(name, |users, i| {

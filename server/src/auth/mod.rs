@@ -198,6 +198,9 @@ pub enum UserError {
     /// A first admin was being created while another one was.
     #[error("error authorizing query: create admin user first or disable authentication")]
     NotFirst,
+    /// A backup's users are not what chingest writes.
+    #[error("{0}")]
+    Invalid(String),
     /// The users file could not be written.
     #[error(transparent)]
     File(#[from] UsersFileError),

@@ -14,9 +14,16 @@ use super::{
     VERSION,
 };
 
+/// The users' file in a backup.
+const USERS_FILE: &str = "users.json";
+
 /// What a backup holds.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct BackupSummary {
+    /// InfluxQL users backed up.
+    pub users: Option<usize>,
+    /// Why the users are not in it.
+    pub users_left_out: Option<String>,
     /// Databases.
     pub databases: usize,
     /// Data files (one per policy and measurement with points).
@@ -59,7 +66,19 @@ pub fn backup(target: Target, dir: &Path, page_rows: usize) -> Result<BackupSumm
         version: VERSION,
         server_version: client.version()?,
         databases: Vec::new(),
+        users: None,
     };
+    match client.users()? {
+        Ok(body) => {
+            let path = dir.join(USERS_FILE);
+            crate::durable::replace(&path, &body).map_err(io(&path))?;
+            summary.users = serde_json::from_slice::<Value>(&body)
+                .ok()
+                .and_then(|v| v["users"].as_array().map(Vec::len));
+            manifest.users = Some(USERS_FILE.into());
+        }
+        Err(why) => summary.users_left_out = Some(why),
+    }
     let databases = column(&rows(&client.query("SHOW DATABASES", None, None)?), 0);
     for db in databases.iter().filter(|d| client.wanted(d)) {
         let policies: Vec<PolicyBackup> = rows(&client.query(

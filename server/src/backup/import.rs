@@ -10,6 +10,8 @@ use super::{BackupError, Client, Manifest, Target, BODY_BYTES, VERSION};
 /// What a restore did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct RestoreSummary {
+    /// Users added, and those the target had already (kept as they were).
+    pub users: Option<(u64, u64)>,
     /// Databases.
     pub databases: usize,
     /// Points sent and acknowledged.
@@ -37,6 +39,25 @@ pub fn restore(target: Target, dir: &Path) -> Result<RestoreSummary, BackupError
     }
     let mut summary = RestoreSummary::default();
     for db in manifest.databases.iter().filter(|d| client.wanted(&d.name)) {
+        restore_database(&client, dir, db, &mut summary)?;
+    }
+    // The users last: their privileges name the databases restored above.
+    if let Some(file) = &manifest.users {
+        let path = dir.join(file);
+        let body = std::fs::read(&path).map_err(|source| BackupError::Io { path, source })?;
+        summary.users = Some(client.restore_users(body)?);
+    }
+    Ok(summary)
+}
+
+/// One database of the backup: the database, its policies, points and continuous queries.
+fn restore_database(
+    client: &Client,
+    dir: &Path,
+    db: &super::DatabaseBackup,
+    summary: &mut RestoreSummary,
+) -> Result<(), BackupError> {
+    {
         let on = quote_ident(&db.name);
         client.query(&format!("CREATE DATABASE {on}"), None, None)?;
         let mut autogen_kept = false;
@@ -73,7 +94,7 @@ pub fn restore(target: Target, dir: &Path) -> Result<RestoreSummary, BackupError
             )?;
         }
         for f in &db.files {
-            let (points, refused) = send(&client, &db.name, &f.policy, &dir.join(&f.file))?;
+            let (points, refused) = send(client, &db.name, &f.policy, &dir.join(&f.file))?;
             summary.points += points;
             summary.refused.extend(refused);
         }
@@ -89,7 +110,7 @@ pub fn restore(target: Target, dir: &Path) -> Result<RestoreSummary, BackupError
         }
         summary.databases += 1;
     }
-    Ok(summary)
+    Ok(())
 }
 
 /// Writes one data file in bodies of at most [`BODY_BYTES`]: the points acknowledged and the

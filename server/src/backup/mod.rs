@@ -13,8 +13,10 @@
 //! to its last time when its export starts, so every point acknowledged before the backup
 //! began is in it, points written meanwhile may or may not be, and a source written to all
 //! the time still ends. Only what any InfluxDB 1.x answers is used, so a backup of an
-//! InfluxDB 1.x server restores into chingest: the way to move over. Users are not
-//! in it (their password hashes never leave the server: copy `<data_dir>/users.json`).
+//! InfluxDB 1.x server restores into chingest: the way to move over. With an admin's
+//! credentials a chingest server's InfluxQL users are in it too (`users.json`, mode 0600:
+//! bcrypt hashes, admin flags, privileges; `GET /api/v1/users`); restore adds those whose
+//! names the target does not have (`POST /api/v1/users`).
 //!
 //! Restore creates the databases, policies (durations, default) and continuous queries and
 //! writes the points through `/write` in bodies of at most [`BODY_BYTES`], with the policy
@@ -90,6 +92,10 @@ pub struct Manifest {
     pub server_version: String,
     /// The databases.
     pub databases: Vec<DatabaseBackup>,
+    /// The file holding the server's InfluxQL users (`GET /api/v1/users`: bcrypt hashes,
+    /// mode 0600), when the server has them and the caller is an admin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<String>,
 }
 
 /// One database of a backup.
@@ -200,6 +206,45 @@ impl Client {
         }
         let status = r.status();
         Err(format!("{status}: {}", r.text().unwrap_or_default()))
+    }
+
+    /// The server's InfluxQL users for a backup (`GET /api/v1/users`): the body, or why
+    /// not (an InfluxDB 1.x server has no such route; a caller who is not an admin may not).
+    pub(crate) fn users(&self) -> Result<Result<Vec<u8>, String>, BackupError> {
+        let r = self
+            .auth(self.http.get(format!("{}/api/v1/users", self.target.url)))
+            .send()
+            .map_err(|e| BackupError::Http(format!("{}: {e}", self.target.url)))?;
+        let status = r.status().as_u16();
+        let body = r.bytes().map_err(|e| BackupError::Http(e.to_string()))?;
+        Ok(match status {
+            200 => Ok(body.to_vec()),
+            404 => Err("the server keeps no users chingest can back up".into()),
+            403 | 401 => Err("only an admin may back up the users".into()),
+            s => Err(format!("{s}: {}", String::from_utf8_lossy(&body))),
+        })
+    }
+
+    /// Adds a backup's users (`POST /api/v1/users`): (added, kept).
+    pub(crate) fn restore_users(&self, body: Vec<u8>) -> Result<(u64, u64), BackupError> {
+        let r = self
+            .auth(self.http.post(format!("{}/api/v1/users", self.target.url)))
+            .body(body)
+            .send()
+            .map_err(|e| BackupError::Http(format!("{}: {e}", self.target.url)))?;
+        let status = r.status();
+        let text = r.text().unwrap_or_default();
+        if !status.is_success() {
+            return Err(BackupError::Http(format!(
+                "restoring the users: {status}: {text}"
+            )));
+        }
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| BackupError::Http(format!("restoring the users: {e}: {text}")))?;
+        Ok((
+            v["added"].as_u64().unwrap_or(0),
+            v["kept"].as_u64().unwrap_or(0),
+        ))
     }
 
     /// The server's `X-Influxdb-Version`.

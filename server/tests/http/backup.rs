@@ -282,6 +282,9 @@ fn backup_and_restore_authenticate_as_an_admin() {
         r.json::<Value>().unwrap()
     };
     admin(&a, "CREATE DATABASE d");
+    // An InfluxQL user with a grant: backed up (its bcrypt hash) and restored.
+    admin(&a, "CREATE USER reader WITH PASSWORD 'r3ader-pw'");
+    admin(&a, "GRANT READ ON d TO reader");
     let w = a
         .client
         .post(a.url("/write?db=d&precision=s"))
@@ -322,6 +325,40 @@ fn backup_and_restore_authenticate_as_an_admin() {
     );
     let q = "SELECT * FROM d..m GROUP BY *";
     assert_eq!(admin(&b, q), admin(&a, q));
+    // The user came over: its password works on the new server, with its grant; the
+    // backup holds its hash, never the password, readable by the owner only.
+    let users = std::fs::read_to_string(backup.path().join("users.json")).unwrap();
+    assert!(
+        users.contains("\"reader\"") && !users.contains("r3ader-pw"),
+        "{users}"
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(backup.path().join("users.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    assert_eq!(
+        admin(&b, "SHOW GRANTS FOR reader")["results"][0]["series"][0]["values"],
+        serde_json::json!([["d", "READ"]])
+    );
+    let read = b
+        .client
+        .get(b.url("/query"))
+        .basic_auth("reader", Some("r3ader-pw"))
+        .query(&[("db", "d"), ("q", "SELECT count(f) FROM m")])
+        .send()
+        .unwrap();
+    assert_eq!(read.status(), 200);
+    // A restore again keeps the users as they are.
+    let out = run(&["restore", "--url", &b.base, "-u", "admin", dir], "s3cret");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("0 user(s) added (1 kept"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     // `--start`/`--end` bound the points taken (m,k=w at 2 s only).
     let part = data_dir();
     let part_dir = part.path().to_str().unwrap();
@@ -341,7 +378,15 @@ fn backup_and_restore_authenticate_as_an_admin() {
         "s3cret",
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("1 point(s)"), "{text}");
+    assert!(
+        text.contains("1 point(s)"),
+        "{text}{}\nlast: {}\nfields: {}\nall: {}\nlog: {}",
+        String::from_utf8_lossy(&out.stderr),
+        admin(&a, "SELECT * FROM d.autogen.m ORDER BY time DESC LIMIT 1"),
+        admin(&a, "SHOW FIELD KEYS ON d FROM autogen.m"),
+        admin(&a, "SELECT * FROM d.autogen.m WHERE time >= '1970-01-01T00:00:01.5Z' AND time < '1970-01-01T00:00:03Z'"),
+        a.log_text()
+    );
 }
 
 /// A backup taken while writes go on, the source then killed: restored into a fresh server,

@@ -195,3 +195,45 @@ fn last_points_answer_as_the_engine_through_rewrites_restarts_and_drops() {
     assert_eq!(got["series"].as_array().unwrap().len(), 1, "{got}");
     s.terminate();
 }
+
+/// A first last-point read that lands while the flusher inserts the table's rows: the
+/// cache it starts loading may miss them, so the insert merges them in once it ends. (The
+/// flusher once decided before its INSERT whether to keep the rows for the cache; a read
+/// starting during the INSERT then cached the table without them, and `ORDER BY time DESC
+/// LIMIT 1` answered nothing from then on.) The first read's delay after the write sweeps
+/// across the insert, which starts about `flush.max_age_ms` (100 ms here) after it.
+#[test]
+fn a_last_point_read_during_the_tables_insert_misses_nothing() {
+    let dir = data_dir();
+    let s = Spawn::new(dir.path()).start();
+    let (status, _) = post(&s, "/query", &[("q", "CREATE DATABASE lp")], String::new());
+    assert_eq!(status, 200);
+    let mut missed = Vec::new();
+    for (round, delay_ms) in (60..260).step_by(5).enumerate() {
+        let m = format!("sweep{round}");
+        // 20,000 rows make the INSERT last long enough for a read to land inside it.
+        let mut body: String = (0..20_000)
+            .map(|i| format!("{m},k=v{} f=1.5 {}\n", i % 2_000, T0 + (i / 2_000) * SEC))
+            .collect();
+        body.push_str(&format!("{m},k=w f=2 {}\n", T0 + 20 * SEC));
+        write(&s, body);
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let q = format!("SELECT * FROM {m} ORDER BY time DESC LIMIT 1");
+        let _ = answer(&s, &q);
+        // Once the rows are in the engine, the answer is the later point.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let h: Value = s.get("/health").json().unwrap();
+            if h["wal"]["unflushed_points"] == 0 {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "not flushed: {h}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let got = answer(&s, &q);
+        if got["series"][0]["values"] != serde_json::json!([[T0 + 20 * SEC, 2, "w"]]) {
+            missed.push(format!("{delay_ms} ms: {got}"));
+        }
+    }
+    assert!(missed.is_empty(), "last point missed: {missed:?}");
+}
