@@ -60,7 +60,9 @@ mod worker;
 pub use access::{EngineAccess, ReadScope};
 pub use config::{EngineConfig, FlushConfig};
 pub use dead_letter::DeadLetter;
-pub use engine::{quote_ident, quote_string, ArrowScan, Engine, InsertStats, PooledConnection};
+pub use engine::{
+    quote_ident, quote_string, unescape_tsv, ArrowScan, Engine, InsertStats, PooledConnection,
+};
 pub use error::{EngineError, FlushConfigError, MarkError};
 pub use fence::{DropScope, Fences};
 pub use flusher::{FlushStatus, FlushWrite, Flusher, Retrier, RetryOutcome};

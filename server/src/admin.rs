@@ -109,11 +109,16 @@ async fn act<S: Store>(
 }
 
 fn admin(id: &Identity) -> Result<(), ApiError> {
+    require_admin(id, "the quarantine is for admins")
+}
+
+/// The caller is an admin (anyone while authentication is off), else 403 saying `why`.
+pub(crate) fn require_admin(id: &Identity, why: &str) -> Result<(), ApiError> {
     if id.can_manage_databases() {
         Ok(())
     } else {
         Err(ApiError::Forbidden(format!(
-            "user {:?} is not an admin: the quarantine is for admins",
+            "user {:?} is not an admin: {why}",
             id.name()
         )))
     }

@@ -72,12 +72,5 @@ pub async fn import<S: Store>(
 }
 
 fn admin(id: &Identity) -> Result<(), ApiError> {
-    if id.can_manage_databases() {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden(format!(
-            "user {:?} is not an admin: users are backed up and restored by admins",
-            id.name()
-        )))
-    }
+    crate::admin::require_admin(id, "users are backed up and restored by admins")
 }

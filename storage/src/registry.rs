@@ -138,7 +138,7 @@ impl Storage {
              AND table IN (SELECT name FROM system.tables WHERE database = {quoted} AND engine LIKE '%MergeTree')"
         ))?;
         for table in tables.lines().filter(|t| !t.is_empty()) {
-            let table = unescape_tsv(table);
+            let table = flush::unescape_tsv(table);
             let target = format!("{}.{}", flush::quote_ident(db), flush::quote_ident(&table));
             let sql = if retention_secs == 0 {
                 format!("ALTER TABLE {target} REMOVE TTL")
@@ -252,29 +252,6 @@ impl Storage {
         tracing::info!(db, up_to_seq, "database dropped");
         Ok(())
     }
-}
-
-/// How the engine's `TabSeparated` output escapes a name (`\t`, `\n`, `\\`, …), undone.
-fn unescape_tsv(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('t') => out.push('\t'),
-            Some('n') => out.push('\n'),
-            Some('r') => out.push('\r'),
-            Some('0') => out.push('\0'),
-            Some('b') => out.push('\u{8}'),
-            Some('f') => out.push('\u{c}'),
-            Some(other) => out.push(other),
-            None => out.push('\\'),
-        }
-    }
-    out
 }
 
 pub use ingest::names::POLICY_DATABASE_PREFIX;

@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 
 use crate::engine::Engine;
 use crate::table::{coalesce, ColumnKind, Part, SERIES_ID};
-use crate::{quote_ident, quote_string};
+use crate::{quote_ident, quote_string, unescape_tsv};
 pub use shard::ShardMap;
 
 /// Where the cluster is and who this node is.
@@ -423,27 +423,4 @@ impl Cluster {
             .filter_map(|(n, t)| Some((unescape_tsv(n), schema::kind_of(t)?)))
             .collect())
     }
-}
-
-/// A TabSeparated field as text (`\t`, `\n`, `\\` and friends unescaped).
-fn unescape_tsv(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('t') => out.push('\t'),
-            Some('n') => out.push('\n'),
-            Some('r') => out.push('\r'),
-            Some('0') => out.push('\0'),
-            Some('b') => out.push('\u{8}'),
-            Some('f') => out.push('\u{c}'),
-            Some(other) => out.push(other),
-            None => out.push('\\'),
-        }
-    }
-    out
 }

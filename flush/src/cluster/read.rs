@@ -14,9 +14,9 @@ use arrow::array::{
     TimestampNanosecondBuilder, UInt32Builder, UInt64Builder,
 };
 
-use super::{schema, unescape_tsv, Cluster, ClusterError};
-use crate::quote_ident;
+use super::{schema, Cluster, ClusterError};
 use crate::table::{engine_schema, ColumnKind};
+use crate::{quote_ident, unescape_tsv};
 
 /// One column being built.
 enum Builder {

@@ -55,6 +55,20 @@ fn batch(i: i64) -> String {
         .collect()
 }
 
+/// `q` answers an InfluxQL error naming the ClickHouse cluster (not built for it yet).
+fn refused_on_the_cluster(s: &Server, path: &str, q: &str) {
+    let r: Value = s
+        .client
+        .post(s.url(path))
+        .form(&[("q", q)])
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let err = r["results"][0]["error"].as_str().unwrap_or_default();
+    assert!(err.contains("ClickHouse cluster"), "{q}: {r}");
+}
+
 fn unflushed(s: &Server) -> u64 {
     let h: Value = s.get("/health").json().unwrap();
     h["wal"]["unflushed_points"].as_u64().unwrap_or(u64::MAX)
@@ -198,16 +212,7 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
         Some(points.len() as u64),
         "{r}"
     );
-    let r: Value = s
-        .client
-        .post(s.url("/query?db=d"))
-        .form(&[("q", "DELETE FROM cpu WHERE host = 'h1'")])
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    let err = r["results"][0]["error"].as_str().unwrap_or_default();
-    assert!(err.contains("ClickHouse cluster"), "{r}");
+    refused_on_the_cluster(&s, "/query?db=d", "DELETE FROM cpu WHERE host = 'h1'");
     let sql = s.post("/api/v1/sql", "SELECT 1");
     assert_eq!(sql.status(), 400);
     // Per shard in /metrics: rows confirmed by both, shard 1 up again after its failures.
@@ -228,16 +233,7 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
     // The failures counted since the last restart (at 45, after the shard came back) may be
     // none: the counter exists only once recorded.
     // A retention would not be enforced on the shards yet: refused, not ignored.
-    let r: Value = s
-        .client
-        .post(s.url("/query"))
-        .form(&[("q", "CREATE DATABASE kept WITH DURATION 7d")])
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    let err = r["results"][0]["error"].as_str().unwrap_or_default();
-    assert!(err.contains("ClickHouse cluster"), "{r}");
+    refused_on_the_cluster(&s, "/query", "CREATE DATABASE kept WITH DURATION 7d");
     // The catalog's answers still work.
     let r = s.query("SHOW MEASUREMENTS ON d");
     assert_eq!(

@@ -175,28 +175,28 @@ impl Influxd {
 
     /// As [`for_test`](Self::for_test), with `[http] auth-enabled` as given.
     pub(crate) fn for_test_with(test: &str, auth: bool) -> Option<Influxd> {
-        let bin = std::env::var_os("CHINGEST_INFLUXD")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/usr/bin/influxd"));
-        let bin = test_dep_or_skip(
-            bin,
-            "InfluxDB 1.x `influxd` (Debian package `influxdb`)",
-            test,
-        )?;
-        Some(Influxd::start_with(&bin, auth))
+        Some(Influxd::start_with(&Influxd::binary(test)?, auth))
     }
 
     /// As [`for_test`](Self::for_test), with its continuous-query service running.
     pub(crate) fn for_test_with_cqs(test: &str) -> Option<Influxd> {
+        Some(Influxd::start_configured(
+            &Influxd::binary(test)?,
+            false,
+            true,
+        ))
+    }
+
+    /// `CHINGEST_INFLUXD`, else Debian's `/usr/bin/influxd`; `None` when the test may skip.
+    fn binary(test: &str) -> Option<PathBuf> {
         let bin = std::env::var_os("CHINGEST_INFLUXD")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/usr/bin/influxd"));
-        let bin = test_dep_or_skip(
+        test_dep_or_skip(
             bin,
             "InfluxDB 1.x `influxd` (Debian package `influxdb`)",
             test,
-        )?;
-        Some(Influxd::start_configured(&bin, false, true))
+        )
     }
 
     pub(crate) fn start(bin: &Path) -> Influxd {
