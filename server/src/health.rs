@@ -3,7 +3,8 @@
 //! reserve, back-pressure). Field names follow InfluxDB 2's `/health` so its
 //! clients' health checks work. Quarantined tables (points the engine refuses,
 //! set aside so the rest keeps flowing) do not fail the check: they appear in
-//! `quarantine` and as a `checks` entry with status `warn`.
+//! `quarantine` and as a `checks` entry with status `warn`. With the points on a ClickHouse
+//! cluster, `cluster` lists each shard: up or not, its last error, when it last confirmed rows.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -78,5 +79,22 @@ pub async fn health<S: Store>(State(state): State<AppState<S>>) -> Response {
         },
         "inflight_bytes_available": state.limits.available_bytes(),
     });
+    let mut body = body;
+    if !s.cluster.is_empty() {
+        // Points on a ClickHouse cluster: each shard as its last request showed it (a shard
+        // down holds its rows in the WAL: `wal.unflushed_points` grows, writes go on).
+        body["cluster"] = json!(s
+            .cluster
+            .iter()
+            .enumerate()
+            .map(|(k, c)| json!({
+                "shard": k,
+                "endpoint": c.endpoint,
+                "up": c.up,
+                "last_error": c.last_error,
+                "confirmed_secs_ago": c.confirmed_secs_ago,
+            }))
+            .collect::<Vec<_>>());
+    }
     (status, Json(body)).into_response()
 }

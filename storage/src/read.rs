@@ -186,6 +186,11 @@ impl Storage {
             unflushed_bytes: s.unflushed_bytes,
             oldest_unflushed_secs: s.oldest_unflushed_age.map_or(0.0, |d| d.as_secs_f64()),
             unavailable,
+            cluster: self
+                .cluster
+                .as_ref()
+                .map(|c| c.shard_statuses())
+                .unwrap_or_default(),
         }
     }
 }

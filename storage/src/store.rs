@@ -114,6 +114,8 @@ pub struct StorageStats {
     pub flush_consecutive_failures: u64,
     /// The last insert failure, cleared by a success.
     pub flush_last_error: Option<String>,
+    /// With the points on a ClickHouse cluster: each shard as its last request showed it.
+    pub cluster: Vec<flush::cluster::ShardStatus>,
 }
 
 /// The engine's MergeTree state, for operators: background merges are the

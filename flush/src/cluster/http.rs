@@ -6,10 +6,23 @@ use reqwest::Url;
 
 use super::{ClusterConfig, ClusterError};
 
+/// What a shard's last request showed (`/health`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Seen {
+    /// Whether it answered (`None`: not asked yet).
+    pub(crate) up: Option<bool>,
+    /// Its last error, cleared by a success.
+    pub(crate) last_error: Option<String>,
+    /// When it last confirmed rows.
+    pub(crate) confirmed: Option<std::time::Instant>,
+}
+
 /// One client for every shard.
 pub(crate) struct Client {
     http: Reqwest,
     shards: Vec<Url>,
+    /// Per shard, what its last request showed.
+    pub(crate) seen: parking_lot::Mutex<Vec<Seen>>,
     user: Option<String>,
     password: Option<String>,
     timeout_secs: u64,
@@ -37,6 +50,7 @@ impl Client {
             .map_err(|e| ClusterError::Config(e.to_string()))?;
         Ok(Client {
             http,
+            seen: parking_lot::Mutex::new(vec![Seen::default(); shards.len()]),
             shards,
             user: config.user.clone(),
             password: config.password.clone(),
@@ -51,27 +65,28 @@ impl Client {
             req = req.basic_auth(user, self.password.as_deref());
         }
         let unreachable = |e: reqwest::Error| {
-            shard_up(k, false);
-            failure(k, "unreachable");
-            ClusterError::Unreachable {
+            let e = ClusterError::Unreachable {
                 shard: k,
                 endpoint: self.shards[k].to_string(),
                 message: e.to_string(),
-            }
+            };
+            self.saw(k, Some(false), Some(&e));
+            e
         };
         let answer = req.send().map_err(unreachable)?;
         let status = answer.status();
         let text = answer.text().map_err(unreachable)?;
-        shard_up(k, true);
         if !status.is_success() {
-            failure(k, "refused");
-            return Err(ClusterError::Refused {
+            let e = ClusterError::Refused {
                 shard: k,
                 endpoint: self.shards[k].to_string(),
                 statement: sql.chars().take(200).collect(),
                 message: text.trim().to_string(),
-            });
+            };
+            self.saw(k, Some(true), Some(&e));
+            return Err(e);
         }
+        self.saw(k, Some(true), None);
         Ok(text)
     }
 
@@ -99,6 +114,30 @@ impl Client {
         let url = Url::parse_with_params(self.shards[k].as_str(), &params)
             .map_err(|e| ClusterError::Config(e.to_string()))?;
         Ok(url.to_string())
+    }
+
+    /// Records what a request to shard `k` showed: whether it answered, and its error
+    /// (`None`: a success, which clears the last one); the metrics follow.
+    pub(crate) fn saw(&self, k: usize, up: Option<bool>, error: Option<&ClusterError>) {
+        if let Some(up) = up {
+            shard_up(k, up);
+        }
+        if let Some(e) = error {
+            failure(
+                k,
+                match e {
+                    ClusterError::Unreachable { .. } => "unreachable",
+                    ClusterError::TypeConflict { .. } => "type_conflict",
+                    _ => "refused",
+                },
+            );
+        }
+        let mut seen = self.seen.lock();
+        let s = &mut seen[k];
+        if up.is_some() {
+            s.up = up;
+        }
+        s.last_error = error.map(|e| self.redact(&e.to_string()));
     }
 
     /// `text` without the password (an engine message may quote an insert's URL).

@@ -128,6 +128,19 @@ impl ClusterError {
     }
 }
 
+/// One shard as its last request showed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardStatus {
+    /// Its endpoint.
+    pub endpoint: String,
+    /// Whether it answered its last request (`None`: not asked yet).
+    pub up: Option<bool>,
+    /// Its last error (password redacted), cleared by a success.
+    pub last_error: Option<String>,
+    /// Seconds since it last confirmed a delivery.
+    pub confirmed_secs_ago: Option<f64>,
+}
+
 /// What one delivery did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Delivered {
@@ -186,6 +199,22 @@ impl Cluster {
     /// The shard map in use.
     pub fn map(&self) -> ShardMap {
         self.map
+    }
+
+    /// What each shard's last request showed, in shard order (`/health`).
+    pub fn shard_statuses(&self) -> Vec<ShardStatus> {
+        self.http
+            .seen
+            .lock()
+            .iter()
+            .zip(&self.config.shards)
+            .map(|(s, endpoint)| ShardStatus {
+                endpoint: endpoint.clone(),
+                up: s.up,
+                last_error: s.last_error.clone(),
+                confirmed_secs_ago: s.confirmed.map(|t| t.elapsed().as_secs_f64()),
+            })
+            .collect()
     }
 
     /// Each shard's server version at connect, in shard order (`None`: it did not answer).
@@ -268,8 +297,7 @@ impl Cluster {
                 // A shard that no longer answers is unreachable (retried until it is
                 // back), whatever words the engine's client found for it.
                 self.http.statement(k, "SELECT 1")?;
-                http::failure(k, "refused");
-                return Err(match e {
+                let e = match e {
                     crate::EngineError::Query { message, .. } => ClusterError::Refused {
                         shard: k,
                         endpoint: self.config.shards[k].clone(),
@@ -278,8 +306,11 @@ impl Cluster {
                         message: self.http.redact(&message),
                     },
                     other => other.into(),
-                });
+                };
+                self.http.saw(k, None, Some(&e));
+                return Err(e);
             }
+            self.http.seen.lock()[k].confirmed = Some(std::time::Instant::now());
             out.rows[k] = send;
             metrics::counter!("chingest_cluster_rows_total", "shard" => k.to_string())
                 .increment(send);

@@ -137,7 +137,13 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
                             && l.contains("shard=\"1\"")
                             && l.contains("reason=\"unreachable\"")
                     });
-                    if down && failed {
+                    let h: Value = s.get("/health").json().unwrap();
+                    let shown = h["cluster"][1]["up"] == false
+                        && h["cluster"][1]["last_error"]
+                            .as_str()
+                            .is_some_and(|e| e.contains("unreachable"))
+                        && h["cluster"][0]["up"] == true;
+                    if down && failed && shown {
                         break;
                     }
                     assert!(Instant::now() < deadline, "shard 1 not shown down:\n{text}");
@@ -228,6 +234,15 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
         assert_eq!(
             value(&format!("chingest_cluster_shard_up{{shard=\"{k}\"}}")),
             1.0
+        );
+    }
+    let h: Value = s.get("/health").json().unwrap();
+    for k in 0..2 {
+        assert_eq!(h["cluster"][k]["up"], true, "{h}");
+        assert_eq!(h["cluster"][k]["last_error"], Value::Null, "{h}");
+        assert!(
+            h["cluster"][k]["confirmed_secs_ago"].as_f64().is_some(),
+            "{h}"
         );
     }
     // The failures counted since the last restart (at 45, after the shard came back) may be
