@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use flush::arrow::array::AsArray;
+
 use flush::cluster::{Cluster, ClusterConfig, ClusterError, ShardMap};
 use flush::table::Part;
 
@@ -203,6 +205,43 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
         })
         .sum();
     assert_eq!(counted, 3);
+
+    // Hostile names reach the shards' SQL quoted: a measurement, a tag and a field with
+    // backticks, quotes, a backslash, a tab, a newline and a statement in them are
+    // created, delivered and read back as written, and nothing else happens on the shard.
+    let weird_m = "m`x'; DROP TABLE cpu; --\\\n\t\u{e9}";
+    let weird_tag: &'static str = "t`a'g\\\t";
+    let weird_field: &'static str = "f\"i`e'ld\n";
+    let hostile = Part {
+        seq: 8,
+        batch: batch(
+            vec![8; 2],
+            vec![11, 12],
+            vec![
+                Col::Tag(weird_tag, vec!["v`1'\\", "v\n2"]),
+                Col::F(weird_field, vec![Some(1.5), Some(-2.5)]),
+            ],
+        ),
+    };
+    cluster.deliver(e, &db, weird_m, &[hostile], 0).unwrap();
+    let columns = [
+        (weird_tag.to_string(), flush::table::ColumnKind::Tag),
+        (weird_field.to_string(), flush::table::ColumnKind::Float),
+    ];
+    let back = cluster
+        .read_rows(&db, weird_m, &columns, i64::MIN, i64::MAX, 100)
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.num_rows(), 2);
+    let tags = back.column(4).as_string::<i32>();
+    let mut got: Vec<&str> = (0..2).map(|i| tags.value(i)).collect();
+    got.sort();
+    assert_eq!(got, ["v\n2", "v`1'\\"]);
+    for shard in [&s0, &s1] {
+        assert!(shard
+            .query(&format!("SELECT count() FROM `{db}`.cpu"))
+            .is_ok());
+    }
 
     // A column of another type on a shard is refused, not coerced.
     let clash = Part {

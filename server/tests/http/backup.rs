@@ -352,6 +352,43 @@ fn backup_and_restore_authenticate_as_an_admin() {
         .send()
         .unwrap();
     assert_eq!(read.status(), 200);
+    // Only an admin reads or adds users; a body that is not a users backup, or a hash
+    // chingest cannot check, changes nothing.
+    let as_reader = |req: reqwest::blocking::RequestBuilder| {
+        req.basic_auth("reader", Some("r3ader-pw")).send().unwrap()
+    };
+    assert_eq!(
+        as_reader(b.client.get(b.url("/api/v1/users"))).status(),
+        403
+    );
+    let forged = r#"{"version":1,"users":[{"name":"mallory","hash":"x","admin":true}]}"#;
+    assert_eq!(
+        as_reader(b.client.post(b.url("/api/v1/users")).body(forged)).status(),
+        403
+    );
+    let as_admin = |body: &'static str| {
+        b.client
+            .post(b.url("/api/v1/users"))
+            .basic_auth("admin", Some("s3cret"))
+            .body(body)
+            .send()
+            .unwrap()
+            .status()
+    };
+    assert_eq!(as_admin(forged), 400);
+    assert_eq!(as_admin("not json"), 400);
+    assert_eq!(
+        as_admin(
+            r#"{"version":1,"users":[{"name":"eve","hash":"$2a$10$short","admin":true,"privileges":{"d":"OWN"}}]}"#
+        ),
+        400
+    );
+    let users = admin(&b, "SHOW USERS")["results"][0]["series"][0]["values"].clone();
+    assert_eq!(
+        users,
+        serde_json::json!([["admin", true], ["reader", false]]),
+        "{users}"
+    );
     // A restore again keeps the users as they are.
     let out = run(&["restore", "--url", &b.base, "-u", "admin", dir], "s3cret");
     assert!(
