@@ -250,8 +250,14 @@ impl Cluster {
             rows: vec![0; self.config.shards.len()],
             already_held: 0,
         };
-        let scan = engine.arrow_scan(batch.clone())?;
+        let scan = engine.arrow_scan(batch)?;
         let mut references = 0;
+        // The same columns go to every shard.
+        let (structure, names, select) = schema::insert_shape(&self.config.node, &columns);
+        let insert = format!(
+            "INSERT INTO {} ({names}) FORMAT Native",
+            schema::table(db, measurement)
+        );
         for (k, rows) in per_shard.iter().enumerate() {
             if rows.is_empty() {
                 // The table and its columns on every shard, rows or not (a read of the
@@ -268,19 +274,19 @@ impl Cluster {
             } else {
                 self.held_seqs(k, db, measurement, &suspects)?
             };
-            let send: u64 = rows.iter().filter(|s| !held.contains(s)).count() as u64;
-            out.already_held += rows.len() as u64 - send;
+            let total: u64 = rows.values().sum();
+            let send: u64 = rows
+                .iter()
+                .filter(|(seq, _)| !held.contains(seq))
+                .map(|(_, n)| n)
+                .sum();
+            out.already_held += total - send;
             if send == 0 {
                 continue;
             }
             scan.register(references + 1)?;
             let source = scan.table_sql(references);
             references += 1;
-            let (structure, names, select) = schema::insert_shape(&self.config.node, &columns);
-            let insert = format!(
-                "INSERT INTO {} ({names}) FORMAT Native",
-                schema::table(db, measurement)
-            );
             let url = self.http.insert_url(k, &insert, send)?;
             let mut sql = format!(
                 "INSERT INTO FUNCTION url({}, 'Native', {}) SELECT {select} FROM {source} WHERE {} = {k}",
@@ -318,8 +324,8 @@ impl Cluster {
         Ok(out)
     }
 
-    /// Per shard, the `__seq` of each of the batch's rows that belongs there.
-    fn rows_per_shard(&self, batch: &RecordBatch) -> Result<Vec<Vec<u64>>, ClusterError> {
+    /// Per shard, how many of the batch's rows of each write (`__seq`) belong there.
+    fn rows_per_shard(&self, batch: &RecordBatch) -> Result<Vec<HashMap<u64, u64>>, ClusterError> {
         let ids = batch
             .column_by_name(SERIES_ID)
             .and_then(|c| c.as_primitive_opt::<UInt64Type>())
@@ -328,9 +334,11 @@ impl Cluster {
             .column_by_name(crate::table::SEQ)
             .and_then(|c| c.as_primitive_opt::<UInt64Type>())
             .ok_or_else(|| crate::EngineError::Arrow("batch has no __seq".into()))?;
-        let mut out = vec![Vec::new(); self.config.shards.len()];
+        let mut out = vec![HashMap::new(); self.config.shards.len()];
         for (id, seq) in ids.values().iter().zip(seqs.values().iter()) {
-            out[self.map.shard_of(*id) as usize].push(*seq);
+            *out[self.map.shard_of(*id) as usize]
+                .entry(*seq)
+                .or_insert(0) += 1;
         }
         Ok(out)
     }
