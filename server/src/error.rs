@@ -282,6 +282,12 @@ impl From<storage::StorageError> for ApiError {
             },
             S::TagValues(e) => e.into(),
             e @ S::OnCluster { .. } => ApiError::Query(e.to_string()),
+            // A read over its `[sql] max_result_rows` is the query's fault; anything else
+            // a shard's (down, refusing): try again later.
+            e @ S::Cluster(storage::ClusterError::TooManyRows { .. }) => {
+                ApiError::Query(e.to_string())
+            }
+            e @ S::Cluster(_) => ApiError::Unavailable(e.to_string()),
             e => ApiError::Internal(e.to_string()),
         }
     }

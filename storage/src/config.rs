@@ -43,8 +43,9 @@ pub enum StorageEngine {
     Clickhouse,
 }
 
-/// `[storage.clickhouse]`.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+/// `[storage.clickhouse]`. Its password never leaves the process: `Debug` and the serialized
+/// form (`chingest config --check`) show `[REDACTED]` in its place.
+#[derive(Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClickHouseConfig {
     /// Each shard's HTTP endpoint (`http://host:8123`), in shard order: a series' shard is
@@ -53,12 +54,37 @@ pub struct ClickHouseConfig {
     /// The user on every shard (ClickHouse's `default` when empty).
     pub user: String,
     /// The user's password (prefer `CHINGEST_CLICKHOUSE_PASSWORD` in the environment).
+    #[serde(serialize_with = "redacted")]
     pub password: String,
     /// This ingest node's name, on every row it delivers (`__node`): unique per node and
     /// stable across restarts (its retries are recognised by it). Default: the host name.
     pub node: String,
     /// Limit of one request to a shard (a statement, one insert), seconds.
     pub timeout_secs: u64,
+}
+
+/// A secret as it may be shown: `[REDACTED]`, or empty when there is none.
+fn redacted<S: serde::Serializer>(secret: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(if secret.is_empty() { "" } else { "[REDACTED]" })
+}
+
+impl std::fmt::Debug for ClickHouseConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClickHouseConfig")
+            .field("shards", &self.shards)
+            .field("user", &self.user)
+            .field(
+                "password",
+                &if self.password.is_empty() {
+                    ""
+                } else {
+                    "[REDACTED]"
+                },
+            )
+            .field("node", &self.node)
+            .field("timeout_secs", &self.timeout_secs)
+            .finish()
+    }
 }
 
 impl Default for ClickHouseConfig {
@@ -128,5 +154,29 @@ impl StorageConfig {
     /// `<data_dir>/chdb`.
     pub fn engine_dir(&self) -> PathBuf {
         self.data_dir.join("chdb")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClickHouseConfig;
+
+    #[test]
+    fn the_cluster_password_is_never_shown() {
+        let c = ClickHouseConfig {
+            password: "s3cret-pw".into(),
+            ..ClickHouseConfig::default()
+        };
+        let shown = [
+            format!("{c:?}"),
+            toml::to_string(&c).unwrap(),
+            serde_json::to_string(&c).unwrap(),
+        ];
+        for s in &shown {
+            assert!(!s.contains("s3cret-pw") && s.contains("[REDACTED]"), "{s}");
+        }
+        // No password: nothing to redact, and the default config prints as it reads.
+        let none = toml::to_string(&ClickHouseConfig::default()).unwrap();
+        assert!(none.contains("password = \"\""), "{none}");
     }
 }

@@ -71,6 +71,9 @@ pub enum StorageError {
         /// What was asked.
         what: &'static str,
     },
+    /// The ClickHouse cluster could not answer a read of its catalog or series.
+    #[error("the ClickHouse cluster could not answer: {0}")]
+    Cluster(#[from] flush::cluster::ClusterError),
     /// An answer from the engine did not have the expected shape.
     #[error("unexpected engine answer for {what}: {message}")]
     EngineAnswer {

@@ -24,6 +24,7 @@
 //! Layout under the data directory: `wal/` (RocksDB) and `chdb/` (the engine).
 #![deny(missing_docs)]
 
+mod cluster_catalog;
 mod commit;
 pub mod config;
 mod dead_letter_delete;
@@ -49,6 +50,7 @@ use parking_lot::{Mutex, RwLock};
 
 pub use config::{StorageConfig, WalCompression};
 pub use error::StorageError;
+pub use flush::cluster::ClusterError;
 pub use influxql::{InfluxqlError, InfluxqlRequest, StatementResult};
 pub use registry::POLICY_DATABASE_PREFIX;
 pub use store::{
@@ -64,7 +66,7 @@ type Wal = wal::Wal<flush::FlushWrite>;
 pub struct Storage {
     engine: RwLock<Option<flush::Engine>>,
     wal: Arc<Wal>,
-    catalog: ingest::Catalog,
+    catalog: Arc<ingest::Catalog>,
     ingestor: ingest::Ingestor,
     flusher: Mutex<Option<flush::Flusher>>,
     /// The engine's stats as last read, served when the engine is busy.
@@ -79,6 +81,8 @@ pub struct Storage {
     wal_lz4: bool,
     /// `[storage] engine = "clickhouse"`: flushed points go to this cluster's shards.
     cluster: Option<Arc<flush::cluster::Cluster>>,
+    /// Keeps the catalog in step with the cluster's (`cluster_catalog.rs`).
+    cluster_sync: Option<Arc<cluster_catalog::ClusterSync>>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -118,6 +122,11 @@ impl Store for Storage {
     }
     fn database_exists(&self, db: &str) -> bool {
         self.catalog.database_exists(db)
+    }
+    fn refresh_catalog(&self) {
+        if let Some(sync) = &self.cluster_sync {
+            sync.refresh_if_older(cluster_catalog::STATEMENT_AGE);
+        }
     }
     fn create_database(&self, db: &str, retention_secs: Option<u64>) -> Result<(), StorageError> {
         if retention_secs.is_some_and(|s| s > 0) {
@@ -160,7 +169,6 @@ impl Store for Storage {
         measurement: &str,
         keys: &[String],
     ) -> Result<Vec<(String, String)>, StorageError> {
-        self.on_this_node("SHOW TAG VALUES of points on the ClickHouse cluster")?;
         self.distinct_tag_values(db, measurement, keys)
     }
     fn sql(
@@ -189,6 +197,12 @@ impl Store for Storage {
         self.run_influxql(req)
     }
     fn tag_value_count(&self, db: &str, measurement: &str, key: &str) -> usize {
+        // On a cluster the values are those every node wrote (this catalog counts its own),
+        // and no key loses its series (deletes are not built there yet): a key any shard
+        // has, has values.
+        if self.cluster.is_some() {
+            return 1;
+        }
         self.catalog
             .tag_value_count(db, measurement.as_bytes(), key.as_bytes())
     }
@@ -230,12 +244,14 @@ impl Store for Storage {
 }
 
 /// Whether a node whose points are on a ClickHouse cluster answers `statement`: the
-/// catalog's answers, and `SELECT` (read from the shards); not yet deletes or `SHOW … WHERE`.
+/// catalog's answers and `SHOW SERIES`/`TAG VALUES` (with the shards' series), and `SELECT`
+/// (read from the shards); not yet deletes or `SHOW … WHERE`.
 fn answered_on_a_cluster(statement: &::influxql::ast::Statement) -> bool {
     use ::influxql::ast::Statement as S;
     match statement {
         S::ShowMeasurements(s) => s.condition.is_none(),
         S::ShowTagKeys(c) | S::ShowSeries(c) | S::ShowFieldKeys(c) => c.condition.is_none(),
+        S::ShowTagValues { common, .. } => common.condition.is_none(),
         // Read from the shards (`influxql/cluster.rs`).
         S::Select(_) => true,
         _ => false,

@@ -111,6 +111,11 @@ impl Storage {
         // readable as unflushed) or set aside: reads need not wait for it.
         engine.unflushed().mark_received(wal.last_seq());
         crate::influxql::register_metrics();
+        let catalog = Arc::new(catalog);
+        // Before the first write is taken: another node's databases and field types.
+        let cluster_sync = cluster.as_ref().map(|c| {
+            crate::cluster_catalog::ClusterSync::start(c.clone(), catalog.clone(), wal.clone())
+        });
         let storage = Storage {
             engine: RwLock::new(Some(engine)),
             wal,
@@ -124,6 +129,7 @@ impl Storage {
             lifecycle: registry::Lifecycle::default(),
             wal_lz4: config.wal_compression == crate::WalCompression::Lz4,
             cluster,
+            cluster_sync,
         };
         // A DROP DATABASE decided before a crash finishes now (the fence already keeps
         // replay from resurrecting it); a failure is logged and retried at the next

@@ -45,6 +45,22 @@ impl Storage {
                 }
             }
         }
+        if let Some(cluster) = &self.cluster {
+            // The series other nodes delivered (this node's are in its catalog).
+            for m in self.catalog.schema(db) {
+                if measurement.is_some_and(|want| want != m.name) {
+                    continue;
+                }
+                let mut tag_keys = m.tag_keys.clone();
+                tag_keys.sort();
+                let tuples = cluster.distinct_tags(db, &m.name, &tag_keys, self.row_limit())?;
+                for values in tuples {
+                    let pairs: Vec<(&String, &String)> = tag_keys.iter().zip(&values).collect();
+                    let key = ingest::series::SeriesKey::new(m.name.as_bytes(), &pairs);
+                    keys.push((m.name.as_bytes().to_vec(), key.to_string()));
+                }
+            }
+        }
         keys.sort();
         keys.dedup();
         Ok(keys.into_iter().map(|(_, key)| key).collect())
@@ -82,6 +98,24 @@ impl Storage {
                 .flat_map(|c| c.iter().flatten().filter(|v| !v.is_empty()))
                 .map(str::to_string)
                 .collect();
+            if let Some(cluster) = &self.cluster {
+                let known = self
+                    .catalog
+                    .schema(db)
+                    .into_iter()
+                    .any(|m| m.name == measurement && m.tag_keys.contains(k));
+                if known {
+                    let tuples = cluster.distinct_tags(
+                        db,
+                        measurement,
+                        std::slice::from_ref(k),
+                        self.row_limit(),
+                    )?;
+                    values.extend(tuples.into_iter().flatten().filter(|v| !v.is_empty()));
+                }
+                out.extend(values.into_iter().map(|v| (k.clone(), v)));
+                continue;
+            }
             let col = flush::quote_ident(k);
             let sql =
                 format!("SELECT DISTINCT {col} AS v FROM {table} WHERE {col} != '' ORDER BY v");

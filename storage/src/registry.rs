@@ -199,6 +199,15 @@ impl Storage {
         }
         self.record_database(db, retention_secs)?;
         tracing::info!(db, retention_secs, "database created");
+        // Every node learns it from the shards; one that is down gets it at a later
+        // refresh (`cluster_catalog.rs`).
+        if let Some(cluster) = &self.cluster {
+            if !ingest::names::is_policy_database(db) {
+                if let Err(e) = cluster.create_database(db) {
+                    tracing::warn!(db, error = %e, "database not listed on the cluster yet");
+                }
+            }
+        }
         Ok(())
     }
 

@@ -20,6 +20,9 @@ impl Storage {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        if let Some(sync) = &self.cluster_sync {
+            sync.stop();
+        }
         let deadline = Instant::now() + grace;
         // The WAL's writer exit disconnects the flusher's channel, and the flusher
         // drains to the engine until the deadline.

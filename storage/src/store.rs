@@ -183,6 +183,10 @@ pub trait Store: Send + Sync + 'static {
     fn commit(&self, prepared: Prepared<Self::Write>) -> BoxFuture<Result<(), StorageError>>;
     /// Whether `db` exists.
     fn database_exists(&self, db: &str) -> bool;
+    /// Brings what this node knows of databases and schema up to date before a statement
+    /// is answered (with the points on a ClickHouse cluster, other nodes write too).
+    /// Blocking; a no-op where this node is the only writer.
+    fn refresh_catalog(&self) {}
     /// Creates `db` (idempotent; blocking until durable), keeping its data for
     /// `retention_secs` when given (0 = forever). Re-creating an existing
     /// database with a different retention is an error, as in InfluxDB.

@@ -15,6 +15,7 @@
 //! failed after, or during, its insert) first asks that shard which of its sequences it
 //! holds and sends only the others ([`Cluster::deliver`]).
 
+mod catalog;
 mod http;
 mod read;
 mod schema;
@@ -30,10 +31,11 @@ use parking_lot::Mutex;
 use crate::engine::Engine;
 use crate::table::{coalesce, ColumnKind, Part, SERIES_ID};
 use crate::{quote_ident, quote_string, unescape_tsv};
+pub use catalog::ClusterCatalog;
 pub use shard::ShardMap;
 
-/// Where the cluster is and who this node is.
-#[derive(Debug, Clone)]
+/// Where the cluster is and who this node is (`Debug` shows no password).
+#[derive(Clone)]
 pub struct ClusterConfig {
     /// Each shard's HTTP endpoint (`http://host:8123`), in shard order.
     pub shards: Vec<String>,
@@ -45,6 +47,18 @@ pub struct ClusterConfig {
     pub node: String,
     /// Limit of one HTTP request (a statement, an insert).
     pub timeout: Duration,
+}
+
+impl std::fmt::Debug for ClusterConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterConfig")
+            .field("shards", &self.shards)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "[REDACTED]"))
+            .field("node", &self.node)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 /// Why a delivery or a statement on a shard failed.

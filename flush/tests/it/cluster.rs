@@ -243,6 +243,48 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
             .is_ok());
     }
 
+    // What every node learns from the cluster: chingest's tables with their typed columns,
+    // hostile names read back as written, not another application's table beside them;
+    // the databases listed by `create_database` whether or not they hold a table yet.
+    s0.query("CREATE DATABASE IF NOT EXISTS foreign_app")
+        .unwrap();
+    s0.query("CREATE TABLE IF NOT EXISTS foreign_app.t (x UInt8) ENGINE = Memory")
+        .unwrap();
+    let fresh_db = database_name("listed");
+    assert_eq!(cluster.create_database(&fresh_db).unwrap(), 2);
+    let catalog = cluster.catalog().unwrap();
+    assert!(catalog.unreachable.is_empty(), "{catalog:?}");
+    assert!(catalog.databases.contains(&db) && catalog.databases.contains(&fresh_db));
+    assert!(!catalog.databases.contains("foreign_app"), "{catalog:?}");
+    let weird = &catalog.tables[&(db.clone(), weird_m.to_string())];
+    assert_eq!(
+        weird
+            .iter()
+            .map(|(n, k)| (n.clone(), *k))
+            .collect::<Vec<_>>(),
+        {
+            let mut c = columns.to_vec();
+            c.sort();
+            c
+        }
+    );
+    let cpu = &catalog.tables[&(db.clone(), "cpu".to_string())];
+    assert_eq!(cpu.get("usage"), Some(&flush::table::ColumnKind::Float));
+    assert_eq!(cpu.get("ok"), Some(&flush::table::ColumnKind::Boolean));
+    assert_eq!(cpu.get("host"), Some(&flush::table::ColumnKind::Tag));
+    // The distinct tag values over both shards (what SHOW SERIES / TAG VALUES read).
+    let values = cluster
+        .distinct_tags(&db, weird_m, &[weird_tag.to_string()], 100)
+        .unwrap();
+    assert_eq!(
+        values.into_iter().collect::<Vec<_>>(),
+        [vec!["v\n2".to_string()], vec!["v`1'\\".to_string()]]
+    );
+    match cluster.distinct_tags(&db, "cpu", &["host".to_string()], 2) {
+        Err(ClusterError::TooManyRows { max_rows: 2 }) => {}
+        other => panic!("{other:?}"),
+    }
+
     // A column of another type on a shard is refused, not coerced.
     let clash = Part {
         seq: 6,

@@ -14,19 +14,19 @@ pub(crate) mod clickhouse_server;
 
 use clickhouse_server::{server_binary, Shard};
 
-/// `[storage] engine = "clickhouse"` over `shards`, this node named `n1`.
-pub(crate) fn cluster_config(shards: &[&Shard]) -> String {
-    config(shards)
+/// `[storage] engine = "clickhouse"` over `shards`, this node named `node`.
+pub(crate) fn cluster_config_named(shards: &[&Shard], node: &str) -> String {
+    let list: Vec<String> = shards.iter().map(|s| format!("\"{}\"", s.url())).collect();
+    format!(
+        "[storage]\nengine = \"clickhouse\"\n\n[storage.clickhouse]\nshards = [{}]\nnode = \"{node}\"\ntimeout_secs = 5\n",
+        list.join(", ")
+    )
 }
 
 use crate::util::*;
 
 fn config(shards: &[&Shard]) -> String {
-    let list: Vec<String> = shards.iter().map(|s| format!("\"{}\"", s.url())).collect();
-    format!(
-        "[storage]\nengine = \"clickhouse\"\n\n[storage.clickhouse]\nshards = [{}]\nnode = \"n1\"\ntimeout_secs = 5\n",
-        list.join(", ")
-    )
+    cluster_config_named(shards, "n1")
 }
 
 /// Every stored point of `d.cpu` over both shards: (host, time) → times stored, value.
@@ -48,11 +48,34 @@ fn stored(shards: &[&Shard]) -> BTreeMap<(String, i64), (u32, f64)> {
     out
 }
 
-/// Batch `i`: 50 points, hosts h0..h49 at time i (s), value i * 1000 + host.
-fn batch(i: i64) -> String {
+/// Batch `i` of the hosts named `prefix`: 50 points, hosts `<prefix>0..49` at time i (s),
+/// value i * 1000 + host.
+fn batch(prefix: &str, i: i64) -> String {
     (0..50)
-        .map(|h| format!("cpu,host=h{h} v={} {}\n", i * 1000 + h, i * 1_000_000_000))
+        .map(|h| {
+            format!(
+                "cpu,host={prefix}{h} v={} {}\n",
+                i * 1000 + h,
+                i * 1_000_000_000
+            )
+        })
         .collect()
+}
+
+/// Polls `s` (`SHOW DATABASES`) until it lists `db`.
+fn wait_listed(s: &Server, db: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = s.query("SHOW DATABASES");
+        let listed = r["results"][0]["series"][0]["values"]
+            .as_array()
+            .is_some_and(|v| v.iter().any(|d| d[0] == db));
+        if listed {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{db} never listed: {r}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// `q` answers an InfluxQL error naming the ClickHouse cluster (not built for it yet).
@@ -86,9 +109,17 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
     let mut s1 = Shard::start(&bin, dir.path().join("shard1"));
     let cfg = config(&[&s0, &s1]);
     let mut s = Spawn::new(dir.path()).config(&cfg).start();
+    // A second ingest node writing the same database (hosts g*), never killed: it learns
+    // the database node n1 created from the cluster.
+    let dir_b = data_dir();
+    let b = Spawn::new(dir_b.path())
+        .config(&cluster_config_named(&[&s0, &s1], "n2"))
+        .start();
     s.query("CREATE DATABASE d");
+    wait_listed(&b, "d");
     let mut acked: Vec<i64> = Vec::new();
     let mut sent_unacked: Vec<i64> = Vec::new();
+    let mut acked_b: Vec<i64> = Vec::new();
     for i in 1..=60i64 {
         match i {
             // chingest killed: what it acknowledged is in its WAL; a restart delivers the
@@ -153,12 +184,25 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
             }
             _ => {}
         }
-        let r = s.client.post(s.url("/write?db=d")).body(batch(i)).send();
+        let r = s
+            .client
+            .post(s.url("/write?db=d"))
+            .body(batch("h", i))
+            .send();
         match r {
             Ok(r) if r.status() == 204 => acked.push(i),
             _ => sent_unacked.push(i),
         }
+        let r = b
+            .client
+            .post(b.url("/write?db=d"))
+            .body(batch("g", i))
+            .send();
+        if r.is_ok_and(|r| r.status() == 204) {
+            acked_b.push(i);
+        }
     }
+    assert_eq!(acked_b.len(), 60, "node n2 refused writes: {acked_b:?}");
     assert!(
         acked.len() >= 55,
         "acknowledged {acked:?}; not {sent_unacked:?}"
@@ -170,7 +214,7 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
 
     // Everything delivered once the shard is back.
     let deadline = Instant::now() + Duration::from_secs(90);
-    while unflushed(&s) != 0 {
+    while unflushed(&s) != 0 || unflushed(&b) != 0 {
         assert!(
             Instant::now() < deadline,
             "not delivered: {}\n{}",
@@ -186,17 +230,19 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
         "stored more than once: {:?}",
         &twice[..twice.len().min(5)]
     );
-    for i in &acked {
-        for h in 0..50 {
-            let key = (format!("h{h}"), i * 1_000_000_000);
-            assert_eq!(
-                points.get(&key).map(|(_, v)| *v),
-                Some((i * 1000 + h) as f64),
-                "acknowledged point {key:?} missing or wrong"
-            );
+    for (prefix, acked) in [("h", &acked), ("g", &acked_b)] {
+        for i in acked {
+            for h in 0..50 {
+                let key = (format!("{prefix}{h}"), i * 1_000_000_000);
+                assert_eq!(
+                    points.get(&key).map(|(_, v)| *v),
+                    Some((i * 1000 + h) as f64),
+                    "acknowledged point {key:?} missing or wrong"
+                );
+            }
         }
     }
-    assert!(points.len() >= acked.len() * 50);
+    assert!(points.len() >= (acked.len() + acked_b.len()) * 50);
     // Both shards hold some series, each series on one shard only.
     let per_shard: Vec<usize> = [&s0, &s1]
         .iter()
@@ -212,12 +258,14 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
 
     // InfluxQL reads the points from the shards (with point identity): every stored point
     // once. Deletes on the cluster are not built yet: a clear error, not a silent no-op.
-    let r = s.query("SELECT count(v) FROM d.autogen.cpu");
-    assert_eq!(
-        r["results"][0]["series"][0]["values"][0][1].as_u64(),
-        Some(points.len() as u64),
-        "{r}"
-    );
+    for node in [&s, &b] {
+        let r = node.query("SELECT count(v) FROM d.autogen.cpu");
+        assert_eq!(
+            r["results"][0]["series"][0]["values"][0][1].as_u64(),
+            Some(points.len() as u64),
+            "{r}"
+        );
+    }
     refused_on_the_cluster(&s, "/query?db=d", "DELETE FROM cpu WHERE host = 'h1'");
     let sql = s.post("/api/v1/sql", "SELECT 1");
     assert_eq!(sql.status(), 400);
@@ -256,4 +304,107 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
         serde_json::json!([["cpu"]]),
         "{r}"
     );
+}
+
+/// Two ingest nodes agree through the cluster: a database created on one is written
+/// through the other; a field one node stored as an integer is refused as a float by the
+/// other with InfluxDB's `field type conflict` (not accepted and then quarantined), and
+/// the same type is taken; a field the second node adds is listed by the first; both
+/// answer the same points.
+#[test]
+fn two_nodes_agree_on_databases_and_field_types_through_the_cluster() {
+    let test = "two_nodes_agree_on_databases_and_field_types_through_the_cluster";
+    let Some(bin) = server_binary(test) else {
+        return;
+    };
+    let dir = data_dir();
+    let s0 = Shard::start(&bin, dir.path().join("shard0"));
+    let s1 = Shard::start(&bin, dir.path().join("shard1"));
+    let (dir_a, dir_b) = (data_dir(), data_dir());
+    let a = Spawn::new(dir_a.path())
+        .config(&cluster_config_named(&[&s0, &s1], "a"))
+        .start();
+    let b = Spawn::new(dir_b.path())
+        .config(&cluster_config_named(&[&s0, &s1], "b"))
+        .start();
+    // Before the database exists anywhere: b refuses as InfluxDB does.
+    let r = b
+        .client
+        .post(b.url("/write?db=shared"))
+        .body("m f=0i 0")
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 404, "{:?}", r.text());
+    a.query("CREATE DATABASE shared");
+    wait_listed(&b, "shared");
+
+    let r = a
+        .client
+        .post(a.url("/write?db=shared"))
+        .body("m,host=x f=1i 1")
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    // b learns f's type once a delivered it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = b.query("SHOW FIELD KEYS ON shared FROM m");
+        if r["results"][0]["series"][0]["values"] == serde_json::json!([["f", "integer"]]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "b never learned f: {r}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let r = b
+        .client
+        .post(b.url("/write?db=shared"))
+        .body("m,host=y f=2.5 2")
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let text = r.text().unwrap();
+    assert!(
+        text.contains("field type conflict")
+            && text.contains("input field \\\"f\\\" on measurement \\\"m\\\" is type float, already exists as type integer"),
+        "{text}"
+    );
+    let r = b
+        .client
+        .post(b.url("/write?db=shared"))
+        .body("m,host=y f=3i,g=0.5 3")
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 204, "{:?}", r.text());
+    for node in [&a, &b] {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while unflushed(node) != 0 {
+            assert!(
+                Instant::now() < deadline,
+                "{}",
+                node.get("/health").text().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    // Nothing quarantined: no node stored a type the shards refuse.
+    for node in [&a, &b] {
+        let h: Value = node.get("/health").json().unwrap();
+        assert_eq!(h["quarantine"].as_array().map_or(0, Vec::len), 0, "{h}");
+    }
+    // a lists the field b added, and both nodes answer the same points.
+    std::thread::sleep(Duration::from_millis(1100));
+    let r = a.query("SHOW FIELD KEYS ON shared FROM m");
+    assert_eq!(
+        r["results"][0]["series"][0]["values"],
+        serde_json::json!([["f", "integer"], ["g", "float"]]),
+        "{r}"
+    );
+    let want = serde_json::json!([
+        ["1970-01-01T00:00:00.000000001Z", 1, null, "x"],
+        ["1970-01-01T00:00:00.000000003Z", 3, 0.5, "y"]
+    ]);
+    for node in [&a, &b] {
+        let r = node.query("SELECT f, g, host FROM shared.autogen.m");
+        assert_eq!(r["results"][0]["series"][0]["values"], want, "{r}");
+    }
 }

@@ -461,3 +461,82 @@ fn time_spans_parse_like_systemd() {
     assert_eq!(seconds("2min 30s"), 150);
     assert_eq!(seconds("1h"), 3600);
 }
+
+/// `deploy/cluster/`: every ingest node's config loads as the binary reads it, stores on
+/// the ClickHouse cluster under a node name of its own (its retries are recognised by
+/// it), and lists exactly the compose file's shard services, in the same order on every
+/// node (a series' shard is `jumpConsistentHash(series_id, shards)`: two orders would
+/// send one series to two shards); the password is not in the files.
+#[test]
+fn cluster_compose_nodes_share_one_shard_list_and_have_their_own_names() {
+    let compose = read_repo_file("deploy/cluster/compose.yaml");
+    let services: Vec<&str> = compose
+        .lines()
+        .skip_while(|l| *l != "services:")
+        .skip(1)
+        .take_while(|l| l.starts_with(' ') || l.is_empty())
+        .filter_map(|l| l.strip_prefix("  ")?.strip_suffix(':'))
+        .filter(|name| !name.starts_with(' '))
+        .collect();
+    let shards: Vec<String> = services
+        .iter()
+        .filter(|s| s.starts_with("ch-"))
+        .map(|s| format!("http://{s}:8123"))
+        .collect();
+    let nodes: Vec<&str> = services
+        .iter()
+        .copied()
+        .filter(|s| s.starts_with("ingest-"))
+        .collect();
+    assert!(shards.len() >= 2 && nodes.len() >= 2, "{services:?}");
+    let mut names = std::collections::BTreeSet::new();
+    for node in &nodes {
+        let file = format!("deploy/cluster/{node}.toml");
+        assert!(
+            compose.contains(&format!("./{node}.toml:/etc/chingest/chingest.toml:ro")),
+            "compose mounts {file} as {node}'s config"
+        );
+        let secret = read_repo_file(&file)
+            .lines()
+            .any(|l| l.trim_start().starts_with("password"));
+        assert!(!secret, "{file}: a password in the file");
+        let out = Command::new(env!("CARGO_BIN_EXE_chingest"))
+            .args(["config", "--check"])
+            .arg(repo_root().join(&file))
+            .env_clear()
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{file} does not load: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let t: toml::Table = String::from_utf8(out.stdout).unwrap().parse().unwrap();
+        assert_eq!(
+            get(&t, "storage", "engine").as_str(),
+            Some("clickhouse"),
+            "{file}"
+        );
+        assert_eq!(
+            get(&t, "storage", "data_dir").as_str(),
+            Some("/var/lib/chingest")
+        );
+        let ch = get(&t, "storage", "clickhouse").as_table().unwrap();
+        let listed: Vec<&str> = ch["shards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s.as_str())
+            .collect();
+        assert_eq!(
+            listed, shards,
+            "{file}: shards vs the compose file's ch-N services"
+        );
+        let name = ch["node"].as_str().unwrap();
+        assert_eq!(name, *node, "{file}: node name");
+        assert!(
+            names.insert(name.to_string()),
+            "{file}: node name {name} taken"
+        );
+    }
+}

@@ -760,13 +760,17 @@ fn influxql_answers_match_influxdb_1x() {
     );
 }
 
-/// Issue #25, reads: every `SELECT` of the corpus answered by a node whose points are on a
-/// ClickHouse cluster (two real 18.16 servers as shards) equals the embedded engine's
-/// answer on the same data.
+/// Issue #25, reads: two ingest nodes whose points are on a ClickHouse cluster (two real
+/// 18.16 servers as shards) are sent the corpus's data between them, each series to one node
+/// (as a client with a node per series would: a point and its rewrite reach the same node,
+/// in order). Every `SELECT` and every `SHOW` without `WHERE` of the corpus, asked of either
+/// node, equals the embedded engine's answer on the same data. The databases are created on
+/// one node only: the other learns them from the cluster.
 #[test]
-fn influxql_answers_from_a_clickhouse_cluster_match_the_embedded_engine() {
+fn influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_engine() {
     use crate::cluster::clickhouse_server::{server_binary, Shard};
-    const TEST: &str = "influxql_answers_from_a_clickhouse_cluster_match_the_embedded_engine";
+    const TEST: &str =
+        "influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_engine";
     let Some(bin) = server_binary(TEST) else {
         return;
     };
@@ -775,55 +779,175 @@ fn influxql_answers_from_a_clickhouse_cluster_match_the_embedded_engine() {
     let s1 = Shard::start(&bin, dir.path().join("shard1"));
     let embedded_dir = data_dir();
     let embedded = Spawn::new(embedded_dir.path()).start();
-    let clustered = Spawn::new(dir.path())
-        .config(&crate::cluster::cluster_config(&[&s0, &s1]))
+    let (dir_a, dir_b) = (data_dir(), data_dir());
+    let node_a = Spawn::new(dir_a.path())
+        .config(&crate::cluster::cluster_config_named(&[&s0, &s1], "a"))
+        .start();
+    let node_b = Spawn::new(dir_b.path())
+        .config(&crate::cluster::cluster_config_named(&[&s0, &s1], "b"))
         .start();
     let http = client();
     load(&http, &embedded.base, "embedded");
-    load(&http, &clustered.base, "cluster");
+    load_on_two_nodes(&http, &node_a, &node_b);
     wait_flushed(&embedded);
-    wait_flushed(&clustered);
-    let selects: Vec<Case> = corpus()
+    wait_flushed(&node_a);
+    wait_flushed(&node_b);
+    // A statement reads the cluster's catalog unless it read it less than a second ago:
+    // past that second, what both nodes delivered is in every node's answer.
+    std::thread::sleep(Duration::from_millis(1100));
+    let cases: Vec<Case> = corpus()
         .into_iter()
         .filter(|c| {
             let q = c.query().trim_start().to_ascii_uppercase();
-            q.starts_with("SELECT") && !q.contains(" INTO ")
+            (q.starts_with("SELECT") && !q.contains(" INTO "))
+                || (q.starts_with("SHOW")
+                    && !q.contains(" WHERE ")
+                    && !q.starts_with("SHOW QUERIES")
+                    && !q.starts_with("SHOW USERS")
+                    && !q.starts_with("SHOW GRANTS")
+                    && !q.starts_with("SHOW CONTINUOUS"))
         })
         .collect();
-    assert!(selects.len() >= 150, "{} SELECTs", selects.len());
-    let differences: Vec<String> = selects
+    let shows = cases
         .iter()
-        .filter_map(|c| {
-            let want = ask(&http, &embedded.base, c);
-            let got = ask(&http, &clustered.base, c);
-            compare(&want, &got).map(|d| {
-                format!(
-                    "{} {}: {d}\n  embedded: {}\n  cluster:  {}",
+        .filter(|c| c.query().to_ascii_uppercase().starts_with("SHOW"))
+        .count();
+    assert!(
+        cases.len() >= 170 && shows >= 20,
+        "{} cases, {shows} SHOWs",
+        cases.len()
+    );
+    let mut differences = Vec::new();
+    for c in &cases {
+        let want = ask(&http, &embedded.base, c);
+        for (name, node) in [("node a", &node_a), ("node b", &node_b)] {
+            let got = ask(&http, &node.base, c);
+            if let Some(d) = compare(&want, &got) {
+                differences.push(format!(
+                    "{} {} ({name}): {d}\n  embedded: {}\n  {name}:   {}",
                     c.id,
                     c.query(),
                     want.render(),
                     got.render()
-                )
-            })
-        })
-        .collect();
+                ));
+            }
+        }
+    }
     assert!(
         differences.is_empty(),
-        "{} of {} answers differ:\n{}",
+        "{} answers of {} cases differ:\n{}",
         differences.len(),
-        selects.len(),
+        cases.len(),
         differences.join("\n")
     );
-    // The points are on the shards, not in the node's engine.
-    let on_shards: u64 = [&s0, &s1]
-        .iter()
-        .map(|s| {
-            s.query("SELECT count() FROM diff.cpu")
+    // The points are on the shards, not in the nodes' engines, and both nodes wrote some.
+    let mut on_shards = 0u64;
+    let mut writers = BTreeSet::new();
+    for s in [&s0, &s1] {
+        on_shards += s
+            .query("SELECT count() FROM diff.cpu")
+            .unwrap()
+            .trim()
+            .parse::<u64>()
+            .unwrap();
+        writers.extend(
+            s.query("SELECT DISTINCT __node FROM diff.cpu")
                 .unwrap()
-                .trim()
-                .parse::<u64>()
-                .unwrap()
-        })
-        .sum();
+                .lines()
+                .map(str::to_string),
+        );
+    }
     assert!(on_shards > 1000, "{on_shards}");
+    assert_eq!(writers, BTreeSet::from(["a".to_string(), "b".to_string()]));
+}
+
+/// The corpus's data split between two nodes by series (a point and its rewrite go to
+/// the same node, in order); its databases created on `a` only, which `b` must learn
+/// from the cluster before it accepts writes to them.
+fn load_on_two_nodes(client: &reqwest::blocking::Client, a: &Server, b: &Server) {
+    let batches = batches();
+    let dbs: BTreeSet<&str> = batches
+        .iter()
+        .flat_map(|b| b.params.iter().filter(|(k, _)| k == "db"))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    for db in &dbs {
+        let r = client
+            .post(format!("{}/query", a.base))
+            .query(&[("q", format!("CREATE DATABASE \"{db}\""))])
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200, "CREATE DATABASE {db}: {:?}", r.text());
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r: Value = b.query("SHOW DATABASES");
+        let listed: BTreeSet<&str> = r["results"][0]["series"][0]["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v[0].as_str())
+            .collect();
+        if dbs.iter().all(|d| listed.contains(d)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node b did not learn {dbs:?}: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for (i, batch) in batches.iter().enumerate() {
+        let (mut to_a, mut to_b) = (String::new(), String::new());
+        for line in batch.body.lines() {
+            let to = if series_of(line).bytes().map(u64::from).sum::<u64>() % 2 == 0 {
+                &mut to_a
+            } else {
+                &mut to_b
+            };
+            to.push_str(line);
+            to.push('\n');
+        }
+        for (node, body) in [(a, to_a), (b, to_b)] {
+            if body.is_empty() {
+                continue;
+            }
+            let r = client
+                .post(format!("{}/write", node.base))
+                .query(&batch.params)
+                .body(body)
+                .send()
+                .unwrap();
+            let status = r.status();
+            assert_eq!(status, 204, "batch {i} {:?}: {:?}", batch.params, r.text());
+        }
+    }
+}
+
+/// A line's series as one string: the measurement, then its tags sorted (line protocol's
+/// escapes kept: the same series written with its tags in another order is the same).
+fn series_of(line: &str) -> String {
+    let mut key = String::new();
+    let mut escaped = false;
+    for c in line.chars() {
+        if c == ' ' && !escaped {
+            break;
+        }
+        escaped = c == '\\' && !escaped;
+        key.push(c);
+    }
+    let mut parts = Vec::new();
+    let (mut part, mut escaped) = (String::new(), false);
+    for c in key.chars() {
+        if c == ',' && !escaped {
+            parts.push(std::mem::take(&mut part));
+        } else {
+            part.push(c);
+        }
+        escaped = c == '\\' && !escaped;
+    }
+    parts.push(part);
+    let measurement = parts.remove(0);
+    parts.sort();
+    format!("{measurement},{}", parts.join(","))
 }

@@ -1,0 +1,165 @@
+//! What the cluster holds, as every ingest node must see it (issue #25): the databases,
+//! the measurements with their tag keys and field types, and the series, read from the
+//! shards themselves rather than from one node's catalog, so that two nodes writing the
+//! same databases agree on field types and answer `SHOW` and `SELECT` alike.
+//!
+//! A chingest table on a shard is one with the key columns (`__node` marks it: a cluster
+//! may hold other tables). A database exists for chingest once a `CREATE DATABASE` on
+//! any node listed it in `__chingest.databases` on a shard (no user database can be
+//! named `__chingest`: the `__` prefix is reserved), or once it holds a chingest table.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{schema, Cluster, ClusterError};
+use crate::table::ColumnKind;
+use crate::{quote_ident, quote_string, unescape_tsv};
+
+/// The database on every shard where chingest lists the databases created on any node.
+const META_DATABASE: &str = "__chingest";
+
+/// The columns every chingest table on a shard has (not user columns).
+const KEY_COLUMNS: [&str; 5] = ["time", "series_id", "__node", "__seq", "__row"];
+
+/// The cluster's databases and tables, from the shards that answered.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ClusterCatalog {
+    /// Databases created through chingest or holding its tables.
+    pub databases: BTreeSet<String>,
+    /// `(db, measurement)` → user columns (tags and typed fields), as the shards have
+    /// them; a column two shards disagree on keeps the first shard's type.
+    pub tables: BTreeMap<(String, String), BTreeMap<String, ColumnKind>>,
+    /// Shards that did not answer (what they hold is missing above).
+    pub unreachable: Vec<usize>,
+}
+
+impl Cluster {
+    /// The databases and tables on every shard that answers; a shard that does not is
+    /// listed in [`ClusterCatalog::unreachable`], not an error. A shard that answers with
+    /// an error fails the whole read (its tables would silently be missing).
+    pub fn catalog(&self) -> Result<ClusterCatalog, ClusterError> {
+        let mut out = ClusterCatalog::default();
+        for k in 0..self.config.shards.len() {
+            let columns = match self.http.statement(
+                k,
+                "SELECT database, table, name, type FROM system.columns \
+                 WHERE (database, table) IN \
+                 (SELECT database, table FROM system.columns WHERE name = '__node') \
+                 FORMAT TabSeparated",
+            ) {
+                Ok(answer) => answer,
+                Err(ClusterError::Unreachable { .. }) => {
+                    out.unreachable.push(k);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            for line in columns.lines() {
+                let cells: Vec<&str> = line.split('\t').collect();
+                let [db, table, name, ty] = cells[..] else {
+                    continue;
+                };
+                let (db, table, name) = (unescape_tsv(db), unescape_tsv(table), unescape_tsv(name));
+                out.databases.insert(db.clone());
+                let columns = out.tables.entry((db, table)).or_default();
+                if KEY_COLUMNS.contains(&name.as_str()) {
+                    continue;
+                }
+                if let Some(kind) = schema::kind_of(ty) {
+                    columns.entry(name).or_insert(kind);
+                }
+            }
+            match self.http.statement(
+                k,
+                &format!("SELECT DISTINCT name FROM {META_DATABASE}.databases FORMAT TabSeparated"),
+            ) {
+                Ok(names) => out.databases.extend(names.lines().map(unescape_tsv)),
+                // No database created through this shard yet.
+                Err(ClusterError::Refused { message, .. })
+                    if message.contains("doesn't exist") || message.contains("does not exist") => {}
+                Err(ClusterError::Unreachable { .. }) => out.unreachable.push(k),
+                Err(e) => return Err(e),
+            }
+        }
+        out.unreachable.dedup();
+        Ok(out)
+    }
+
+    /// Lists `db` on every shard that answers (and creates it there), so every node learns
+    /// it; `Ok(n)`: how many shards took it (0: none answered, retry later).
+    pub fn create_database(&self, db: &str) -> Result<usize, ClusterError> {
+        let mut took = 0;
+        for k in 0..self.config.shards.len() {
+            let done = [
+                format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(db)),
+                format!("CREATE DATABASE IF NOT EXISTS {META_DATABASE}"),
+                format!(
+                    "CREATE TABLE IF NOT EXISTS {META_DATABASE}.databases (name String) \
+                     ENGINE = MergeTree ORDER BY name"
+                ),
+                format!(
+                    "INSERT INTO {META_DATABASE}.databases (name) VALUES ({})",
+                    quote_string(db)
+                ),
+            ]
+            .iter()
+            .try_for_each(|sql| self.http.statement(k, sql).map(drop));
+            match done {
+                Ok(()) => took += 1,
+                Err(e @ ClusterError::Unreachable { .. }) => {
+                    tracing::warn!(db, error = %e, "database not listed on a shard that is down");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(took)
+    }
+
+    /// The distinct combinations of `tag_keys`' values among the rows of
+    /// `db`.`measurement` on every shard (a key a shard's rows lack reads as `''`), at most
+    /// `max_rows` of them: what `SHOW SERIES` and `SHOW TAG VALUES` read.
+    pub fn distinct_tags(
+        &self,
+        db: &str,
+        measurement: &str,
+        tag_keys: &[String],
+        max_rows: u64,
+    ) -> Result<BTreeSet<Vec<String>>, ClusterError> {
+        let mut out = BTreeSet::new();
+        if tag_keys.is_empty() {
+            return Ok(out);
+        }
+        let columns: Vec<(String, ColumnKind)> = tag_keys
+            .iter()
+            .map(|k| (k.clone(), ColumnKind::Tag))
+            .collect();
+        let list: Vec<String> = tag_keys.iter().map(|k| quote_ident(k)).collect();
+        for k in 0..self.config.shards.len() {
+            self.ensure_table(k, db, measurement, &columns)?;
+            let answer = self.http.statement(
+                k,
+                &format!(
+                    "SELECT DISTINCT {} FROM {} LIMIT {} FORMAT TabSeparated",
+                    list.join(", "),
+                    schema::table(db, measurement),
+                    max_rows.saturating_add(1)
+                ),
+            )?;
+            for line in answer.lines() {
+                let values: Vec<String> = line.split('\t').map(unescape_tsv).collect();
+                if values.len() != tag_keys.len() {
+                    return Err(ClusterError::Refused {
+                        shard: k,
+                        endpoint: self.config.shards[k].clone(),
+                        statement: "SELECT DISTINCT … FORMAT TabSeparated".into(),
+                        message: format!("unexpected answer: row {line:?}"),
+                    });
+                }
+                out.insert(values);
+                if out.len() as u64 > max_rows {
+                    return Err(ClusterError::TooManyRows { max_rows });
+                }
+            }
+        }
+        Ok(out)
+    }
+}

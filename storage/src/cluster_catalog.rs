@@ -1,0 +1,211 @@
+//! A node's catalog kept in step with the ClickHouse cluster's (issue #25): with
+//! `[storage] engine = "clickhouse"` several ingest nodes write the same databases, and each
+//! node's catalog alone knows only what that node was sent. The cluster's own metadata
+//! (`flush::cluster::ClusterCatalog`: the shards' tables and columns, and the databases
+//! listed there) is read
+//! - every [`REFRESH`] by a thread of its own, so a node's write path checks field types
+//!   against what every node delivered (a write whose field another node stored as another
+//!   type is refused with InfluxDB's `field type conflict`, as on one node), and learns the
+//!   databases other nodes created;
+//! - before each InfluxQL statement when the last read is older than [`STATEMENT_AGE`], so
+//!   `SHOW` and `SELECT` see the measurements, tags and fields another node delivered.
+//!
+//! What is learned is applied to the in-memory catalog (schema) or recorded durably
+//! (databases, as `CREATE DATABASE` does, so replay after a crash finds the database of
+//! every acknowledged write). The other way round, a database created on this node is
+//! listed on every shard that answers (`Cluster::create_database`), again at each refresh
+//! until the shards have it.
+//!
+//! Two nodes that first see one new field with different types within one refresh both
+//! accept their writes; the shard keeps the first column type, and the other node's rows
+//! are refused there deterministically and quarantined (dead letters, listed by `/health`).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use flush::cluster::Cluster;
+use flush::table::ColumnKind;
+use ingest::catalog::Record;
+use ingest::FieldType;
+use parking_lot::Mutex;
+
+use crate::Wal;
+
+/// How often the background thread reads the cluster's catalog.
+pub(crate) const REFRESH: Duration = Duration::from_secs(2);
+/// The oldest cluster catalog a statement is answered from.
+pub(crate) const STATEMENT_AGE: Duration = Duration::from_secs(1);
+
+/// The thread's state and the on-demand refresh.
+pub(crate) struct ClusterSync {
+    cluster: Arc<Cluster>,
+    catalog: Arc<ingest::Catalog>,
+    wal: Arc<Wal>,
+    /// When the last refresh that reached every shard began.
+    fresh_since: Mutex<Option<Instant>>,
+    /// Held by the refresh running now.
+    running: Mutex<()>,
+    /// Columns already applied to the catalog: `(db, measurement, column)`.
+    applied: Mutex<HashSet<(String, String, String)>>,
+    stop: AtomicBool,
+}
+
+impl ClusterSync {
+    /// Starts the background refresh (its first one at once).
+    pub(crate) fn start(
+        cluster: Arc<Cluster>,
+        catalog: Arc<ingest::Catalog>,
+        wal: Arc<Wal>,
+    ) -> Arc<ClusterSync> {
+        let sync = Arc::new(ClusterSync {
+            cluster,
+            catalog,
+            wal,
+            fresh_since: Mutex::new(None),
+            running: Mutex::new(()),
+            applied: Mutex::new(HashSet::new()),
+            stop: AtomicBool::new(false),
+        });
+        let s = sync.clone();
+        let spawned = std::thread::Builder::new()
+            .name("chingest-cluster-catalog".into())
+            .spawn(move || {
+                while !s.stop.load(Ordering::Acquire) {
+                    s.refresh_logged();
+                    let until = Instant::now() + REFRESH;
+                    while Instant::now() < until && !s.stop.load(Ordering::Acquire) {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the cluster catalog thread; statements refresh it");
+        }
+        sync
+    }
+
+    /// Stops the background refresh (after the one running, if any).
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+
+    /// Refreshes unless a refresh that began less than `age` ago reached every shard. Blocks
+    /// (HTTP to every shard): call it where blocking is allowed.
+    pub(crate) fn refresh_if_older(&self, age: Duration) {
+        let fresh = |s: &Option<Instant>| s.is_some_and(|t| t.elapsed() < age);
+        if fresh(&self.fresh_since.lock()) {
+            return;
+        }
+        // One refresh at a time; whoever waited finds it fresh (or runs its own).
+        let _running = self.running.lock();
+        if fresh(&self.fresh_since.lock()) {
+            return;
+        }
+        self.refresh_locked();
+    }
+
+    fn refresh_logged(&self) {
+        let _running = self.running.lock();
+        self.refresh_locked();
+    }
+
+    fn refresh_locked(&self) {
+        let began = Instant::now();
+        match self.refresh() {
+            Ok(true) => *self.fresh_since.lock() = Some(began),
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the cluster's catalog; using what is known")
+            }
+        }
+    }
+
+    /// One refresh; `Ok(true)` when every shard answered.
+    fn refresh(&self) -> Result<bool, String> {
+        let theirs = self.cluster.catalog().map_err(|e| e.to_string())?;
+        for db in &theirs.databases {
+            if self.catalog.database_exists(db) || ingest::names::check_database(db).is_err() {
+                continue;
+            }
+            let record = Record::Database {
+                name: db.clone(),
+                retention_secs: 0,
+            };
+            self.wal
+                .put_meta(vec![record.encode()])
+                .and_then(|t| t.wait())
+                .map_err(|e| format!("recording database {db:?}: {e}"))?;
+            self.catalog.apply(&record);
+            tracing::info!(db, "database learned from the ClickHouse cluster");
+        }
+        // Ours the shards do not list yet (created while they were down, or before this
+        // node was pointed at the cluster).
+        for db in self.catalog.databases() {
+            if !theirs.databases.contains(&db) && !ingest::names::is_policy_database(&db) {
+                self.cluster
+                    .create_database(&db)
+                    .map_err(|e| format!("listing database {db:?} on the cluster: {e}"))?;
+            }
+        }
+        let mut applied = self.applied.lock();
+        for ((db, measurement), columns) in &theirs.tables {
+            if !self.catalog.database_exists(db) {
+                continue;
+            }
+            let m = measurement.as_bytes().to_vec();
+            if applied.insert((db.clone(), measurement.clone(), String::new())) {
+                self.catalog.apply(&Record::Measurement {
+                    db: db.clone(),
+                    measurement: m.clone(),
+                });
+            }
+            for (name, kind) in columns {
+                if applied.contains(&(db.clone(), measurement.clone(), name.clone())) {
+                    continue;
+                }
+                let record = match field_type(*kind) {
+                    None => Record::Tag {
+                        db: db.clone(),
+                        measurement: m.clone(),
+                        key: name.as_bytes().to_vec(),
+                    },
+                    Some(ty) => {
+                        let ours = self.catalog.field_type(db, &m, name.as_bytes());
+                        if ours.is_some_and(|t| t != ty) {
+                            tracing::warn!(
+                                db,
+                                measurement,
+                                field = name,
+                                "field type differs from the cluster's: this node's rows of it \
+                                 will be refused by the shards (quarantined)"
+                            );
+                        }
+                        Record::Field {
+                            db: db.clone(),
+                            measurement: m.clone(),
+                            field: name.as_bytes().to_vec(),
+                            ty,
+                        }
+                    }
+                };
+                self.catalog.apply(&record);
+                applied.insert((db.clone(), measurement.clone(), name.clone()));
+            }
+        }
+        Ok(theirs.unreachable.is_empty())
+    }
+}
+
+/// The field type a shard column stands for (`None`: a tag).
+fn field_type(kind: ColumnKind) -> Option<FieldType> {
+    Some(match kind {
+        ColumnKind::Tag => return None,
+        ColumnKind::Float => FieldType::Float,
+        ColumnKind::Integer => FieldType::Integer,
+        ColumnKind::Unsigned => FieldType::UInteger,
+        ColumnKind::String => FieldType::String,
+        ColumnKind::Boolean => FieldType::Boolean,
+    })
+}
