@@ -244,14 +244,14 @@ impl Store for Storage {
 }
 
 /// Whether a node whose points are on a ClickHouse cluster answers `statement`: the
-/// catalog's answers and `SHOW SERIES`/`TAG VALUES` (with the shards' series), and `SELECT`
-/// (read from the shards); not yet deletes or `SHOW … WHERE`.
+/// catalog's answers, `SHOW` with or without `WHERE` (over the shards' series), and `SELECT`
+/// (read from the shards); not yet deletes.
 fn answered_on_a_cluster(statement: &::influxql::ast::Statement) -> bool {
     use ::influxql::ast::Statement as S;
     match statement {
-        S::ShowMeasurements(s) => s.condition.is_none(),
-        S::ShowTagKeys(c) | S::ShowSeries(c) | S::ShowFieldKeys(c) => c.condition.is_none(),
-        S::ShowTagValues { common, .. } => common.condition.is_none(),
+        // With `WHERE`, the shards' series are read as the table (`influxql/show.rs`).
+        S::ShowMeasurements(_) | S::ShowTagKeys(_) | S::ShowSeries(_) | S::ShowFieldKeys(_) => true,
+        S::ShowTagValues { .. } => true,
         // Read from the shards (`influxql/cluster.rs`).
         S::Select(_) => true,
         _ => false,

@@ -114,6 +114,24 @@ impl Cluster {
         Ok(took)
     }
 
+    /// Whether any shard holds a row of `db`.`measurement`.
+    pub fn has_rows(&self, db: &str, measurement: &str) -> Result<bool, ClusterError> {
+        for k in 0..self.config.shards.len() {
+            self.ensure_table(k, db, measurement, &[])?;
+            let answer = self.http.statement(
+                k,
+                &format!(
+                    "SELECT count() FROM (SELECT 1 FROM {} LIMIT 1) FORMAT TabSeparated",
+                    schema::table(db, measurement)
+                ),
+            )?;
+            if answer.trim() != "0" {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// The distinct combinations of `tag_keys`' values among the rows of
     /// `db`.`measurement` on every shard (a key a shard's rows lack reads as `''`), at most
     /// `max_rows` of them: what `SHOW SERIES` and `SHOW TAG VALUES` read.

@@ -149,10 +149,39 @@ impl Storage {
             };
             select.push_str(&format!(", toString({col}) AS __iq_c{i}"));
         }
+        let group_order = |sql: &mut String| {
+            sql.push_str(" GROUP BY ");
+            let groups: Vec<String> = (0..keys.len()).map(|i| format!("__iq_c{i}")).collect();
+            sql.push_str(&if groups.is_empty() {
+                "__iq_t".to_string()
+            } else {
+                groups.join(", ")
+            });
+            if !groups.is_empty() {
+                sql.push_str(&format!(" ORDER BY {}", groups.join(", ")));
+            }
+        };
+        let mut rows = Vec::new();
+        if let Some(cluster) = &self.cluster {
+            // The cluster's series, read where the table would be.
+            if let Some(scan) = self.cluster_tag_scan(cluster, db, m, req.cancel)? {
+                let mut sql = format!("{select} FROM {} AS __src", scan.table_sql(0));
+                if !conds.is_empty() {
+                    sql.push_str(&format!(" WHERE {}", conds.join(" AND ")));
+                }
+                group_order(&mut sql);
+                scan.register(1).map_err(|e| {
+                    flush::SqlError::Unavailable(format!("cannot read the cluster's series: {e}"))
+                })?;
+                if let Ran::Rows(r) = self.engine_read(&sql, req, 0, true)? {
+                    rows = r;
+                }
+            }
+            return Ok(strings(rows));
+        }
         let engine = self
             .engine()
             .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
-        let mut rows = Vec::new();
         // The series of acknowledged points not flushed yet count too (as
         // `SELECT` sees them); a tag only they have waits for their flush.
         for attempt in 0..2 {
@@ -185,16 +214,7 @@ impl Storage {
             if !conds.is_empty() {
                 sql.push_str(&format!(" WHERE {}", conds.join(" AND ")));
             }
-            sql.push_str(" GROUP BY ");
-            let groups: Vec<String> = (0..keys.len()).map(|i| format!("__iq_c{i}")).collect();
-            sql.push_str(&if groups.is_empty() {
-                "__iq_t".to_string()
-            } else {
-                groups.join(", ")
-            });
-            if !groups.is_empty() {
-                sql.push_str(&format!(" ORDER BY {}", groups.join(", ")));
-            }
+            group_order(&mut sql);
             if let Some(s) = &scan {
                 s.arrow.register(1).map_err(|e| {
                     flush::SqlError::Unavailable(format!(
@@ -216,19 +236,23 @@ impl Storage {
                 }
             }
         }
-        Ok(rows
-            .into_iter()
-            .map(|r| {
-                r.values
-                    .into_iter()
-                    .map(|v| match v {
-                        Value::String(s) => s,
-                        _ => String::new(),
-                    })
-                    .collect()
-            })
-            .collect())
+        Ok(strings(rows))
     }
+}
+
+/// The engine's rows of tag values as strings.
+fn strings(rows: Vec<super::rows::Row>) -> Vec<Vec<String>> {
+    rows.into_iter()
+        .map(|r| {
+            r.values
+                .into_iter()
+                .map(|v| match v {
+                    Value::String(s) => s,
+                    _ => String::new(),
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// The clauses every `SHOW` with a condition has.
