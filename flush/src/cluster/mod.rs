@@ -32,6 +32,7 @@ use crate::engine::Engine;
 use crate::table::{coalesce, ColumnKind, Part, SERIES_ID};
 use crate::{quote_ident, quote_string, unescape_tsv};
 pub use catalog::ClusterCatalog;
+pub use read::RowSelection;
 pub use shard::ShardMap;
 
 /// Where the cluster is and who this node is (`Debug` shows no password).

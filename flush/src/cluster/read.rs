@@ -71,10 +71,25 @@ impl Builder {
     }
 }
 
+/// Which rows of a measurement a read asks the shards for.
+#[derive(Debug, Clone, Copy)]
+pub struct RowSelection<'a> {
+    /// The earliest `time` (ns).
+    pub min: i64,
+    /// The latest `time` (ns).
+    pub max: i64,
+    /// SQL over the shard's columns that the rows must also meet, written for every
+    /// supported server.
+    pub condition: Option<&'a str>,
+    /// Only each series' rows at its latest `time` among the others (every row of that
+    /// point, rewrites included): what a read of each group's last point needs.
+    pub last_per_series: bool,
+}
+
 impl Cluster {
-    /// The rows of `db`.`measurement` on every shard with a `time` in `[min, max]` (ns), in
-    /// the embedded layout of `columns` (`table::engine_schema`: a column a shard's rows
-    /// lack reads as `''` or null); `None` when there is none. More than `max_rows` rows fail
+    /// The rows of `db`.`measurement` on every shard that `rows` selects, in the embedded
+    /// layout of `columns` (`table::engine_schema`: a column a shard's rows lack reads as
+    /// `''` or null); `None` when there is none. More than `max_rows` rows fail
     /// the read. The table and the columns are created on a shard that lacks them (a shard
     /// that never had a row of it, or was down when they were added).
     pub fn read_rows(
@@ -82,10 +97,20 @@ impl Cluster {
         db: &str,
         measurement: &str,
         columns: &[(String, ColumnKind)],
-        min: i64,
-        max: i64,
+        rows: RowSelection<'_>,
         max_rows: u64,
     ) -> Result<Option<RecordBatch>, ClusterError> {
+        let table = schema::table(db, measurement);
+        let mut filter = format!("`time` >= {} AND `time` <= {}", rows.min, rows.max);
+        if let Some(c) = rows.condition {
+            filter.push_str(&format!(" AND ({c})"));
+        }
+        if rows.last_per_series {
+            filter = format!(
+                "{filter} AND (`series_id`, `time`) IN \
+                 (SELECT `series_id`, max(`time`) FROM {table} WHERE {filter} GROUP BY `series_id`)"
+            );
+        }
         let mut time = TimestampNanosecondBuilder::new().with_timezone("UTC");
         let mut series = UInt64Builder::new();
         let mut seq = UInt64Builder::new();
@@ -99,9 +124,8 @@ impl Cluster {
         for k in 0..self.config.shards.len() {
             self.ensure_table(k, db, measurement, columns)?;
             let sql = format!(
-                "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {} \
-                 WHERE `time` >= {min} AND `time` <= {max} LIMIT {} FORMAT TabSeparated",
-                schema::table(db, measurement),
+                "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {table} \
+                 WHERE {filter} LIMIT {} FORMAT TabSeparated",
                 max_rows.saturating_add(1)
             );
             let answer = self.http.statement(k, &sql)?;

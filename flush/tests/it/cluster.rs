@@ -229,7 +229,18 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
         (weird_field.to_string(), flush::table::ColumnKind::Float),
     ];
     let back = cluster
-        .read_rows(&db, weird_m, &columns, i64::MIN, i64::MAX, 100)
+        .read_rows(
+            &db,
+            weird_m,
+            &columns,
+            flush::cluster::RowSelection {
+                min: i64::MIN,
+                max: i64::MAX,
+                condition: None,
+                last_per_series: false,
+            },
+            100,
+        )
         .unwrap()
         .unwrap();
     assert_eq!(back.num_rows(), 2);

@@ -4,14 +4,18 @@
 //! embedded table's layout, which the statement reads as it reads a subquery's answer:
 //! every row grouped into points (InfluxDB's identity: a point written twice reads as
 //! one, the later write winning field by field), bounded by `[sql] max_result_rows`.
+//! What the shards send is cut down where that cannot change the answer: only the
+//! columns the statement's plan reads, and only the rows of series that meet its
+//! tag-only conditions ([`shard_condition`]).
 
 use flush::cluster::Cluster;
 use flush::table::ColumnKind;
-use flush::ArrowScan;
+use flush::{quote_ident, quote_string, ArrowScan};
+use influxql::ast::{BinaryOp, DataType, Expr, Literal};
 use ingest::MeasurementSchema;
 
 use super::error::InfluxqlError;
-use super::range::TimeRange;
+use super::plan::Plan;
 use super::unflushed::{acked_parts, kind};
 use crate::Storage;
 
@@ -23,9 +27,11 @@ impl Storage {
         cluster: &Cluster,
         db: &str,
         schema: &MeasurementSchema,
-        range: &TimeRange,
+        probe: &Plan,
+        condition: &[Expr],
         cancel: &flush::SqlCancel,
     ) -> Result<Option<ArrowScan>, InfluxqlError> {
+        let range = &probe.range;
         let engine = self
             .engine()
             .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
@@ -35,11 +41,19 @@ impl Storage {
                 schema.name
             )))
         };
+        // Only the columns the statement reads (its plan's tags and fields) cross the network.
         let columns: Vec<(String, ColumnKind)> = schema
             .tag_keys
             .iter()
+            .filter(|t| probe.tags.contains(t))
             .map(|t| (t.clone(), ColumnKind::Tag))
-            .chain(schema.fields.iter().map(|(f, t)| (f.clone(), kind(*t))))
+            .chain(
+                schema
+                    .fields
+                    .iter()
+                    .filter(|(f, _)| probe.fields.contains(f))
+                    .map(|(f, t)| (f.clone(), kind(*t))),
+            )
             .collect();
         let (min, max) = (range.min.unwrap_or(i64::MIN), range.max.unwrap_or(i64::MAX));
         let max_rows = self.row_limit();
@@ -52,7 +66,21 @@ impl Storage {
             .map_err(|e| unavailable(e.to_string()))?
             .flatten();
         let stored = cluster
-            .read_rows(db, &schema.name, &columns, min, max, max_rows)
+            .read_rows(
+                db,
+                &schema.name,
+                &columns,
+                flush::cluster::RowSelection {
+                    min,
+                    max,
+                    condition: shard_condition(condition, schema).as_deref(),
+                    // Each group's last point (Grafana's current value, TSBS lastpoint) is
+                    // one of its series' last points: only those cross the network. Every
+                    // point must show (a point without the selected fields would hide it).
+                    last_per_series: probe.asks_last_point() && probe.shows_every_point,
+                },
+                max_rows,
+            )
             .map_err(|e| match e {
                 flush::cluster::ClusterError::TooManyRows { .. } => {
                     InfluxqlError::from(flush::SqlError::LimitExceeded(e.to_string()))
@@ -180,5 +208,146 @@ impl Storage {
             .arrow_scan(batch)
             .map(Some)
             .map_err(|e| unavailable(e.to_string()))
+    }
+}
+
+/// The conjuncts of a statement's condition (time taken out) that only compare tags of
+/// `schema` with strings or regular expressions, as one condition every supported shard
+/// server evaluates as the embedded engine does (`=`, `!=`, `match()` over `String` tag
+/// columns, `''` where a row lacks the tag); `None` when no conjunct qualifies. The shards
+/// then send only the rows of matching series; the statement still applies its whole
+/// condition to them, so leaving a conjunct out only moves more rows.
+pub(crate) fn shard_condition(rest: &[Expr], schema: &MeasurementSchema) -> Option<String> {
+    let pushed: Vec<String> = rest
+        .iter()
+        .filter_map(|e| tag_condition(e, schema))
+        .collect();
+    (!pushed.is_empty()).then(|| pushed.join(" AND "))
+}
+
+fn tag_condition(e: &Expr, schema: &MeasurementSchema) -> Option<String> {
+    match e {
+        Expr::Paren(inner) => tag_condition(inner, schema),
+        Expr::Binary { op, lhs, rhs } => match op {
+            BinaryOp::And => match (tag_condition(lhs, schema), tag_condition(rhs, schema)) {
+                (Some(l), Some(r)) => Some(format!("({l} AND {r})")),
+                // A conjunct left out widens the read, never narrows it.
+                (Some(one), None) | (None, Some(one)) => Some(one),
+                (None, None) => None,
+            },
+            BinaryOp::Or => Some(format!(
+                "({} OR {})",
+                tag_condition(lhs, schema)?,
+                tag_condition(rhs, schema)?
+            )),
+            BinaryOp::Eq | BinaryOp::NotEq => {
+                let (tag, value) = match (strip(lhs), strip(rhs)) {
+                    (Expr::VarRef { name, data_type }, Expr::Literal(Literal::String(v)))
+                    | (Expr::Literal(Literal::String(v)), Expr::VarRef { name, data_type }) => {
+                        (tag_of(name, *data_type, schema)?, v)
+                    }
+                    _ => return None,
+                };
+                let op = if *op == BinaryOp::Eq { "=" } else { "!=" };
+                Some(format!("{} {op} {}", quote_ident(tag), quote_string(value)))
+            }
+            BinaryOp::EqRegex | BinaryOp::NotEqRegex => {
+                let (Expr::VarRef { name, data_type }, Expr::Literal(Literal::Regex(re))) =
+                    (strip(lhs), strip(rhs))
+                else {
+                    return None;
+                };
+                let m = format!(
+                    "match({}, {})",
+                    quote_ident(tag_of(name, *data_type, schema)?),
+                    quote_string(&re.0)
+                );
+                Some(if *op == BinaryOp::EqRegex {
+                    m
+                } else {
+                    format!("(NOT {m})")
+                })
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn strip(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(inner) => strip(inner),
+        other => other,
+    }
+}
+
+/// `name` when it is a tag of `schema` and can only mean the tag.
+fn tag_of<'a>(
+    name: &'a str,
+    cast: Option<DataType>,
+    schema: &MeasurementSchema,
+) -> Option<&'a str> {
+    let tag = schema.tag_keys.iter().any(|k| k == name);
+    let field = schema.fields.iter().any(|(f, _)| f == name);
+    match cast {
+        Some(DataType::Tag) if tag => Some(name),
+        None if tag && !field => Some(name),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use influxql::ast::Statement;
+    use ingest::FieldType;
+
+    use super::*;
+
+    fn pushed(q: &str) -> Option<String> {
+        let Statement::Select(stmt) = influxql::parse_statement(q).unwrap() else {
+            panic!("not a SELECT: {q}");
+        };
+        let filter = super::super::range::split(stmt.condition.as_ref(), 0).unwrap();
+        let schema = MeasurementSchema {
+            name: "cpu".into(),
+            tag_keys: vec!["both".into(), "host".into(), "region".into()],
+            fields: vec![
+                ("both".into(), FieldType::Float),
+                ("v".into(), FieldType::Float),
+            ],
+        };
+        shard_condition(&filter.rest, &schema)
+    }
+
+    #[test]
+    fn only_tag_conditions_reach_the_shards_and_quoted() {
+        assert_eq!(
+            pushed(
+                "SELECT v FROM cpu WHERE (host = 'a' OR 'b' = host) AND v > 1 \
+                 AND region =~ /^us/ AND time > 0"
+            )
+            .as_deref(),
+            Some("(`host` = 'a' OR `host` = 'b') AND match(`region`, '^us')")
+        );
+        // A conjunct with a field widens nothing: it stays on the node.
+        assert_eq!(pushed("SELECT v FROM cpu WHERE host != 'a' OR v > 1"), None);
+        assert_eq!(
+            pushed("SELECT v FROM cpu WHERE host !~ /x/ AND (v > 1 AND region = 'r')").as_deref(),
+            Some("(NOT match(`host`, 'x')) AND `region` = 'r'")
+        );
+        // A name that is a tag and a field is the tag only when cast so; an unknown name
+        // (InfluxDB's absent tag, '') and a non-string comparison are not pushed.
+        assert_eq!(pushed("SELECT v FROM cpu WHERE both = 'x'"), None);
+        assert_eq!(
+            pushed("SELECT v FROM cpu WHERE both::tag = 'x'").as_deref(),
+            Some("`both` = 'x'")
+        );
+        assert_eq!(pushed("SELECT v FROM cpu WHERE nosuch = ''"), None);
+        assert_eq!(pushed("SELECT v FROM cpu WHERE host = 1"), None);
+        // Hostile values stay literals.
+        assert_eq!(
+            pushed(r"SELECT v FROM cpu WHERE host = 'a\'); DROP TABLE cpu; --\\'").as_deref(),
+            Some(r"`host` = 'a\'); DROP TABLE cpu; --\\'")
+        );
     }
 }

@@ -107,7 +107,15 @@ impl Storage {
                             else {
                                 continue;
                             };
-                            match self.cluster_scan(c, &resolved.db, m, &probe.range, req.cancel)? {
+                            let scan = self.cluster_scan(
+                                c,
+                                &resolved.db,
+                                m,
+                                &probe,
+                                &filter.rest,
+                                req.cancel,
+                            )?;
+                            match scan {
                                 Some(scan) => Some((scan.table_sql(0), scan)),
                                 None => continue,
                             }
