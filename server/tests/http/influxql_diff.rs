@@ -293,15 +293,20 @@ pub(crate) fn step_answer(
     )
 }
 
+/// The databases the batches write.
+fn databases(batches: &[Batch]) -> BTreeSet<&str> {
+    batches
+        .iter()
+        .flat_map(|b| b.params.iter().filter(|(k, _)| k == "db"))
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
 /// Creates the databases and writes every batch, asserting 204 (the two
 /// servers must hold the same data for the comparison to mean anything).
 fn load(client: &reqwest::blocking::Client, base: &str, who: &str) {
     let batches = batches();
-    let dbs: BTreeSet<&str> = batches
-        .iter()
-        .flat_map(|b| b.params.iter().filter(|(k, _)| k == "db"))
-        .map(|(_, v)| v.as_str())
-        .collect();
+    let dbs = databases(&batches);
     for db in dbs {
         let r = client
             .post(format!("{base}/query"))
@@ -865,11 +870,7 @@ fn influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_en
 /// from the cluster before it accepts writes to them.
 fn load_on_two_nodes(client: &reqwest::blocking::Client, a: &Server, b: &Server) {
     let batches = batches();
-    let dbs: BTreeSet<&str> = batches
-        .iter()
-        .flat_map(|b| b.params.iter().filter(|(k, _)| k == "db"))
-        .map(|(_, v)| v.as_str())
-        .collect();
+    let dbs = databases(&batches);
     for db in &dbs {
         let r = client
             .post(format!("{}/query", a.base))
