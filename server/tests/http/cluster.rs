@@ -97,6 +97,22 @@ fn unflushed(s: &Server) -> u64 {
     h["wal"]["unflushed_points"].as_u64().unwrap_or(u64::MAX)
 }
 
+/// Polls until every node's acknowledged points are on the shards (writes have stopped).
+fn wait_delivered(nodes: &[&Server], within: Duration) {
+    let deadline = Instant::now() + within;
+    for node in nodes {
+        while unflushed(node) != 0 {
+            assert!(
+                Instant::now() < deadline,
+                "not delivered: {}\n{}",
+                node.get("/health").text().unwrap(),
+                node.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
 #[test]
 fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a_shard_down() {
     let test =
@@ -213,16 +229,7 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
     );
 
     // Everything delivered once the shard is back.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while unflushed(&s) != 0 || unflushed(&b) != 0 {
-        assert!(
-            Instant::now() < deadline,
-            "not delivered: {}\n{}",
-            s.get("/health").text().unwrap(),
-            s.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_delivered(&[&s, &b], Duration::from_secs(90));
     let points = stored(&[&s0, &s1]);
     let twice: Vec<_> = points.iter().filter(|(_, (n, _))| *n > 1).collect();
     assert!(
@@ -328,22 +335,12 @@ fn two_nodes_agree_on_databases_and_field_types_through_the_cluster() {
         .config(&cluster_config_named(&[&s0, &s1], "b"))
         .start();
     // Before the database exists anywhere: b refuses as InfluxDB does.
-    let r = b
-        .client
-        .post(b.url("/write?db=shared"))
-        .body("m f=0i 0")
-        .send()
-        .unwrap();
+    let r = b.post("/write?db=shared", "m f=0i 0");
     assert_eq!(r.status(), 404, "{:?}", r.text());
     a.query("CREATE DATABASE shared");
     wait_listed(&b, "shared");
 
-    let r = a
-        .client
-        .post(a.url("/write?db=shared"))
-        .body("m,host=x f=1i 1")
-        .send()
-        .unwrap();
+    let r = a.post("/write?db=shared", "m,host=x f=1i 1");
     assert_eq!(r.status(), 204);
     // b learns f's type once a delivered it.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -355,12 +352,7 @@ fn two_nodes_agree_on_databases_and_field_types_through_the_cluster() {
         assert!(Instant::now() < deadline, "b never learned f: {r}");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let r = b
-        .client
-        .post(b.url("/write?db=shared"))
-        .body("m,host=y f=2.5 2")
-        .send()
-        .unwrap();
+    let r = b.post("/write?db=shared", "m,host=y f=2.5 2");
     assert_eq!(r.status(), 400);
     let text = r.text().unwrap();
     assert!(
@@ -368,24 +360,9 @@ fn two_nodes_agree_on_databases_and_field_types_through_the_cluster() {
             && text.contains("input field \\\"f\\\" on measurement \\\"m\\\" is type float, already exists as type integer"),
         "{text}"
     );
-    let r = b
-        .client
-        .post(b.url("/write?db=shared"))
-        .body("m,host=y f=3i,g=0.5 3")
-        .send()
-        .unwrap();
+    let r = b.post("/write?db=shared", "m,host=y f=3i,g=0.5 3");
     assert_eq!(r.status(), 204, "{:?}", r.text());
-    for node in [&a, &b] {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while unflushed(node) != 0 {
-            assert!(
-                Instant::now() < deadline,
-                "{}",
-                node.get("/health").text().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
+    wait_delivered(&[&a, &b], Duration::from_secs(60));
     // Nothing quarantined: no node stored a type the shards refuse.
     for node in [&a, &b] {
         let h: Value = node.get("/health").json().unwrap();

@@ -19,7 +19,22 @@ use super::plan::Plan;
 use super::unflushed::{acked_parts, kind};
 use crate::Storage;
 
+/// The error of a read of `what` from the cluster that could not be done now.
+fn unavailable(what: String) -> impl Fn(String) -> InfluxqlError {
+    move |e| {
+        InfluxqlError::from(flush::SqlError::Unavailable(format!(
+            "cannot read {what} from the ClickHouse cluster: {e}"
+        )))
+    }
+}
+
 impl Storage {
+    /// The engine for a read, unless the server is shutting down.
+    fn read_engine(&self) -> Result<flush::Engine, InfluxqlError> {
+        self.engine()
+            .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()).into())
+    }
+
     /// The rows of `schema` in `range` (shards and not yet delivered) as an Arrow scan in
     /// the embedded layout; `None` when there is none.
     pub(crate) fn cluster_scan(
@@ -32,15 +47,8 @@ impl Storage {
         cancel: &flush::SqlCancel,
     ) -> Result<Option<ArrowScan>, InfluxqlError> {
         let range = &probe.range;
-        let engine = self
-            .engine()
-            .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
-        let unavailable = |e: String| {
-            InfluxqlError::from(flush::SqlError::Unavailable(format!(
-                "cannot read {:?} from the ClickHouse cluster: {e}",
-                schema.name
-            )))
-        };
+        let engine = self.read_engine()?;
+        let unavailable = unavailable(format!("{:?}", schema.name));
         // Only the columns the statement reads (its plan's tags and fields) cross the network.
         let columns: Vec<(String, ColumnKind)> = schema
             .tag_keys
@@ -117,15 +125,8 @@ impl Storage {
     ) -> Result<Option<ArrowScan>, InfluxqlError> {
         use flush::arrow::array::{ArrayRef, RecordBatch, StringArray};
         use flush::arrow::datatypes::{DataType, Field, Schema};
-        let engine = self
-            .engine()
-            .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
-        let unavailable = |e: String| {
-            InfluxqlError::from(flush::SqlError::Unavailable(format!(
-                "cannot read the series of {:?} from the ClickHouse cluster: {e}",
-                schema.name
-            )))
-        };
+        let engine = self.read_engine()?;
+        let unavailable = unavailable(format!("the series of {:?}", schema.name));
         let max_rows = self.row_limit();
         let keys = &schema.tag_keys;
         let acked = self.wal.last_seq();
