@@ -4,7 +4,8 @@
 //! clients' health checks work. Quarantined tables (points the engine refuses,
 //! set aside so the rest keeps flowing) do not fail the check: they appear in
 //! `quarantine` and as a `checks` entry with status `warn`. With the points on a ClickHouse
-//! cluster, `cluster` lists each shard: up or not, its last error, when it last confirmed rows.
+//! cluster, `cluster` lists each shard: up or not, its last error, when it last confirmed rows, and the
+//! deliveries it has not confirmed (how many, and how long the oldest has waited).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -93,6 +94,8 @@ pub async fn health<S: Store>(State(state): State<AppState<S>>) -> Response {
                 "up": c.up,
                 "last_error": c.last_error,
                 "confirmed_secs_ago": c.confirmed_secs_ago,
+                "waiting_deliveries": c.waiting_deliveries,
+                "oldest_waiting_secs": c.oldest_waiting_secs,
             }))
             .collect::<Vec<_>>());
     }

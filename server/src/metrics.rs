@@ -139,6 +139,11 @@ pub async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Response {
         metrics::gauge!("chingest_process_resident_memory_bytes").set(rss as f64);
     }
     // WAL queue depth and lag gauges are kept current by the wal crate itself.
+    // Per shard on a ClickHouse cluster: how long its oldest unconfirmed delivery has waited.
+    for (k, shard) in state.store.stats().cluster.iter().enumerate() {
+        metrics::gauge!("chingest_cluster_shard_waiting_seconds", "shard" => k.to_string())
+            .set(shard.oldest_waiting_secs);
+    }
     for (db, series) in state.store.series_cardinality() {
         metrics::gauge!("chingest_series", "db" => db).set(series as f64);
     }

@@ -49,6 +49,9 @@ pub(crate) struct ClusterSync {
     running: Mutex<()>,
     /// Columns already applied to the catalog: `(db, measurement, column)`.
     applied: Mutex<HashSet<(String, String, String)>>,
+    /// Shards the last refresh could not reach: an outage is logged when it begins and
+    /// when it ends, not at every refresh.
+    unreachable: Mutex<Vec<usize>>,
     stop: AtomicBool,
 }
 
@@ -66,6 +69,7 @@ impl ClusterSync {
             fresh_since: Mutex::new(None),
             running: Mutex::new(()),
             applied: Mutex::new(HashSet::new()),
+            unreachable: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
         let s = sync.clone();
@@ -114,16 +118,44 @@ impl ClusterSync {
     fn refresh_locked(&self) {
         let began = Instant::now();
         match self.refresh() {
-            Ok(true) => *self.fresh_since.lock() = Some(began),
-            Ok(false) => {}
+            Ok(down) => {
+                if down.is_empty() {
+                    *self.fresh_since.lock() = Some(began);
+                }
+                self.log_outages(down);
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the cluster's catalog; using what is known")
             }
         }
     }
 
-    /// One refresh; `Ok(true)` when every shard answered.
-    fn refresh(&self) -> Result<bool, String> {
+    /// Logs the shards that stopped or started answering since the last refresh.
+    fn log_outages(&self, down: Vec<usize>) {
+        let mut before = self.unreachable.lock();
+        let endpoints = self.cluster.shard_statuses();
+        let name = |k: &usize| {
+            endpoints
+                .get(*k)
+                .map_or("?", |s| s.endpoint.as_str())
+                .to_string()
+        };
+        for k in down.iter().filter(|k| !before.contains(k)) {
+            tracing::warn!(
+                shard = k,
+                endpoint = %name(k),
+                "a shard does not answer: the catalog is read from the others, and this \
+                 node's databases are listed there once it is back"
+            );
+        }
+        for k in before.iter().filter(|k| !down.contains(k)) {
+            tracing::info!(shard = k, endpoint = %name(k), "a shard answers again");
+        }
+        *before = down;
+    }
+
+    /// One refresh; the shards that did not answer (empty: every shard answered).
+    fn refresh(&self) -> Result<Vec<usize>, String> {
         let theirs = self.cluster.catalog().map_err(|e| e.to_string())?;
         for db in &theirs.databases {
             if self.catalog.database_exists(db) || ingest::names::check_database(db).is_err() {
@@ -194,7 +226,7 @@ impl ClusterSync {
                 applied.insert((db.clone(), measurement.clone(), name.clone()));
             }
         }
-        Ok(theirs.unreachable.is_empty())
+        Ok(theirs.unreachable)
     }
 }
 

@@ -22,7 +22,7 @@ mod schema;
 pub mod shard;
 
 use std::collections::{HashMap, HashSet};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::UInt64Type;
@@ -154,6 +154,12 @@ pub struct ShardStatus {
     pub last_error: Option<String>,
     /// Seconds since it last confirmed a delivery.
     pub confirmed_secs_ago: Option<f64>,
+    /// Writes (WAL entries, per table) with rows for it that it has not confirmed (a
+    /// shard that does not answer holds them; they wait in the WAL).
+    pub waiting_deliveries: usize,
+    /// Seconds since this process first tried the oldest of them (0 when none): how far
+    /// behind the shard is. A restart starts the clock again (replay tries them anew).
+    pub oldest_waiting_secs: f64,
 }
 
 /// What one delivery did.
@@ -165,6 +171,9 @@ pub struct Delivered {
     pub already_held: u64,
 }
 
+/// A write's rows of one table a shard has not confirmed: (`db`, `measurement`, `__seq`).
+type Waiting = (String, String, u64);
+
 /// One shard's tables this node has checked: (`db`, `measurement`) → user columns.
 type ShardTables = HashMap<(String, String), HashMap<String, ColumnKind>>;
 
@@ -175,6 +184,9 @@ pub struct Cluster {
     http: http::Client,
     /// Per shard, the user columns known on each table.
     known: Mutex<Vec<ShardTables>>,
+    /// Per shard, the writes with rows for it that it has not confirmed yet: (`db`,
+    /// `measurement`, `__seq`) → when this process first tried (`/health`'s per-shard lag).
+    waiting: Mutex<Vec<HashMap<Waiting, Instant>>>,
     /// Each shard's `version()` (`None`: it did not answer at connect).
     versions: Vec<Option<String>>,
 }
@@ -205,6 +217,7 @@ impl Cluster {
         Ok(Cluster {
             map: ShardMap::new(config.shards.len() as u32),
             known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
+            waiting: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             versions,
             http,
             config,
@@ -218,16 +231,23 @@ impl Cluster {
 
     /// What each shard's last request showed, in shard order (`/health`).
     pub fn shard_statuses(&self) -> Vec<ShardStatus> {
+        let waiting = self.waiting.lock();
         self.http
             .seen
             .lock()
             .iter()
             .zip(&self.config.shards)
-            .map(|(s, endpoint)| ShardStatus {
+            .zip(waiting.iter())
+            .map(|((s, endpoint), waiting)| ShardStatus {
                 endpoint: endpoint.clone(),
                 up: s.up,
                 last_error: s.last_error.clone(),
                 confirmed_secs_ago: s.confirmed.map(|t| t.elapsed().as_secs_f64()),
+                waiting_deliveries: waiting.len(),
+                oldest_waiting_secs: waiting
+                    .values()
+                    .min()
+                    .map_or(0.0, |t| t.elapsed().as_secs_f64()),
             })
             .collect()
     }
@@ -256,6 +276,53 @@ impl Cluster {
     ) -> Result<Delivered, ClusterError> {
         let (batch, columns) = coalesce(parts)?;
         let per_shard = self.rows_per_shard(&batch)?;
+        {
+            // Per write (`__seq`), not per job: a retried job's parts may be grouped anew.
+            let now = Instant::now();
+            let mut waiting = self.waiting.lock();
+            for (k, rows) in per_shard.iter().enumerate() {
+                for seq in rows.keys() {
+                    waiting[k]
+                        .entry((db.to_string(), measurement.to_string(), *seq))
+                        .or_insert(now);
+                }
+            }
+        }
+        let sent = self.deliver_batch(
+            engine,
+            db,
+            measurement,
+            batch,
+            &columns,
+            &per_shard,
+            parts,
+            verify_up_to,
+        );
+        if let Err(e) = &sent {
+            if !matches!(e, ClusterError::Unreachable { .. }) {
+                // Refused: quarantined or retried as a new delivery, not a shard that lags.
+                for (k, rows) in per_shard.iter().enumerate() {
+                    self.no_longer_waiting(k, db, measurement, rows);
+                }
+            }
+        }
+        sent
+    }
+
+    /// [`deliver`](Self::deliver) of the coalesced `batch`, shard after shard; each shard
+    /// that confirms is no longer waiting for its rows' writes.
+    #[allow(clippy::too_many_arguments)]
+    fn deliver_batch(
+        &self,
+        engine: &Engine,
+        db: &str,
+        measurement: &str,
+        batch: RecordBatch,
+        columns: &[(String, ColumnKind)],
+        per_shard: &[HashMap<u64, u64>],
+        parts: &[Part],
+        verify_up_to: u64,
+    ) -> Result<Delivered, ClusterError> {
         let suspects: Vec<u64> = parts
             .iter()
             .map(|p| p.seq)
@@ -268,7 +335,7 @@ impl Cluster {
         let scan = engine.arrow_scan(batch)?;
         let mut references = 0;
         // The same columns go to every shard.
-        let (structure, names, select) = schema::insert_shape(&self.config.node, &columns);
+        let (structure, names, select) = schema::insert_shape(&self.config.node, columns);
         let insert = format!(
             "INSERT INTO {} ({names}) FORMAT Native",
             schema::table(db, measurement)
@@ -278,12 +345,12 @@ impl Cluster {
                 // The table and its columns on every shard, rows or not (a read of the
                 // cluster asks each shard for every column), but a shard that cannot take
                 // them now does not hold back the others' rows: it gets them with its own.
-                if let Err(e) = self.ensure_table(k, db, measurement, &columns) {
+                if let Err(e) = self.ensure_table(k, db, measurement, columns) {
                     tracing::debug!(error = %e, "table not created on a shard without rows");
                 }
                 continue;
             }
-            self.ensure_table(k, db, measurement, &columns)?;
+            self.ensure_table(k, db, measurement, columns)?;
             let held = if suspects.is_empty() {
                 HashSet::new()
             } else {
@@ -297,6 +364,7 @@ impl Cluster {
                 .sum();
             out.already_held += total - send;
             if send == 0 {
+                self.confirmed(k, db, measurement, rows);
                 continue;
             }
             scan.register(references + 1)?;
@@ -331,12 +399,25 @@ impl Cluster {
                 self.http.saw(k, None, Some(&e));
                 return Err(e);
             }
-            self.http.seen.lock()[k].confirmed = Some(std::time::Instant::now());
+            self.confirmed(k, db, measurement, rows);
             out.rows[k] = send;
             metrics::counter!("chingest_cluster_rows_total", "shard" => k.to_string())
                 .increment(send);
         }
         Ok(out)
+    }
+
+    /// Shard `k` holds `rows` (rows per `__seq`) of `db`.`measurement`.
+    fn confirmed(&self, k: usize, db: &str, measurement: &str, rows: &HashMap<u64, u64>) {
+        self.http.seen.lock()[k].confirmed = Some(Instant::now());
+        self.no_longer_waiting(k, db, measurement, rows);
+    }
+
+    fn no_longer_waiting(&self, k: usize, db: &str, measurement: &str, rows: &HashMap<u64, u64>) {
+        let mut waiting = self.waiting.lock();
+        for seq in rows.keys() {
+            waiting[k].remove(&(db.to_string(), measurement.to_string(), *seq));
+        }
     }
 
     /// Per shard, how many of the batch's rows of each write (`__seq`) belong there.

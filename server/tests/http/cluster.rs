@@ -184,13 +184,25 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
                             && l.contains("shard=\"1\"")
                             && l.contains("reason=\"unreachable\"")
                     });
+                    // Its lag: deliveries waiting for it, the oldest for a while.
+                    let lagging = text.lines().any(|l| {
+                        l.strip_prefix("chingest_cluster_shard_waiting_seconds{shard=\"1\"} ")
+                            .and_then(|v| v.parse::<f64>().ok())
+                            .is_some_and(|v| v > 0.0)
+                    });
                     let h: Value = s.get("/health").json().unwrap();
                     let shown = h["cluster"][1]["up"] == false
                         && h["cluster"][1]["last_error"]
                             .as_str()
                             .is_some_and(|e| e.contains("unreachable"))
+                        && h["cluster"][1]["waiting_deliveries"]
+                            .as_u64()
+                            .is_some_and(|n| n > 0)
+                        && h["cluster"][1]["oldest_waiting_secs"]
+                            .as_f64()
+                            .is_some_and(|t| t > 0.0)
                         && h["cluster"][0]["up"] == true;
-                    if down && failed && shown {
+                    if down && failed && lagging && shown {
                         break;
                     }
                     assert!(Instant::now() < deadline, "shard 1 not shown down:\n{text}");
@@ -298,6 +310,15 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
         assert!(
             h["cluster"][k]["confirmed_secs_ago"].as_f64().is_some(),
             "{h}"
+        );
+        // Every delivery confirmed: no shard lags.
+        assert_eq!(h["cluster"][k]["waiting_deliveries"], 0, "{h}");
+        assert_eq!(h["cluster"][k]["oldest_waiting_secs"], 0.0, "{h}");
+        assert_eq!(
+            value(&format!(
+                "chingest_cluster_shard_waiting_seconds{{shard=\"{k}\"}}"
+            )),
+            0.0
         );
     }
     // The failures counted since the last restart (at 45, after the shard came back) may be

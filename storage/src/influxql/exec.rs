@@ -394,9 +394,9 @@ fn to_series(
             });
             current = Some(row.group.clone());
         }
-        let mut values = Vec::with_capacity(row.values.len() + 1);
-        values.push(row.time.map_or(Value::Null, Value::Time));
-        values.extend(row.values);
+        // In place: the engine's rows leave a slot for the time (`rows.rs`).
+        let mut values = row.values;
+        values.insert(0, row.time.map_or(Value::Null, Value::Time));
         if let Some(s) = out.last_mut() {
             s.values.push(values);
         }

@@ -7,7 +7,7 @@
 //! arrive quoted, NaN and infinities as strings or null, NULL as null), never guessed from
 //! its JSON form. Both give the same [`Row`]s.
 
-use flush::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use flush::arrow::array::{self as dt_array, Array, ArrayRef, AsArray, RecordBatch};
 use flush::arrow::datatypes::{self as dt, DataType};
 use serde_json::Value as Json;
 
@@ -129,9 +129,13 @@ fn batch_rows(batch: &RecordBatch, groups: usize, out: &mut Vec<Row>) -> Result<
             _ => Ok(c.clone()),
         })
         .collect::<Result<_, _>>()?;
+    // Each column's type is looked at once per batch, not once per cell.
+    let time = Cells::of(&columns[0])?;
+    let tags: Vec<_> = tags.iter().map(|t| t.as_string::<i32>()).collect();
+    let values: Vec<Cells<'_>> = values.iter().map(Cells::of).collect::<Result<_, _>>()?;
     out.reserve(batch.num_rows());
     for i in 0..batch.num_rows() {
-        let time = match cell(&columns[0], i)? {
+        let time = match time.get(i) {
             Value::Integer(t) => Some(t),
             Value::Unsigned(t) => i64::try_from(t).ok(),
             _ => None,
@@ -139,7 +143,6 @@ fn batch_rows(batch: &RecordBatch, groups: usize, out: &mut Vec<Row>) -> Result<
         let group = tags
             .iter()
             .map(|t| {
-                let t = t.as_string::<i32>();
                 if t.is_null(i) {
                     String::new()
                 } else {
@@ -147,59 +150,107 @@ fn batch_rows(batch: &RecordBatch, groups: usize, out: &mut Vec<Row>) -> Result<
                 }
             })
             .collect();
-        let values = values
-            .iter()
-            .map(|c| cell(c, i))
-            .collect::<Result<_, _>>()?;
+        // One slot more: the answer row puts the time in front (`exec::to_series`).
+        let mut row = Vec::with_capacity(values.len() + 1);
+        row.extend(values.iter().map(|c| c.get(i)));
         out.push(Row {
             time,
             group,
-            values,
+            values: row,
         });
     }
     Ok(())
 }
 
-/// Row `i` of `col`, by its Arrow type (the engine's, as `value` reads the JSON form).
-fn cell(col: &ArrayRef, i: usize) -> Result<Value, InfluxqlError> {
-    if col.is_null(i) {
-        return Ok(Value::Null);
+/// One answer column, its Arrow type resolved (the engine's, as `value` reads the JSON form).
+enum Cells<'a> {
+    Null,
+    Float64(&'a dt_array::Float64Array),
+    Float32(&'a dt_array::Float32Array),
+    Int64(&'a dt_array::Int64Array),
+    Int32(&'a dt_array::Int32Array),
+    Int16(&'a dt_array::Int16Array),
+    Int8(&'a dt_array::Int8Array),
+    UInt64(&'a dt_array::UInt64Array),
+    UInt32(&'a dt_array::UInt32Array),
+    UInt16(&'a dt_array::UInt16Array),
+    UInt8(&'a dt_array::UInt8Array),
+    Boolean(&'a dt_array::BooleanArray),
+    Utf8(&'a dt_array::StringArray),
+    LargeUtf8(&'a dt_array::LargeStringArray),
+    Binary(&'a dt_array::BinaryArray),
+    LargeBinary(&'a dt_array::LargeBinaryArray),
+}
+
+impl<'a> Cells<'a> {
+    fn of(col: &'a ArrayRef) -> Result<Cells<'a>, InfluxqlError> {
+        Ok(match col.data_type() {
+            DataType::Null => Cells::Null,
+            DataType::Float64 => Cells::Float64(col.as_primitive::<dt::Float64Type>()),
+            DataType::Float32 => Cells::Float32(col.as_primitive::<dt::Float32Type>()),
+            DataType::Int64 => Cells::Int64(col.as_primitive::<dt::Int64Type>()),
+            DataType::Int32 => Cells::Int32(col.as_primitive::<dt::Int32Type>()),
+            DataType::Int16 => Cells::Int16(col.as_primitive::<dt::Int16Type>()),
+            DataType::Int8 => Cells::Int8(col.as_primitive::<dt::Int8Type>()),
+            DataType::UInt64 => Cells::UInt64(col.as_primitive::<dt::UInt64Type>()),
+            DataType::UInt32 => Cells::UInt32(col.as_primitive::<dt::UInt32Type>()),
+            DataType::UInt16 => Cells::UInt16(col.as_primitive::<dt::UInt16Type>()),
+            DataType::UInt8 => Cells::UInt8(col.as_primitive::<dt::UInt8Type>()),
+            DataType::Boolean => Cells::Boolean(col.as_boolean()),
+            DataType::Utf8 => Cells::Utf8(col.as_string::<i32>()),
+            DataType::LargeUtf8 => Cells::LargeUtf8(col.as_string::<i64>()),
+            DataType::Binary => Cells::Binary(col.as_binary::<i32>()),
+            DataType::LargeBinary => Cells::LargeBinary(col.as_binary::<i64>()),
+            other => {
+                return Err(InfluxqlError::EngineAnswer(format!(
+                    "a column of Arrow type {other} in an answer"
+                )))
+            }
+        })
     }
-    let float = |f: f64| {
-        // InfluxDB has no NaN or infinities to show: null.
-        if f.is_finite() {
-            Value::Float(f)
-        } else {
-            Value::Null
+
+    /// Row `i`.
+    fn get(&self, i: usize) -> Value {
+        let float = |f: f64| {
+            // InfluxDB has no NaN or infinities to show: null.
+            if f.is_finite() {
+                Value::Float(f)
+            } else {
+                Value::Null
+            }
+        };
+        macro_rules! cell {
+            ($a:expr, $v:expr) => {
+                if $a.is_null(i) {
+                    Value::Null
+                } else {
+                    $v($a.value(i))
+                }
+            };
         }
-    };
-    Ok(match col.data_type() {
-        DataType::Null => Value::Null,
-        DataType::Float64 => float(col.as_primitive::<dt::Float64Type>().value(i)),
-        DataType::Float32 => float(f64::from(col.as_primitive::<dt::Float32Type>().value(i))),
-        DataType::Int64 => Value::Integer(col.as_primitive::<dt::Int64Type>().value(i)),
-        DataType::Int32 => Value::Integer(col.as_primitive::<dt::Int32Type>().value(i).into()),
-        DataType::Int16 => Value::Integer(col.as_primitive::<dt::Int16Type>().value(i).into()),
-        DataType::Int8 => Value::Integer(col.as_primitive::<dt::Int8Type>().value(i).into()),
-        DataType::UInt64 => Value::Unsigned(col.as_primitive::<dt::UInt64Type>().value(i)),
-        DataType::UInt32 => Value::Unsigned(col.as_primitive::<dt::UInt32Type>().value(i).into()),
-        DataType::UInt16 => Value::Unsigned(col.as_primitive::<dt::UInt16Type>().value(i).into()),
-        DataType::UInt8 => Value::Unsigned(col.as_primitive::<dt::UInt8Type>().value(i).into()),
-        DataType::Boolean => Value::Boolean(col.as_boolean().value(i)),
-        DataType::Utf8 => Value::String(col.as_string::<i32>().value(i).to_string()),
-        DataType::LargeUtf8 => Value::String(col.as_string::<i64>().value(i).to_string()),
-        DataType::Binary => {
-            Value::String(String::from_utf8_lossy(col.as_binary::<i32>().value(i)).into_owned())
+        match self {
+            Cells::Null => Value::Null,
+            Cells::Float64(a) => cell!(a, float),
+            Cells::Float32(a) => cell!(a, |f: f32| float(f64::from(f))),
+            Cells::Int64(a) => cell!(a, Value::Integer),
+            Cells::Int32(a) => cell!(a, |v: i32| Value::Integer(v.into())),
+            Cells::Int16(a) => cell!(a, |v: i16| Value::Integer(v.into())),
+            Cells::Int8(a) => cell!(a, |v: i8| Value::Integer(v.into())),
+            Cells::UInt64(a) => cell!(a, Value::Unsigned),
+            Cells::UInt32(a) => cell!(a, |v: u32| Value::Unsigned(v.into())),
+            Cells::UInt16(a) => cell!(a, |v: u16| Value::Unsigned(v.into())),
+            Cells::UInt8(a) => cell!(a, |v: u8| Value::Unsigned(v.into())),
+            Cells::Boolean(a) => cell!(a, Value::Boolean),
+            Cells::Utf8(a) => cell!(a, |v: &str| Value::String(v.to_string())),
+            Cells::LargeUtf8(a) => cell!(a, |v: &str| Value::String(v.to_string())),
+            Cells::Binary(a) => cell!(a, |v: &[u8]| Value::String(
+                String::from_utf8_lossy(v).into_owned()
+            )),
+            Cells::LargeBinary(a) => cell!(a, |v: &[u8]| Value::String(
+                String::from_utf8_lossy(v).into_owned()
+            )),
         }
-        DataType::LargeBinary => {
-            Value::String(String::from_utf8_lossy(col.as_binary::<i64>().value(i)).into_owned())
-        }
-        other => {
-            return Err(InfluxqlError::EngineAnswer(format!(
-                "a column of Arrow type {other} in an answer"
-            )))
-        }
-    })
+    }
 }
 
 /// The engine type without `Nullable(...)` and `LowCardinality(...)`.

@@ -2,6 +2,7 @@
 //! floats, strings, and times (`time.Time`'s RFC3339Nano, or `epoch=`
 //! integers).
 
+use std::cell::RefCell;
 use std::io::Write;
 
 use storage::influxql::series::Value;
@@ -12,6 +13,19 @@ use storage::influxql::zone::TimeZone;
 pub(super) struct Times<'a> {
     pub(super) epoch: Option<i64>,
     pub(super) zone: Option<&'a TimeZone>,
+    /// The last RFC3339 time written and its text: the rows of an answer come in time
+    /// order, many sharing one time (every series' point of one instant).
+    pub(super) last: RefCell<Option<(i64, Vec<u8>)>>,
+}
+
+impl<'a> Times<'a> {
+    pub(super) fn new(epoch: Option<i64>, zone: Option<&'a TimeZone>) -> Times<'a> {
+        Times {
+            epoch,
+            zone,
+            last: RefCell::new(None),
+        }
+    }
 }
 
 /// One cell, as Go's `encoding/json` writes its `interface{}` value.
@@ -20,17 +34,27 @@ pub(super) fn json_value(buf: &mut Vec<u8>, v: &Value, times: &Times<'_>) {
         Value::Null => buf.extend_from_slice(b"null"),
         Value::Time(ns) => match times.epoch {
             // Go's integer division truncates toward zero, as Rust's does.
-            Some(divisor) => buf.extend_from_slice((ns / divisor).to_string().as_bytes()),
+            Some(divisor) => {
+                buf.extend_from_slice(itoa::Buffer::new().format(ns / divisor).as_bytes())
+            }
             None => {
-                let offset = times.zone.map_or(0, |zone| zone.offset_at(*ns));
-                buf.push(b'"');
-                rfc3339_nano(buf, *ns, offset);
-                buf.push(b'"');
+                let mut last = times.last.borrow_mut();
+                match &mut *last {
+                    Some((at, text)) if *at == *ns => buf.extend_from_slice(text),
+                    _ => {
+                        let start = buf.len();
+                        let offset = times.zone.map_or(0, |zone| zone.offset_at(*ns));
+                        buf.push(b'"');
+                        rfc3339_nano(buf, *ns, offset);
+                        buf.push(b'"');
+                        *last = Some((*ns, buf[start..].to_vec()));
+                    }
+                }
             }
         },
         Value::Float(f) => go_float(buf, *f),
-        Value::Integer(i) => buf.extend_from_slice(i.to_string().as_bytes()),
-        Value::Unsigned(u) => buf.extend_from_slice(u.to_string().as_bytes()),
+        Value::Integer(i) => buf.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+        Value::Unsigned(u) => buf.extend_from_slice(itoa::Buffer::new().format(*u).as_bytes()),
         Value::String(s) => json_string(buf, s),
         Value::Boolean(b) => buf.extend_from_slice(if *b { b"true" } else { b"false" }),
     }
@@ -58,8 +82,17 @@ fn go_float(buf: &mut Vec<u8>, f: f64) {
             }
             _ => buf.extend_from_slice(s.as_bytes()),
         }
+    } else if f.fract() == 0.0 && abs < 1e15 {
+        // Whole numbers (counters, TSBS's values): Rust and Go agree (`100`, `-0`
+        // aside: Rust writes `-0` too).
+        if f == 0.0 && f.is_sign_negative() {
+            buf.extend_from_slice(b"-0");
+        } else {
+            buf.extend_from_slice(itoa::Buffer::new().format(f as i64).as_bytes());
+        }
     } else {
-        buf.extend_from_slice(f.to_string().as_bytes());
+        // Into the buffer, no string in between (Vec's `Write` cannot fail).
+        let _ = write!(buf, "{f}");
     }
 }
 
@@ -117,9 +150,15 @@ fn rfc3339_nano(buf: &mut Vec<u8>, ns: i64, offset: i32) {
         sod % 60
     );
     if nanos > 0 {
-        let frac = format!("{nanos:09}");
+        let mut digits = [b'0'; 9];
+        let mut n = nanos;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        let end = digits.iter().rposition(|d| *d != b'0').map_or(0, |i| i + 1);
         buf.push(b'.');
-        buf.extend_from_slice(frac.trim_end_matches('0').as_bytes());
+        buf.extend_from_slice(&digits[..end]);
     }
     if offset == 0 {
         buf.push(b'Z');

@@ -199,10 +199,7 @@ impl<W: Write> Response<W> {
         chunking: Chunking,
         zone: Option<&TimeZone>,
     ) -> io::Result<()> {
-        let times = Times {
-            epoch: self.format.epoch,
-            zone,
-        };
+        let times = Times::new(self.format.epoch, zone);
         match self.format.chunk_size {
             Some(size) => self.chunked(id, outcome, chunking, size, &times),
             None => self.whole(id, outcome, chunking, &times),
