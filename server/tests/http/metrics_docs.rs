@@ -44,6 +44,10 @@ pub(crate) const FAULT_ONLY: &[(&str, &str)] = &[
         "chingest_cluster_shard_up",
         "a ClickHouse shard answered or not",
     ),
+    (
+        "chingest_cluster_shard_waiting_seconds",
+        "how long a ClickHouse shard's oldest unconfirmed delivery has waited",
+    ),
 ];
 
 /// The repository root.
