@@ -133,6 +133,9 @@ impl ClusterSync {
     /// Logs the shards that stopped or started answering since the last refresh.
     fn log_outages(&self, down: Vec<usize>) {
         let mut before = self.unreachable.lock();
+        if *before == down {
+            return;
+        }
         let endpoints = self.cluster.shard_statuses();
         let name = |k: &usize| {
             endpoints

@@ -15,7 +15,8 @@ pub(super) struct Times<'a> {
     pub(super) zone: Option<&'a TimeZone>,
     /// The last RFC3339 time written and its text: the rows of an answer come in time
     /// order, many sharing one time (every series' point of one instant).
-    pub(super) last: RefCell<Option<(i64, Vec<u8>)>>,
+    /// One buffer for the whole answer, rewritten at each new time.
+    pub(super) last: RefCell<(Option<i64>, Vec<u8>)>,
 }
 
 impl<'a> Times<'a> {
@@ -23,7 +24,7 @@ impl<'a> Times<'a> {
         Times {
             epoch,
             zone,
-            last: RefCell::new(None),
+            last: RefCell::new((None, Vec::new())),
         }
     }
 }
@@ -39,17 +40,16 @@ pub(super) fn json_value(buf: &mut Vec<u8>, v: &Value, times: &Times<'_>) {
             }
             None => {
                 let mut last = times.last.borrow_mut();
-                match &mut *last {
-                    Some((at, text)) if *at == *ns => buf.extend_from_slice(text),
-                    _ => {
-                        let start = buf.len();
-                        let offset = times.zone.map_or(0, |zone| zone.offset_at(*ns));
-                        buf.push(b'"');
-                        rfc3339_nano(buf, *ns, offset);
-                        buf.push(b'"');
-                        *last = Some((*ns, buf[start..].to_vec()));
-                    }
+                let (at, text) = &mut *last;
+                if *at != Some(*ns) {
+                    let offset = times.zone.map_or(0, |zone| zone.offset_at(*ns));
+                    text.clear();
+                    text.push(b'"');
+                    rfc3339_nano(text, *ns, offset);
+                    text.push(b'"');
+                    *at = Some(*ns);
                 }
+                buf.extend_from_slice(text);
             }
         },
         Value::Float(f) => go_float(buf, *f),
