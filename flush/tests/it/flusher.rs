@@ -276,6 +276,8 @@ fn points_are_queryable_with_exact_values_and_types() {
         "fsync_part_directory = 1",
         "vertical_merge_algorithm_min_columns_to_activate = 1",
         "merge_selector_base = 10",
+        "index_granularity = 2048",
+        "max_compress_block_size = 16384",
     ] {
         assert!(
             engine_full.contains(setting),
