@@ -61,6 +61,11 @@ pub struct ClickHouseConfig {
     pub node: String,
     /// Limit of one request to a shard (a statement, one insert), seconds.
     pub timeout_secs: u64,
+    /// The cluster's name in the shards' `remote_servers` (the same shards, in any
+    /// order): chingest then keeps a `Distributed` table over each measurement's shard
+    /// tables, `__all_<db>`.`<measurement>` on every shard, for SQL on the whole cluster.
+    /// Empty: none.
+    pub distributed: String,
 }
 
 /// A secret as it may be shown: `[REDACTED]`, or empty when there is none.
@@ -83,6 +88,7 @@ impl std::fmt::Debug for ClickHouseConfig {
             )
             .field("node", &self.node)
             .field("timeout_secs", &self.timeout_secs)
+            .field("distributed", &self.distributed)
             .finish()
     }
 }
@@ -95,6 +101,7 @@ impl Default for ClickHouseConfig {
             password: String::new(),
             node: String::new(),
             timeout_secs: 30,
+            distributed: String::new(),
         }
     }
 }
@@ -120,6 +127,7 @@ impl ClickHouseConfig {
             password,
             node,
             timeout: std::time::Duration::from_secs(self.timeout_secs.max(1)),
+            distributed: (!self.distributed.is_empty()).then(|| self.distributed.clone()),
         }
     }
 }

@@ -4,7 +4,8 @@
 //! same databases agree on field types and answer `SHOW` and `SELECT` alike.
 //!
 //! A chingest table on a shard is one with the key columns (`__node` marks it: a cluster
-//! may hold other tables). A database exists for chingest once a `CREATE DATABASE` on
+//! may hold other tables) outside the `__`-prefixed databases (the `Distributed` tables
+//! over them, `__all_<db>`, have the same columns). A database exists for chingest once a `CREATE DATABASE` on
 //! any node listed it in `__chingest.databases` on a shard (no user database can be
 //! named `__chingest`: the `__` prefix is reserved), or once it holds a chingest table.
 
@@ -43,7 +44,8 @@ impl Cluster {
                 k,
                 "SELECT database, table, name, type FROM system.columns \
                  WHERE (database, table) IN \
-                 (SELECT database, table FROM system.columns WHERE name = '__node') \
+                 (SELECT database, table FROM system.columns \
+                  WHERE name = '__node' AND NOT startsWith(database, '__')) \
                  FORMAT TabSeparated",
             ) {
                 Ok(answer) => answer,

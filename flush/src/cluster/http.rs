@@ -140,6 +140,11 @@ impl Client {
         s.last_error = error.map(|e| self.redact(&e.to_string()));
     }
 
+    /// Shard `k`'s endpoint as configured.
+    pub(crate) fn endpoint(&self, k: usize) -> String {
+        self.shards[k].to_string()
+    }
+
     /// `text` without the password (an engine message may quote an insert's URL).
     pub(crate) fn redact(&self, text: &str) -> String {
         match self.password.as_deref() {

@@ -48,6 +48,10 @@ pub struct ClusterConfig {
     pub node: String,
     /// Limit of one HTTP request (a statement, an insert).
     pub timeout: Duration,
+    /// The cluster's name in the servers' `remote_servers`, when chingest keeps a
+    /// `Distributed` table over each measurement's shard tables (for users' own SQL on
+    /// the cluster: `__all_<db>`.`<measurement>` on every shard).
+    pub distributed: Option<String>,
 }
 
 impl std::fmt::Debug for ClusterConfig {
@@ -58,6 +62,7 @@ impl std::fmt::Debug for ClusterConfig {
             .field("password", &self.password.as_ref().map(|_| "[REDACTED]"))
             .field("node", &self.node)
             .field("timeout", &self.timeout)
+            .field("distributed", &self.distributed)
             .finish()
     }
 }
@@ -174,6 +179,10 @@ pub struct Delivered {
 /// A write's rows of one table a shard has not confirmed: (`db`, `measurement`, `__seq`).
 type Waiting = (String, String, u64);
 
+/// One shard's `Distributed` tables: (`db`, `measurement`) → their user columns, or when
+/// making one last failed.
+type DistributedTables = HashMap<(String, String), Result<usize, Instant>>;
+
 /// One shard's tables this node has checked: (`db`, `measurement`) → user columns.
 type ShardTables = HashMap<(String, String), HashMap<String, ColumnKind>>;
 
@@ -189,6 +198,37 @@ pub struct Cluster {
     waiting: Mutex<Vec<HashMap<Waiting, Instant>>>,
     /// Each shard's `version()` (`None`: it did not answer at connect).
     versions: Vec<Option<String>>,
+    /// Per shard, the `Distributed` tables made and how many user columns each has, or
+    /// when making one last failed (tried again 30 s later, not on every delivery).
+    distributed_known: Mutex<Vec<DistributedTables>>,
+}
+
+/// Each shard that answered at connect must know `name` in its `remote_servers` with as
+/// many shards as chingest has (a `Distributed` table over fewer would miss rows).
+fn check_cluster_name(
+    http: &http::Client,
+    name: &str,
+    shards: usize,
+    versions: &[Option<String>],
+) -> Result<(), ClusterError> {
+    for (k, _) in versions.iter().enumerate().filter(|(_, v)| v.is_some()) {
+        let answer = http.statement(
+            k,
+            &format!(
+                "SELECT uniqExact(shard_num) FROM system.clusters WHERE cluster = {} FORMAT TabSeparated",
+                quote_string(name)
+            ),
+        )?;
+        let have: usize = answer.trim().parse().unwrap_or(0);
+        if have != shards {
+            return Err(ClusterError::Config(format!(
+                "[storage.clickhouse] distributed = {name:?}: shard {k} ({}) has {have} shards \
+                 under that name in its remote_servers, chingest lists {shards}",
+                http.endpoint(k)
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl Cluster {
@@ -214,8 +254,12 @@ impl Cluster {
                 Err(e) => return Err(e),
             });
         }
+        if let Some(name) = &config.distributed {
+            check_cluster_name(&http, name, config.shards.len(), &versions)?;
+        }
         Ok(Cluster {
             map: ShardMap::new(config.shards.len() as u32),
+            distributed_known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             waiting: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             versions,
@@ -479,10 +523,13 @@ impl Cluster {
                 .cloned()
                 .collect::<Vec<_>>()
         };
-        if let Some(known) = self.known.lock()[k].get(&key) {
-            if missing(known).is_empty() {
-                return Ok(());
-            }
+        let settled = self.known.lock()[k]
+            .get(&key)
+            .filter(|known| missing(known).is_empty())
+            .map(HashMap::len);
+        if let Some(columns) = settled {
+            self.ensure_distributed(k, db, measurement, columns);
+            return Ok(());
         }
         self.http.statement(
             k,
@@ -505,9 +552,10 @@ impl Cluster {
                     });
                 }
                 None => {
-                    let added = self
-                        .http
-                        .statement(k, &schema::add_column(db, measurement, name, *kind));
+                    let added = self.http.statement(
+                        k,
+                        &schema::add_column(&schema::table(db, measurement), name, *kind),
+                    );
                     match added {
                         Ok(_) => {}
                         // Another node added it meanwhile: its type is checked below.
@@ -532,8 +580,74 @@ impl Cluster {
                 }
             }
         }
+        let columns = known.len();
         self.known.lock()[k].insert(key, known);
+        self.ensure_distributed(k, db, measurement, columns);
         Ok(())
+    }
+
+    /// Makes the `Distributed` table over `db`.`measurement` on shard `k`, with every
+    /// column the shard table has (`columns` user columns), when one is configured. Best
+    /// effort: it serves users' own SQL, so a failure is logged and counted, and delivery
+    /// goes on.
+    fn ensure_distributed(&self, k: usize, db: &str, measurement: &str, columns: usize) {
+        let Some(cluster) = &self.config.distributed else {
+            return;
+        };
+        let key = (db.to_string(), measurement.to_string());
+        match self.distributed_known.lock()[k].get(&key) {
+            Some(Ok(n)) if *n == columns => return,
+            Some(Err(failed)) if failed.elapsed() < Duration::from_secs(30) => return,
+            _ => {}
+        }
+        let made = self.make_distributed(k, db, measurement, cluster);
+        let state = match made {
+            Ok(n) => Ok(n),
+            Err(e) => {
+                http::failure(k, "distributed_table");
+                tracing::warn!(shard = k, db, measurement, error = %e,
+                    "the Distributed table over a measurement could not be made (retried in 30 s)");
+                Err(Instant::now())
+            }
+        };
+        self.distributed_known.lock()[k].insert(key, state);
+    }
+
+    /// [`ensure_distributed`](Self::ensure_distributed)'s statements; the user columns the
+    /// `Distributed` table has after them.
+    fn make_distributed(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+        cluster: &str,
+    ) -> Result<usize, ClusterError> {
+        let all = schema::distributed_database(db);
+        self.http.statement(
+            k,
+            &format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(&all)),
+        )?;
+        self.http
+            .statement(k, &schema::create_distributed(db, measurement, cluster))?;
+        let local = self.describe(k, db, measurement)?;
+        let mut have = self.describe(k, &all, measurement)?;
+        for (name, kind) in &local {
+            if have.contains_key(name) {
+                continue;
+            }
+            let table = schema::distributed_table(db, measurement);
+            match self
+                .http
+                .statement(k, &schema::add_column(&table, name, *kind))
+            {
+                Ok(_) => {}
+                Err(ClusterError::Refused { message, .. })
+                    if message.contains("already exists") => {}
+                Err(e) => return Err(e),
+            }
+            have.insert(name.clone(), *kind);
+        }
+        Ok(have.len())
     }
 
     /// The user columns of a shard's table.

@@ -72,13 +72,38 @@ pub(crate) fn create_table(
     )
 }
 
-/// `ADD COLUMN` of one user column (18.16 has no `IF NOT EXISTS` there).
-pub(crate) fn add_column(db: &str, measurement: &str, name: &str, kind: ColumnKind) -> String {
+/// `ADD COLUMN` of one user column to `table` (18.16 has no `IF NOT EXISTS` there).
+pub(crate) fn add_column(table: &str, name: &str, kind: ColumnKind) -> String {
     format!(
-        "ALTER TABLE {} ADD COLUMN {} {}",
-        table(db, measurement),
+        "ALTER TABLE {table} ADD COLUMN {} {}",
         quote_ident(name),
         shard_type(kind)
+    )
+}
+
+/// The database of the `Distributed` tables over `db`'s shard tables: `__all_<db>`. The
+/// shard tables keep the measurement's own name (`db`.`m`), and any name a measurement
+/// could take beside them could be another measurement's; no database can start with
+/// `__` (chingest reserves the prefix), so these names are never a user's.
+pub(crate) fn distributed_database(db: &str) -> String {
+    format!("__all_{db}")
+}
+
+/// The `Distributed` table over `db`.`measurement` on every shard of `cluster` (the name
+/// the servers' `remote_servers` give the shards).
+pub(crate) fn distributed_table(db: &str, measurement: &str) -> String {
+    table(&distributed_database(db), measurement)
+}
+
+/// `CREATE TABLE IF NOT EXISTS` of [`distributed_table`] with the shard table's columns.
+pub(crate) fn create_distributed(db: &str, measurement: &str, cluster: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} AS {} ENGINE = Distributed({}, {}, {})",
+        distributed_table(db, measurement),
+        table(db, measurement),
+        quote_string(cluster),
+        quote_string(db),
+        quote_string(measurement)
     )
 }
 

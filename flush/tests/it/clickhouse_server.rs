@@ -12,8 +12,14 @@ use std::time::{Duration, Instant};
 pub(crate) struct Shard {
     dir: PathBuf,
     port: u16,
+    tcp_port: u16,
+    /// The `<remote_servers>` section of its config (empty: none).
+    remote_servers: String,
     child: Option<Child>,
 }
+
+/// The cluster name the shards of [`Shard::start_cluster`] know each other by.
+pub(crate) const CLUSTER: &str = "chingest_test";
 
 /// The server binary (`CHINGEST_CLICKHOUSE_SERVER` or Debian's path); `None` (the test
 /// skips, loudly) where it is not installed, outside CI.
@@ -38,26 +44,71 @@ pub(crate) fn server_binary(test: &str) -> Option<PathBuf> {
     None
 }
 
-/// A free loopback port.
-pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `n` free loopback ports, never one this process handed out before (tests run in
+/// parallel and a probed port is free again once its listener closes: a server given a
+/// port twice, or another test's, never starts or talks to the wrong peer).
+pub(crate) fn free_ports(n: usize) -> Vec<u16> {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    let mut held = Vec::new();
+    while held.len() < n {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        if !given.contains(&port) {
+            given.push(port);
+            held.push((listener, port));
+        }
+    }
+    held.into_iter().map(|(_, port)| port).collect()
 }
 
 impl Shard {
     /// Starts a server with its data in `dir`.
     pub(crate) fn start(bin: &Path, dir: PathBuf) -> Shard {
         std::fs::create_dir_all(&dir).unwrap();
+        let ports = free_ports(2);
         let mut shard = Shard {
             dir,
-            port: free_port(),
+            port: ports[0],
+            tcp_port: ports[1],
+            remote_servers: String::new(),
             child: None,
         };
         shard.spawn(bin);
         shard
+    }
+
+    /// Starts one server per dir, each knowing all of them as the shards of the cluster
+    /// [`CLUSTER`] (`remote_servers`, over their native ports), so `Distributed` tables
+    /// over it read every one.
+    pub(crate) fn start_cluster(bin: &Path, dirs: &[PathBuf]) -> Vec<Shard> {
+        let free = free_ports(2 * dirs.len());
+        let ports: Vec<(u16, u16)> = free.chunks(2).map(|p| (p[0], p[1])).collect();
+        let shards: String = ports
+            .iter()
+            .map(|(_, tcp)| {
+                format!(
+                    "<shard><replica><host>127.0.0.1</host><port>{tcp}</port></replica></shard>"
+                )
+            })
+            .collect();
+        let remote_servers =
+            format!("<remote_servers><{CLUSTER}>{shards}</{CLUSTER}></remote_servers>");
+        dirs.iter()
+            .zip(ports)
+            .map(|(dir, (port, tcp_port))| {
+                std::fs::create_dir_all(dir).unwrap();
+                let mut shard = Shard {
+                    dir: dir.clone(),
+                    port,
+                    tcp_port,
+                    remote_servers: remote_servers.clone(),
+                    child: None,
+                };
+                shard.spawn(bin);
+                shard
+            })
+            .collect()
     }
 
     /// (Re)starts the server on its dir and port; returns once it answers.
@@ -80,9 +131,10 @@ impl Shard {
              <mark_cache_size>67108864</mark_cache_size>\
              <users_config>{d}/users.xml</users_config>\
              <default_profile>default</default_profile><default_database>default</default_database>\
-             </yandex>\n",
+             {}</yandex>\n",
             self.port,
-            free_port()
+            self.tcp_port,
+            self.remote_servers
         );
         std::fs::write(self.dir.join("config.xml"), config).unwrap();
         let child = Command::new(bin)

@@ -10,7 +10,7 @@ use flush::arrow::array::AsArray;
 use flush::cluster::{Cluster, ClusterConfig, ClusterError, ShardMap};
 use flush::table::Part;
 
-use crate::clickhouse_server::{free_port, server_binary, Shard};
+use crate::clickhouse_server::{free_ports, server_binary, Shard, CLUSTER};
 use crate::flusher::{batch, Col};
 use crate::{database_name, engine};
 
@@ -21,6 +21,7 @@ fn config(shards: &[&Shard], node: &str) -> ClusterConfig {
         password: None,
         node: node.into(),
         timeout: Duration::from_secs(10),
+        distributed: None,
     }
 }
 
@@ -325,6 +326,7 @@ fn cluster_configuration_is_checked_at_connect() {
         password: None,
         node: node.into(),
         timeout: Duration::from_secs(2),
+        distributed: None,
     };
     let err = |c| match Cluster::connect(c) {
         Err(e) => e.to_string(),
@@ -334,6 +336,98 @@ fn cluster_configuration_is_checked_at_connect() {
     assert!(err(bad(vec!["http://127.0.0.1:1".into()], "")).contains("name"));
     assert!(err(bad(vec!["ftp://x".into()], "n")).contains("expected http"));
     // A shard that does not answer is not an error: the node starts and its rows wait.
-    let down = Cluster::connect(bad(vec![format!("http://127.0.0.1:{}", free_port())], "n"));
+    let down = Cluster::connect(bad(
+        vec![format!("http://127.0.0.1:{}", free_ports(1)[0])],
+        "n",
+    ));
     assert_eq!(down.unwrap().versions(), [None]);
+}
+
+#[test]
+fn distributed_tables_read_every_shard_and_follow_new_columns() {
+    let Some(bin) = server_binary("distributed_tables_read_every_shard_and_follow_new_columns")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let shards = Shard::start_cluster(&bin, &[tmp.path().join("s0"), tmp.path().join("s1")]);
+    let (s0, s1) = (&shards[0], &shards[1]);
+    let with = |name: &str| ClusterConfig {
+        distributed: Some(name.into()),
+        ..config(&[s0, s1], "node-d")
+    };
+    // A name the servers do not know, or know with other shards, is refused at connect.
+    match Cluster::connect(with("no_such_cluster")) {
+        Err(e @ ClusterError::Config(_)) => {
+            assert!(e.to_string().contains("remote_servers"), "{e}")
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("connected"),
+    }
+    match Cluster::connect(ClusterConfig {
+        distributed: Some(CLUSTER.into()),
+        ..config(&[s0], "node-d")
+    }) {
+        Err(e @ ClusterError::Config(_)) => assert!(e.to_string().contains("has 2 shards"), "{e}"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("connected"),
+    }
+    let cluster = Cluster::connect(with(CLUSTER)).unwrap();
+    let db = database_name("dist");
+    let e = engine();
+    let done = cluster
+        .deliver(e, &db, "cpu", &[part(1, 30), part(2, 30)], 0)
+        .unwrap();
+    assert!(done.rows.iter().all(|n| *n > 0), "{done:?}");
+    // Every shard's Distributed table reads both shards' rows.
+    let whole =
+        |shard: &Shard, sql: &str| shard.query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let sum = format!("SELECT count(), sum(usage) FROM `__all_{db}`.cpu");
+    // usage = seq + series index: 30 rows at seq 1 and 30 at seq 2.
+    let expected = format!("60\t{}\n", (0..30).map(|i| 1 + i + 2 + i).sum::<u64>());
+    assert_eq!(whole(s0, &sum), expected);
+    assert_eq!(whole(s1, &sum), expected);
+    // A later write's new field is added to the Distributed table too.
+    let extra = Part {
+        seq: 3,
+        batch: batch(
+            vec![3_000_000_000; 4],
+            (0..4u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                .collect(),
+            vec![
+                Col::Tag("host", vec!["h0", "h1", "h2", "h3"]),
+                Col::F("usage", vec![Some(1.0); 4]),
+                Col::F("temp", vec![Some(20.5); 4]),
+            ],
+        ),
+    };
+    cluster.deliver(e, &db, "cpu", &[extra], 0).unwrap();
+    for shard in [s0, s1] {
+        assert_eq!(
+            whole(
+                shard,
+                &format!("SELECT count(temp), sum(temp), count() FROM `__all_{db}`.cpu")
+            ),
+            "4\t82\t64\n"
+        );
+    }
+    // The Distributed tables are not measurements, nor their database a database.
+    let catalog = cluster.catalog().unwrap();
+    assert!(catalog.databases.contains(&db), "{catalog:?}");
+    assert!(
+        catalog.databases.iter().all(|d| !d.starts_with("__")),
+        "{:?}",
+        catalog.databases
+    );
+    assert_eq!(
+        catalog
+            .tables
+            .keys()
+            .filter(|(d, _)| d.contains(&db))
+            .count(),
+        1,
+        "{:?}",
+        catalog.tables.keys()
+    );
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 #[path = "../../../flush/tests/it/clickhouse_server.rs"]
 pub(crate) mod clickhouse_server;
 
-use clickhouse_server::{server_binary, Shard};
+use clickhouse_server::{server_binary, Shard, CLUSTER};
 
 /// `[storage] engine = "clickhouse"` over `shards`, this node named `node`.
 pub(crate) fn cluster_config_named(shards: &[&Shard], node: &str) -> String {
@@ -346,14 +346,19 @@ fn two_nodes_agree_on_databases_and_field_types_through_the_cluster() {
         return;
     };
     let dir = data_dir();
-    let s0 = Shard::start(&bin, dir.path().join("shard0"));
-    let s1 = Shard::start(&bin, dir.path().join("shard1"));
+    let shards = Shard::start_cluster(
+        &bin,
+        &[dir.path().join("shard0"), dir.path().join("shard1")],
+    );
+    let (s0, s1) = (&shards[0], &shards[1]);
     let (dir_a, dir_b) = (data_dir(), data_dir());
+    // Both keep Distributed tables over the shards' tables (the servers' cluster name).
+    let distributed = format!("distributed = \"{CLUSTER}\"\n");
     let a = Spawn::new(dir_a.path())
-        .config(&cluster_config_named(&[&s0, &s1], "a"))
+        .config(&(cluster_config_named(&[s0, s1], "a") + &distributed))
         .start();
     let b = Spawn::new(dir_b.path())
-        .config(&cluster_config_named(&[&s0, &s1], "b"))
+        .config(&(cluster_config_named(&[s0, s1], "b") + &distributed))
         .start();
     // Before the database exists anywhere: b refuses as InfluxDB does.
     let r = b.post("/write?db=shared", "m f=0i 0");
@@ -404,5 +409,23 @@ fn two_nodes_agree_on_databases_and_field_types_through_the_cluster() {
     for node in [&a, &b] {
         let r = node.query("SELECT f, g, host FROM shared.autogen.m");
         assert_eq!(r["results"][0]["series"][0]["values"], want, "{r}");
+    }
+    // SQL on any shard reads the whole cluster through the Distributed table, with the
+    // field b added; it is not a database or measurement of chingest's.
+    for shard in [s0, s1] {
+        assert_eq!(
+            shard
+                .query("SELECT time, f, g, host FROM `__all_shared`.m ORDER BY time")
+                .unwrap(),
+            "1\t1\t\\N\tx\n3\t3\t0.5\ty\n"
+        );
+    }
+    for node in [&a, &b] {
+        let r = node.query("SHOW DATABASES");
+        let names = r["results"][0]["series"][0]["values"].to_string();
+        assert!(
+            names.contains("\"shared\"") && !names.contains("__all"),
+            "{r}"
+        );
     }
 }

@@ -534,6 +534,24 @@ fn cluster_compose_nodes_share_one_shard_list_and_have_their_own_names() {
         );
         let name = ch["node"].as_str().unwrap();
         assert_eq!(name, *node, "{file}: node name");
+        // The Distributed tables' cluster: every shard mounts its definition, which lists
+        // exactly the compose file's shards.
+        assert_eq!(ch["distributed"].as_str(), Some("chingest"), "{file}");
+        let cluster = read_repo_file("deploy/cluster/clickhouse-cluster.xml");
+        let hosts: Vec<String> = cluster
+            .split("<host>")
+            .skip(1)
+            .map(|h| format!("http://{}:8123", &h[..h.find('<').unwrap()]))
+            .collect();
+        assert_eq!(hosts, shards, "clickhouse-cluster.xml vs the ch-N services");
+        assert!(cluster.contains("<chingest>"), "the cluster's name");
+        assert_eq!(
+            compose
+                .matches("./clickhouse-cluster.xml:/etc/clickhouse-server/config.d/")
+                .count(),
+            shards.len(),
+            "every shard mounts the cluster's definition"
+        );
         assert!(
             names.insert(name.to_string()),
             "{file}: node name {name} taken"
