@@ -181,6 +181,22 @@ impl Engine {
         self.inner.sandbox.run(sql, format, access, cancel, sink)
     }
 
+    /// Runs one user SQL statement on a ClickHouse cluster (`/api/v1/sql` with
+    /// `[storage] engine = "clickhouse"`: [`Cluster::sql`](crate::cluster::Cluster::sql)),
+    /// within the sandbox's concurrency bound and limits. Blocking.
+    pub fn cluster_sql(
+        &self,
+        cluster: &crate::cluster::Cluster,
+        sql: &str,
+        format: &str,
+        cancel: &SqlCancel,
+        sink: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> std::result::Result<SqlSummary, SqlError> {
+        self.inner
+            .sandbox
+            .run_elsewhere(|limits| cluster.sql(sql, format, limits, cancel, sink))
+    }
+
     /// Which points of each table may have several rows
     /// ([`crate::identity`]): the flusher records, reads ask.
     pub fn identity(&self) -> &IdentityIndex {

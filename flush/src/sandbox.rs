@@ -122,6 +122,29 @@ impl SqlConfig {
         crate::ingest_load::idle_cores(cores, crate::ingest_load::INGEST_LOAD.busy_cores())
     }
 
+    /// The limits as settings of a statement sent to a ClickHouse server of a cluster
+    /// (those every supported version knows, 18.16 included: no `max_threads`, which the
+    /// server's own configuration sets, nor settings newer than it), `readonly=1` first.
+    pub(crate) fn shard_settings(&self) -> Vec<(&'static str, String)> {
+        let known = [
+            "max_execution_time",
+            "timeout_overflow_mode",
+            "max_result_rows",
+            "max_result_bytes",
+            "result_overflow_mode",
+            "max_memory_usage",
+            "max_bytes_before_external_group_by",
+            "max_bytes_before_external_sort",
+        ];
+        let mut out = vec![("readonly", "1".to_string())];
+        out.extend(
+            self.limit_args(1)
+                .into_iter()
+                .filter(|(k, _)| known.contains(k)),
+        );
+        out
+    }
+
     /// The limits as connection arguments (all query-level settings the
     /// engine applies to that connection's session only), `threads` engine
     /// threads per statement.
@@ -239,6 +262,40 @@ fn engine_code(message: &str) -> Option<u32> {
     let rest = &message[message.find("Code: ")? + 6..];
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
+}
+
+/// A statement's failure as the caller is told it, from the engine's (or a ClickHouse
+/// server's: the same codes) message under the limits `c`.
+pub(crate) fn engine_sql_error(c: &SqlConfig, message: &str, cancel: &SqlCancel) -> SqlError {
+    if cancel.is_cancelled() {
+        return SqlError::Cancelled;
+    }
+    match engine_code(message) {
+        Some(code::ACCESS_DENIED) | Some(code::READONLY) => {
+            SqlError::Forbidden(message.to_string())
+        }
+        Some(code::TIMEOUT_EXCEEDED) => SqlError::LimitExceeded(format!(
+            "the statement ran longer than the limit of {} s ([sql] max_execution_secs): {message}",
+            c.max_execution_secs
+        )),
+        Some(code::QUERY_WAS_CANCELLED) => SqlError::LimitExceeded(format!(
+            "the statement was stopped: it outlived the limit of {} s ([sql] \
+                 max_execution_secs), or was killed: {message}",
+            c.max_execution_secs
+        )),
+        Some(code::TOO_MANY_ROWS) | Some(code::TOO_MANY_ROWS_OR_BYTES) => {
+            SqlError::LimitExceeded(format!(
+                "the result is larger than the limit of {} rows / {} bytes ([sql] \
+                     max_result_rows, max_result_bytes): {message}",
+                c.max_result_rows, c.max_result_bytes
+            ))
+        }
+        Some(code::MEMORY_LIMIT_EXCEEDED) => SqlError::LimitExceeded(format!(
+            "the statement needs more than {} bytes of memory ([sql] max_memory_bytes): {message}",
+            c.max_memory_bytes
+        )),
+        _ => SqlError::Invalid(message.to_string()),
+    }
 }
 
 fn engine_message(e: chdb_rust::error::Error) -> String {
@@ -599,6 +656,16 @@ impl Sandbox {
         self.execute(lease, sql, format, true, cancel, sink)
     }
 
+    /// Runs `f` (a statement that runs elsewhere: on a cluster's shard) within the
+    /// concurrency bound of user SQL, with the limits.
+    pub(crate) fn run_elsewhere<T>(
+        &self,
+        f: impl FnOnce(&SqlConfig) -> Result<T, SqlError>,
+    ) -> Result<T, SqlError> {
+        let _slot = self.slot()?;
+        f(&self.config)
+    }
+
     /// A slot of the concurrency bound, or `Busy` at once (`Unavailable`
     /// once shutting down).
     fn slot(&self) -> Result<Slot<'_>, SqlError> {
@@ -752,36 +819,7 @@ impl Sandbox {
     }
 
     fn map_engine_error(&self, message: &str, cancel: &SqlCancel) -> SqlError {
-        if cancel.is_cancelled() {
-            return SqlError::Cancelled;
-        }
-        let c = &self.config;
-        match engine_code(message) {
-            Some(code::ACCESS_DENIED) | Some(code::READONLY) => {
-                SqlError::Forbidden(message.to_string())
-            }
-            Some(code::TIMEOUT_EXCEEDED) => SqlError::LimitExceeded(format!(
-                "the statement ran longer than the limit of {} s ([sql] max_execution_secs): {message}",
-                c.max_execution_secs
-            )),
-            Some(code::QUERY_WAS_CANCELLED) => SqlError::LimitExceeded(format!(
-                "the statement was stopped: it outlived the limit of {} s ([sql] \
-                 max_execution_secs), or was killed: {message}",
-                c.max_execution_secs
-            )),
-            Some(code::TOO_MANY_ROWS) | Some(code::TOO_MANY_ROWS_OR_BYTES) => {
-                SqlError::LimitExceeded(format!(
-                    "the result is larger than the limit of {} rows / {} bytes ([sql] \
-                     max_result_rows, max_result_bytes): {message}",
-                    c.max_result_rows, c.max_result_bytes
-                ))
-            }
-            Some(code::MEMORY_LIMIT_EXCEEDED) => SqlError::LimitExceeded(format!(
-                "the statement needs more than {} bytes of memory ([sql] max_memory_bytes): {message}",
-                c.max_memory_bytes
-            )),
-            _ => SqlError::Invalid(message.to_string()),
-        }
+        engine_sql_error(&self.config, message, cancel)
     }
 
     /// Runs an operator query (engine stats) on the stats connection, unless

@@ -176,13 +176,8 @@ impl Store for Storage {
         req: SqlRequest<'_>,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError> {
-        if self.cluster.is_some() {
-            return Err(SqlError::Invalid(
-                "with [storage] engine = \"clickhouse\" the points are on the ClickHouse \
-                 cluster: run SQL there (chingest's own SQL reads of the cluster are not built \
-                 yet, issue #25)"
-                    .into(),
-            ));
+        if let Some(cluster) = &self.cluster {
+            return self.run_cluster_sql(cluster, req, sink);
         }
         self.run_sql(req, sink)
     }

@@ -10,7 +10,8 @@ use flush::arrow::array::AsArray;
 use ingest::catalog::Record;
 
 use crate::{
-    EngineStats, SqlError, SqlFormat, SqlRequest, SqlSummary, Storage, StorageError, StorageStats,
+    EngineStats, SqlAccess, SqlError, SqlFormat, SqlRequest, SqlSummary, Storage, StorageError,
+    StorageStats,
 };
 
 /// Databases the engine keeps for itself, left out of operator stats.
@@ -166,6 +167,38 @@ impl Storage {
             .engine()
             .map_err(|_| SqlError::Unavailable("the server is shutting down".into()))?;
         engine.sql(req.sql, f, &req.access, &req.cancel, sink)
+    }
+
+    /// `/api/v1/sql` on the cluster: the statement runs on a shard over the
+    /// `Distributed` tables, read-only and within the `[sql]` limits, enforced by that
+    /// server ([`flush::cluster::Cluster::sql`]). The shards' user reads every database
+    /// and the servers' own `system` tables (other sessions' statements among them), which
+    /// the embedded sandbox keeps from non-admins: only an admin gets there.
+    pub(crate) fn run_cluster_sql(
+        &self,
+        cluster: &flush::cluster::Cluster,
+        req: SqlRequest<'_>,
+        sink: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<SqlSummary, SqlError> {
+        if cluster.distributed().is_some() && req.access != SqlAccess::Admin {
+            return Err(SqlError::Forbidden(
+                "SQL on a ClickHouse cluster runs on its servers as chingest's user there, \
+                 which reads every database and the servers' system tables: it needs an admin \
+                 ([auth] enabled = true and a user with admin = true; [storage] engine = \
+                 \"clickhouse\")"
+                    .into(),
+            ));
+        }
+        let format = match req.format {
+            SqlFormat::Json => "JSON",
+            SqlFormat::JsonEachRow => "JSONEachRow",
+            SqlFormat::Csv => "CSVWithNames",
+            SqlFormat::Arrow => "ArrowStream",
+        };
+        let engine = self
+            .engine()
+            .map_err(|_| SqlError::Unavailable("the server is shutting down".into()))?;
+        engine.cluster_sql(cluster, req.sql, format, &req.cancel, sink)
     }
 
     /// Parts, merges and rows from the engine's system tables, read on a

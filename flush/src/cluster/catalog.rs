@@ -4,8 +4,8 @@
 //! same databases agree on field types and answer `SHOW` and `SELECT` alike.
 //!
 //! A chingest table on a shard is one with the key columns (`__node` marks it: a cluster
-//! may hold other tables) outside the `__`-prefixed databases (the `Distributed` tables
-//! over them, `__all_<db>`, have the same columns). A database exists for chingest once a `CREATE DATABASE` on
+//! may hold other tables) in a `__shard_<db>` database (the `Distributed` tables over
+//! them, `<db>`.`<m>`, have the same columns and are not read here). A database exists for chingest once a `CREATE DATABASE` on
 //! any node listed it in `__chingest.databases` on a shard (no user database can be
 //! named `__chingest`: the `__` prefix is reserved), or once it holds a chingest table.
 
@@ -42,11 +42,14 @@ impl Cluster {
         for k in 0..self.config.shards.len() {
             let columns = match self.http.statement(
                 k,
-                "SELECT database, table, name, type FROM system.columns \
-                 WHERE (database, table) IN \
-                 (SELECT database, table FROM system.columns \
-                  WHERE name = '__node' AND NOT startsWith(database, '__')) \
-                 FORMAT TabSeparated",
+                &format!(
+                    "SELECT database, table, name, type FROM system.columns \
+                     WHERE (database, table) IN \
+                     (SELECT database, table FROM system.columns \
+                      WHERE name = '__node' AND startsWith(database, {})) \
+                     FORMAT TabSeparated",
+                    quote_string(schema::SHARD_DATABASE_PREFIX)
+                ),
             ) {
                 Ok(answer) => answer,
                 Err(ClusterError::Unreachable { .. }) => {
@@ -61,6 +64,10 @@ impl Cluster {
                     continue;
                 };
                 let (db, table, name) = (unescape_tsv(db), unescape_tsv(table), unescape_tsv(name));
+                let Some(db) = db.strip_prefix(schema::SHARD_DATABASE_PREFIX) else {
+                    continue;
+                };
+                let db = db.to_string();
                 out.databases.insert(db.clone());
                 let columns = out.tables.entry((db, table)).or_default();
                 if KEY_COLUMNS.contains(&name.as_str()) {
@@ -92,7 +99,10 @@ impl Cluster {
         let mut took = 0;
         for k in 0..self.config.shards.len() {
             let done = [
-                format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(db)),
+                format!(
+                    "CREATE DATABASE IF NOT EXISTS {}",
+                    quote_ident(&schema::shard_database(db))
+                ),
                 format!("CREATE DATABASE IF NOT EXISTS {META_DATABASE}"),
                 format!(
                     "CREATE TABLE IF NOT EXISTS {META_DATABASE}.databases (name String) \

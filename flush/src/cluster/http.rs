@@ -90,6 +90,45 @@ impl Client {
         Ok(text)
     }
 
+    /// Sends a user's statement to shard `k` with `settings` in the URL (the server applies
+    /// them before the statement, and with `readonly=1` among them the statement cannot
+    /// change them); the answer to read, or the server's error text (`Ok(Err)`: the
+    /// statement was refused, which says nothing about the shard, so it is not recorded as
+    /// the shard's failure).
+    pub(crate) fn user_statement(
+        &self,
+        k: usize,
+        sql: &str,
+        settings: &[(&str, String)],
+        timeout: std::time::Duration,
+    ) -> Result<Result<reqwest::blocking::Response, String>, ClusterError> {
+        let mut url = self.shards[k].clone();
+        url.query_pairs_mut()
+            .extend_pairs(settings.iter().map(|(k, v)| (*k, v.as_str())));
+        let mut req = self.http.post(url).timeout(timeout).body(sql.to_string());
+        if let Some(user) = &self.user {
+            req = req.basic_auth(user, self.password.as_deref());
+        }
+        let answer = match req.send() {
+            Ok(answer) => answer,
+            Err(e) => {
+                let e = ClusterError::Unreachable {
+                    shard: k,
+                    endpoint: self.shards[k].to_string(),
+                    message: e.to_string(),
+                };
+                self.saw(k, Some(false), Some(&e));
+                return Err(e);
+            }
+        };
+        self.saw(k, Some(true), None);
+        if answer.status().is_success() {
+            return Ok(Ok(answer));
+        }
+        let text = answer.text().unwrap_or_default();
+        Ok(Err(self.redact(text.trim())))
+    }
+
     /// The URL that runs `insert` (`… FORMAT Native`) on shard `k` with the rows posted to
     /// it, stored as one block of at most `rows` rows (one part: all or nothing).
     pub(crate) fn insert_url(

@@ -20,6 +20,7 @@ mod http;
 mod read;
 mod schema;
 pub mod shard;
+mod sql;
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -49,8 +50,9 @@ pub struct ClusterConfig {
     /// Limit of one HTTP request (a statement, an insert).
     pub timeout: Duration,
     /// The cluster's name in the servers' `remote_servers`, when chingest keeps a
-    /// `Distributed` table over each measurement's shard tables (for users' own SQL on
-    /// the cluster: `__all_<db>`.`<measurement>` on every shard).
+    /// `Distributed` table over each measurement's shard tables (`__shard_<db>`.`<m>`) on
+    /// every shard as `<db>`.`<m>`: the whole cluster's rows, for SQL (users' own, and
+    /// `/api/v1/sql`).
     pub distributed: Option<String>,
 }
 
@@ -201,6 +203,8 @@ pub struct Cluster {
     /// Per shard, the `Distributed` tables made and how many user columns each has, or
     /// when making one last failed (tried again 30 s later, not on every delivery).
     distributed_known: Mutex<Vec<DistributedTables>>,
+    /// The shard the next `/api/v1/sql` statement goes to first.
+    next_sql_shard: std::sync::atomic::AtomicUsize,
 }
 
 /// Each shard that answered at connect must know `name` in its `remote_servers` with as
@@ -260,12 +264,18 @@ impl Cluster {
         Ok(Cluster {
             map: ShardMap::new(config.shards.len() as u32),
             distributed_known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
+            next_sql_shard: std::sync::atomic::AtomicUsize::new(0),
             known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             waiting: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             versions,
             http,
             config,
         })
+    }
+
+    /// The cluster's name for its `Distributed` tables, when configured.
+    pub fn distributed(&self) -> Option<&str> {
+        self.config.distributed.as_deref()
     }
 
     /// The shard map in use.
@@ -533,11 +543,15 @@ impl Cluster {
         }
         self.http.statement(
             k,
-            &format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(db)),
+            &format!(
+                "CREATE DATABASE IF NOT EXISTS {}",
+                quote_ident(&schema::shard_database(db))
+            ),
         )?;
         self.http
             .statement(k, &schema::create_table(db, measurement, columns))?;
-        let mut known = self.describe(k, db, measurement)?;
+        let shard_db = schema::shard_database(db);
+        let mut known = self.describe(k, &shard_db, measurement)?;
         for (name, kind) in columns {
             match known.get(name) {
                 Some(have) if have == kind => {}
@@ -563,7 +577,7 @@ impl Cluster {
                             if message.contains("already exists") => {}
                         Err(e) => return Err(e),
                     }
-                    known = self.describe(k, db, measurement)?;
+                    known = self.describe(k, &shard_db, measurement)?;
                     if known.get(name) != Some(kind) {
                         http::failure(k, "type_conflict");
                         return Err(ClusterError::TypeConflict {
@@ -622,15 +636,14 @@ impl Cluster {
         measurement: &str,
         cluster: &str,
     ) -> Result<usize, ClusterError> {
-        let all = schema::distributed_database(db);
         self.http.statement(
             k,
-            &format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(&all)),
+            &format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(db)),
         )?;
         self.http
             .statement(k, &schema::create_distributed(db, measurement, cluster))?;
-        let local = self.describe(k, db, measurement)?;
-        let mut have = self.describe(k, &all, measurement)?;
+        let local = self.describe(k, &schema::shard_database(db), measurement)?;
+        let mut have = self.describe(k, db, measurement)?;
         for (name, kind) in &local {
             if have.contains_key(name) {
                 continue;
@@ -650,18 +663,19 @@ impl Cluster {
         Ok(have.len())
     }
 
-    /// The user columns of a shard's table.
+    /// The user columns of `database`.`table` on shard `k` (a shard table, in
+    /// `__shard_<db>`, or the `Distributed` table over it).
     fn describe(
         &self,
         k: usize,
-        db: &str,
+        database: &str,
         measurement: &str,
     ) -> Result<HashMap<String, ColumnKind>, ClusterError> {
         let answer = self.http.statement(
             k,
             &format!(
                 "SELECT name, type FROM system.columns WHERE database = {} AND table = {}",
-                quote_string(db),
+                quote_string(database),
                 quote_string(measurement)
             ),
         )?;

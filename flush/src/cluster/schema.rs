@@ -3,7 +3,8 @@
 //! `Int64` nanoseconds, `series_id`, the writing node (`__node`) and the write's version
 //! (`__seq`, `__row`) that make a row's delivery checkable, tags as `String`, fields as
 //! `Nullable` of `Float64`, `Int64`, `UInt64`, `String` or `UInt8` (booleans). Sorted by
-//! `(series_id, time)` as the embedded table is.
+//! `(series_id, time)` as the embedded table is. A shard's own rows of `db`.`m` are in
+//! `__shard_<db>`.`m`; `db`.`m` is the `Distributed` table over all of them.
 
 use crate::table::ColumnKind;
 use crate::{quote_ident, quote_string};
@@ -45,9 +46,25 @@ pub(crate) fn kind_of(shard_type: &str) -> Option<ColumnKind> {
     })
 }
 
-/// The `db`.`measurement` of a shard.
+/// The database of `db`'s shard tables on every shard: `__shard_<db>`. The database's own
+/// name is the whole cluster's (`db`.`measurement`, a `Distributed` table over every shard's
+/// `__shard_<db>`.`measurement`, when the cluster's name is configured), as users of a
+/// ClickHouse cluster expect of SQL; no user database can start with `__` (chingest
+/// reserves the prefix), so no database of a user's is ever taken for a shard's.
+pub(crate) fn shard_database(db: &str) -> String {
+    format!("{SHARD_DATABASE_PREFIX}{db}")
+}
+
+/// What [`shard_database`] puts before a database's name.
+pub(crate) const SHARD_DATABASE_PREFIX: &str = "__shard_";
+
+/// The shard table of `db`.`measurement`: `__shard_<db>`.`measurement`.
 pub(crate) fn table(db: &str, measurement: &str) -> String {
-    format!("{}.{}", quote_ident(db), quote_ident(measurement))
+    format!(
+        "{}.{}",
+        quote_ident(&shard_database(db)),
+        quote_ident(measurement)
+    )
 }
 
 /// `CREATE TABLE IF NOT EXISTS` with the key columns and `columns`.
@@ -81,28 +98,20 @@ pub(crate) fn add_column(table: &str, name: &str, kind: ColumnKind) -> String {
     )
 }
 
-/// The database of the `Distributed` tables over `db`'s shard tables: `__all_<db>`. The
-/// shard tables keep the measurement's own name (`db`.`m`), and any name a measurement
-/// could take beside them could be another measurement's; no database can start with
-/// `__` (chingest reserves the prefix), so these names are never a user's.
-pub(crate) fn distributed_database(db: &str) -> String {
-    format!("__all_{db}")
-}
-
-/// The `Distributed` table over `db`.`measurement` on every shard of `cluster` (the name
-/// the servers' `remote_servers` give the shards).
+/// The `Distributed` table over every shard's `db`.`measurement`: `db`.`measurement`.
 pub(crate) fn distributed_table(db: &str, measurement: &str) -> String {
-    table(&distributed_database(db), measurement)
+    format!("{}.{}", quote_ident(db), quote_ident(measurement))
 }
 
-/// `CREATE TABLE IF NOT EXISTS` of [`distributed_table`] with the shard table's columns.
+/// `CREATE TABLE IF NOT EXISTS` of [`distributed_table`] with the shard table's columns, over
+/// the shards of `cluster` (the name the servers' `remote_servers` give them).
 pub(crate) fn create_distributed(db: &str, measurement: &str, cluster: &str) -> String {
     format!(
         "CREATE TABLE IF NOT EXISTS {} AS {} ENGINE = Distributed({}, {}, {})",
         distributed_table(db, measurement),
         table(db, measurement),
         quote_string(cluster),
-        quote_string(db),
+        quote_string(&shard_database(db)),
         quote_string(measurement)
     )
 }

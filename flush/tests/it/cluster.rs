@@ -25,11 +25,11 @@ fn config(shards: &[&Shard], node: &str) -> ClusterConfig {
     }
 }
 
-/// Every row of `db`.`cpu` on a shard: (node, seq, row, series, time, host, usage).
+/// Every row of `db`.`cpu` a shard holds (its shard table, `__shard_<db>`.`cpu`): (node, seq, row, series, time, host, usage).
 fn rows(shard: &Shard, db: &str) -> Vec<String> {
     let mut out: Vec<String> = shard
         .query(&format!(
-            "SELECT __node, __seq, __row, series_id, time, host, usage, ok FROM `{db}`.cpu"
+            "SELECT __node, __seq, __row, series_id, time, host, usage, ok FROM `__shard_{db}`.cpu"
         ))
         .unwrap_or_default()
         .lines()
@@ -175,7 +175,7 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
         let blocks = shard
             .query(&format!(
                 "SELECT sum(rows), max(max_block_number) FROM system.parts \
-                 WHERE database = '{db}' AND table = 'big' AND active"
+                 WHERE database = '__shard_{db}' AND table = 'big' AND active"
             ))
             .unwrap();
         let (rows, block) = blocks.trim().split_once('\t').unwrap();
@@ -201,7 +201,7 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
     let counted: u64 = [&s0, &s1]
         .iter()
         .map(|s| {
-            s.query(&format!("SELECT count(count) FROM `{db}`.cpu"))
+            s.query(&format!("SELECT count(count) FROM `__shard_{db}`.cpu"))
                 .map_or(0, |t| t.trim().parse::<u64>().unwrap())
         })
         .sum();
@@ -251,7 +251,7 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
     assert_eq!(got, ["v\n2", "v`1'\\"]);
     for shard in [&s0, &s1] {
         assert!(shard
-            .query(&format!("SELECT count() FROM `{db}`.cpu"))
+            .query(&format!("SELECT count() FROM `__shard_{db}`.cpu"))
             .is_ok());
     }
 
@@ -382,7 +382,7 @@ fn distributed_tables_read_every_shard_and_follow_new_columns() {
     // Every shard's Distributed table reads both shards' rows.
     let whole =
         |shard: &Shard, sql: &str| shard.query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let sum = format!("SELECT count(), sum(usage) FROM `__all_{db}`.cpu");
+    let sum = format!("SELECT count(), sum(usage) FROM `{db}`.cpu");
     // usage = seq + series index: 30 rows at seq 1 and 30 at seq 2.
     let expected = format!("60\t{}\n", (0..30).map(|i| 1 + i + 2 + i).sum::<u64>());
     assert_eq!(whole(s0, &sum), expected);
@@ -407,7 +407,7 @@ fn distributed_tables_read_every_shard_and_follow_new_columns() {
         assert_eq!(
             whole(
                 shard,
-                &format!("SELECT count(temp), sum(temp), count() FROM `__all_{db}`.cpu")
+                &format!("SELECT count(temp), sum(temp), count() FROM `{db}`.cpu")
             ),
             "4\t82\t64\n"
         );

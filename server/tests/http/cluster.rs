@@ -1,8 +1,9 @@
 //! Issue #25, the write path end to end: chingest with `[storage] engine = "clickhouse"`
 //! delivers what `/write` acknowledged to two real ClickHouse servers (Debian's 18.16, on
 //! loopback) as shards, exactly once, through a `kill -9` of chingest and a shard stopped
-//! and restarted mid-stream; InfluxQL reads them back from the shards; deletes on the
-//! cluster (not built yet) answer a clear error.
+//! and restarted mid-stream; InfluxQL reads them back from the shards, and `/api/v1/sql`
+//! through the shards' `Distributed` tables; deletes on the cluster (not built yet) answer a
+//! clear error.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -34,7 +35,7 @@ fn stored(shards: &[&Shard]) -> BTreeMap<(String, i64), (u32, f64)> {
     let mut out: BTreeMap<(String, i64), (u32, f64)> = BTreeMap::new();
     for s in shards {
         let text = s
-            .query("SELECT host, time, v FROM d.cpu")
+            .query("SELECT host, time, v FROM __shard_d.cpu")
             .unwrap_or_default();
         for line in text.lines() {
             let mut f = line.split('\t');
@@ -148,7 +149,7 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
                     // stopped shard 1: the replay must ask shard 0 before sending again.
                     let deadline = Instant::now() + Duration::from_secs(30);
                     let on_shard0 = || {
-                        s0.query("SELECT count() FROM d.cpu WHERE time = 29000000000")
+                        s0.query("SELECT count() FROM __shard_d.cpu WHERE time = 29000000000")
                             .ok()
                             .and_then(|n| n.trim().parse::<u64>().ok())
                             .unwrap_or(0)
@@ -157,7 +158,7 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
                         assert!(
                             Instant::now() < deadline,
                             "batch 29 never reached shard 0: {:?} {}\n{}",
-                            s0.query("SELECT max(time), count() FROM d.cpu"),
+                            s0.query("SELECT max(time), count() FROM __shard_d.cpu"),
                             s.get("/health").text().unwrap(),
                             s.log_text()
                         );
@@ -266,7 +267,7 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
     let per_shard: Vec<usize> = [&s0, &s1]
         .iter()
         .map(|sh| {
-            sh.query("SELECT count() FROM d.cpu")
+            sh.query("SELECT count() FROM __shard_d.cpu")
                 .unwrap()
                 .trim()
                 .parse()
@@ -286,8 +287,11 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
         );
     }
     refused_on_the_cluster(&s, "/query?db=d", "DELETE FROM cpu WHERE host = 'h1'");
+    // SQL reads the cluster's Distributed tables, which this node was not told of.
     let sql = s.post("/api/v1/sql", "SELECT 1");
     assert_eq!(sql.status(), 400);
+    let text = sql.text().unwrap();
+    assert!(text.contains("[storage.clickhouse] distributed"), "{text}");
     // Per shard in /metrics: rows confirmed by both, shard 1 up again after its failures.
     let text = s.get("/metrics").text().unwrap();
     let value = |series: &str| -> f64 {
@@ -415,17 +419,124 @@ fn two_nodes_agree_on_databases_and_field_types_through_the_cluster() {
     for shard in [s0, s1] {
         assert_eq!(
             shard
-                .query("SELECT time, f, g, host FROM `__all_shared`.m ORDER BY time")
+                .query("SELECT time, f, g, host FROM shared.m ORDER BY time")
                 .unwrap(),
             "1\t1\t\\N\tx\n3\t3\t0.5\ty\n"
         );
     }
+    // With auth off nobody is an admin, so nobody runs SQL on the shards through chingest.
+    let r = a.post("/api/v1/sql", "SELECT count() FROM shared.m");
+    assert_eq!(r.status(), 403);
+    assert!(r.text().unwrap().contains("needs an admin"));
     for node in [&a, &b] {
         let r = node.query("SHOW DATABASES");
         let names = r["results"][0]["series"][0]["values"].to_string();
         assert!(
-            names.contains("\"shared\"") && !names.contains("__all"),
+            names.contains("\"shared\"") && !names.contains("__shard"),
             "{r}"
         );
     }
+}
+
+/// `/api/v1/sql` on a cluster: the statement runs on a shard over the `Distributed`
+/// tables (every shard's rows), read-only and within `[sql]`'s limits as that server
+/// enforces them; only an admin gets there (the shards' user reads every database and the
+/// servers' system tables).
+#[test]
+fn sql_on_a_cluster_reads_every_shard_read_only_within_the_limits() {
+    let test = "sql_on_a_cluster_reads_every_shard_read_only_within_the_limits";
+    let Some(bin) = server_binary(test) else {
+        return;
+    };
+    let dir = data_dir();
+    let shards = Shard::start_cluster(
+        &bin,
+        &[dir.path().join("shard0"), dir.path().join("shard1")],
+    );
+    let (s0, s1) = (&shards[0], &shards[1]);
+    let node_dir = data_dir();
+    let config = format!(
+        "{}distributed = \"{CLUSTER}\"\n\n[auth]\nenabled = true\n\n[[auth.users]]\nname = \"admin\"\n\
+         password_hash = \"{}\"\nadmin = true\n\n[[auth.users]]\nname = \"reader\"\n\
+         password_hash = \"{}\"\nread = [\"a\"]\n\n[sql]\nmax_result_rows = 1000\n",
+        cluster_config_named(&[s0, s1], "n1"),
+        hash("adminpw"),
+        hash("readerpw")
+    );
+    let node = Spawn::new(node_dir.path()).config(&config).start();
+    let as_admin =
+        |req: reqwest::blocking::RequestBuilder| req.basic_auth("admin", Some("adminpw"));
+    let r = as_admin(node.client.post(node.url("/query")))
+        .form(&[("q", "CREATE DATABASE a")])
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let body: String = (0..50)
+        .map(|i| format!("m,host=h{i} v={i}i {i}\n"))
+        .collect();
+    let r = as_admin(node.client.post(node.url("/write?db=a")))
+        .body(body)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 204, "{:?}", r.text());
+    wait_delivered(&[&node], Duration::from_secs(60));
+    let sql = |who: Option<(&str, &str)>, sql: &str| {
+        let mut req = node
+            .client
+            .post(node.url("/api/v1/sql?format=jsoneachrow"))
+            .body(sql.to_string());
+        if let Some((u, p)) = who {
+            req = req.basic_auth(u, Some(p));
+        }
+        let r = req.send().unwrap();
+        (r.status().as_u16(), r.text().unwrap())
+    };
+    let admin = Some(("admin", "adminpw"));
+
+    // Every shard's rows, though each shard holds some of them.
+    let (status, text) = sql(admin, "SELECT count() AS n, sum(v) AS s FROM a.m");
+    assert_eq!(status, 200, "{text}");
+    let row: Value = serde_json::from_str(text.trim()).unwrap();
+    let num = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+    assert_eq!(
+        (num(&row["n"]), num(&row["s"])),
+        ("50".into(), "1225".into()),
+        "{text}"
+    );
+    for shard in [s0, s1] {
+        let held: u64 = shard
+            .query("SELECT count() FROM __shard_a.m")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!((1..50).contains(&held), "{held}");
+    }
+
+    // Read-only and within the limits, whatever the statement tries.
+    for (statement, want) in [
+        ("INSERT INTO a.m (time, series_id, __node, __seq, __row, host, v) VALUES (1, 1, 'x', 1, 0, 'h', 1)", "readonly"),
+        ("INSERT INTO __shard_a.m (time, series_id, __node, __seq, __row, host, v) VALUES (1, 1, 'x', 1, 0, 'h', 1)", "readonly"),
+        ("DROP TABLE __shard_a.m", "readonly"),
+        ("CREATE TABLE a.t (x UInt8) ENGINE = Memory", "readonly"),
+        ("SELECT * FROM numbers(10)", "Table functions are forbidden"),
+        ("SELECT count() FROM a.m SETTINGS max_result_rows = 0", "readonly"),
+    ] {
+        let (status, text) = sql(admin, statement);
+        assert_eq!(status, 403, "{statement}: {text}");
+        assert!(text.contains(want), "{statement}: {text}");
+    }
+    let (status, text) = sql(admin, "SELECT number FROM system.numbers LIMIT 5000");
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("max_result_rows"), "{text}");
+    // Nothing was written through SQL.
+    let (_, text) = sql(admin, "SELECT count() AS n FROM a.m");
+    assert!(text.contains("50"), "{text}");
+
+    // A reader cannot: the shards' user reads every database and the servers' system tables.
+    let (status, text) = sql(Some(("reader", "readerpw")), "SELECT count() FROM a.m");
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("needs an admin"), "{text}");
+    let (status, _) = sql(None, "SELECT count() FROM a.m");
+    assert_eq!(status, 401);
 }

@@ -849,13 +849,13 @@ fn influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_en
     let mut writers = BTreeSet::new();
     for s in [&s0, &s1] {
         on_shards += s
-            .query("SELECT count() FROM diff.cpu")
+            .query("SELECT count() FROM __shard_diff.cpu")
             .unwrap()
             .trim()
             .parse::<u64>()
             .unwrap();
         writers.extend(
-            s.query("SELECT DISTINCT __node FROM diff.cpu")
+            s.query("SELECT DISTINCT __node FROM __shard_diff.cpu")
                 .unwrap()
                 .lines()
                 .map(str::to_string),

@@ -1,0 +1,95 @@
+//! `/api/v1/sql` on a cluster (issue #25): the statement goes, as the client wrote it, to
+//! one shard that answers, which runs it over the whole cluster through the `Distributed`
+//! tables (`<db>`.`<m>`; `[storage.clickhouse] distributed`) and streams the answer back.
+//!
+//! The guarantees are the server's, enforced where the statement runs, never by chingest
+//! reading the statement (a ClickHouse of another version could parse it differently):
+//! `readonly=1` and the `[sql]` limits as settings of the request, which the statement
+//! cannot lift (18.16 and later refuse `SET`, `SETTINGS` and table functions under
+//! `readonly=1`: tested); `wait_end_of_query=1`, so a statement that fails after its first
+//! rows answers an error, not a cut answer with a success status. Per-database access is
+//! not: a shard's user reads every database and the server's `system` tables, so only an
+//! admin's statements come here (`storage` decides that).
+
+use std::io::Read;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{Cluster, ClusterError};
+use crate::sandbox::{engine_sql_error, SqlCancel, SqlConfig, SqlError, SqlSummary};
+
+/// The piece of an answer handed to the sink at a time.
+const BLOCK_BYTES: usize = 64 << 10;
+
+impl Cluster {
+    /// Runs a user's read-only statement on the cluster, the answer in ClickHouse's
+    /// `format` (`JSON`, `JSONEachRow`, `CSVWithNames`, `ArrowStream` where the server has
+    /// it) handed to `sink` in blocks; `sink` answering false stops it (cancelled).
+    pub fn sql(
+        &self,
+        sql: &str,
+        format: &str,
+        limits: &SqlConfig,
+        cancel: &SqlCancel,
+        sink: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<SqlSummary, SqlError> {
+        if self.config.distributed.is_none() {
+            return Err(SqlError::Invalid(
+                "SQL on a ClickHouse cluster reads its Distributed tables: set \
+                 [storage.clickhouse] distributed to the cluster's name in the servers' \
+                 remote_servers (docs/architecture.md)"
+                    .into(),
+            ));
+        }
+        let mut settings = limits.shard_settings();
+        settings.push(("default_format", format.to_string()));
+        settings.push(("wait_end_of_query", "1".to_string()));
+        let timeout = Duration::from_secs(limits.max_execution_secs + 5);
+        let shards = self.config.shards.len();
+        // Statements take turns among the shards; one that does not answer passes the
+        // statement to the next.
+        let first = self.next_sql_shard.fetch_add(1, Ordering::Relaxed) % shards;
+        let mut down = Vec::new();
+        for k in (0..shards).map(|i| (first + i) % shards) {
+            if cancel.is_cancelled() {
+                return Err(SqlError::Cancelled);
+            }
+            match self.http.user_statement(k, sql, &settings, timeout) {
+                Ok(Ok(answer)) => return stream(answer, cancel, sink),
+                Ok(Err(message)) => return Err(engine_sql_error(limits, &message, cancel)),
+                Err(e @ ClusterError::Unreachable { .. }) => down.push(e.to_string()),
+                Err(e) => return Err(SqlError::Unavailable(e.to_string())),
+            }
+        }
+        Err(SqlError::Unavailable(format!(
+            "no shard of the cluster answers: {}",
+            down.join("; ")
+        )))
+    }
+}
+
+/// Hands `answer`'s body to `sink` block by block.
+fn stream(
+    mut answer: reqwest::blocking::Response,
+    cancel: &SqlCancel,
+    sink: &mut dyn FnMut(&[u8]) -> bool,
+) -> Result<SqlSummary, SqlError> {
+    let mut out = SqlSummary::default();
+    let mut buf = vec![0u8; BLOCK_BYTES];
+    loop {
+        if cancel.is_cancelled() {
+            return Err(SqlError::Cancelled);
+        }
+        let n = answer
+            .read(&mut buf)
+            .map_err(|e| SqlError::Unavailable(format!("the shard stopped answering: {e}")))?;
+        if n == 0 {
+            return Ok(out);
+        }
+        if !sink(&buf[..n]) {
+            return Err(SqlError::Cancelled);
+        }
+        out.chunks += 1;
+        out.bytes += n as u64;
+    }
+}
