@@ -62,9 +62,9 @@ pub struct ClickHouseConfig {
     /// Limit of one request to a shard (a statement, one insert), seconds.
     pub timeout_secs: u64,
     /// The cluster's name in the shards' `remote_servers` (the same shards, in any
-    /// order): chingest then keeps a `Distributed` table over each measurement's shard
-    /// tables, `__all_<db>`.`<measurement>` on every shard, for SQL on the whole cluster.
-    /// Empty: none.
+    /// order): chingest then keeps `<db>`.`<measurement>` on every shard as a `Distributed`
+    /// table over each shard's `__shard_<db>`.`<measurement>`, for SQL on the whole cluster
+    /// (`/api/v1/sql` needs it). Empty: none.
     pub distributed: String,
 }
 
