@@ -412,6 +412,33 @@ fn distributed_tables_read_every_shard_and_follow_new_columns() {
             "4\t82\t64\n"
         );
     }
+    // Hostile names too: a measurement, a tag and a field with backticks, quotes, a
+    // backslash, a tab and a newline get their Distributed table, which reads both shards.
+    let weird_m = "m`x'; DROP TABLE cpu; --\\\n\t\u{e9}";
+    let weird_field = "f\"i`e'ld\n";
+    let hostile = Part {
+        seq: 4,
+        batch: batch(
+            vec![4; 6],
+            (20..26u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                .collect(),
+            vec![
+                Col::Tag("t`a'g\\\t", vec!["v`1'\\", "v\n2", "a", "b", "c", "d"]),
+                Col::F(weird_field, vec![Some(1.5); 6]),
+            ],
+        ),
+    };
+    let done = cluster.deliver(e, &db, weird_m, &[hostile], 0).unwrap();
+    assert!(done.rows.iter().all(|n| *n > 0), "{done:?}");
+    let sql = format!(
+        "SELECT count(), sum({}) FROM `{db}`.{}",
+        flush::quote_ident(weird_field),
+        flush::quote_ident(weird_m)
+    );
+    for shard in [s0, s1] {
+        assert_eq!(whole(shard, &sql), "6\t9\n");
+    }
     // The Distributed tables are not measurements, nor their database a database.
     let catalog = cluster.catalog().unwrap();
     assert!(catalog.databases.contains(&db), "{catalog:?}");
@@ -426,7 +453,7 @@ fn distributed_tables_read_every_shard_and_follow_new_columns() {
             .keys()
             .filter(|(d, _)| d.contains(&db))
             .count(),
-        1,
+        2,
         "{:?}",
         catalog.tables.keys()
     );

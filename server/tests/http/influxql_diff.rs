@@ -773,23 +773,28 @@ fn influxql_answers_match_influxdb_1x() {
 /// one node only: the other learns them from the cluster.
 #[test]
 fn influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_engine() {
-    use crate::cluster::clickhouse_server::{server_binary, Shard};
+    use crate::cluster::clickhouse_server::{server_binary, Shard, CLUSTER};
     const TEST: &str =
         "influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_engine";
     let Some(bin) = server_binary(TEST) else {
         return;
     };
     let dir = data_dir();
-    let s0 = Shard::start(&bin, dir.path().join("shard0"));
-    let s1 = Shard::start(&bin, dir.path().join("shard1"));
+    let shards = Shard::start_cluster(
+        &bin,
+        &[dir.path().join("shard0"), dir.path().join("shard1")],
+    );
+    let (s0, s1) = (&shards[0], &shards[1]);
     let embedded_dir = data_dir();
     let embedded = Spawn::new(embedded_dir.path()).start();
     let (dir_a, dir_b) = (data_dir(), data_dir());
+    // With Distributed tables over every measurement.
+    let distributed = format!("distributed = \"{CLUSTER}\"\n");
     let node_a = Spawn::new(dir_a.path())
-        .config(&crate::cluster::cluster_config_named(&[&s0, &s1], "a"))
+        .config(&(crate::cluster::cluster_config_named(&[s0, s1], "a") + &distributed))
         .start();
     let node_b = Spawn::new(dir_b.path())
-        .config(&crate::cluster::cluster_config_named(&[&s0, &s1], "b"))
+        .config(&(crate::cluster::cluster_config_named(&[s0, s1], "b") + &distributed))
         .start();
     let http = client();
     load(&http, &embedded.base, "embedded");
@@ -863,6 +868,49 @@ fn influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_en
     }
     assert!(on_shards > 1000, "{on_shards}");
     assert_eq!(writers, BTreeSet::from(["a".to_string(), "b".to_string()]));
+    // Every shard table has its Distributed table, whatever its name, and on either shard
+    // it counts the rows of both.
+    let tables = |s: &Shard| -> BTreeSet<String> {
+        s.query(
+            "SELECT database, name FROM system.tables \
+             WHERE startsWith(database, '__shard_') FORMAT JSONEachRow",
+        )
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+    };
+    let shard_tables = tables(s0);
+    assert!(shard_tables.len() >= 6, "{shard_tables:?}");
+    assert_eq!(shard_tables, tables(s1));
+    for line in &shard_tables {
+        let t: Value = serde_json::from_str(line).unwrap();
+        let (db, m) = (t["database"].as_str().unwrap(), t["name"].as_str().unwrap());
+        let count = |s: &Shard, database: &str| -> u64 {
+            let sql = format!(
+                "SELECT count() FROM {}.{}",
+                flush::quote_ident(database),
+                flush::quote_ident(m)
+            );
+            s.query(&sql)
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+                .trim()
+                .parse()
+                .unwrap()
+        };
+        let user_db = db.strip_prefix("__shard_").unwrap();
+        let whole = count(s0, db) + count(s1, db);
+        assert_eq!(count(s0, user_db), whole, "{user_db}.{m} on shard 0");
+        assert_eq!(count(s1, user_db), whole, "{user_db}.{m} on shard 1");
+    }
+    for node in [&node_a, &node_b] {
+        let metrics = node.get("/metrics").text().unwrap();
+        assert!(
+            !metrics.contains("reason=\"distributed_table\""),
+            "a Distributed table failed: {}",
+            node.log_text()
+        );
+    }
 }
 
 /// The corpus's data split between two nodes by series (a point and its rewrite go to
