@@ -284,21 +284,22 @@ fn may_share_a_point(ranges: &[(u64, i64, i64)]) -> String {
     )
 }
 
+/// The earliest time of a row the plan reads (`None`: no lower bound).
+fn rows_from(plan: &Plan) -> Option<i64> {
+    let min = plan.range.min?;
+    match (plan.aggregate.as_ref().and_then(|a| a.window), &plan.source) {
+        // A subquery's rows are its intervals, stamped with their starts:
+        // the outer range takes whole intervals, as InfluxDB passes it down.
+        (Some(w), Some(_)) => Some(super::fill::window_start(min, w.interval, w.offset)),
+        _ => Some(min),
+    }
+}
+
 /// `WHERE time …` of the plan, on the table's rows.
 fn range_conditions(plan: &Plan) -> Vec<String> {
     let q = |c: &str| format!("{SRC}{}", quote_ident(c));
     let mut conds = Vec::new();
-    let mut min = plan.range.min;
-    if let (Some(m), Some(w), Some(_)) = (
-        min,
-        plan.aggregate.as_ref().and_then(|a| a.window),
-        &plan.source,
-    ) {
-        // A subquery's rows are its intervals, stamped with their starts:
-        // the outer range takes whole intervals, as InfluxDB passes it down.
-        min = Some(super::fill::window_start(m, w.interval, w.offset));
-    }
-    if let Some(min) = min {
+    if let Some(min) = rows_from(plan) {
         conds.push(format!(
             "{} >= fromUnixTimestamp64Nano(toInt64({min}))",
             q("time")
@@ -435,7 +436,7 @@ fn aggregate(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflushed>) ->
     let time_sql = match (&agg.window, &agg.point_time) {
         (Some(w), _) => match &agg.zone {
             Some(z) => bucket_in_zone(w, &z.name),
-            None => bucket(w),
+            None => bucket(w, rows_from(plan)),
         },
         (None, Some(t)) => t.clone(),
         (None, None) => format!("toInt64({})", plan.range.min.unwrap_or(0)),
@@ -471,9 +472,15 @@ fn aggregate(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflushed>) ->
 }
 
 /// The start of a point's bucket: epoch-aligned, shifted by the offset,
-/// floored (also before 1970).
-fn bucket(w: &Window) -> String {
+/// floored (also before 1970). Where every row read is at or after the offset
+/// (`rows_from`, the plan's lower bound; the offset is under the interval) the
+/// remainder is never negative and the plain one is the floor: the engine's
+/// analysis costs per expression, ~0.4 ms of a one-host hour's ~3 here.
+fn bucket(w: &Window, rows_from: Option<i64>) -> String {
     let (iv, off) = (w.interval, w.offset);
+    if rows_from.is_some_and(|min| min >= off) {
+        return format!("({T} - ({T} - {off}) % {iv})");
+    }
     format!("({T} - ((({T} - {off}) % {iv}) + {iv}) % {iv})")
 }
 
@@ -577,7 +584,15 @@ mod tests {
             sql.contains(" GROUP BY __iq_t, __iq_g0 ORDER BY __iq_g0, __iq_t"),
             "{sql}"
         );
-        assert!(sql.starts_with("SELECT (toUnixTimestamp64Nano(`time`) - (((toUnixTimestamp64Nano(`time`) - 5) % 60) + 60) % 60) AS __iq_t"), "{sql}");
+        // Every row read is at or after the offset (the range starts at 10, the offset is
+        // 5): the plain remainder is the floor.
+        assert!(sql.starts_with("SELECT (toUnixTimestamp64Nano(`time`) - (toUnixTimestamp64Nano(`time`) - 5) % 60) AS __iq_t"), "{sql}");
+        // Rows before it, or no lower bound: floored for negative remainders too.
+        for min in [Some(4), Some(-100), None] {
+            p.range.min = min;
+            let sql = render(&p, &Rewrites::All);
+            assert!(sql.starts_with("SELECT (toUnixTimestamp64Nano(`time`) - (((toUnixTimestamp64Nano(`time`) - 5) % 60) + 60) % 60) AS __iq_t"), "{min:?}: {sql}");
+        }
     }
 
     #[test]
