@@ -401,14 +401,16 @@ fn raw(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflushed>) -> Strin
     sql.push_str(&format!(" FROM {}", points.from));
     let mut conds = points.conds;
     conds.extend(plan.outer_where.iter().cloned());
-    conds.push(format!(
-        "({})",
-        plan.nonnull
-            .iter()
-            .map(|c| format!("{c} IS NOT NULL"))
-            .collect::<Vec<_>>()
-            .join(" OR ")
-    ));
+    if !plan.nonnull_implied {
+        conds.push(format!(
+            "({})",
+            plan.nonnull
+                .iter()
+                .map(|c| format!("{c} IS NOT NULL"))
+                .collect::<Vec<_>>()
+                .join(" OR ")
+        ));
+    }
     where_clause(&mut sql, &conds);
     let groups = group_aliases(plan);
     let dir = if plan.order_desc { " DESC" } else { "" };
@@ -534,6 +536,7 @@ mod tests {
             outer_where: vec!["(`f` > toInt64(1))".into()],
             nonnull: vec!["`f`".into()],
             shows_every_point: false,
+            nonnull_implied: false,
             order_desc: true,
             limit: Some(2),
             offset: Some(1),
