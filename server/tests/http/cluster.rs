@@ -26,6 +26,18 @@ pub(crate) fn cluster_config_named(shards: &[&Shard], node: &str) -> String {
 
 use crate::util::*;
 
+/// Two shards on loopback knowing each other as the cluster [`CLUSTER`], their data in a
+/// dir of their own (`None`: no server installed here; the test skips, loudly).
+pub(crate) fn two_shard_cluster(test: &str) -> Option<(tempfile::TempDir, Vec<Shard>)> {
+    let bin = server_binary(test)?;
+    let dir = data_dir();
+    let shards = Shard::start_cluster(
+        &bin,
+        &[dir.path().join("shard0"), dir.path().join("shard1")],
+    );
+    Some((dir, shards))
+}
+
 fn config(shards: &[&Shard]) -> String {
     cluster_config_named(shards, "n1")
 }
@@ -346,14 +358,9 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
 #[test]
 fn two_nodes_agree_on_databases_and_field_types_through_the_cluster() {
     let test = "two_nodes_agree_on_databases_and_field_types_through_the_cluster";
-    let Some(bin) = server_binary(test) else {
+    let Some((_dir, shards)) = two_shard_cluster(test) else {
         return;
     };
-    let dir = data_dir();
-    let shards = Shard::start_cluster(
-        &bin,
-        &[dir.path().join("shard0"), dir.path().join("shard1")],
-    );
     let (s0, s1) = (&shards[0], &shards[1]);
     let (dir_a, dir_b) = (data_dir(), data_dir());
     // Both keep Distributed tables over the shards' tables (the servers' cluster name).
@@ -445,14 +452,9 @@ fn two_nodes_agree_on_databases_and_field_types_through_the_cluster() {
 #[test]
 fn sql_on_a_cluster_reads_every_shard_read_only_within_the_limits() {
     let test = "sql_on_a_cluster_reads_every_shard_read_only_within_the_limits";
-    let Some(bin) = server_binary(test) else {
+    let Some((_dir, shards)) = two_shard_cluster(test) else {
         return;
     };
-    let dir = data_dir();
-    let shards = Shard::start_cluster(
-        &bin,
-        &[dir.path().join("shard0"), dir.path().join("shard1")],
-    );
     let (s0, s1) = (&shards[0], &shards[1]);
     let node_dir = data_dir();
     let config = format!(

@@ -773,17 +773,12 @@ fn influxql_answers_match_influxdb_1x() {
 /// one node only: the other learns them from the cluster.
 #[test]
 fn influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_engine() {
-    use crate::cluster::clickhouse_server::{server_binary, Shard, CLUSTER};
+    use crate::cluster::clickhouse_server::{Shard, CLUSTER};
     const TEST: &str =
         "influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_engine";
-    let Some(bin) = server_binary(TEST) else {
+    let Some((_dir, shards)) = crate::cluster::two_shard_cluster(TEST) else {
         return;
     };
-    let dir = data_dir();
-    let shards = Shard::start_cluster(
-        &bin,
-        &[dir.path().join("shard0"), dir.path().join("shard1")],
-    );
     let (s0, s1) = (&shards[0], &shards[1]);
     let embedded_dir = data_dir();
     let embedded = Spawn::new(embedded_dir.path()).start();
