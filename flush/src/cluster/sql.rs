@@ -56,6 +56,12 @@ impl Cluster {
             }
             match self.http.user_statement(k, sql, &settings, timeout) {
                 Ok(Ok(answer)) => return stream(answer, cancel, sink),
+                Ok(Err(message)) if reached_no_other_shard(&message) => {
+                    return Err(SqlError::Unavailable(format!(
+                        "shard {k} could not read every shard of the cluster (one is down?): \
+                         {message}"
+                    )))
+                }
                 Ok(Err(message)) => return Err(engine_sql_error(limits, &message, cancel)),
                 Err(e @ ClusterError::Unreachable { .. }) => down.push(e.to_string()),
                 Err(e) => return Err(SqlError::Unavailable(e.to_string())),
@@ -66,6 +72,17 @@ impl Cluster {
             down.join("; ")
         )))
     }
+}
+
+/// Whether a server's error says another shard could not be reached (the `Distributed`
+/// table's read of it): the statement may succeed later, so `503`, not the caller's fault.
+/// ClickHouse's codes: `ALL_CONNECTION_TRIES_FAILED` (279), `NETWORK_ERROR` (210),
+/// `SOCKET_TIMEOUT` (209), `ALL_REPLICAS_ARE_STALE` (369).
+fn reached_no_other_shard(message: &str) -> bool {
+    ["Code: 279,", "Code: 210,", "Code: 209,", "Code: 369,"]
+        .iter()
+        .chain(&["Code: 279.", "Code: 210.", "Code: 209.", "Code: 369."])
+        .any(|code| message.starts_with(code) || message.contains(&format!(" {code}")))
 }
 
 /// Hands `answer`'s body to `sink` block by block.

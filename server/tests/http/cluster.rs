@@ -452,7 +452,7 @@ fn two_nodes_agree_on_databases_and_field_types_through_the_cluster() {
 #[test]
 fn sql_on_a_cluster_reads_every_shard_read_only_within_the_limits() {
     let test = "sql_on_a_cluster_reads_every_shard_read_only_within_the_limits";
-    let Some((_dir, shards)) = two_shard_cluster(test) else {
+    let Some((_dir, mut shards)) = two_shard_cluster(test) else {
         return;
     };
     let (s0, s1) = (&shards[0], &shards[1]);
@@ -541,4 +541,12 @@ fn sql_on_a_cluster_reads_every_shard_read_only_within_the_limits() {
     assert!(text.contains("needs an admin"), "{text}");
     let (status, _) = sql(None, "SELECT count() FROM a.m");
     assert_eq!(status, 401);
+
+    // A shard down: whichever shard gets the statement cannot read the other's rows, which
+    // is the cluster's state, not the statement's fault: 503 (retry), never a partial answer.
+    shards[1].stop();
+    for _ in 0..2 {
+        let (status, text) = sql(admin, "SELECT count() FROM a.m");
+        assert_eq!(status, 503, "{text}");
+    }
 }
