@@ -258,7 +258,7 @@ mod code {
 }
 
 /// The `Code: N.` of an engine message.
-fn engine_code(message: &str) -> Option<u32> {
+pub(crate) fn engine_code(message: &str) -> Option<u32> {
     let rest = &message[message.find("Code: ")? + 6..];
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()

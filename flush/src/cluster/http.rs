@@ -60,22 +60,10 @@ impl Client {
 
     /// Runs `sql` on shard `k` (POST body); its TabSeparated answer.
     pub(crate) fn statement(&self, k: usize, sql: &str) -> Result<String, ClusterError> {
-        let mut req = self.http.post(self.shards[k].clone()).body(sql.to_string());
-        if let Some(user) = &self.user {
-            req = req.basic_auth(user, self.password.as_deref());
-        }
-        let unreachable = |e: reqwest::Error| {
-            let e = ClusterError::Unreachable {
-                shard: k,
-                endpoint: self.shards[k].to_string(),
-                message: e.to_string(),
-            };
-            self.saw(k, Some(false), Some(&e));
-            e
-        };
-        let answer = req.send().map_err(unreachable)?;
+        let req = self.post(self.shards[k].clone(), sql);
+        let answer = req.send().map_err(|e| self.unreachable(k, e))?;
         let status = answer.status();
-        let text = answer.text().map_err(unreachable)?;
+        let text = answer.text().map_err(|e| self.unreachable(k, e))?;
         if !status.is_success() {
             let e = ClusterError::Refused {
                 shard: k,
@@ -105,22 +93,8 @@ impl Client {
         let mut url = self.shards[k].clone();
         url.query_pairs_mut()
             .extend_pairs(settings.iter().map(|(k, v)| (*k, v.as_str())));
-        let mut req = self.http.post(url).timeout(timeout).body(sql.to_string());
-        if let Some(user) = &self.user {
-            req = req.basic_auth(user, self.password.as_deref());
-        }
-        let answer = match req.send() {
-            Ok(answer) => answer,
-            Err(e) => {
-                let e = ClusterError::Unreachable {
-                    shard: k,
-                    endpoint: self.shards[k].to_string(),
-                    message: e.to_string(),
-                };
-                self.saw(k, Some(false), Some(&e));
-                return Err(e);
-            }
-        };
+        let req = self.post(url, sql).timeout(timeout);
+        let answer = req.send().map_err(|e| self.unreachable(k, e))?;
         self.saw(k, Some(true), None);
         if answer.status().is_success() {
             return Ok(Ok(answer));
@@ -177,6 +151,26 @@ impl Client {
             s.up = up;
         }
         s.last_error = error.map(|e| self.redact(&e.to_string()));
+    }
+
+    /// A POST of `sql` to `url` as the cluster's user.
+    fn post(&self, url: Url, sql: &str) -> reqwest::blocking::RequestBuilder {
+        let req = self.http.post(url).body(sql.to_string());
+        match &self.user {
+            Some(user) => req.basic_auth(user, self.password.as_deref()),
+            None => req,
+        }
+    }
+
+    /// Shard `k` did not answer (`e`): recorded as down.
+    fn unreachable(&self, k: usize, e: reqwest::Error) -> ClusterError {
+        let e = ClusterError::Unreachable {
+            shard: k,
+            endpoint: self.shards[k].to_string(),
+            message: e.to_string(),
+        };
+        self.saw(k, Some(false), Some(&e));
+        e
     }
 
     /// Shard `k`'s endpoint as configured.

@@ -644,11 +644,11 @@ impl Cluster {
             .statement(k, &schema::create_distributed(db, measurement, cluster))?;
         let local = self.describe(k, &schema::shard_database(db), measurement)?;
         let mut have = self.describe(k, db, measurement)?;
+        let table = schema::distributed_table(db, measurement);
         for (name, kind) in &local {
             if have.contains_key(name) {
                 continue;
             }
-            let table = schema::distributed_table(db, measurement);
             match self
                 .http
                 .statement(k, &schema::add_column(&table, name, *kind))
