@@ -531,9 +531,22 @@ fn sql_on_a_cluster_reads_every_shard_read_only_within_the_limits() {
     let (status, text) = sql(admin, "SELECT number FROM system.numbers LIMIT 5000");
     assert_eq!(status, 400, "{text}");
     assert!(text.contains("max_result_rows"), "{text}");
-    // Nothing was written through SQL.
+    // Nothing was written through SQL, and writes keep flowing to every shard after it.
     let (_, text) = sql(admin, "SELECT count() AS n FROM a.m");
     assert!(text.contains("50"), "{text}");
+    let more: String = (50..60)
+        .map(|i| format!("m,host=h{i} v={i}i {i}\n"))
+        .collect();
+    let r = as_admin(node.client.post(node.url("/write?db=a")))
+        .body(more)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 204, "{:?}", r.text());
+    wait_delivered(&[&node], Duration::from_secs(60));
+    let (status, text) = sql(admin, "SELECT count() AS n FROM a.m");
+    assert_eq!(status, 200, "{text}");
+    let row: Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(num(&row["n"]), "60", "{text}");
 
     // A reader cannot: the shards' user reads every database and the servers' system tables.
     let (status, text) = sql(Some(("reader", "readerpw")), "SELECT count() FROM a.m");
