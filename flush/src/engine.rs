@@ -23,7 +23,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::array::{Array, RecordBatch, StructArray};
@@ -159,11 +159,7 @@ impl Engine {
             unflushed: Arc::new(Unflushed::default()),
             scan_conn: Mutex::new(Some(scan_conn)),
         });
-        static REGISTER: Once = Once::new();
-        // SAFETY: registering a plain `extern "C" fn` with no captured state.
-        REGISTER.call_once(|| unsafe {
-            on_exit(exit_without_engine_teardown, std::ptr::null_mut());
-        });
+        crate::exit::arm();
         Ok(Engine { inner })
     }
 
@@ -359,31 +355,6 @@ impl Engine {
                 message: format!("shutdown: {e}"),
             }),
         }
-    }
-}
-
-extern "C" {
-    /// glibc's exit hook that is handed the exit status (`atexit`'s is not).
-    fn on_exit(
-        hook: extern "C" fn(libc::c_int, *mut libc::c_void),
-        arg: *mut libc::c_void,
-    ) -> libc::c_int;
-}
-
-/// Ends the process at `exit` without tearing the engine down. Registered
-/// after libchdb loaded, so it runs before libchdb's own exit handlers (they
-/// run in reverse order of registration) and they never run. Tearing the
-/// engine down at exit, whether by closing the last connections or by its
-/// global destructors, races the background threads it cannot stop (merges,
-/// cleanup): the test binaries died with SIGSEGV in 2 of 40 exits while
-/// closing idle connections. Nothing is lost by skipping it: every statement
-/// that returned is durable (`fsync_after_insert`), and the engine recovers
-/// from an abandoned state as it does from kill -9.
-extern "C" fn exit_without_engine_teardown(status: libc::c_int, _: *mut libc::c_void) {
-    // SAFETY: flushing C stdio and `_exit` are valid at any point of `exit`.
-    unsafe {
-        libc::fflush(std::ptr::null_mut());
-        libc::_exit(status);
     }
 }
 

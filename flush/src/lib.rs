@@ -39,6 +39,7 @@ pub mod cluster;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod exit;
 pub mod fence;
 pub mod identity;
 pub mod ingest_load;

@@ -235,36 +235,95 @@ fn a_large_batch_lands_as_one_part() {
     );
 }
 
-/// Set in the child process of the exit test: where its exit handler writes.
+/// Set in the child process of the exit test: where its exit handlers write.
 static EXIT_MARKER: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
-extern "C" fn mark_exit() {
+fn write_marker(suffix: &str) {
     if let Some(path) = EXIT_MARKER.get() {
-        let _ = std::fs::write(path, b"ran");
+        let _ = std::fs::write(path.with_extension(suffix), b"ran");
     }
 }
 
+extern "C" fn mark_exit() {
+    write_marker("before");
+}
+
+extern "C" fn mark_late_engine_destructor(_: *mut std::ffi::c_void) {
+    write_marker("engine");
+}
+
+extern "C" fn mark_late_other_destructor(_: *mut std::ffi::c_void) {
+    write_marker("other");
+}
+
 /// Once an engine has opened, `exit` ends the process with its status and
-/// runs none of the exit handlers registered before (libchdb's teardown among
-/// them: closing connections or destructors at exit raced the engine's
-/// background threads). The test runs itself in a child process, which
-/// registers a handler, opens the engine, runs a statement and exits with 7.
+/// runs no teardown of the engine (closing connections or destructors at
+/// exit raced the engine's background threads): none of the exit handlers
+/// registered before, and none of the destructors libchdb registers later
+/// (the first time code with a C++ `static` local runs), while a later
+/// registration from anything else still runs. The test runs itself in a
+/// child process, which registers a handler, opens the engine, runs
+/// statements (libchdb registers destructors on the way), registers one
+/// destructor as if from libchdb and one from elsewhere, and exits with 7.
 #[test]
-fn exit_keeps_its_status_and_skips_the_exit_handlers_before_the_engine() {
+fn exit_keeps_its_status_and_skips_the_engine_teardown() {
     const CHILD: &str = "CHINGEST_EXIT_TEST_MARKER";
     if let Some(marker) = std::env::var_os(CHILD) {
         EXIT_MARKER.set(marker.into()).unwrap();
         // SAFETY: registers a plain `extern "C" fn` with no captured state.
         assert_eq!(unsafe { libc::atexit(mark_exit) }, 0);
         assert_eq!(engine().query_text("SELECT 1").unwrap().trim(), "1");
+        let db = database("exit");
+        engine()
+            .execute(&format!(
+                "CREATE TABLE {db}.t (k UInt64, s String) ENGINE = MergeTree ORDER BY k"
+            ))
+            .unwrap();
+        engine()
+            .execute(&format!(
+                "INSERT INTO {db}.t SELECT number, toString(number) FROM numbers(1000)"
+            ))
+            .unwrap();
+        engine()
+            .query_text(&format!(
+                "SELECT uniqExact(s), quantile(0.9)(k), groupArray(3)(s) FROM {db}.t FORMAT JSON"
+            ))
+            .unwrap();
+        std::fs::write(
+            EXIT_MARKER.get().unwrap().with_extension("dropped"),
+            flush::exit::dropped_engine_destructors().to_string(),
+        )
+        .unwrap();
+        // SAFETY: a NUL-terminated name; the address of a libchdb function.
+        let in_engine = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"chdb_connect".as_ptr()) };
+        assert!(!in_engine.is_null());
+        // SAFETY: the C++ runtime's contract: the functions take their argument.
+        unsafe {
+            assert_eq!(
+                flush::exit::__cxa_atexit(
+                    mark_late_engine_destructor,
+                    std::ptr::null_mut(),
+                    in_engine
+                ),
+                0
+            );
+            assert_eq!(
+                flush::exit::__cxa_atexit(
+                    mark_late_other_destructor,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut()
+                ),
+                0
+            );
+        }
         std::process::exit(7);
     }
     let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("exit-handler-ran");
+    let marker = dir.path().join("exit-handler");
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "engine::exit_keeps_its_status_and_skips_the_exit_handlers_before_the_engine",
+            "engine::exit_keeps_its_status_and_skips_the_engine_teardown",
             "--test-threads=1",
         ])
         .env(CHILD, &marker)
@@ -278,7 +337,24 @@ fn exit_keeps_its_status_and_skips_the_exit_handlers_before_the_engine() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        !marker.exists(),
+        !marker.with_extension("before").exists(),
         "an exit handler registered before the engine ran at exit"
+    );
+    assert!(
+        !marker.with_extension("engine").exists(),
+        "a destructor libchdb registered after the engine opened ran at exit"
+    );
+    assert!(
+        marker.with_extension("other").exists(),
+        "a destructor registered by something other than libchdb was dropped"
+    );
+    let dropped: u64 = std::fs::read_to_string(marker.with_extension("dropped"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        dropped > 0,
+        "libchdb registered no destructor after the engine opened, or its \
+         registrations did not reach this crate's __cxa_atexit"
     );
 }

@@ -726,6 +726,7 @@ fn the_identity_index_knows_every_point_written_twice() {
     // and the index reloads from the table after it.
     let table = format!("{}.m", quote_ident(&db));
     let during = rewrites(index, &db);
+    let serial = crate::sandbox_serial();
     engine()
         .sql(
             &format!("INSERT INTO {table} (time, series_id, __seq, __row, f) VALUES (fromUnixTimestamp64Nano(toInt64(10)), 2, 999, 0, 1)"),
@@ -735,6 +736,7 @@ fn the_identity_index_knows_every_point_written_twice() {
             &mut |_| true,
         )
         .expect("admin insert");
+    drop(serial);
     assert!(!during.still_valid(index));
     assert_eq!(
         rewrites(index, &db).rewrites,

@@ -39,6 +39,14 @@ pub fn engine() -> &'static Engine {
         .1
 }
 
+/// The process engine's SQL sandbox has two slots (`max_concurrent_queries`)
+/// for every test: a test that runs user SQL through it, or counts on its
+/// slots being free, holds this while it does, one test at a time.
+pub fn sandbox_serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A fresh database name for one test; `create` also creates it.
 pub fn database_name(name: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);

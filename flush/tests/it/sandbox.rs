@@ -15,11 +15,7 @@ pub(crate) const READABLE_DB: &str = "sbx_readable";
 /// A database no reader may read.
 const OTHER_DB: &str = "sbx_other";
 
-/// The sandbox's two slots are shared by every test of this file: one at a time.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
+use crate::sandbox_serial as serial;
 
 fn reader() -> SqlAccess {
     SqlAccess::Read(ReadScope::from_list(&[READABLE_DB]))
