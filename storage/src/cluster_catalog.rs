@@ -10,8 +10,11 @@
 //! - before each InfluxQL statement when the last read is older than [`STATEMENT_AGE`], so
 //!   `SHOW` and `SELECT` see the measurements, tags and fields another node delivered.
 //!
+//! The same thread drops the shards' expired partitions every
+//! [`EXPIRE_EVERY`] (`cluster_retention.rs`).
+//!
 //! What is learned is applied to the in-memory catalog (schema) or recorded durably
-//! (databases, as `CREATE DATABASE` does, so replay after a crash finds the database of
+//! (databases and their retention, as `CREATE DATABASE` does, so replay after a crash finds the database of
 //! every acknowledged write). The other way round, a database created on this node is
 //! listed on every shard that answers (`Cluster::create_database`), again at each refresh
 //! until the shards have it.
@@ -31,6 +34,7 @@ use ingest::catalog::Record;
 use ingest::FieldType;
 use parking_lot::Mutex;
 
+use crate::cluster_retention::EXPIRE_EVERY;
 use crate::Wal;
 
 /// How often the background thread reads the cluster's catalog.
@@ -40,9 +44,9 @@ pub(crate) const STATEMENT_AGE: Duration = Duration::from_secs(1);
 
 /// The thread's state and the on-demand refresh.
 pub(crate) struct ClusterSync {
-    cluster: Arc<Cluster>,
-    catalog: Arc<ingest::Catalog>,
-    wal: Arc<Wal>,
+    pub(crate) cluster: Arc<Cluster>,
+    pub(crate) catalog: Arc<ingest::Catalog>,
+    pub(crate) wal: Arc<Wal>,
     /// When the last refresh that reached every shard began.
     fresh_since: Mutex<Option<Instant>>,
     /// Held by the refresh running now.
@@ -76,8 +80,13 @@ impl ClusterSync {
         let spawned = std::thread::Builder::new()
             .name("chingest-cluster-catalog".into())
             .spawn(move || {
+                let mut expired_at: Option<Instant> = None;
                 while !s.stop.load(Ordering::Acquire) {
                     s.refresh_logged();
+                    if expired_at.is_none_or(|t| t.elapsed() >= EXPIRE_EVERY) {
+                        s.expire_all();
+                        expired_at = Some(Instant::now());
+                    }
                     let until = Instant::now() + REFRESH;
                     while Instant::now() < until && !s.stop.load(Ordering::Acquire) {
                         std::thread::sleep(Duration::from_millis(100));
@@ -184,6 +193,7 @@ impl ClusterSync {
                     .map_err(|e| format!("listing database {db:?} on the cluster: {e}"))?;
             }
         }
+        self.apply_retention(&theirs)?;
         let mut applied = self.applied.lock();
         for ((db, measurement), columns) in &theirs.tables {
             if !self.catalog.database_exists(db) {

@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 mod cluster_catalog;
+mod cluster_retention;
 mod commit;
 pub mod config;
 mod dead_letter_delete;
@@ -129,17 +130,27 @@ impl Store for Storage {
         }
     }
     fn create_database(&self, db: &str, retention_secs: Option<u64>) -> Result<(), StorageError> {
-        if retention_secs.is_some_and(|s| s > 0) {
-            self.on_this_node("a retention (DURATION) on the ClickHouse cluster")?;
+        match (&self.cluster, retention_secs) {
+            // Listed on the shards before the catalog has it, as `ALTER RETENTION POLICY`.
+            (Some(cluster), Some(secs)) if secs > 0 => {
+                ingest::names::check_database(db)?;
+                if self.catalog.database_exists(db) {
+                    return self.create(db, retention_secs);
+                }
+                cluster.set_retention(db, secs)?;
+                self.create(db, retention_secs)
+            }
+            _ => self.create(db, retention_secs),
         }
-        self.create(db, retention_secs)
     }
     fn retention_secs(&self, db: &str) -> u64 {
         self.catalog.retention_secs(db)
     }
     fn set_retention(&self, db: &str, retention_secs: u64) -> Result<(), StorageError> {
-        self.on_this_node("retention on the ClickHouse cluster")?;
-        self.set_retention(db, retention_secs)
+        match &self.cluster {
+            Some(cluster) => self.set_cluster_retention(cluster, db, retention_secs),
+            None => self.set_retention(db, retention_secs),
+        }
     }
     fn create_policy_database(&self, db: &str, retention_secs: u64) -> Result<(), StorageError> {
         self.on_this_node("retention policies on the ClickHouse cluster")?;

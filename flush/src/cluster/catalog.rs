@@ -11,12 +11,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{schema, Cluster, ClusterError};
+use super::{schema, Cluster, ClusterError, RetentionSetting};
 use crate::table::ColumnKind;
 use crate::{quote_ident, quote_string, unescape_tsv};
 
 /// The database on every shard where chingest lists the databases created on any node.
-const META_DATABASE: &str = "__chingest";
+pub(crate) const META_DATABASE: &str = "__chingest";
 
 /// The columns every chingest table on a shard has (not user columns).
 const KEY_COLUMNS: [&str; 5] = ["time", "series_id", "__node", "__seq", "__row"];
@@ -29,6 +29,12 @@ pub struct ClusterCatalog {
     /// `(db, measurement)` → user columns (tags and typed fields), as the shards have
     /// them; a column two shards disagree on keeps the first shard's type.
     pub tables: BTreeMap<(String, String), BTreeMap<String, ColumnKind>>,
+    /// Each database's newest retention setting over the shards that answered
+    /// ([`super::retention`]).
+    pub retention: BTreeMap<String, RetentionSetting>,
+    /// Shards that answered without a database's newest retention setting (they were down
+    /// when it was set): `(shard, db)`.
+    pub retention_behind: Vec<(usize, String)>,
     /// Shards that did not answer (what they hold is missing above).
     pub unreachable: Vec<usize>,
 }
@@ -90,6 +96,32 @@ impl Cluster {
             }
         }
         out.unreachable.dedup();
+        let mut per_shard = Vec::new();
+        for k in 0..self.config.shards.len() {
+            if out.unreachable.contains(&k) {
+                continue;
+            }
+            match self.retention_settings(k) {
+                Ok(settings) => per_shard.push((k, settings)),
+                Err(ClusterError::Unreachable { .. }) => out.unreachable.push(k),
+                Err(e) => return Err(e),
+            }
+        }
+        for (_, settings) in &per_shard {
+            for (db, setting) in settings {
+                let newest = out.retention.entry(db.clone()).or_insert(*setting);
+                if setting.set_at > newest.set_at {
+                    *newest = *setting;
+                }
+            }
+        }
+        for (k, settings) in &per_shard {
+            for (db, newest) in &out.retention {
+                if settings.get(db).is_none_or(|s| s.set_at < newest.set_at) {
+                    out.retention_behind.push((*k, db.clone()));
+                }
+            }
+        }
         Ok(out)
     }
 

@@ -13,16 +13,20 @@
 //! one insert that the shard stores as one block, hence one part, atomically (the insert
 //! settings in the URL). A job that may have reached a shard before (an earlier attempt
 //! failed after, or during, its insert) first asks that shard which of its sequences it
-//! holds and sends only the others ([`Cluster::deliver`]).
+//! holds and sends only the others ([`Cluster::deliver`]; an insert whose rows span
+//! partitions is stored as one part per partition, so a shard may hold a write in part:
+//! [`held`]).
 
 mod catalog;
+mod held;
 mod http;
 mod read;
+mod retention;
 mod schema;
 pub mod shard;
 mod sql;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use arrow::array::{AsArray, RecordBatch};
@@ -34,6 +38,7 @@ use crate::table::{coalesce, ColumnKind, Part, SERIES_ID};
 use crate::{quote_ident, quote_string, unescape_tsv};
 pub use catalog::ClusterCatalog;
 pub use read::RowSelection;
+pub use retention::{Expired, RetentionSetting};
 pub use shard::ShardMap;
 
 /// Where the cluster is and who this node is (`Debug` shows no password).
@@ -205,6 +210,9 @@ pub struct Cluster {
     distributed_known: Mutex<Vec<DistributedTables>>,
     /// The shard the next `/api/v1/sql` statement goes to first.
     next_sql_shard: std::sync::atomic::AtomicUsize,
+    /// Each database's retention (seconds) as this node knows it: the partition span of
+    /// the tables it makes ([`retention`]).
+    retention: Mutex<HashMap<String, u64>>,
 }
 
 /// Each shard that answered at connect must know `name` in its `remote_servers` with as
@@ -265,6 +273,7 @@ impl Cluster {
             map: ShardMap::new(config.shards.len() as u32),
             distributed_known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             next_sql_shard: std::sync::atomic::AtomicUsize::new(0),
+            retention: Mutex::new(HashMap::new()),
             known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             waiting: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             versions,
@@ -406,17 +415,13 @@ impl Cluster {
             }
             self.ensure_table(k, db, measurement, columns)?;
             let held = if suspects.is_empty() {
-                HashSet::new()
+                held::Held::default()
             } else {
-                self.held_seqs(k, db, measurement, &suspects)?
+                self.held(k, db, measurement, &suspects, rows)?
             };
             let total: u64 = rows.values().sum();
-            let send: u64 = rows
-                .iter()
-                .filter(|(seq, _)| !held.contains(seq))
-                .map(|(_, n)| n)
-                .sum();
-            out.already_held += total - send;
+            let send = total.saturating_sub(held.rows);
+            out.already_held += held.rows;
             if send == 0 {
                 self.confirmed(k, db, measurement, rows);
                 continue;
@@ -431,9 +436,9 @@ impl Cluster {
                 quote_string(&structure),
                 self.map.shard_sql(),
             );
-            if !held.is_empty() {
-                let list: Vec<String> = held.iter().map(u64::to_string).collect();
-                sql.push_str(&format!(" AND `__seq` NOT IN ({})", list.join(", ")));
+            if let Some(not_held) = held.not_held_sql() {
+                sql.push_str(" AND ");
+                sql.push_str(&not_held);
             }
             let sent = engine.connection().query(&sql, crate::OutputFormat::Null);
             if let Err(e) = sent {
@@ -493,30 +498,6 @@ impl Cluster {
         Ok(out)
     }
 
-    /// Which of `seqs` this node's rows on shard `k` carry.
-    fn held_seqs(
-        &self,
-        k: usize,
-        db: &str,
-        measurement: &str,
-        seqs: &[u64],
-    ) -> Result<HashSet<u64>, ClusterError> {
-        let list: Vec<String> = seqs.iter().map(u64::to_string).collect();
-        let answer = self.http.statement(
-            k,
-            &format!(
-                "SELECT DISTINCT __seq FROM {} WHERE __node = {} AND __seq IN ({})",
-                schema::table(db, measurement),
-                quote_string(&self.config.node),
-                list.join(", ")
-            ),
-        )?;
-        Ok(answer
-            .lines()
-            .filter_map(|l| l.trim().parse::<u64>().ok())
-            .collect())
-    }
-
     /// Creates the database and table on shard `k` and adds the columns it lacks.
     fn ensure_table(
         &self,
@@ -548,8 +529,10 @@ impl Cluster {
                 quote_ident(&schema::shard_database(db))
             ),
         )?;
-        self.http
-            .statement(k, &schema::create_table(db, measurement, columns))?;
+        self.http.statement(
+            k,
+            &schema::create_table(db, measurement, columns, self.partition_span_secs(db)),
+        )?;
         let shard_db = schema::shard_database(db);
         let mut known = self.describe(k, &shard_db, measurement)?;
         for (name, kind) in columns {

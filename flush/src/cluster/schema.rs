@@ -3,7 +3,8 @@
 //! `Int64` nanoseconds, `series_id`, the writing node (`__node`) and the write's version
 //! (`__seq`, `__row`) that make a row's delivery checkable, tags as `String`, fields as
 //! `Nullable` of `Float64`, `Int64`, `UInt64`, `String` or `UInt8` (booleans). Sorted by
-//! `(series_id, time)` as the embedded table is. A shard's own rows of `db`.`m` are in
+//! `(series_id, time)` as the embedded table is, partitioned by time (retention drops whole
+//! partitions: [`partition_span_secs`]). A shard's own rows of `db`.`m` are in
 //! `__shard_<db>`.`m`; `db`.`m` is the `Distributed` table over all of them.
 
 use crate::table::ColumnKind;
@@ -67,11 +68,49 @@ pub(crate) fn table(db: &str, measurement: &str) -> String {
     )
 }
 
-/// `CREATE TABLE IF NOT EXISTS` with the key columns and `columns`.
+/// How much time one partition of a shard table spans, in seconds, for a database that
+/// keeps points `retention_secs` (0: forever): InfluxDB's shard group duration for that
+/// retention (under 2 days: 1 hour; up to 180 days: 1 day; longer or forever: 7 days).
+/// Retention drops whole partitions, as InfluxDB drops whole shard groups, so a point
+/// outlives its retention by at most one span; and a batch of old points spread over a
+/// long time makes one part per span it touches, so the span is no finer than that.
+pub(crate) fn partition_span_secs(retention_secs: u64) -> u64 {
+    match retention_secs {
+        0 => 7 * 86_400,
+        r if r < 2 * 86_400 => 3_600,
+        r if r <= 180 * 86_400 => 86_400,
+        _ => 7 * 86_400,
+    }
+}
+
+/// The partition key of a shard table whose partitions span `span_secs`: the number of
+/// the span `time` falls in. The divisor is cast to `Int64`: 18.16 divides an `Int64` by
+/// a `UInt64` literal as unsigned, putting every time before 1970 in a partition far in
+/// the future.
+fn partition_key(span_secs: u64) -> String {
+    format!(
+        "intDiv(`time`, toInt64({}))",
+        span_secs.saturating_mul(1_000_000_000)
+    )
+}
+
+/// The span of a shard table's partitions, in nanoseconds, from its partition key as
+/// `system.tables` shows it; `None` for a key chingest did not write (not expired).
+pub(crate) fn partition_span_ns(key: &str) -> Option<i64> {
+    let divisor = key
+        .trim()
+        .strip_prefix("intDiv(time, toInt64(")?
+        .strip_suffix("))")?;
+    divisor.parse::<i64>().ok().filter(|ns| *ns > 0)
+}
+
+/// `CREATE TABLE IF NOT EXISTS` with the key columns and `columns`, partitioned by spans
+/// of `span_secs` ([`partition_span_secs`]).
 pub(crate) fn create_table(
     db: &str,
     measurement: &str,
     columns: &[(String, ColumnKind)],
+    span_secs: u64,
 ) -> String {
     let mut cols: Vec<String> = key_columns("")
         .iter()
@@ -83,9 +122,11 @@ pub(crate) fn create_table(
             .map(|(name, kind)| format!("{} {}", quote_ident(name), shard_type(*kind))),
     );
     format!(
-        "CREATE TABLE IF NOT EXISTS {} ({}) ENGINE = MergeTree ORDER BY (`series_id`, `time`)",
+        "CREATE TABLE IF NOT EXISTS {} ({}) ENGINE = MergeTree PARTITION BY {} \
+         ORDER BY (`series_id`, `time`)",
         table(db, measurement),
-        cols.join(", ")
+        cols.join(", "),
+        partition_key(span_secs)
     )
 }
 

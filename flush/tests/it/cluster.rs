@@ -14,7 +14,7 @@ use crate::clickhouse_server::{free_ports, server_binary, Shard, CLUSTER};
 use crate::flusher::{batch, Col};
 use crate::{database_name, engine};
 
-fn config(shards: &[&Shard], node: &str) -> ClusterConfig {
+pub(crate) fn config(shards: &[&Shard], node: &str) -> ClusterConfig {
     ClusterConfig {
         shards: shards.iter().map(|s| s.url()).collect(),
         user: None,

@@ -2,8 +2,8 @@
 //! delivers what `/write` acknowledged to two real ClickHouse servers (Debian's 18.16, on
 //! loopback) as shards, exactly once, through a `kill -9` of chingest and a shard stopped
 //! and restarted mid-stream; InfluxQL reads them back from the shards, and `/api/v1/sql`
-//! through the shards' `Distributed` tables; deletes on the cluster (not built yet) answer a
-//! clear error.
+//! through the shards' `Distributed` tables; deletes and retention policies besides the
+//! default on the cluster (not built yet) answer a clear error.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -76,7 +76,7 @@ fn batch(prefix: &str, i: i64) -> String {
 }
 
 /// Polls `s` (`SHOW DATABASES`) until it lists `db`.
-fn wait_listed(s: &Server, db: &str) {
+pub(crate) fn wait_listed(s: &Server, db: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let r = s.query("SHOW DATABASES");
@@ -111,7 +111,7 @@ fn unflushed(s: &Server) -> u64 {
 }
 
 /// Polls until every node's acknowledged points are on the shards (writes have stopped).
-fn wait_delivered(nodes: &[&Server], within: Duration) {
+pub(crate) fn wait_delivered(nodes: &[&Server], within: Duration) {
     let deadline = Instant::now() + within;
     for node in nodes {
         while unflushed(node) != 0 {
@@ -339,8 +339,13 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
     }
     // The failures counted since the last restart (at 45, after the shard came back) may be
     // none: the counter exists only once recorded.
-    // A retention would not be enforced on the shards yet: refused, not ignored.
-    refused_on_the_cluster(&s, "/query", "CREATE DATABASE kept WITH DURATION 7d");
+    // A retention policy besides the default would need its own tables on the shards:
+    // refused, not ignored (the default policy's retention is: cluster_retention.rs).
+    refused_on_the_cluster(
+        &s,
+        "/query",
+        "CREATE RETENTION POLICY short ON d DURATION 1d REPLICATION 1",
+    );
     // The catalog's answers still work.
     let r = s.query("SHOW MEASUREMENTS ON d");
     assert_eq!(

@@ -9,6 +9,7 @@ mod backup;
 mod bounds;
 mod cli;
 mod cluster;
+mod cluster_retention;
 mod cq;
 mod crash;
 mod dead_letter_delete;

@@ -1,0 +1,107 @@
+//! What a shard already holds of a delivery that may have reached it before (an earlier
+//! attempt failed during or after its insert), so a retry sends exactly the rest.
+//!
+//! One shard's rows of one delivery go in one insert, which a shard stores as one part
+//! per partition it touches ([`super::schema::partition_span_secs`]): atomic within a
+//! partition, not across them. So a write (`__seq`) is held whole, not at all, or — when
+//! the server failed between two partitions' parts — in part; only then are its rows
+//! (`__row`) asked for one by one.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{schema, Cluster, ClusterError};
+use crate::quote_string;
+
+/// This node's rows of some writes that a shard holds.
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    /// Writes whose rows for the shard it holds entirely.
+    whole: HashSet<u64>,
+    /// The rows it holds of writes it holds in part: (`__seq`, `__row`).
+    some: Vec<(u64, u64)>,
+    /// How many of the delivery's rows for the shard it holds.
+    pub(crate) rows: u64,
+}
+
+impl Held {
+    /// The condition that keeps a delivery's rows the shard does not hold (`None`: it
+    /// holds none).
+    pub(crate) fn not_held_sql(&self) -> Option<String> {
+        let mut out = Vec::new();
+        if !self.whole.is_empty() {
+            let list: Vec<String> = self.whole.iter().map(u64::to_string).collect();
+            out.push(format!("`__seq` NOT IN ({})", list.join(", ")));
+        }
+        if !self.some.is_empty() {
+            let mut list: Vec<String> = self
+                .some
+                .iter()
+                .map(|(seq, row)| format!("({seq}, {row})"))
+                .collect();
+            // `(a, b) NOT IN ((1, 2))` would read as a set of two numbers.
+            if list.len() == 1 {
+                list.push(list[0].clone());
+            }
+            out.push(format!("(`__seq`, `__row`) NOT IN ({})", list.join(", ")));
+        }
+        (!out.is_empty()).then(|| out.join(" AND "))
+    }
+}
+
+impl Cluster {
+    /// What shard `k` holds of this node's rows of `suspects` in `db`.`measurement`, given
+    /// `expected`: how many rows of each write the delivery has for it.
+    pub(crate) fn held(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+        suspects: &[u64],
+        expected: &HashMap<u64, u64>,
+    ) -> Result<Held, ClusterError> {
+        let table = schema::table(db, measurement);
+        let node = quote_string(&self.config.node);
+        let list: Vec<String> = suspects.iter().map(u64::to_string).collect();
+        let counts = self.http.statement(
+            k,
+            &format!(
+                "SELECT __seq, count() FROM {table} WHERE __node = {node} AND __seq IN ({}) \
+                 GROUP BY __seq FORMAT TabSeparated",
+                list.join(", ")
+            ),
+        )?;
+        let mut out = Held::default();
+        let mut partial = Vec::new();
+        for (seq, count) in counts.lines().filter_map(pair) {
+            let want = expected.get(&seq).copied().unwrap_or(0);
+            if want == 0 {
+                continue;
+            }
+            if count >= want {
+                out.whole.insert(seq);
+                out.rows += want;
+            } else {
+                partial.push(seq.to_string());
+            }
+        }
+        if !partial.is_empty() {
+            let rows = self.http.statement(
+                k,
+                &format!(
+                    "SELECT DISTINCT __seq, __row FROM {table} WHERE __node = {node} \
+                     AND __seq IN ({}) FORMAT TabSeparated",
+                    partial.join(", ")
+                ),
+            )?;
+            out.some = rows.lines().filter_map(pair).collect();
+            out.rows += out.some.len() as u64;
+        }
+        Ok(out)
+    }
+}
+
+/// Two tab-separated numbers.
+fn pair(line: &str) -> Option<(u64, u64)> {
+    let (a, b) = line.trim().split_once('\t')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
