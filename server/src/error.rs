@@ -273,9 +273,11 @@ impl From<storage::StorageError> for ApiError {
                 reason: "the WAL queue is full".into(),
                 retry_after: 1,
             },
-            e @ (S::ShuttingDown | S::WalFailed(_) | S::DiskFull(_) | S::NotFlushed { .. }) => {
-                ApiError::Unavailable(e.to_string())
-            }
+            e @ (S::ShuttingDown
+            | S::WalFailed(_)
+            | S::DiskFull(_)
+            | S::NotFlushed { .. }
+            | S::NotDeliveredByNodes { .. }) => ApiError::Unavailable(e.to_string()),
             S::Engine(e) => match e.engine_message() {
                 Some(m) => ApiError::Query(m.to_string()),
                 None => ApiError::Internal(e.to_string()),

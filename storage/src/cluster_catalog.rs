@@ -34,6 +34,7 @@ use ingest::catalog::Record;
 use ingest::FieldType;
 use parking_lot::Mutex;
 
+use crate::cluster_delete::{now_ms, DeliveredClock};
 use crate::cluster_retention::EXPIRE_EVERY;
 use crate::Wal;
 
@@ -56,6 +57,9 @@ pub(crate) struct ClusterSync {
     /// Shards the last refresh could not reach: an outage is logged when it begins and
     /// when it ends, not at every refresh.
     unreachable: Mutex<Vec<usize>>,
+    /// What this node has delivered, published on the shards at each refresh: the fence
+    /// a `DELETE` on any node waits on (`cluster_delete.rs`).
+    delivered: DeliveredClock,
     stop: AtomicBool,
 }
 
@@ -74,6 +78,7 @@ impl ClusterSync {
             running: Mutex::new(()),
             applied: Mutex::new(HashSet::new()),
             unreachable: Mutex::new(Vec::new()),
+            delivered: DeliveredClock::default(),
             stop: AtomicBool::new(false),
         });
         let s = sync.clone();
@@ -125,6 +130,7 @@ impl ClusterSync {
     }
 
     fn refresh_locked(&self) {
+        self.publish_delivered();
         let began = Instant::now();
         match self.refresh() {
             Ok(down) => {
@@ -136,6 +142,20 @@ impl ClusterSync {
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the cluster's catalog; using what is known")
             }
+        }
+    }
+
+    /// Lists on the shards the newest time before which every write this node
+    /// acknowledged is delivered, when it advanced (a failure is logged at debug level:
+    /// the outage itself is logged by the refresh).
+    fn publish_delivered(&self) {
+        let at = now_ms();
+        let last = self.wal.last_seq();
+        let Some(through) = self.delivered.advance(at, last, self.wal.flushed_seq()) else {
+            return;
+        };
+        if let Err(e) = self.cluster.publish_delivered(through) {
+            tracing::debug!(error = %e, "cannot list this node's deliveries on the cluster");
         }
     }
 

@@ -66,6 +66,10 @@ pub struct ClickHouseConfig {
     /// table over each shard's `__shard_<db>`.`<measurement>`, for SQL on the whole cluster
     /// (`/api/v1/sql` needs it). Empty: none.
     pub distributed: String,
+    /// How long a `DELETE` or `DROP SERIES` waits for the other ingest nodes to deliver
+    /// the writes they acknowledged before it (a node down with writes in its WAL holds
+    /// them back: the statement then answers 503, nothing deleted), seconds.
+    pub delete_wait_secs: u64,
 }
 
 /// A secret as it may be shown: `[REDACTED]`, or empty when there is none.
@@ -89,6 +93,7 @@ impl std::fmt::Debug for ClickHouseConfig {
             .field("node", &self.node)
             .field("timeout_secs", &self.timeout_secs)
             .field("distributed", &self.distributed)
+            .field("delete_wait_secs", &self.delete_wait_secs)
             .finish()
     }
 }
@@ -102,6 +107,7 @@ impl Default for ClickHouseConfig {
             node: String::new(),
             timeout_secs: 30,
             distributed: String::new(),
+            delete_wait_secs: 60,
         }
     }
 }
@@ -128,6 +134,7 @@ impl ClickHouseConfig {
             node,
             timeout: std::time::Duration::from_secs(self.timeout_secs.max(1)),
             distributed: (!self.distributed.is_empty()).then(|| self.distributed.clone()),
+            delete_wait: std::time::Duration::from_secs(self.delete_wait_secs),
         }
     }
 }

@@ -64,6 +64,16 @@ pub enum StorageError {
         /// How long it waited.
         waited_secs: u64,
     },
+    /// A delete on a ClickHouse cluster waited for other ingest nodes to deliver the
+    /// writes they acknowledged before it, in vain (a node is down or far behind): nothing
+    /// was deleted.
+    #[error("ingest node(s) {nodes} did not deliver the writes they acknowledged before this statement within {waited_secs} s (down, or behind: see their /health); nothing was deleted, retry later")]
+    NotDeliveredByNodes {
+        /// The nodes behind, comma-separated.
+        nodes: String,
+        /// How long it waited.
+        waited_secs: u64,
+    },
     /// The points are on a ClickHouse cluster (`[storage] engine = "clickhouse"`), where
     /// chingest does not read or change them yet (issue #25).
     #[error("{what} is not supported yet with [storage] engine = \"clickhouse\" (issue #25): run it on the cluster")]

@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 mod cluster_catalog;
+mod cluster_delete;
 mod cluster_retention;
 mod commit;
 pub mod config;
@@ -251,7 +252,8 @@ impl Store for Storage {
 
 /// Whether a node whose points are on a ClickHouse cluster answers `statement`: the
 /// catalog's answers, `SHOW` with or without `WHERE` (over the shards' series), and `SELECT`
-/// (read from the shards); not yet deletes.
+/// (read from the shards), `DELETE` and `DROP SERIES`; not yet the drops of measurements and
+/// databases.
 fn answered_on_a_cluster(statement: &::influxql::ast::Statement) -> bool {
     use ::influxql::ast::Statement as S;
     match statement {
@@ -260,6 +262,8 @@ fn answered_on_a_cluster(statement: &::influxql::ast::Statement) -> bool {
         S::ShowTagValues { .. } => true,
         // Read from the shards (`influxql/cluster.rs`).
         S::Select(_) => true,
+        // Deleted on every shard behind a cluster-wide fence (`cluster_delete.rs`).
+        S::Delete(_) | S::DropSeries(_) => true,
         _ => false,
     }
 }

@@ -39,6 +39,30 @@ pub(crate) struct TableDelete {
     /// The engine's condition for the rows (tag conditions and time range, SQL over the
     /// table's columns); `None` for every row.
     pub(crate) condition: Option<String>,
+    /// On a ClickHouse cluster, the same rows as a shard table holds them (`time` as
+    /// `Int64` nanoseconds, tags as `String`); `None` for every row.
+    pub(crate) on_shards: Option<String>,
+}
+
+impl TableDelete {
+    /// The measurement's tag keys in `schema`, and the engine's condition for the rows to
+    /// delete that were written at or below `up_to`.
+    pub(crate) fn rows_up_to(
+        &self,
+        schema: &[ingest::MeasurementSchema],
+        up_to: u64,
+    ) -> (Vec<String>, String) {
+        let tags = schema
+            .iter()
+            .find(|m| m.name == self.measurement)
+            .map(|m| m.tag_keys.clone())
+            .unwrap_or_default();
+        let rows = match &self.condition {
+            Some(c) => format!("({c}) AND __seq <= {up_to}"),
+            None => format!("__seq <= {up_to}"),
+        };
+        (tags, rows)
+    }
 }
 
 impl Storage {
@@ -55,15 +79,7 @@ impl Storage {
         let engine = self.engine()?;
         let schema = self.catalog.schema(db);
         for d in deletes {
-            let tags = schema
-                .iter()
-                .find(|m| m.name == d.measurement)
-                .map(|m| m.tag_keys.clone())
-                .unwrap_or_default();
-            let rows = match &d.condition {
-                Some(c) => format!("({c}) AND __seq <= {up_to}"),
-                None => format!("__seq <= {up_to}"),
-            };
+            let (tags, rows) = d.rows_up_to(&schema, up_to);
             let letters = self.delete_from_dead_letters(db, &d.measurement, &tags, &rows, up_to)?;
             let mut matched = letters.removed;
             let table = flush::table::qualified(db, &d.measurement);
@@ -105,7 +121,7 @@ impl Storage {
     }
 
     /// Step 2: waits until every entry up to `seq` is in the engine.
-    fn wait_flushed(&self, seq: u64) -> Result<(), StorageError> {
+    pub(crate) fn wait_flushed(&self, seq: u64) -> Result<(), StorageError> {
         let deadline = Instant::now() + FLUSH_WAIT;
         let engine = self.engine()?;
         let mut hurried: Option<Instant> = None;

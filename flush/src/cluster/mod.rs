@@ -18,8 +18,10 @@
 //! [`held`]).
 
 mod catalog;
+mod delete;
 mod held;
 mod http;
+mod nodes;
 mod read;
 mod retention;
 mod schema;
@@ -59,6 +61,9 @@ pub struct ClusterConfig {
     /// every shard as `<db>`.`<m>`: the whole cluster's rows, for SQL (users' own, and
     /// `/api/v1/sql`).
     pub distributed: Option<String>,
+    /// How long a `DELETE` waits for the other ingest nodes to deliver the writes they
+    /// acknowledged before it ([`nodes`]).
+    pub delete_wait: Duration,
 }
 
 impl std::fmt::Debug for ClusterConfig {
@@ -70,6 +75,7 @@ impl std::fmt::Debug for ClusterConfig {
             .field("node", &self.node)
             .field("timeout", &self.timeout)
             .field("distributed", &self.distributed)
+            .field("delete_wait", &self.delete_wait)
             .finish()
     }
 }
@@ -280,6 +286,16 @@ impl Cluster {
             http,
             config,
         })
+    }
+
+    /// How long a `DELETE` waits for the other nodes' deliveries.
+    pub fn delete_wait(&self) -> Duration {
+        self.config.delete_wait
+    }
+
+    /// This ingest node's name (its rows' `__node`).
+    pub fn node(&self) -> &str {
+        &self.config.node
     }
 
     /// The cluster's name for its `Distributed` tables, when configured.

@@ -3,6 +3,7 @@
 //! --test-deps` installs it), each with its own config, ports and data dir, started and
 //! stopped by the test.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use flush::arrow::array::AsArray;
@@ -14,6 +15,16 @@ use crate::clickhouse_server::{free_ports, server_binary, Shard, CLUSTER};
 use crate::flusher::{batch, Col};
 use crate::{database_name, engine};
 
+/// Two separate servers (not one cluster) in a temporary dir of their own, with the binary
+/// to restart them (`None`: no server installed here; the test skips, loudly).
+pub(crate) fn two_shards(test: &str) -> Option<(tempfile::TempDir, PathBuf, Shard, Shard)> {
+    let bin = server_binary(test)?;
+    let tmp = tempfile::tempdir().unwrap();
+    let s0 = Shard::start(&bin, tmp.path().join("s0"));
+    let s1 = Shard::start(&bin, tmp.path().join("s1"));
+    Some((tmp, bin, s0, s1))
+}
+
 pub(crate) fn config(shards: &[&Shard], node: &str) -> ClusterConfig {
     ClusterConfig {
         shards: shards.iter().map(|s| s.url()).collect(),
@@ -22,6 +33,7 @@ pub(crate) fn config(shards: &[&Shard], node: &str) -> ClusterConfig {
         node: node.into(),
         timeout: Duration::from_secs(10),
         distributed: None,
+        delete_wait: Duration::from_secs(60),
     }
 }
 
@@ -327,6 +339,7 @@ fn cluster_configuration_is_checked_at_connect() {
         node: node.into(),
         timeout: Duration::from_secs(2),
         distributed: None,
+        delete_wait: Duration::from_secs(60),
     };
     let err = |c| match Cluster::connect(c) {
         Err(e) => e.to_string(),

@@ -6,8 +6,8 @@
 use flush::cluster::{Cluster, RetentionSetting};
 use flush::table::Part;
 
-use crate::clickhouse_server::{server_binary, Shard};
-use crate::cluster::config;
+use crate::clickhouse_server::Shard;
+use crate::cluster::{config, two_shards};
 use crate::flusher::{batch, Col};
 use crate::{database_name, engine};
 
@@ -75,12 +75,9 @@ fn partition_key(shard: &Shard, db: &str, m: &str) -> String {
 #[test]
 fn retention_is_agreed_through_the_shards_and_drops_expired_partitions_on_every_shard() {
     let test = "retention_is_agreed_through_the_shards_and_drops_expired_partitions_on_every_shard";
-    let Some(bin) = server_binary(test) else {
+    let Some((_tmp, bin, s0, mut s1)) = two_shards(test) else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let s0 = Shard::start(&bin, tmp.path().join("s0"));
-    let mut s1 = Shard::start(&bin, tmp.path().join("s1"));
     let a = Cluster::connect(config(&[&s0, &s1], "a")).unwrap();
     let b = Cluster::connect(config(&[&s0, &s1], "b")).unwrap();
     let e = engine();
@@ -193,12 +190,9 @@ fn retention_is_agreed_through_the_shards_and_drops_expired_partitions_on_every_
 #[test]
 fn a_write_a_shard_holds_in_part_is_completed_exactly_once() {
     let test = "a_write_a_shard_holds_in_part_is_completed_exactly_once";
-    let Some(bin) = server_binary(test) else {
+    let Some((_tmp, _, s0, s1)) = two_shards(test) else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let s0 = Shard::start(&bin, tmp.path().join("s0"));
-    let s1 = Shard::start(&bin, tmp.path().join("s1"));
     let cluster = Cluster::connect(config(&[&s0, &s1], "a")).unwrap();
     let e = engine();
     let db = database_name("partial");

@@ -3,6 +3,7 @@
 
 mod clickhouse_server;
 mod cluster;
+mod cluster_delete;
 mod cluster_retention;
 mod engine;
 mod flusher;

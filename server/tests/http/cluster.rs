@@ -2,7 +2,7 @@
 //! delivers what `/write` acknowledged to two real ClickHouse servers (Debian's 18.16, on
 //! loopback) as shards, exactly once, through a `kill -9` of chingest and a shard stopped
 //! and restarted mid-stream; InfluxQL reads them back from the shards, and `/api/v1/sql`
-//! through the shards' `Distributed` tables; deletes and retention policies besides the
+//! through the shards' `Distributed` tables; drops and retention policies besides the
 //! default on the cluster (not built yet) answer a clear error.
 
 use std::collections::BTreeMap;
@@ -289,7 +289,7 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
     assert!(per_shard.iter().all(|n| *n > 0), "{per_shard:?}");
 
     // InfluxQL reads the points from the shards (with point identity): every stored point
-    // once. Deletes on the cluster are not built yet: a clear error, not a silent no-op.
+    // once. Drops on the cluster are not built yet: a clear error, not a silent no-op.
     for node in [&s, &b] {
         let r = node.query("SELECT count(v) FROM d.autogen.cpu");
         assert_eq!(
@@ -298,7 +298,7 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
             "{r}"
         );
     }
-    refused_on_the_cluster(&s, "/query?db=d", "DELETE FROM cpu WHERE host = 'h1'");
+    refused_on_the_cluster(&s, "/query?db=d", "DROP MEASUREMENT cpu");
     // SQL reads the cluster's Distributed tables, which this node was not told of.
     let sql = s.post("/api/v1/sql", "SELECT 1");
     assert_eq!(sql.status(), 400);

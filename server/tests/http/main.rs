@@ -9,6 +9,7 @@ mod backup;
 mod bounds;
 mod cli;
 mod cluster;
+mod cluster_delete;
 mod cluster_retention;
 mod cq;
 mod crash;

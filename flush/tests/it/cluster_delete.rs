@@ -1,0 +1,131 @@
+//! Deletes on a ClickHouse cluster (issue #25) against two real ClickHouse servers on
+//! loopback (Debian's 18.16): rows deleted on every shard and waited for, and the fence
+//! every ingest node publishes (what it has delivered) read back from the shards.
+
+use flush::cluster::Cluster;
+use flush::table::Part;
+
+use crate::clickhouse_server::Shard;
+use crate::cluster::{config, two_shards};
+use crate::flusher::{batch, Col};
+use crate::{database_name, engine};
+
+/// Write `seq`: hosts h0..h`n` at time `t` (ns).
+fn part(seq: u64, n: u64, t: i64) -> Part {
+    Part {
+        seq,
+        batch: batch(
+            vec![t; n as usize],
+            (0..n)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                .collect(),
+            vec![
+                Col::Tag(
+                    "host",
+                    (0..n)
+                        .map(|i| &*Box::leak(format!("h{i}").into_boxed_str()))
+                        .collect(),
+                ),
+                Col::F("usage", (0..n).map(|i| Some(i as f64)).collect()),
+            ],
+        ),
+    }
+}
+
+/// `host time` of every row of `db`.cpu over both shards, sorted.
+fn rows(shards: &[&Shard], db: &str) -> Vec<String> {
+    let mut out: Vec<String> = shards
+        .iter()
+        .flat_map(|s| {
+            s.query(&format!("SELECT host, time FROM `__shard_{db}`.cpu"))
+                .unwrap()
+                .lines()
+                .map(|l| l.replace('\t', " "))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn deletes_reach_every_shard_and_are_done_when_they_return() {
+    let test = "deletes_reach_every_shard_and_are_done_when_they_return";
+    let Some((_tmp, bin, s0, mut s1)) = two_shards(test) else {
+        return;
+    };
+    let cluster = Cluster::connect(config(&[&s0, &s1], "a")).unwrap();
+    let db = database_name("delete");
+    cluster
+        .deliver(
+            engine(),
+            &db,
+            "cpu",
+            &[part(1, 10, 1_000), part(2, 10, 2_000), part(3, 10, 3_000)],
+            0,
+        )
+        .unwrap();
+    assert_eq!(rows(&[&s0, &s1], &db).len(), 30);
+
+    // One host at every time, then every host before 2,500 ns: gone from both shards as
+    // soon as each call returns (the mutations waited for), nothing else touched.
+    assert!(cluster
+        .delete_rows(&db, "cpu", Some("host = 'h3'"))
+        .unwrap());
+    let left = rows(&[&s0, &s1], &db);
+    assert_eq!(left.len(), 27);
+    assert!(left.iter().all(|r| !r.starts_with("h3 ")), "{left:?}");
+    assert!(cluster
+        .delete_rows(
+            &db,
+            "cpu",
+            Some("`time` <= 2500 AND match(host, '^h[0-4]$')")
+        )
+        .unwrap());
+    let left = rows(&[&s0, &s1], &db);
+    assert_eq!(left.len(), 27 - 8, "{left:?}");
+    // A measurement no shard has: nothing to do. Every row: the table stays, empty.
+    assert!(!cluster.delete_rows(&db, "nope", None).unwrap());
+    assert!(cluster.delete_rows(&db, "cpu", None).unwrap());
+    assert_eq!(rows(&[&s0, &s1], &db), Vec::<String>::new());
+
+    // A shard down: the delete fails (retried by the caller), the other shard's rows may
+    // already be gone; run again once it is back, it completes.
+    cluster
+        .deliver(engine(), &db, "cpu", &[part(4, 10, 4_000)], 0)
+        .unwrap();
+    s1.stop();
+    assert!(cluster.delete_rows(&db, "cpu", None).is_err());
+    s1.spawn(&bin);
+    assert!(cluster.delete_rows(&db, "cpu", None).unwrap());
+    assert_eq!(rows(&[&s0, &s1], &db), Vec::<String>::new());
+}
+
+#[test]
+fn every_node_lists_what_it_delivered_on_the_shards() {
+    let test = "every_node_lists_what_it_delivered_on_the_shards";
+    let Some((_tmp, bin, s0, mut s1)) = two_shards(test) else {
+        return;
+    };
+    let a = Cluster::connect(config(&[&s0, &s1], "a")).unwrap();
+    let b = Cluster::connect(config(&[&s0, &s1], "b")).unwrap();
+    // Nothing listed yet: no node to wait for.
+    assert!(a.nodes_delivered().unwrap().is_empty());
+    assert_eq!(a.publish_delivered(100).unwrap(), 2);
+    assert_eq!(b.publish_delivered(50).unwrap(), 2);
+    assert_eq!(b.publish_delivered(70).unwrap(), 2);
+    let seen = a.nodes_delivered().unwrap();
+    assert_eq!(seen.get("a"), Some(&100));
+    assert_eq!(seen.get("b"), Some(&70));
+    // With a shard down each node's newest is read from the others; a node's progress
+    // made meanwhile is there too.
+    s1.stop();
+    assert_eq!(b.publish_delivered(90).unwrap(), 1);
+    assert_eq!(a.nodes_delivered().unwrap().get("b"), Some(&90));
+    s1.spawn(&bin);
+    assert_eq!(b.nodes_delivered().unwrap().get("b"), Some(&90));
+    // No shard answering is an error, not "no node".
+    s1.stop();
+    drop(s0);
+    assert!(a.nodes_delivered().is_err());
+}

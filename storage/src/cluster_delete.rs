@@ -1,0 +1,134 @@
+//! `DELETE` and `DROP SERIES` with the points on a ClickHouse cluster (issue #25): the
+//! points of some series, inside a time range, gone from every shard before the statement
+//! answers, and exactly those acknowledged — by any ingest node — before it began.
+//!
+//! 1. The statement begins at `began` (this node's clock, ms) and at this node's WAL
+//!    position `up_to`.
+//! 2. Wait until this node delivered everything up to `up_to` (as `series_delete.rs`
+//!    waits for the engine), and until every other node lists on the shards that it
+//!    delivered everything it acknowledged before `began` (`flush::cluster`'s `nodes`
+//!    module; each node publishes this every [`crate::cluster_catalog::REFRESH`] from the
+//!    [`DeliveredClock`] below). Now every row the statement must delete is on a shard.
+//! 3. On every shard, delete the matching rows and wait for it (a mutation on 18.16). Rows
+//!    delivered after it began — written after the statement began — stay.
+//! 4. This node's dead letters matching it at or below `up_to` are deleted too, as on one
+//!    node (another node's dead letters are that node's: an operator's retry there could
+//!    bring their rows back).
+//!
+//! The series that have no point left disappear from `SHOW SERIES` and `SHOW TAG VALUES`
+//! by themselves (read from the shards); this node's catalog keeps counting them against
+//! `limits.max_series_per_database` (InfluxDB would not).
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use flush::cluster::Cluster;
+use parking_lot::Mutex;
+
+use crate::series_delete::TableDelete;
+use crate::{Storage, StorageError};
+
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Storage {
+    /// Deletes what `deletes` says from `db` on the cluster (see the [module](self)).
+    pub(crate) fn delete_on_cluster(
+        &self,
+        cluster: &Cluster,
+        db: &str,
+        deletes: &[TableDelete],
+    ) -> Result<(), StorageError> {
+        self.require(db)?;
+        let _admin = self.lifecycle.admin.lock();
+        let began = now_ms();
+        let up_to = self.wal.last_seq();
+        self.wait_flushed(up_to)?;
+        self.wait_nodes_delivered(cluster, began)?;
+        let schema = self.catalog.schema(db);
+        for d in deletes {
+            let (tags, rows) = d.rows_up_to(&schema, up_to);
+            self.delete_from_dead_letters(db, &d.measurement, &tags, &rows, up_to)?;
+            if cluster.delete_rows(db, &d.measurement, d.on_shards.as_deref())? {
+                tracing::info!(
+                    db,
+                    measurement = d.measurement,
+                    "points deleted on the cluster"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 2 for the other nodes: waits until each lists a delivery through `began`.
+    fn wait_nodes_delivered(&self, cluster: &Cluster, began: u64) -> Result<(), StorageError> {
+        let deadline = Instant::now() + cluster.delete_wait();
+        loop {
+            let behind: Vec<String> = cluster
+                .nodes_delivered()?
+                .into_iter()
+                .filter(|(node, through)| node.as_str() != cluster.node() && *through < began)
+                .map(|(node, _)| node)
+                .collect();
+            if behind.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(StorageError::NotDeliveredByNodes {
+                    nodes: behind.join(", "),
+                    waited_secs: cluster.delete_wait().as_secs(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// A node's side of the fence: samples of (time, this node's last WAL sequence), so that
+/// once the delivered watermark passes a sample's sequence, every write acknowledged
+/// before the sample's time is known to be on the shards.
+#[derive(Default)]
+pub(crate) struct DeliveredClock {
+    samples: Mutex<VecDeque<(u64, u64)>>,
+    /// The last time published.
+    published: Mutex<u64>,
+}
+
+/// The most samples kept while delivery is stalled; past it the oldest go (a later sample
+/// stands for them: its time is published once its writes are delivered).
+const MAX_SAMPLES: usize = 10_000;
+
+impl DeliveredClock {
+    /// Takes the sample (`at`, `last_seq`) — `at` read *before* `last_seq`, so every write
+    /// acknowledged before `at` is at or below it — and returns the newest sampled time
+    /// whose writes are all delivered (`delivered_seq`), when it is newer than the last
+    /// one returned.
+    pub(crate) fn advance(&self, at: u64, last_seq: u64, delivered_seq: u64) -> Option<u64> {
+        let mut samples = self.samples.lock();
+        match samples.back_mut() {
+            // Nothing written since: the later time stands for both.
+            Some(back) if back.1 == last_seq => back.0 = back.0.max(at),
+            _ => samples.push_back((at, last_seq)),
+        }
+        while samples.len() > MAX_SAMPLES {
+            samples.pop_front();
+        }
+        let mut through = None;
+        while let Some(&(t, seq)) = samples.front() {
+            if seq > delivered_seq {
+                break;
+            }
+            through = Some(t);
+            samples.pop_front();
+        }
+        let through = through?;
+        let mut published = self.published.lock();
+        (through > *published).then(|| {
+            *published = through;
+            through
+        })
+    }
+}
