@@ -213,7 +213,11 @@ impl ClusterSync {
                     .map_err(|e| format!("listing database {db:?} on the cluster: {e}"))?;
             }
         }
-        self.apply_retention(&theirs)?;
+        // A retention that cannot be listed (a shard refusing the statement) must not keep
+        // the node from learning tables and columns: logged, tried again next refresh.
+        if let Err(e) = self.apply_retention(&theirs) {
+            tracing::warn!(error = %e, "cannot apply the cluster's retention settings");
+        }
         let mut applied = self.applied.lock();
         for ((db, measurement), columns) in &theirs.tables {
             if !self.catalog.database_exists(db) {

@@ -92,6 +92,11 @@ impl Storage {
                     versions = ?c.versions(),
                     "flushed points go to the ClickHouse cluster"
                 );
+                // Before replay delivers anything: a table it makes is partitioned for
+                // its database's retention (the catalog refresh keeps this up to date).
+                for db in catalog.databases() {
+                    c.note_retention(&db, catalog.retention_secs(&db));
+                }
                 Some(Arc::new(c))
             }
         };
