@@ -163,9 +163,11 @@ impl Cluster {
     /// Whether any shard holds a row of `db`.`measurement`.
     pub fn has_rows(&self, db: &str, measurement: &str) -> Result<bool, ClusterError> {
         for k in 0..self.config.shards.len() {
-            self.ensure_table(k, db, measurement, &[])?;
-            let answer = self.http.statement(
+            let answer = self.read_table(
                 k,
+                db,
+                measurement,
+                &[],
                 &format!(
                     "SELECT count() FROM (SELECT 1 FROM {} LIMIT 1) FORMAT TabSeparated",
                     schema::table(db, measurement)
@@ -198,9 +200,11 @@ impl Cluster {
             .collect();
         let list: Vec<String> = tag_keys.iter().map(|k| quote_ident(k)).collect();
         for k in 0..self.config.shards.len() {
-            self.ensure_table(k, db, measurement, &columns)?;
-            let answer = self.http.statement(
+            let answer = self.read_table(
                 k,
+                db,
+                measurement,
+                &columns,
                 &format!(
                     "SELECT DISTINCT {} FROM {} LIMIT {} FORMAT TabSeparated",
                     list.join(", "),

@@ -135,6 +135,21 @@ pub enum ClusterError {
 }
 
 impl ClusterError {
+    /// Whether a shard refused because a table or database does not exist there
+    /// (18.16's codes 60 and 81, as the server's text or the engine's relay of it).
+    pub fn is_missing_table(&self) -> bool {
+        match self {
+            ClusterError::Refused { message, .. } => {
+                message.contains("UNKNOWN_TABLE")
+                    || message.contains("UNKNOWN_DATABASE")
+                    || message.contains("Code: 60,")
+                    || message.contains("Code: 81,")
+                    || message.contains("doesn't exist")
+            }
+            _ => false,
+        }
+    }
+
     /// The error as the flusher's coordinator classifies it (`classify.rs`): a shard that
     /// cannot be reached is transient (retried until it is back, the WAL holding the rows), a
     /// column of another type deterministic (quarantined), a refusal by its server's words.
@@ -367,16 +382,34 @@ impl Cluster {
                 }
             }
         }
-        let sent = self.deliver_batch(
+        let mut sent = self.deliver_batch(
             engine,
             db,
             measurement,
-            batch,
+            batch.clone(),
             &columns,
             &per_shard,
             parts,
             verify_up_to,
         );
+        if sent.as_ref().is_err_and(ClusterError::is_missing_table) {
+            // Dropped on a shard behind this node's back (an operator's `DROP TABLE`, a
+            // `DROP MEASUREMENT` run on the cluster): made again, and the whole delivery
+            // retried once, asking every shard what it already took of it.
+            tracing::warn!(db, measurement, "a shard table disappeared: made again");
+            self.forget_table(db, measurement);
+            let every_part = parts.iter().map(|p| p.seq).max().unwrap_or(0);
+            sent = self.deliver_batch(
+                engine,
+                db,
+                measurement,
+                batch,
+                &columns,
+                &per_shard,
+                parts,
+                verify_up_to.max(every_part),
+            );
+        }
         if let Err(e) = &sent {
             if !matches!(e, ClusterError::Unreachable { .. }) {
                 // Refused: quarantined or retried as a new delivery, not a shard that lags.
@@ -512,6 +545,40 @@ impl Cluster {
                 .or_insert(0) += 1;
         }
         Ok(out)
+    }
+
+    /// Forgets what this node knew of `db`.`measurement` on every shard (its columns, its
+    /// `Distributed` table): the next delivery checks and makes them again.
+    fn forget_table(&self, db: &str, measurement: &str) {
+        let key = (db.to_string(), measurement.to_string());
+        for known in self.known.lock().iter_mut() {
+            known.remove(&key);
+        }
+        for made in self.distributed_known.lock().iter_mut() {
+            made.remove(&key);
+        }
+    }
+
+    /// Runs `sql`, a read of `db`.`measurement`, on shard `k` once the table and `columns`
+    /// are there; a table dropped behind this node's back is made again and `sql` run once
+    /// more (an empty table answers, not an error).
+    pub(crate) fn read_table(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+        columns: &[(String, ColumnKind)],
+        sql: &str,
+    ) -> Result<String, ClusterError> {
+        self.ensure_table(k, db, measurement, columns)?;
+        match self.http.statement(k, sql) {
+            Err(e) if e.is_missing_table() => {
+                self.forget_table(db, measurement);
+                self.ensure_table(k, db, measurement, columns)?;
+                self.http.statement(k, sql)
+            }
+            answer => answer,
+        }
     }
 
     /// Creates the database and table on shard `k` and adds the columns it lacks.

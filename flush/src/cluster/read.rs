@@ -122,13 +122,12 @@ impl Cluster {
             .collect();
         let mut rows = 0u64;
         for k in 0..self.config.shards.len() {
-            self.ensure_table(k, db, measurement, columns)?;
             let sql = format!(
                 "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {table} \
                  WHERE {filter} LIMIT {} FORMAT TabSeparated",
                 max_rows.saturating_add(1)
             );
-            let answer = self.http.statement(k, &sql)?;
+            let answer = self.read_table(k, db, measurement, columns, &sql)?;
             let bad = |message: String| ClusterError::Refused {
                 shard: k,
                 endpoint: self.config.shards[k].clone(),

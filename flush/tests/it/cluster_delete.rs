@@ -129,3 +129,42 @@ fn every_node_lists_what_it_delivered_on_the_shards() {
     drop(s0);
     assert!(a.nodes_delivered().is_err());
 }
+
+/// A shard table dropped behind the node's back (an operator's `DROP TABLE`, or `DROP
+/// MEASUREMENT` run on the cluster as the docs advise until chingest does it) is made again
+/// by the next read and the next delivery, which succeed: not a failure repeated (until
+/// the rows are quarantined) because the node remembered the table's columns.
+#[test]
+fn a_shard_table_dropped_behind_the_nodes_back_is_made_again() {
+    let test = "a_shard_table_dropped_behind_the_nodes_back_is_made_again";
+    let Some((_tmp, _, s0, s1)) = two_shards(test) else {
+        return;
+    };
+    let cluster = Cluster::connect(config(&[&s0, &s1], "a")).unwrap();
+    let db = database_name("dropped");
+    cluster
+        .deliver(engine(), &db, "cpu", &[part(1, 10, 1_000)], 0)
+        .unwrap();
+    assert_eq!(rows(&[&s0, &s1], &db).len(), 10);
+    s0.query(&format!("DROP DATABASE `__shard_{db}`")).unwrap();
+    s1.query(&format!("DROP TABLE `__shard_{db}`.cpu")).unwrap();
+    // A read finds the table empty again (made anew), not an error.
+    assert_eq!(
+        cluster
+            .distinct_tags(&db, "cpu", &["host".to_string()], 100)
+            .unwrap()
+            .len(),
+        0
+    );
+    s0.query(&format!("DROP TABLE `__shard_{db}`.cpu")).unwrap();
+    let again = cluster
+        .deliver(engine(), &db, "cpu", &[part(2, 10, 2_000)], 0)
+        .unwrap();
+    assert_eq!(
+        (again.rows.iter().sum::<u64>(), again.already_held),
+        (10, 0)
+    );
+    let left = rows(&[&s0, &s1], &db);
+    assert_eq!(left.len(), 10, "{left:?}");
+    assert!(left.iter().all(|r| r.ends_with(" 2000")), "{left:?}");
+}
