@@ -433,9 +433,9 @@ data_dir = "data"
 # release older than this setting cannot read lz4 ones (stop cleanly before going back).
 wal_compression = "lz4"
 # Where flushed points go: "embedded" (this process's engine) or "clickhouse" (the shards
-# of a ClickHouse cluster below: InfluxQL reads them back, DELETE, DROP SERIES and a
-# database's retention work there; DROP MEASUREMENT/DATABASE and retention policies besides
-# the default are not built for it yet. docs/architecture.md, "ClickHouse cluster").
+# of a ClickHouse cluster below: InfluxQL reads them back, DELETE, DROP SERIES, DROP
+# MEASUREMENT and a database's retention work there; DROP DATABASE and retention policies
+# besides the default are not built for it yet. docs/architecture.md, "ClickHouse cluster").
 engine = "embedded"
 
 [storage.clickhouse]
@@ -454,8 +454,9 @@ timeout_secs = 30
 # The shards' cluster name in their remote_servers: <db>.<measurement> on every shard is then
 # a Distributed table over all of them (SQL on the whole cluster; /api/v1/sql needs it).
 distributed = ""
-# How long a DELETE or DROP SERIES waits for the other ingest nodes to deliver the writes
-# they acknowledged before it (a node down with writes in its WAL: 503, nothing deleted).
+# How long a DELETE, DROP SERIES or DROP MEASUREMENT waits for the other ingest nodes to
+# deliver the writes they acknowledged before it (a node down with writes in its WAL: 503,
+# nothing deleted).
 delete_wait_secs = 60
 
 [wal]

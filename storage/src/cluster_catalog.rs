@@ -145,6 +145,20 @@ impl ClusterSync {
         }
     }
 
+    /// Keeps any refresh from running while held (one that began waits to finish first):
+    /// a drop on this node must not be undone by a refresh that read the cluster before it.
+    pub(crate) fn hold(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.running.lock()
+    }
+
+    /// Forgets that `db`.`measurement` and its columns were applied to the catalog (it was
+    /// dropped): the next refresh learns it again if a shard has its table.
+    pub(crate) fn forget_applied(&self, db: &str, measurement: &str) {
+        self.applied
+            .lock()
+            .retain(|(d, m, _)| !(d == db && m == measurement));
+    }
+
     /// Lists on the shards the newest time before which every write this node
     /// acknowledged is delivered, when it advanced (a failure is logged at debug level:
     /// the outage itself is logged by the refresh).
@@ -213,6 +227,11 @@ impl ClusterSync {
                     .map_err(|e| format!("listing database {db:?} on the cluster: {e}"))?;
             }
         }
+        // Drops other nodes ran: their measurements' fields and tags forgotten here, before
+        // the tables below are learned (a table made again since is learned again).
+        let dropped = self
+            .apply_drops(&theirs)
+            .map_err(|e| format!("applying the cluster's drops: {e}"))?;
         // A retention that cannot be listed (a shard refusing the statement) must not keep
         // the node from learning tables and columns: logged, tried again next refresh.
         if let Err(e) = self.apply_retention(&theirs) {
@@ -220,7 +239,9 @@ impl ClusterSync {
         }
         let mut applied = self.applied.lock();
         for ((db, measurement), columns) in &theirs.tables {
-            if !self.catalog.database_exists(db) {
+            if !self.catalog.database_exists(db)
+                || dropped.contains(&(db.clone(), measurement.clone()))
+            {
                 continue;
             }
             let m = measurement.as_bytes().to_vec();

@@ -44,10 +44,7 @@ impl Storage {
     ) -> Result<(), StorageError> {
         self.require(db)?;
         let _admin = self.lifecycle.admin.lock();
-        let began = now_ms();
-        let up_to = self.wal.last_seq();
-        self.wait_flushed(up_to)?;
-        self.wait_nodes_delivered(cluster, began)?;
+        let (_, up_to) = self.fence_cluster(cluster)?;
         let schema = self.catalog.schema(db);
         for d in deletes {
             let (tags, rows) = d.rows_up_to(&schema, up_to);
@@ -61,6 +58,17 @@ impl Storage {
             }
         }
         Ok(())
+    }
+
+    /// Steps 1 and 2: the statement's start (ms) and WAL position, once this node delivered
+    /// everything up to that position and every other node everything it acknowledged
+    /// before that start. Called with the admin lock held.
+    pub(crate) fn fence_cluster(&self, cluster: &Cluster) -> Result<(u64, u64), StorageError> {
+        let began = now_ms();
+        let up_to = self.wal.last_seq();
+        self.wait_flushed(up_to)?;
+        self.wait_nodes_delivered(cluster, began)?;
+        Ok((began, up_to))
     }
 
     /// Step 2 for the other nodes: waits until each lists a delivery through `began`.

@@ -66,9 +66,9 @@ pub struct ClickHouseConfig {
     /// table over each shard's `__shard_<db>`.`<measurement>`, for SQL on the whole cluster
     /// (`/api/v1/sql` needs it). Empty: none.
     pub distributed: String,
-    /// How long a `DELETE` or `DROP SERIES` waits for the other ingest nodes to deliver
-    /// the writes they acknowledged before it (a node down with writes in its WAL holds
-    /// them back: the statement then answers 503, nothing deleted), seconds.
+    /// How long a `DELETE`, `DROP SERIES` or `DROP MEASUREMENT` waits for the other ingest
+    /// nodes to deliver the writes they acknowledged before it (a node down with writes in
+    /// its WAL holds them back: the statement then answers 503, nothing deleted), seconds.
     pub delete_wait_secs: u64,
 }
 

@@ -26,6 +26,7 @@
 
 mod cluster_catalog;
 mod cluster_delete;
+mod cluster_drop;
 mod cluster_retention;
 mod commit;
 pub mod config;
@@ -158,12 +159,17 @@ impl Store for Storage {
         self.create_policy_database(db, retention_secs)
     }
     fn drop_database(&self, db: &str) -> Result<(), StorageError> {
-        self.on_this_node("DROP DATABASE on the ClickHouse cluster")?;
+        self.can_drop_database()?;
         self.drop(db)
     }
+    fn can_drop_database(&self) -> Result<(), StorageError> {
+        self.on_this_node("DROP DATABASE on the ClickHouse cluster")
+    }
     fn drop_measurement(&self, db: &str, measurement: &str) -> Result<bool, StorageError> {
-        self.on_this_node("DROP MEASUREMENT on the ClickHouse cluster")?;
-        self.drop_measurement_now(db, measurement)
+        match &self.cluster {
+            Some(cluster) => self.drop_measurement_on_cluster(cluster, db, measurement),
+            None => self.drop_measurement_now(db, measurement),
+        }
     }
     fn databases(&self) -> Vec<String> {
         self.catalog.databases()

@@ -200,6 +200,12 @@ pub trait Store: Send + Sync + 'static {
     fn create_policy_database(&self, db: &str, retention_secs: u64) -> Result<(), StorageError>;
     /// Drops `db` and its data (idempotent; blocking).
     fn drop_database(&self, db: &str) -> Result<(), StorageError>;
+    /// Whether [`Store::drop_database`] can run here at all, asked before anything above
+    /// storage (grants, retention policies) forgets the database: a refused drop costs
+    /// nothing else.
+    fn can_drop_database(&self) -> Result<(), StorageError> {
+        Ok(())
+    }
     /// Drops measurement `measurement` of `db` and its data, what is still on its way to
     /// the engine included (blocking; writes wait meanwhile). False if `db` has no such
     /// measurement; `DatabaseNotFound` if `db` does not exist.

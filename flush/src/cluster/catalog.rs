@@ -35,11 +35,59 @@ pub struct ClusterCatalog {
     /// Shards that answered without a database's newest retention setting (they were down
     /// when it was set): `(shard, db)`.
     pub retention_behind: Vec<(usize, String)>,
+    /// The newest drop of each (`db`, `measurement`) over the shards that answered (ms,
+    /// the dropping node's clock).
+    pub drops: BTreeMap<(String, String), u64>,
     /// Shards that did not answer (what they hold is missing above).
     pub unreachable: Vec<usize>,
 }
 
 impl Cluster {
+    /// Runs `sql`, a read of a table of chingest's metadata database, on shard `k`; a table
+    /// (or database) not made there yet reads as empty.
+    pub(crate) fn read_meta(&self, k: usize, sql: &str) -> Result<String, ClusterError> {
+        match self.http.statement(k, sql) {
+            Err(e) if e.is_missing_table() => Ok(String::new()),
+            answer => answer,
+        }
+    }
+
+    /// Adds a row to a table of chingest's metadata database (made first where missing:
+    /// `create` is its `CREATE TABLE IF NOT EXISTS`) on every shard that answers; how many
+    /// took it, and the last unreachable shard's error.
+    pub(crate) fn list_meta(
+        &self,
+        create: &str,
+        insert: &str,
+    ) -> Result<(usize, Option<ClusterError>), ClusterError> {
+        let mut took = 0;
+        let mut last_down = None;
+        for k in 0..self.config.shards.len() {
+            match self.list_meta_on(k, create, insert) {
+                Ok(()) => took += 1,
+                Err(e @ ClusterError::Unreachable { .. }) => last_down = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((took, last_down))
+    }
+
+    /// [`list_meta`](Self::list_meta) on shard `k`.
+    pub(crate) fn list_meta_on(
+        &self,
+        k: usize,
+        create: &str,
+        insert: &str,
+    ) -> Result<(), ClusterError> {
+        [
+            &format!("CREATE DATABASE IF NOT EXISTS {META_DATABASE}"),
+            create,
+            insert,
+        ]
+        .iter()
+        .try_for_each(|sql| self.http.statement(k, sql).map(drop))
+    }
+
     /// The databases and tables on every shard that answers; a shard that does not is
     /// listed in [`ClusterCatalog::unreachable`], not an error. A shard that answers with
     /// an error fails the whole read (its tables would silently be missing).
@@ -83,14 +131,11 @@ impl Cluster {
                     columns.entry(name).or_insert(kind);
                 }
             }
-            match self.http.statement(
+            match self.read_meta(
                 k,
                 &format!("SELECT DISTINCT name FROM {META_DATABASE}.databases FORMAT TabSeparated"),
             ) {
                 Ok(names) => out.databases.extend(names.lines().map(unescape_tsv)),
-                // No database created through this shard yet.
-                Err(ClusterError::Refused { message, .. })
-                    if message.contains("doesn't exist") || message.contains("does not exist") => {}
                 Err(ClusterError::Unreachable { .. }) => out.unreachable.push(k),
                 Err(e) => return Err(e),
             }
@@ -100,6 +145,19 @@ impl Cluster {
         for k in 0..self.config.shards.len() {
             if out.unreachable.contains(&k) {
                 continue;
+            }
+            match self.listed_drops(k) {
+                Ok(drops) => {
+                    for (key, at) in drops {
+                        let newest = out.drops.entry(key).or_insert(at);
+                        *newest = (*newest).max(at);
+                    }
+                }
+                Err(ClusterError::Unreachable { .. }) => {
+                    out.unreachable.push(k);
+                    continue;
+                }
+                Err(e) => return Err(e),
             }
             match self.retention_settings(k) {
                 Ok(settings) => per_shard.push((k, settings)),

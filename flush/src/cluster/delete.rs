@@ -1,5 +1,6 @@
 //! Deleting rows on every shard (issue #25): `DELETE` and `DROP SERIES` on a cluster, once
-//! the fence ([`super::nodes`]) says every node delivered what it acknowledged before.
+//! the fence ([`super::nodes`]) says every node delivered what it acknowledged before; and
+//! `DROP MEASUREMENT`'s tables, with the drop listed for every node's catalog.
 //!
 //! 18.16 deletes with a mutation (`ALTER TABLE … DELETE WHERE`), which rewrites the parts
 //! that hold matching rows in the background; the statement returns at once. So each
@@ -11,8 +12,13 @@
 
 use std::time::{Duration, Instant};
 
+use std::collections::BTreeMap;
+
 use super::{schema, Cluster, ClusterError};
-use crate::quote_string;
+use crate::{quote_string, unescape_tsv};
+
+/// Where the measurement drops are listed, on every shard, for every node's catalog.
+const DROPS_TABLE: &str = "__chingest.drops";
 
 /// How long one shard's mutation may take before the statement gives up waiting (it goes
 /// on in the background; running the statement again waits for it anew).
@@ -32,16 +38,7 @@ impl Cluster {
         let table = schema::table(db, measurement);
         let mut found = false;
         for k in 0..self.config.shards.len() {
-            let exists = self.http.statement(
-                k,
-                &format!(
-                    "SELECT count() FROM system.tables WHERE database = {} AND name = {} \
-                     FORMAT TabSeparated",
-                    quote_string(&schema::shard_database(db)),
-                    quote_string(measurement)
-                ),
-            )?;
-            if exists.trim() == "0" {
+            if !self.has_table_on(k, db, measurement)? {
                 continue;
             }
             found = true;
@@ -55,6 +52,98 @@ impl Cluster {
             self.wait_mutations(k, db, measurement)?;
         }
         Ok(found)
+    }
+
+    /// Drops `db`.`measurement`'s shard table (and its `Distributed` table) on every shard;
+    /// every shard must answer (a shard down fails the drop: the shards done stay done,
+    /// running it again is harmless). A delivery of rows written since makes it again.
+    pub fn drop_table(&self, db: &str, measurement: &str) -> Result<(), ClusterError> {
+        for k in 0..self.config.shards.len() {
+            self.http.statement(
+                k,
+                &format!("DROP TABLE IF EXISTS {}", schema::table(db, measurement)),
+            )?;
+            if self.config.distributed.is_some() {
+                self.http.statement(
+                    k,
+                    &format!(
+                        "DROP TABLE IF EXISTS {}",
+                        schema::distributed_table(db, measurement)
+                    ),
+                )?;
+            }
+        }
+        self.forget_table(db, measurement);
+        Ok(())
+    }
+
+    /// Whether any shard has `db`.`measurement`'s shard table (every shard must answer).
+    pub fn has_table(&self, db: &str, measurement: &str) -> Result<bool, ClusterError> {
+        for k in 0..self.config.shards.len() {
+            if self.has_table_on(k, db, measurement)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether shard `k` has `db`.`measurement`'s shard table.
+    fn has_table_on(&self, k: usize, db: &str, measurement: &str) -> Result<bool, ClusterError> {
+        let answer = self.http.statement(
+            k,
+            &format!(
+                "SELECT count() FROM system.tables WHERE database = {} AND name = {} \
+                 FORMAT TabSeparated",
+                quote_string(&schema::shard_database(db)),
+                quote_string(measurement)
+            ),
+        )?;
+        Ok(answer.trim() != "0")
+    }
+
+    /// Lists the drop of `db`.`measurement` begun at `at` (ms, this node's clock) on every
+    /// shard that answers, for the other nodes to forget its fields and tags; `Ok(n)`: how
+    /// many shards took it (none answering is an error).
+    pub fn list_drop(&self, db: &str, measurement: &str, at: u64) -> Result<usize, ClusterError> {
+        match self.list_meta(
+            &format!(
+                "CREATE TABLE IF NOT EXISTS {DROPS_TABLE} (db String, measurement String, \
+                 at UInt64) ENGINE = MergeTree ORDER BY (db, measurement)"
+            ),
+            &format!(
+                "INSERT INTO {DROPS_TABLE} (db, measurement, at) VALUES ({}, {}, {at})",
+                quote_string(db),
+                quote_string(measurement)
+            ),
+        )? {
+            (0, Some(down)) => Err(down),
+            (took, _) => Ok(took),
+        }
+    }
+
+    /// The newest drop of each (`db`, `measurement`) listed on shard `k` (ms).
+    pub(crate) fn listed_drops(
+        &self,
+        k: usize,
+    ) -> Result<BTreeMap<(String, String), u64>, ClusterError> {
+        let answer = self.read_meta(
+            k,
+            &format!(
+                "SELECT db, measurement, max(at) FROM {DROPS_TABLE} GROUP BY db, measurement \
+                 FORMAT TabSeparated"
+            ),
+        )?;
+        let mut out = BTreeMap::new();
+        for line in answer.lines() {
+            let cells: Vec<&str> = line.split('\t').collect();
+            let [db, m, at] = cells[..] else {
+                continue;
+            };
+            if let Ok(at) = at.parse() {
+                out.insert((unescape_tsv(db), unescape_tsv(m)), at);
+            }
+        }
+        Ok(out)
     }
 
     /// Waits until shard `k` has no unfinished mutation of `db`.`measurement`.

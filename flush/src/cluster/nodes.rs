@@ -28,33 +28,19 @@ impl Cluster {
         let at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let mut took = 0;
-        for k in 0..self.config.shards.len() {
-            let done = [
-                format!(
-                    "CREATE DATABASE IF NOT EXISTS {}",
-                    super::catalog::META_DATABASE
-                ),
-                format!(
-                    "CREATE TABLE IF NOT EXISTS {NODES_TABLE} (node String, \
-                     delivered_through UInt64, at UInt64) ENGINE = ReplacingMergeTree(at) \
-                     ORDER BY node"
-                ),
-                format!(
-                    "INSERT INTO {NODES_TABLE} (node, delivered_through, at) VALUES ({}, {}, {})",
-                    quote_string(&self.config.node),
-                    delivered_through,
-                    at
-                ),
-            ]
-            .iter()
-            .try_for_each(|sql| self.http.statement(k, sql).map(drop));
-            match done {
-                Ok(()) => took += 1,
-                Err(ClusterError::Unreachable { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let (took, _) = self.list_meta(
+            &format!(
+                "CREATE TABLE IF NOT EXISTS {NODES_TABLE} (node String, \
+                 delivered_through UInt64, at UInt64) ENGINE = ReplacingMergeTree(at) \
+                 ORDER BY node"
+            ),
+            &format!(
+                "INSERT INTO {NODES_TABLE} (node, delivered_through, at) VALUES ({}, {}, {})",
+                quote_string(&self.config.node),
+                delivered_through,
+                at
+            ),
+        )?;
         Ok(took)
     }
 
@@ -64,7 +50,7 @@ impl Cluster {
         let mut out: BTreeMap<String, u64> = BTreeMap::new();
         let mut answered = 0;
         for k in 0..self.config.shards.len() {
-            let answer = match self.http.statement(
+            let answer = match self.read_meta(
                 k,
                 &format!(
                     "SELECT node, max(delivered_through) FROM {NODES_TABLE} GROUP BY node \
@@ -72,11 +58,6 @@ impl Cluster {
                 ),
             ) {
                 Ok(answer) => answer,
-                Err(ClusterError::Refused { message, .. })
-                    if message.contains("doesn't exist") || message.contains("does not exist") =>
-                {
-                    String::new()
-                }
                 Err(ClusterError::Unreachable { .. }) => continue,
                 Err(e) => return Err(e),
             };

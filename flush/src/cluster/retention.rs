@@ -52,22 +52,14 @@ impl Cluster {
             secs,
             set_at: now_ms(),
         };
-        let mut took = 0;
-        let mut last_down = None;
-        for k in 0..self.config.shards.len() {
-            match self.relist_retention(k, db, setting) {
-                Ok(()) => took += 1,
-                Err(e @ ClusterError::Unreachable { .. }) => last_down = Some(e),
-                Err(e) => return Err(e),
+        let (create, insert) = retention_row(db, setting);
+        match self.list_meta(&create, &insert)? {
+            (0, Some(down)) => Err(down),
+            (took, _) => {
+                self.note_retention(db, secs);
+                Ok(took)
             }
         }
-        if took == 0 {
-            if let Some(e) = last_down {
-                return Err(e);
-            }
-        }
-        self.note_retention(db, secs);
-        Ok(took)
     }
 
     /// Lists `setting` for `db` on shard `k` (a shard found behind the others).
@@ -77,24 +69,8 @@ impl Cluster {
         db: &str,
         setting: RetentionSetting,
     ) -> Result<(), ClusterError> {
-        [
-            format!(
-                "CREATE DATABASE IF NOT EXISTS {}",
-                super::catalog::META_DATABASE
-            ),
-            format!(
-                "CREATE TABLE IF NOT EXISTS {RETENTION_TABLE} \
-                 (name String, secs UInt64, set_at UInt64) ENGINE = MergeTree ORDER BY name"
-            ),
-            format!(
-                "INSERT INTO {RETENTION_TABLE} (name, secs, set_at) VALUES ({}, {}, {})",
-                quote_string(db),
-                setting.secs,
-                setting.set_at
-            ),
-        ]
-        .iter()
-        .try_for_each(|sql| self.http.statement(k, sql).map(drop))
+        let (create, insert) = retention_row(db, setting);
+        self.list_meta_on(k, &create, &insert)
     }
 
     /// Remembers `db`'s retention for the partition span of the tables this node makes.
@@ -112,22 +88,13 @@ impl Cluster {
         &self,
         k: usize,
     ) -> Result<BTreeMap<String, RetentionSetting>, ClusterError> {
-        let answer = match self.http.statement(
+        let answer = self.read_meta(
             k,
             &format!(
                 "SELECT name, argMax(secs, set_at), max(set_at) FROM {RETENTION_TABLE} \
                  GROUP BY name FORMAT TabSeparated"
             ),
-        ) {
-            Ok(answer) => answer,
-            // No retention set through this shard yet.
-            Err(ClusterError::Refused { message, .. })
-                if message.contains("doesn't exist") || message.contains("does not exist") =>
-            {
-                return Ok(BTreeMap::new())
-            }
-            Err(e) => return Err(e),
-        };
+        )?;
         let mut out = BTreeMap::new();
         for line in answer.lines() {
             let cells: Vec<&str> = line.split('\t').collect();
@@ -243,6 +210,22 @@ impl Cluster {
         }
         Ok(())
     }
+}
+
+/// The statements that make [`RETENTION_TABLE`] and list `setting` of `db` in it.
+fn retention_row(db: &str, setting: RetentionSetting) -> (String, String) {
+    (
+        format!(
+            "CREATE TABLE IF NOT EXISTS {RETENTION_TABLE} \
+             (name String, secs UInt64, set_at UInt64) ENGINE = MergeTree ORDER BY name"
+        ),
+        format!(
+            "INSERT INTO {RETENTION_TABLE} (name, secs, set_at) VALUES ({}, {}, {})",
+            quote_string(db),
+            setting.secs,
+            setting.set_at
+        ),
+    )
 }
 
 fn now_ms() -> u64 {

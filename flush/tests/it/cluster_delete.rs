@@ -168,3 +168,49 @@ fn a_shard_table_dropped_behind_the_nodes_back_is_made_again() {
     assert_eq!(left.len(), 10, "{left:?}");
     assert!(left.iter().all(|r| r.ends_with(" 2000")), "{left:?}");
 }
+
+/// `DROP MEASUREMENT`'s part on the shards: the shard table gone from every shard (and
+/// made again by a later delivery), the drop listed for the other nodes, newest first.
+#[test]
+fn a_dropped_measurement_leaves_every_shard_and_is_listed_for_every_node() {
+    let test = "a_dropped_measurement_leaves_every_shard_and_is_listed_for_every_node";
+    let Some((_tmp, _, s0, s1)) = two_shards(test) else {
+        return;
+    };
+    let a = Cluster::connect(config(&[&s0, &s1], "a")).unwrap();
+    let b = Cluster::connect(config(&[&s0, &s1], "b")).unwrap();
+    let db = database_name("drop");
+    assert!(!a.has_table(&db, "cpu").unwrap());
+    a.deliver(engine(), &db, "cpu", &[part(1, 10, 1_000)], 0)
+        .unwrap();
+    assert!(a.has_table(&db, "cpu").unwrap());
+    a.drop_table(&db, "cpu").unwrap();
+    assert!(!b.has_table(&db, "cpu").unwrap());
+    for shard in [&s0, &s1] {
+        assert_eq!(
+            shard
+                .query(&format!(
+                    "SELECT count() FROM system.tables WHERE database = '__shard_{db}'"
+                ))
+                .unwrap()
+                .trim(),
+            "0"
+        );
+    }
+    assert!(b.catalog().unwrap().drops.is_empty());
+    assert_eq!(a.list_drop(&db, "cpu", 100).unwrap(), 2);
+    assert_eq!(b.list_drop(&db, "cpu", 50).unwrap(), 2);
+    let theirs = b.catalog().unwrap();
+    assert_eq!(
+        theirs.drops.get(&(db.clone(), "cpu".to_string())),
+        Some(&100)
+    );
+    assert!(!theirs.tables.contains_key(&(db.clone(), "cpu".to_string())));
+    // Rows written since make the table again, from either node.
+    b.deliver(engine(), &db, "cpu", &[part(2, 10, 2_000)], 0)
+        .unwrap();
+    assert_eq!(rows(&[&s0, &s1], &db).len(), 10);
+    a.deliver(engine(), &db, "cpu", &[part(3, 10, 3_000)], 0)
+        .unwrap();
+    assert_eq!(rows(&[&s0, &s1], &db).len(), 20);
+}

@@ -72,6 +72,8 @@ pub(super) fn execute<S: Store>(
             Ok(StatementResult::default())
         }
         Statement::DropDatabase { name } => {
+            // A storage that cannot drop databases refuses before anything is forgotten.
+            p.can_drop_database()?;
             // Grants go first: a failure after it leaves no grant on a database created
             // again under the name.
             state

@@ -298,7 +298,7 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
             "{r}"
         );
     }
-    refused_on_the_cluster(&s, "/query?db=d", "DROP MEASUREMENT cpu");
+    refused_on_the_cluster(&s, "/query?db=d", "DROP DATABASE d");
     // SQL reads the cluster's Distributed tables, which this node was not told of.
     let sql = s.post("/api/v1/sql", "SELECT 1");
     assert_eq!(sql.status(), 400);

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::cluster::clickhouse_server::Shard;
 use crate::cluster::{cluster_config_named, two_shard_cluster, wait_delivered, wait_listed};
 use crate::util::*;
 
@@ -21,7 +22,7 @@ fn count(s: &Server, filter: &str) -> u64 {
 }
 
 /// Rows of `__shard_d.cpu` over both shards.
-fn on_shards(shards: &[&crate::cluster::clickhouse_server::Shard]) -> u64 {
+fn on_shards(shards: &[&Shard]) -> u64 {
     shards
         .iter()
         .map(|s| {
@@ -34,8 +35,32 @@ fn on_shards(shards: &[&crate::cluster::clickhouse_server::Shard]) -> u64 {
         .sum()
 }
 
+/// Nodes a and b over `s0`, `s1`, database d created on a and listed on b: a waits 15 s at
+/// most for the other nodes' deliveries; b delivers every 3 s, so what it acknowledges sits
+/// in its WAL when a statement on a begins. (b's data dir, a, b, a's data dir.)
+pub(crate) fn two_nodes_one_slow(
+    s0: &Shard,
+    s1: &Shard,
+) -> (tempfile::TempDir, Server, Server, tempfile::TempDir) {
+    let (dir_a, dir_b) = (data_dir(), data_dir());
+    let config_a = cluster_config_named(&[s0, s1], "a") + "delete_wait_secs = 15\n";
+    let a = Spawn::new(dir_a.path()).config(&config_a).start();
+    let b = slow_node(&dir_b, s0, s1);
+    a.query("CREATE DATABASE d");
+    wait_listed(&b, "d");
+    (dir_b, a, b, dir_a)
+}
+
+/// Node b of [`two_nodes_one_slow`] (again) on its data dir.
+pub(crate) fn slow_node(dir: &tempfile::TempDir, s0: &Shard, s1: &Shard) -> Server {
+    Spawn::new(dir.path())
+        .config(&cluster_config_named(&[s0, s1], "b"))
+        .env("CHINGEST_FLUSH__MAX_AGE_MS", "3000")
+        .start()
+}
+
 /// An InfluxQL statement on database d (POST), its answer.
-fn on_d(s: &Server, q: &str) -> Value {
+pub(crate) fn on_d(s: &Server, q: &str) -> Value {
     s.client
         .post(s.url("/query?db=d"))
         .query(&[("q", q)])
@@ -58,15 +83,7 @@ fn deletes_on_a_cluster_remove_what_every_node_acknowledged_before_them() {
         return;
     };
     let (s0, s1) = (&shards[0], &shards[1]);
-    let (dir_a, dir_b) = (data_dir(), data_dir());
-    // a waits 15 s at most for the other nodes; b delivers every 3 s, so its acknowledged
-    // points sit in its WAL when a's statements begin.
-    let config_a = cluster_config_named(&[s0, s1], "a") + "delete_wait_secs = 15\n";
-    let config_b = cluster_config_named(&[s0, s1], "b") + "\n[flush]\nmax_age_ms = 3000\n";
-    let a = Spawn::new(dir_a.path()).config(&config_a).start();
-    let b = Spawn::new(dir_b.path()).config(&config_b).start();
-    a.query("CREATE DATABASE d");
-    wait_listed(&b, "d");
+    let (dir_b, a, b, _dir_a) = two_nodes_one_slow(s0, s1);
 
     // Both nodes write; b's points are acknowledged, not delivered, when a deletes them.
     assert_eq!(a.post("/write?db=d", points("a", 1_000)).status(), 204);
@@ -132,7 +149,7 @@ fn deletes_on_a_cluster_remove_what_every_node_acknowledged_before_them() {
     assert!(text.contains("ingest node(s) b did not deliver"), "{text}");
     assert_eq!(on_shards(&[s0, s1]), before);
     // Back, b delivers what it acknowledged, and the delete goes through: b's points too.
-    let b = Spawn::new(dir_b.path()).config(&config_b).start();
+    let b = slow_node(&dir_b, s0, s1);
     let r = on_d(&a, "DELETE FROM cpu WHERE time < 6000");
     assert!(r["results"][0].get("error").is_none(), "{r}");
     wait_delivered(&[&a, &b], Duration::from_secs(60));

@@ -10,6 +10,7 @@ mod bounds;
 mod cli;
 mod cluster;
 mod cluster_delete;
+mod cluster_drop;
 mod cluster_retention;
 mod cq;
 mod crash;
