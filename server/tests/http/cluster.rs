@@ -560,6 +560,28 @@ fn sql_on_a_cluster_reads_every_shard_read_only_within_the_limits() {
     let (status, _) = sql(None, "SELECT count() FROM a.m");
     assert_eq!(status, 401);
 
+    // DROP DATABASE is not built for the cluster: refused before anything is forgotten, so
+    // a user's grant on the database stays.
+    let q = |q: &str| -> Value {
+        as_admin(node.client.post(node.url("/query")))
+            .form(&[("q", q)])
+            .send()
+            .unwrap()
+            .json()
+            .unwrap()
+    };
+    q("CREATE USER u WITH PASSWORD 'upw'");
+    q("GRANT READ ON a TO u");
+    let r = q("DROP DATABASE a");
+    let err = r["results"][0]["error"].as_str().unwrap_or_default();
+    assert!(err.contains("ClickHouse cluster"), "{r}");
+    let r = q("SHOW GRANTS FOR u");
+    assert_eq!(
+        r["results"][0]["series"][0]["values"],
+        serde_json::json!([["a", "READ"]]),
+        "{r}"
+    );
+
     // A shard down: whichever shard gets the statement cannot read the other's rows, which
     // is the cluster's state, not the statement's fault: 503 (retry), never a partial answer.
     shards[1].stop();
