@@ -1,7 +1,7 @@
 //! Issue #25, `DELETE` and `DROP SERIES` on a ClickHouse cluster end to end: two chingest
 //! nodes over two real ClickHouse servers (Debian's 18.16, on loopback). A delete run on
 //! one node removes the points every node acknowledged before it — including those the
-//! other node still holds in its WAL (it delivers slowly here) — and none written after;
+//! other node still holds in its WAL (it delivers every 8 s here) — and none written after;
 //! a node killed with writes in its WAL holds deletes back (503, nothing deleted) until
 //! it is back.
 
@@ -35,15 +35,16 @@ fn on_shards(shards: &[&Shard]) -> u64 {
         .sum()
 }
 
-/// Nodes a and b over `s0`, `s1`, database d created on a and listed on b: a waits 15 s at
-/// most for the other nodes' deliveries; b delivers every 3 s, so what it acknowledges sits
-/// in its WAL when a statement on a begins. (b's data dir, a, b, a's data dir.)
+/// Nodes a and b over `s0`, `s1`, database d created on a and listed on b: a waits 25 s at
+/// most for the other nodes' deliveries; b delivers every 8 s (long enough for a loaded
+/// machine to check that it has not yet), so what it acknowledges sits in its WAL when a
+/// statement on a begins. (b's data dir, a, b, a's data dir.)
 pub(crate) fn two_nodes_one_slow(
     s0: &Shard,
     s1: &Shard,
 ) -> (tempfile::TempDir, Server, Server, tempfile::TempDir) {
     let (dir_a, dir_b) = (data_dir(), data_dir());
-    let config_a = cluster_config_named(&[s0, s1], "a") + "delete_wait_secs = 15\n";
+    let config_a = cluster_config_named(&[s0, s1], "a") + "delete_wait_secs = 25\n";
     let a = Spawn::new(dir_a.path()).config(&config_a).start();
     let b = slow_node(&dir_b, s0, s1);
     a.query("CREATE DATABASE d");
@@ -55,7 +56,7 @@ pub(crate) fn two_nodes_one_slow(
 pub(crate) fn slow_node(dir: &tempfile::TempDir, s0: &Shard, s1: &Shard) -> Server {
     Spawn::new(dir.path())
         .config(&cluster_config_named(&[s0, s1], "b"))
-        .env("CHINGEST_FLUSH__MAX_AGE_MS", "3000")
+        .env("CHINGEST_FLUSH__MAX_AGE_MS", "8000")
         .start()
 }
 

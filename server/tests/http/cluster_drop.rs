@@ -33,7 +33,7 @@ fn drop_measurement_on_a_cluster_drops_every_nodes_points_and_field_types() {
         return;
     };
     let (s0, s1) = (&shards[0], &shards[1]);
-    // b delivers every 3 s: its points sit in its WAL when a's drop begins.
+    // b delivers every 8 s: its points sit in its WAL when a's drop begins.
     let (dir_b, a, b, _dir_a) = two_nodes_one_slow(s0, s1);
     assert_eq!(a.post("/write?db=d", "m,host=x f=1i 1000").status(), 204);
     assert_eq!(b.post("/write?db=d", "m,host=y f=2i 1000").status(), 204);
