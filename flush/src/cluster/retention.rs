@@ -207,6 +207,8 @@ impl Cluster {
                 ),
             )?;
             out.partitions += 1;
+            metrics::counter!("chingest_cluster_expired_partitions_total", "shard" => k.to_string())
+                .increment(1);
         }
         Ok(())
     }

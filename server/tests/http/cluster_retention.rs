@@ -88,6 +88,14 @@ fn retention_on_a_cluster_is_agreed_by_every_node_and_expires_on_the_shards() {
         })
         .sum();
     assert_eq!(on_shards, 40);
+    // Counted by the node that dropped them, per shard.
+    let metrics = b.get("/metrics").text().unwrap();
+    let expired: f64 = metrics
+        .lines()
+        .filter(|l| l.starts_with("chingest_cluster_expired_partitions_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(expired >= 1.0, "{metrics}");
 
     // a learns it from the shards: it shows it, and its door refuses what it expired, as
     // InfluxDB's does.

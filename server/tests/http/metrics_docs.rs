@@ -48,6 +48,11 @@ pub(crate) const FAULT_ONLY: &[(&str, &str)] = &[
         "chingest_cluster_shard_waiting_seconds",
         "how long a ClickHouse shard's oldest unconfirmed delivery has waited",
     ),
+    // Checked live by cluster_retention.rs.
+    (
+        "chingest_cluster_expired_partitions_total",
+        "retention dropped a ClickHouse shard's partitions",
+    ),
 ];
 
 /// The repository root.
