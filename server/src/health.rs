@@ -5,7 +5,8 @@
 //! set aside so the rest keeps flowing) do not fail the check: they appear in
 //! `quarantine` and as a `checks` entry with status `warn`. With the points on a ClickHouse
 //! cluster, `cluster` lists each shard: up or not, its last error, when it last confirmed rows, and the
-//! deliveries it has not confirmed (how many, and how long the oldest has waited).
+//! deliveries it has not confirmed (how many, and how long the oldest has waited), and
+//! `cluster_nodes` every ingest node's delivery fence (a cluster `DELETE` waits for the oldest).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -97,6 +98,12 @@ pub async fn health<S: Store>(State(state): State<AppState<S>>) -> Response {
                 "waiting_deliveries": c.waiting_deliveries,
                 "oldest_waiting_secs": c.oldest_waiting_secs,
             }))
+            .collect::<Vec<_>>());
+        // Every ingest node's delivery fence: a cluster DELETE waits for the oldest.
+        body["cluster_nodes"] = json!(s
+            .cluster_nodes
+            .iter()
+            .map(|(node, ago)| json!({"node": node, "delivered_secs_ago": ago}))
             .collect::<Vec<_>>());
     }
     (status, Json(body)).into_response()

@@ -60,6 +60,8 @@ pub(crate) struct ClusterSync {
     /// What this node has delivered, published on the shards at each refresh: the fence
     /// a `DELETE` on any node waits on (`cluster_delete.rs`).
     delivered: DeliveredClock,
+    /// Every node's listed delivery time (ms, its clock), as the last refresh read it.
+    nodes: Mutex<std::collections::BTreeMap<String, u64>>,
     stop: AtomicBool,
 }
 
@@ -79,6 +81,7 @@ impl ClusterSync {
             applied: Mutex::new(HashSet::new()),
             unreachable: Mutex::new(Vec::new()),
             delivered: DeliveredClock::default(),
+            nodes: Mutex::new(std::collections::BTreeMap::new()),
             stop: AtomicBool::new(false),
         });
         let s = sync.clone();
@@ -131,6 +134,7 @@ impl ClusterSync {
 
     fn refresh_locked(&self) {
         self.publish_delivered();
+        self.read_nodes();
         let began = Instant::now();
         match self.refresh() {
             Ok(down) => {
@@ -171,6 +175,25 @@ impl ClusterSync {
         if let Err(e) = self.cluster.publish_delivered(through) {
             tracing::debug!(error = %e, "cannot list this node's deliveries on the cluster");
         }
+    }
+
+    /// Reads every node's listed delivery time for `/health` (kept as it was when no shard
+    /// answers).
+    fn read_nodes(&self) {
+        if let Ok(nodes) = self.cluster.nodes_delivered() {
+            *self.nodes.lock() = nodes;
+        }
+    }
+
+    /// Every node listed on the shards and how many seconds ago (by this node's clock) the
+    /// time before which it delivered everything it acknowledged is, as last read.
+    pub(crate) fn nodes_delivered_ago(&self) -> Vec<(String, f64)> {
+        let now = now_ms();
+        self.nodes
+            .lock()
+            .iter()
+            .map(|(node, through)| (node.clone(), now.saturating_sub(*through) as f64 / 1000.0))
+            .collect()
     }
 
     /// Logs the shards that stopped or started answering since the last refresh.

@@ -258,6 +258,11 @@ impl Storage {
                 .as_ref()
                 .map(|c| c.shard_statuses())
                 .unwrap_or_default(),
+            cluster_nodes: self
+                .cluster_sync
+                .as_ref()
+                .map(|s| s.nodes_delivered_ago())
+                .unwrap_or_default(),
         }
     }
 }

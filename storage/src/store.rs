@@ -116,6 +116,11 @@ pub struct StorageStats {
     pub flush_last_error: Option<String>,
     /// With the points on a ClickHouse cluster: each shard as its last request showed it.
     pub cluster: Vec<flush::cluster::ShardStatus>,
+    /// With the points on a ClickHouse cluster: every ingest node listed on the shards, and
+    /// how long ago the time before which it delivered everything it acknowledged is (by
+    /// this node's clock), as the last catalog refresh read it. A cluster `DELETE` or `DROP
+    /// MEASUREMENT` waits until every node's is younger than the statement.
+    pub cluster_nodes: Vec<(String, f64)>,
 }
 
 /// The engine's MergeTree state, for operators: background merges are the

@@ -149,6 +149,17 @@ fn deletes_on_a_cluster_remove_what_every_node_acknowledged_before_them() {
     let text = r.text().unwrap();
     assert!(text.contains("ingest node(s) b did not deliver"), "{text}");
     assert_eq!(on_shards(&[s0, s1]), before);
+    // a's /health shows why: b's delivery fence is as old as its death (25 s and more, the
+    // delete's wait), a's own is younger.
+    let h: Value = a.get("/health").json().unwrap();
+    let ago = |node: &str| {
+        h["cluster_nodes"]
+            .as_array()
+            .and_then(|nodes| nodes.iter().find(|n| n["node"] == node))
+            .and_then(|n| n["delivered_secs_ago"].as_f64())
+            .unwrap_or_else(|| panic!("{node} not in /health: {h}"))
+    };
+    assert!(ago("b") >= 20.0 && ago("a") < ago("b"), "{h}");
     // Back, b delivers what it acknowledged, and the delete goes through: b's points too.
     let b = slow_node(&dir_b, s0, s1);
     let r = on_d(&a, "DELETE FROM cpu WHERE time < 6000");
