@@ -122,6 +122,29 @@ fn deletes_on_a_cluster_remove_what_every_node_acknowledged_before_them() {
     let r = on_d(&b, "DROP SERIES FROM cpu WHERE host = 'n0' OR host = 'n19'");
     assert!(r["results"][0].get("error").is_none(), "{r}");
     assert_eq!(count(&a, ""), 40 - 6 - 4);
+    // Hostile conditions and names reach the shards as values, never as SQL: each matches
+    // nothing, deletes nothing, and writes keep flowing after them.
+    for hostile in [
+        r"DELETE FROM cpu WHERE host = 'n2\' OR \'1\'=\'1'",
+        r"DELETE FROM cpu WHERE host = 'n2`) OR (1=1'",
+        r"DELETE FROM cpu WHERE host =~ /n2'); DROP TABLE __shard_d.cpu; --/",
+        r#"DELETE FROM "cpu` WHERE 1; DROP TABLE __shard_d.cpu; --" WHERE host = 'n2'"#,
+        // A tag key no series has reads as '' (InfluxDB's rule): compared with 'x', nothing.
+        r#"DROP SERIES FROM cpu WHERE "host' OR '1'='1" = 'x'"#,
+    ] {
+        let r = on_d(&a, hostile);
+        assert!(r["results"][0].get("error").is_none(), "{hostile}: {r}");
+        assert_eq!(count(&a, ""), 30, "{hostile}");
+    }
+    assert_eq!(
+        a.post("/write?db=d", "cpu,host=after v=1 9000").status(),
+        204
+    );
+    wait_delivered(&[&a], Duration::from_secs(60));
+    assert_eq!(count(&b, ""), 31);
+    let r = on_d(&a, "DELETE FROM cpu WHERE host = 'after'");
+    assert!(r["results"][0].get("error").is_none(), "{r}");
+    assert_eq!(count(&a, ""), 30);
     // InfluxDB's errors stay: a field in a deletion's condition, time in DROP SERIES.
     let r = on_d(&a, "DELETE FROM cpu WHERE v > 1");
     assert_eq!(

@@ -63,6 +63,13 @@ fn drop_measurement_on_a_cluster_drops_every_nodes_points_and_field_types() {
     wait_delivered(&[&a, &b], Duration::from_secs(60));
     assert_eq!(tables("m"), 0);
     assert_eq!(tables("other"), 2);
+    // A hostile name is a name: nothing by it exists, nothing else is dropped.
+    let r = on_d(
+        &a,
+        r#"DROP MEASUREMENT "other`; DROP TABLE __shard_d.other; --""#,
+    );
+    assert!(r["results"][0].get("error").is_none(), "{r}");
+    assert_eq!(tables("other"), 2);
     // b forgets the measurement and its field's type.
     wait_answer(&b, "SHOW MEASUREMENTS", serde_json::json!([["other"]]));
     wait_answer(&b, "SHOW FIELD KEYS FROM m", Value::Null);
