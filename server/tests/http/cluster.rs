@@ -473,11 +473,16 @@ fn sql_on_a_cluster_reads_every_shard_read_only_within_the_limits() {
     let node = Spawn::new(node_dir.path()).config(&config).start();
     let as_admin =
         |req: reqwest::blocking::RequestBuilder| req.basic_auth("admin", Some("adminpw"));
-    let r = as_admin(node.client.post(node.url("/query")))
-        .form(&[("q", "CREATE DATABASE a")])
-        .send()
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    // An InfluxQL statement as the admin, its answer.
+    let q = |q: &str| -> Value {
+        let r = as_admin(node.client.post(node.url("/query")))
+            .form(&[("q", q)])
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200, "{q}");
+        r.json().unwrap()
+    };
+    q("CREATE DATABASE a");
     let body: String = (0..50)
         .map(|i| format!("m,host=h{i} v={i}i {i}\n"))
         .collect();
@@ -562,14 +567,6 @@ fn sql_on_a_cluster_reads_every_shard_read_only_within_the_limits() {
 
     // DROP DATABASE is not built for the cluster: refused before anything is forgotten, so
     // a user's grant on the database stays.
-    let q = |q: &str| -> Value {
-        as_admin(node.client.post(node.url("/query")))
-            .form(&[("q", q)])
-            .send()
-            .unwrap()
-            .json()
-            .unwrap()
-    };
     q("CREATE USER u WITH PASSWORD 'upw'");
     q("GRANT READ ON a TO u");
     let r = q("DROP DATABASE a");
