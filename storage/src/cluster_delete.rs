@@ -99,10 +99,13 @@ impl Storage {
 /// once the delivered watermark passes a sample's sequence, every write acknowledged
 /// before the sample's time is known to be on the shards.
 #[derive(Default)]
-pub(crate) struct DeliveredClock {
-    samples: Mutex<VecDeque<(u64, u64)>>,
-    /// The last time published.
-    published: Mutex<u64>,
+pub(crate) struct DeliveredClock(Mutex<ClockState>);
+
+/// [`DeliveredClock`]'s samples (time, sequence), oldest first, and the last time returned.
+#[derive(Default)]
+struct ClockState {
+    samples: VecDeque<(u64, u64)>,
+    published: u64,
 }
 
 /// The most samples kept while delivery is stalled; past it the oldest go (a later sample
@@ -115,7 +118,8 @@ impl DeliveredClock {
     /// whose writes are all delivered (`delivered_seq`), when it is newer than the last
     /// one returned.
     pub(crate) fn advance(&self, at: u64, last_seq: u64, delivered_seq: u64) -> Option<u64> {
-        let mut samples = self.samples.lock();
+        let mut state = self.0.lock();
+        let ClockState { samples, published } = &mut *state;
         match samples.back_mut() {
             // Nothing written since: the later time stands for both.
             Some(back) if back.1 == last_seq => back.0 = back.0.max(at),
@@ -133,10 +137,32 @@ impl DeliveredClock {
             samples.pop_front();
         }
         let through = through?;
-        let mut published = self.published.lock();
         (through > *published).then(|| {
             *published = through;
             through
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_publishes_a_time_once_every_write_before_it_is_delivered() {
+        let clock = DeliveredClock::default();
+        // At 100 the WAL is at 5, nothing delivered: nothing to publish.
+        assert_eq!(clock.advance(100, 5, 0), None);
+        // At 200 the WAL is at 9, delivered up to 5: every write before 100 is delivered.
+        assert_eq!(clock.advance(200, 9, 5), Some(100));
+        // Nothing new delivered: 100 again is not published again.
+        assert_eq!(clock.advance(300, 9, 5), None);
+        // Idle since 9 (no write): the later time stands for it once 9 is delivered.
+        assert_eq!(clock.advance(400, 9, 9), Some(400));
+        // Writes 10–12 before 500 not delivered yet: nothing new.
+        assert_eq!(clock.advance(500, 12, 9), None);
+        // Delivered up to 13 of 15: the sample at 500 (sequence 12) is passed, 600's is not.
+        assert_eq!(clock.advance(600, 15, 13), Some(500));
+        assert_eq!(clock.advance(700, 15, 15), Some(700));
     }
 }
