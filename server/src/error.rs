@@ -277,7 +277,9 @@ impl From<storage::StorageError> for ApiError {
             | S::WalFailed(_)
             | S::DiskFull(_)
             | S::NotFlushed { .. }
-            | S::NotDeliveredByNodes { .. }) => ApiError::Unavailable(e.to_string()),
+            | S::NotDeliveredByNodes { .. }
+            | S::DropNotAppliedByNodes { .. }) => ApiError::Unavailable(e.to_string()),
+            e @ S::DropUnfinished { .. } => ApiError::Query(e.to_string()),
             S::Engine(e) => match e.engine_message() {
                 Some(m) => ApiError::Query(m.to_string()),
                 None => ApiError::Internal(e.to_string()),

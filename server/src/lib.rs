@@ -261,8 +261,7 @@ pub async fn run(config: Config) -> Result<(), RunError> {
     let auth = Authenticator::open(&config.auth, &users_file)?;
     let scopes = auth.read_scopes();
     let open_config = config.clone();
-    let store =
-        Arc::new(tokio::task::spawn_blocking(move || open_storage(&open_config, scopes)).await??);
+    let store = tokio::task::spawn_blocking(move || open_storage(&open_config, scopes)).await??;
     let addr = config.server.listen.clone();
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
@@ -320,7 +319,10 @@ pub async fn run(config: Config) -> Result<(), RunError> {
     Ok(())
 }
 
-fn open_storage(config: &Config, scopes: Vec<storage::ReadScope>) -> Result<Storage, StorageError> {
+fn open_storage(
+    config: &Config,
+    scopes: Vec<storage::ReadScope>,
+) -> Result<Arc<Storage>, StorageError> {
     // The engine boots with one role per read scope SQL will run under
     // (sql::sql_access): every non-admin user's (config file and InfluxQL), plus "all".
     let access = storage::EngineAccess::new(scopes);

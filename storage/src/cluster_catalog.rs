@@ -25,7 +25,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use flush::cluster::Cluster;
@@ -35,8 +35,10 @@ use ingest::FieldType;
 use parking_lot::Mutex;
 
 use crate::cluster_delete::{now_ms, DeliveredClock};
+use crate::cluster_drop::{lifecycle_at, record_lifecycle};
+use crate::cluster_drop_database::drops_to_apply;
 use crate::cluster_retention::EXPIRE_EVERY;
-use crate::Wal;
+use crate::{Storage, Wal};
 
 /// How often the background thread reads the cluster's catalog.
 pub(crate) const REFRESH: Duration = Duration::from_secs(2);
@@ -62,6 +64,9 @@ pub(crate) struct ClusterSync {
     delivered: DeliveredClock,
     /// Every node's listed delivery time (ms, its clock), as the last refresh read it.
     nodes: Mutex<std::collections::BTreeMap<String, u64>>,
+    /// The storage, once opened: a database drop learned from the cluster runs through it
+    /// (`cluster_drop_database.rs`).
+    storage: OnceLock<Weak<Storage>>,
     stop: AtomicBool,
 }
 
@@ -82,6 +87,7 @@ impl ClusterSync {
             unreachable: Mutex::new(Vec::new()),
             delivered: DeliveredClock::default(),
             nodes: Mutex::new(std::collections::BTreeMap::new()),
+            storage: OnceLock::new(),
             stop: AtomicBool::new(false),
         });
         let s = sync.clone();
@@ -107,6 +113,11 @@ impl ClusterSync {
         sync
     }
 
+    /// Lets the refresh apply the database drops it learns through `storage`.
+    pub(crate) fn attach(&self, storage: Weak<Storage>) {
+        let _ = self.storage.set(storage);
+    }
+
     /// Stops the background refresh (after the one running, if any).
     pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Release);
@@ -120,32 +131,53 @@ impl ClusterSync {
             return;
         }
         // One refresh at a time; whoever waited finds it fresh (or runs its own).
-        let _running = self.running.lock();
-        if fresh(&self.fresh_since.lock()) {
-            return;
-        }
-        self.refresh_locked();
+        let drops = {
+            let _running = self.running.lock();
+            if fresh(&self.fresh_since.lock()) {
+                return;
+            }
+            self.refresh_locked()
+        };
+        self.apply_learned_drops(drops);
     }
 
     fn refresh_logged(&self) {
-        let _running = self.running.lock();
-        self.refresh_locked();
+        let drops = {
+            let _running = self.running.lock();
+            self.refresh_locked()
+        };
+        self.apply_learned_drops(drops);
     }
 
-    fn refresh_locked(&self) {
+    /// One refresh; the database drops it found to apply (after the lock is let go).
+    fn refresh_locked(&self) -> Vec<(String, u64)> {
         self.publish_delivered();
         self.read_nodes();
         let began = Instant::now();
         match self.refresh() {
-            Ok(down) => {
+            Ok((down, drops)) => {
                 if down.is_empty() {
                     *self.fresh_since.lock() = Some(began);
                 }
                 self.log_outages(down);
+                drops
             }
             Err(e) => {
-                tracing::warn!(error = %e, "cannot read the cluster's catalog; using what is known")
+                tracing::warn!(error = %e, "cannot read the cluster's catalog; using what is known");
+                Vec::new()
             }
+        }
+    }
+
+    fn apply_learned_drops(&self, drops: Vec<(String, u64)>) {
+        if drops.is_empty() {
+            return;
+        }
+        let Some(storage) = self.storage.get() else {
+            return;
+        };
+        if let Err(e) = self.apply_database_drops(storage, drops) {
+            tracing::warn!(error = %e, "cannot apply a database drop; retried at the next refresh");
         }
     }
 
@@ -153,6 +185,12 @@ impl ClusterSync {
     /// a drop on this node must not be undone by a refresh that read the cluster before it.
     pub(crate) fn hold(&self) -> parking_lot::MutexGuard<'_, ()> {
         self.running.lock()
+    }
+
+    /// Forgets that `db`'s measurements and columns were applied to the catalog (it was
+    /// dropped).
+    pub(crate) fn forget_applied_database(&self, db: &str) {
+        self.applied.lock().retain(|(d, _, _)| d != db);
     }
 
     /// Forgets that `db`.`measurement` and its columns were applied to the catalog (it was
@@ -223,12 +261,26 @@ impl ClusterSync {
         *before = down;
     }
 
-    /// One refresh; the shards that did not answer (empty: every shard answered).
-    fn refresh(&self) -> Result<Vec<usize>, String> {
+    /// One refresh; the shards that did not answer (empty: every shard answered) and the
+    /// database drops to apply.
+    #[allow(clippy::type_complexity)]
+    fn refresh(&self) -> Result<(Vec<usize>, Vec<(String, u64)>), String> {
         let theirs = self.cluster.catalog().map_err(|e| e.to_string())?;
+        let db_drops = drops_to_apply(self.cluster.node(), &theirs);
+        // Not yet applied here: neither listed again nor learned again below.
+        let dropping = |db: &str| -> Result<bool, String> {
+            let Some(at) = theirs.lives.dropped.get(db) else {
+                return Ok(false);
+            };
+            Ok(lifecycle_at(&self.wal, db).map_err(|e| e.to_string())? < *at)
+        };
         for db in &theirs.databases {
             if self.catalog.database_exists(db) || ingest::names::check_database(db).is_err() {
                 continue;
+            }
+            if let Some(at) = theirs.lives.created.get(db) {
+                record_lifecycle(&self.wal, db, *at)
+                    .map_err(|e| format!("recording database {db:?}: {e}"))?;
             }
             let record = Record::Database {
                 name: db.clone(),
@@ -244,9 +296,13 @@ impl ClusterSync {
         // Ours the shards do not list yet (created while they were down, or before this
         // node was pointed at the cluster).
         for db in self.catalog.databases() {
-            if !theirs.databases.contains(&db) && !ingest::names::is_policy_database(&db) {
+            if !theirs.databases.contains(&db)
+                && !ingest::names::is_policy_database(&db)
+                && !dropping(&db)?
+            {
+                let at = lifecycle_at(&self.wal, &db).map_err(|e| e.to_string())?;
                 self.cluster
-                    .create_database(&db)
+                    .create_database(&db, at)
                     .map_err(|e| format!("listing database {db:?} on the cluster: {e}"))?;
             }
         }
@@ -307,7 +363,7 @@ impl ClusterSync {
                 applied.insert((db.clone(), measurement.clone(), name.clone()));
             }
         }
-        Ok(theirs.unreachable)
+        Ok((theirs.unreachable, db_drops))
     }
 }
 

@@ -27,7 +27,8 @@ use crate::quarantine::lp;
 use crate::{Storage, StorageError, Wal};
 
 /// The marker of a listed drop this node applied: `st1C lp(db) lp(measurement)` → the
-/// drop's start (8 bytes, big-endian).
+/// drop's start (8 bytes, big-endian); with measurement `''`, the database's
+/// [`lifecycle_at`].
 const APPLIED: &[u8] = b"st1C";
 
 fn applied_key(db: &str, measurement: &str) -> Vec<u8> {
@@ -46,6 +47,21 @@ fn applied(wal: &Wal, db: &str, measurement: &str) -> Result<u64, StorageError> 
         .find(|(k, _)| *k == key)
         .and_then(|(_, v)| <[u8; 8]>::try_from(v.as_slice()).ok())
         .map_or(0, u64::from_be_bytes))
+}
+
+/// The time (ms) of the newest event in `db`'s life this node knows on the cluster: its
+/// dated creation, or the newest drop of it applied here (`cluster_drop_database.rs`); 0:
+/// none (a database from before dated listings). A listed drop older than it is not
+/// applied: what this node holds of `db` was written after that drop.
+pub(crate) fn lifecycle_at(wal: &Wal, db: &str) -> Result<u64, StorageError> {
+    applied(wal, db, "")
+}
+
+/// Records `at` as [`lifecycle_at`] of `db`, durably.
+pub(crate) fn record_lifecycle(wal: &Wal, db: &str, at: u64) -> Result<(), StorageError> {
+    wal.put_meta(vec![(applied_key(db, ""), at.to_be_bytes().to_vec())])?
+        .wait()?;
+    Ok(())
 }
 
 impl Storage {

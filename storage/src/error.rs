@@ -74,6 +74,23 @@ pub enum StorageError {
         /// How long it waited.
         waited_secs: u64,
     },
+    /// A `DROP DATABASE` on a ClickHouse cluster waited for every ingest node to apply it
+    /// (refuse the database's writes, discard what it had not delivered), in vain.
+    #[error("DROP DATABASE {db:?}: ingest node(s) {nodes} did not apply it within {waited_secs} s (down, or not reading the cluster: see /health); the database is gone for every other node, its points stay on the shards, unreadable, until DROP DATABASE runs again and completes")]
+    DropNotAppliedByNodes {
+        /// The database.
+        db: String,
+        /// The nodes behind, comma-separated.
+        nodes: String,
+        /// How long it waited.
+        waited_secs: u64,
+    },
+    /// `CREATE DATABASE` of a name whose `DROP DATABASE` on the cluster did not finish.
+    #[error("database {db:?} was dropped on the ClickHouse cluster but its points are still on the shards (the DROP DATABASE did not finish): run DROP DATABASE {db:?} again, then create it")]
+    DropUnfinished {
+        /// The database.
+        db: String,
+    },
     /// The points are on a ClickHouse cluster (`[storage] engine = "clickhouse"`), where
     /// chingest does not read or change them yet (issue #25).
     #[error("{what} is not supported yet with [storage] engine = \"clickhouse\" (issue #25): run it on the cluster")]

@@ -27,6 +27,7 @@
 mod cluster_catalog;
 mod cluster_delete;
 mod cluster_drop;
+mod cluster_drop_database;
 mod cluster_retention;
 mod commit;
 pub mod config;
@@ -132,6 +133,11 @@ impl Store for Storage {
         }
     }
     fn create_database(&self, db: &str, retention_secs: Option<u64>) -> Result<(), StorageError> {
+        if let Some(cluster) = &self.cluster {
+            if !self.catalog.database_exists(db) {
+                self.check_no_unfinished_drop(cluster, db)?;
+            }
+        }
         match (&self.cluster, retention_secs) {
             // Listed on the shards before the catalog has it, as `ALTER RETENTION POLICY`.
             (Some(cluster), Some(secs)) if secs > 0 => {
@@ -159,11 +165,10 @@ impl Store for Storage {
         self.create_policy_database(db, retention_secs)
     }
     fn drop_database(&self, db: &str) -> Result<(), StorageError> {
-        self.can_drop_database()?;
-        self.drop(db)
-    }
-    fn can_drop_database(&self) -> Result<(), StorageError> {
-        self.on_this_node("DROP DATABASE on the ClickHouse cluster")
+        match &self.cluster {
+            Some(cluster) => self.drop_database_on_cluster(cluster, db),
+            None => self.drop(db),
+        }
     }
     fn drop_measurement(&self, db: &str, measurement: &str) -> Result<bool, StorageError> {
         match &self.cluster {

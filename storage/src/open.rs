@@ -20,7 +20,7 @@ impl Storage {
         wal: wal::WalConfig,
         flush: flush::FlushConfig,
         limits: ingest::Limits,
-    ) -> Result<Storage, StorageError> {
+    ) -> Result<Arc<Storage>, StorageError> {
         let access = flush::EngineAccess::new([]);
         Storage::open_with_sql(
             config,
@@ -42,7 +42,7 @@ impl Storage {
         limits: ingest::Limits,
         sql: flush::SqlConfig,
         access: &flush::EngineAccess,
-    ) -> Result<Storage, StorageError> {
+    ) -> Result<Arc<Storage>, StorageError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| StorageError::Open {
             what: "creating the data directory",
             message: format!("{}: {e}", config.data_dir.display()),
@@ -121,7 +121,7 @@ impl Storage {
         let cluster_sync = cluster.as_ref().map(|c| {
             crate::cluster_catalog::ClusterSync::start(c.clone(), catalog.clone(), wal.clone())
         });
-        let storage = Storage {
+        let storage = Arc::new(Storage {
             engine: RwLock::new(Some(engine)),
             wal,
             catalog,
@@ -135,7 +135,10 @@ impl Storage {
             wal_lz4: config.wal_compression == crate::WalCompression::Lz4,
             cluster,
             cluster_sync,
-        };
+        });
+        if let Some(sync) = &storage.cluster_sync {
+            sync.attach(Arc::downgrade(&storage));
+        }
         // A DROP DATABASE decided before a crash finishes now (the fence already keeps
         // replay from resurrecting it); a failure is logged and retried at the next
         // start or by a CREATE DATABASE of the same name.

@@ -203,7 +203,11 @@ impl Storage {
         // refresh (`cluster_catalog.rs`).
         if let Some(cluster) = &self.cluster {
             if !ingest::names::is_policy_database(db) {
-                if let Err(e) = cluster.create_database(db) {
+                // Dated: newer than any drop of the name listed before it
+                // (`cluster_drop_database.rs`).
+                let at = crate::cluster_delete::now_ms();
+                crate::cluster_drop::record_lifecycle(&self.wal, db, at)?;
+                if let Err(e) = cluster.create_database(db, at) {
                     tracing::warn!(db, error = %e, "database not listed on the cluster yet");
                 }
             }
@@ -213,6 +217,11 @@ impl Storage {
 
     pub(crate) fn drop(&self, db: &str) -> Result<(), StorageError> {
         let _admin = self.lifecycle.admin.lock();
+        self.drop_admin_held(db)
+    }
+
+    /// [`drop`](Self::drop), the admin lock held by the caller.
+    pub(crate) fn drop_admin_held(&self, db: &str) -> Result<(), StorageError> {
         let up_to_seq = {
             let _commits = self.lifecycle.commits.write();
             if !self.catalog.database_exists(db) {

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{schema, Cluster, ClusterError, RetentionSetting};
+use super::{schema, Cluster, ClusterError, DatabaseLives, RetentionSetting};
 use crate::table::ColumnKind;
 use crate::{quote_ident, quote_string, unescape_tsv};
 
@@ -38,6 +38,9 @@ pub struct ClusterCatalog {
     /// The newest drop of each (`db`, `measurement`) over the shards that answered (ms,
     /// the dropping node's clock).
     pub drops: BTreeMap<(String, String), u64>,
+    /// Databases' dated creations and drops ([`super::databases`]): a dropped database is
+    /// in neither [`databases`](Self::databases) nor [`tables`](Self::tables).
+    pub lives: DatabaseLives,
     /// Shards that did not answer (what they hold is missing above).
     pub unreachable: Vec<usize>,
 }
@@ -159,11 +162,31 @@ impl Cluster {
                 }
                 Err(e) => return Err(e),
             }
+            match self.database_lives(k) {
+                Ok(lives) => out.lives.merge(lives),
+                Err(ClusterError::Unreachable { .. }) => {
+                    out.unreachable.push(k);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
             match self.retention_settings(k) {
                 Ok(settings) => per_shard.push((k, settings)),
                 Err(ClusterError::Unreachable { .. }) => out.unreachable.push(k),
                 Err(e) => return Err(e),
             }
+        }
+        // A dropped database is gone with its tables, measurement drops and retention (a
+        // setting older than its newest drop belonged to the database that was dropped).
+        let lives = out.lives.clone();
+        out.databases.retain(|db| lives.alive(db));
+        out.tables.retain(|(db, _), _| lives.alive(db));
+        out.drops
+            .retain(|(db, m), _| !m.is_empty() && lives.alive(db));
+        for (_, settings) in per_shard.iter_mut() {
+            settings.retain(|db, s| {
+                lives.alive(db) && lives.dropped.get(db).is_none_or(|d| s.set_at > *d)
+            });
         }
         for (_, settings) in &per_shard {
             for (db, setting) in settings {
@@ -183,10 +206,12 @@ impl Cluster {
         Ok(out)
     }
 
-    /// Lists `db` on every shard that answers (and creates it there), so every node learns
-    /// it; `Ok(n)`: how many shards took it (0: none answered, retry later).
-    pub fn create_database(&self, db: &str) -> Result<usize, ClusterError> {
+    /// Lists `db`, created at `at` (ms, this node's clock; [`super::databases`]), on every
+    /// shard that answers (and creates it there), so every node learns it; `Ok(n)`: how
+    /// many shards took it (0: none answered, retry later).
+    pub fn create_database(&self, db: &str, at: u64) -> Result<usize, ClusterError> {
         let mut took = 0;
+        let [create_created, insert_created] = Self::created_statements(db, at);
         for k in 0..self.config.shards.len() {
             let done = [
                 format!(
@@ -202,6 +227,8 @@ impl Cluster {
                     "INSERT INTO {META_DATABASE}.databases (name) VALUES ({})",
                     quote_string(db)
                 ),
+                create_created.clone(),
+                insert_created.clone(),
             ]
             .iter()
             .try_for_each(|sql| self.http.statement(k, sql).map(drop));

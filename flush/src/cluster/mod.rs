@@ -18,6 +18,7 @@
 //! [`held`]).
 
 mod catalog;
+mod databases;
 mod delete;
 mod held;
 mod http;
@@ -40,6 +41,7 @@ use crate::engine::Engine;
 use crate::quote_string;
 use crate::table::{coalesce, ColumnKind, Part, SERIES_ID};
 pub use catalog::ClusterCatalog;
+pub use databases::{DatabaseLives, DROP_DONE};
 pub use read::RowSelection;
 pub use retention::{Expired, RetentionSetting};
 pub use shard::ShardMap;

@@ -275,7 +275,7 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
     s0.query("CREATE TABLE IF NOT EXISTS foreign_app.t (x UInt8) ENGINE = Memory")
         .unwrap();
     let fresh_db = database_name("listed");
-    assert_eq!(cluster.create_database(&fresh_db).unwrap(), 2);
+    assert_eq!(cluster.create_database(&fresh_db, 1).unwrap(), 2);
     let catalog = cluster.catalog().unwrap();
     assert!(catalog.unreachable.is_empty(), "{catalog:?}");
     assert!(catalog.databases.contains(&db) && catalog.databases.contains(&fresh_db));
@@ -328,6 +328,55 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
         Err(ClusterError::TypeConflict { column, .. }) => assert_eq!(column, "usage"),
         other => panic!("{other:?}"),
     }
+
+    // A database's dated life: a listed drop hides it and its tables from every node's
+    // catalog at once (before they are gone), its tables then leave both shards (another
+    // application's table in a database of that name stays), and a newer creation brings
+    // the name back, without the old tables.
+    cluster.list_database_drop(&db, 10).unwrap();
+    let catalog = cluster.catalog().unwrap();
+    assert!(!catalog.databases.contains(&db), "{catalog:?}");
+    assert!(catalog.tables.keys().all(|(d, _)| d != &db), "{catalog:?}");
+    assert!(catalog.databases.contains(&fresh_db), "{catalog:?}");
+    let lives = cluster.all_database_lives().unwrap();
+    assert_eq!(lives.unfinished_drop(&db), Some(10));
+    cluster.confirm_database_drop("node-a", &db, 10).unwrap();
+    assert!(cluster
+        .all_database_lives()
+        .unwrap()
+        .has_applied("node-a", &db, 10));
+    s1.query(&format!("CREATE DATABASE IF NOT EXISTS `{db}`"))
+        .unwrap();
+    s1.query(&format!(
+        "CREATE TABLE `{db}`.foreign (x UInt8) ENGINE = Memory"
+    ))
+    .unwrap();
+    cluster.drop_database_tables(&db).unwrap();
+    for shard in [&s0, &s1] {
+        let left = shard
+            .query(&format!(
+                "SELECT name FROM system.tables WHERE database IN ('{db}', '__shard_{db}') \
+                 ORDER BY name"
+            ))
+            .unwrap();
+        let want = if std::ptr::eq(shard, &s1) {
+            "foreign\n"
+        } else {
+            ""
+        };
+        assert_eq!(left, want);
+    }
+    cluster
+        .confirm_database_drop(flush::cluster::DROP_DONE, &db, 10)
+        .unwrap();
+    assert_eq!(
+        cluster.all_database_lives().unwrap().unfinished_drop(&db),
+        None
+    );
+    assert_eq!(cluster.create_database(&db, 11).unwrap(), 2);
+    let catalog = cluster.catalog().unwrap();
+    assert!(catalog.databases.contains(&db), "{catalog:?}");
+    assert!(catalog.tables.keys().all(|(d, _)| d != &db), "{catalog:?}");
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod cli;
 mod cluster;
 mod cluster_delete;
 mod cluster_drop;
+mod cluster_drop_database;
 mod cluster_retention;
 mod cq;
 mod crash;
