@@ -187,10 +187,11 @@ impl Engine {
         format: &str,
         cancel: &SqlCancel,
         sink: &mut dyn FnMut(&[u8]) -> bool,
+        reader: Option<&str>,
     ) -> std::result::Result<SqlSummary, SqlError> {
         self.inner
             .sandbox
-            .run_elsewhere(|limits| cluster.sql(sql, format, limits, cancel, sink))
+            .run_elsewhere(|limits| cluster.sql(sql, format, limits, cancel, sink, reader))
     }
 
     /// Which points of each table may have several rows

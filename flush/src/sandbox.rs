@@ -255,6 +255,8 @@ mod code {
     pub(super) const QUERY_WAS_CANCELLED: u32 = 394;
     pub(super) const TOO_MANY_ROWS_OR_BYTES: u32 = 396;
     pub(super) const ACCESS_DENIED: u32 = 497;
+    /// A ClickHouse server's user without access to a database (before 20.4's RBAC).
+    pub(super) const DATABASE_ACCESS_DENIED: u32 = 291;
 }
 
 /// The `Code: N.` of an engine message.
@@ -271,7 +273,7 @@ pub(crate) fn engine_sql_error(c: &SqlConfig, message: &str, cancel: &SqlCancel)
         return SqlError::Cancelled;
     }
     match engine_code(message) {
-        Some(code::ACCESS_DENIED) | Some(code::READONLY) => {
+        Some(code::ACCESS_DENIED | code::DATABASE_ACCESS_DENIED | code::READONLY) => {
             SqlError::Forbidden(message.to_string())
         }
         Some(code::TIMEOUT_EXCEEDED) => SqlError::LimitExceeded(format!(

@@ -434,7 +434,7 @@ data_dir = "data"
 wal_compression = "lz4"
 # Where flushed points go: "embedded" (this process's engine) or "clickhouse" (the shards
 # of a ClickHouse cluster below: InfluxQL reads them back, DELETE, DROP SERIES, DROP
-# MEASUREMENT and a database's retention work there; DROP DATABASE and retention policies
+# MEASUREMENT, DROP DATABASE and a database's retention work there; retention policies
 # besides the default are not built for it yet. docs/architecture.md, "ClickHouse cluster").
 engine = "embedded"
 
@@ -456,8 +456,17 @@ timeout_secs = 30
 distributed = ""
 # How long a DELETE, DROP SERIES or DROP MEASUREMENT waits for the other ingest nodes to
 # deliver the writes they acknowledged before it (a node down with writes in its WAL: 503,
-# nothing deleted).
+# nothing deleted), and DROP DATABASE for every node to apply it.
 delete_wait_secs = 60
+# The shards' users that read one database each, for non-admins' /api/v1/sql (?db=<db>):
+# each must be allowed, in every server's users.xml, <db> and __shard_<db> only
+# (<allow_databases>; docs/security.md). None: only admins (and everyone with auth off)
+# run SQL on the cluster. One table per database:
+# [[storage.clickhouse.readers]]
+# database = "telegraf"
+# user = "chingest_read_telegraf"
+# password = ""
+readers = []
 
 [wal]
 # "fsync": an acknowledged write survives power loss; "buffered": survives a process crash.

@@ -174,6 +174,7 @@ async fn run<S: Store>(
     let mut params = Params::parse(raw.as_deref().unwrap_or(""));
     let sql = statement(&mut params, &headers, &body)?;
     let format = choose_format(&params, &headers)?;
+    let db = params.get_nonempty("db").map(str::to_string);
     let access = sql_access(&id);
     let cancel = SqlCancel::new();
     // Until the response is handed over, dropping this future (client gone,
@@ -191,6 +192,7 @@ async fn run<S: Store>(
             sql: &sql,
             format,
             access,
+            db: db.as_deref(),
             cancel: cancel.clone(),
         };
         let mut sink = |block: &[u8]| {

@@ -70,6 +70,40 @@ pub struct ClickHouseConfig {
     /// nodes to deliver the writes they acknowledged before it (a node down with writes in
     /// its WAL holds them back: the statement then answers 503, nothing deleted), seconds.
     pub delete_wait_secs: u64,
+    /// The shards' users that read one database each (`[[storage.clickhouse.readers]]`):
+    /// a non-admin's `/api/v1/sql` on the cluster runs as the one of its database.
+    pub readers: Vec<ReaderConfig>,
+}
+
+/// `[[storage.clickhouse.readers]]`: a user on every shard whose `allow_databases` (the
+/// servers' `users.xml`) are `database` and `__shard_<database>`.
+#[derive(Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReaderConfig {
+    /// The database it may read.
+    pub database: String,
+    /// Its name on the shards.
+    pub user: String,
+    /// Its password.
+    #[serde(serialize_with = "redacted")]
+    pub password: String,
+}
+
+impl std::fmt::Debug for ReaderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReaderConfig")
+            .field("database", &self.database)
+            .field("user", &self.user)
+            .field(
+                "password",
+                &if self.password.is_empty() {
+                    ""
+                } else {
+                    "[REDACTED]"
+                },
+            )
+            .finish()
+    }
 }
 
 /// A secret as it may be shown: `[REDACTED]`, or empty when there is none.
@@ -94,6 +128,7 @@ impl std::fmt::Debug for ClickHouseConfig {
             .field("timeout_secs", &self.timeout_secs)
             .field("distributed", &self.distributed)
             .field("delete_wait_secs", &self.delete_wait_secs)
+            .field("readers", &self.readers)
             .finish()
     }
 }
@@ -108,6 +143,7 @@ impl Default for ClickHouseConfig {
             timeout_secs: 30,
             distributed: String::new(),
             delete_wait_secs: 60,
+            readers: Vec::new(),
         }
     }
 }
@@ -135,6 +171,15 @@ impl ClickHouseConfig {
             timeout: std::time::Duration::from_secs(self.timeout_secs.max(1)),
             distributed: (!self.distributed.is_empty()).then(|| self.distributed.clone()),
             delete_wait: std::time::Duration::from_secs(self.delete_wait_secs),
+            readers: self
+                .readers
+                .iter()
+                .map(|r| flush::cluster::ShardReader {
+                    database: r.database.clone(),
+                    user: r.user.clone(),
+                    password: (!r.password.is_empty()).then(|| r.password.clone()),
+                })
+                .collect(),
         }
     }
 }

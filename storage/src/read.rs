@@ -171,24 +171,20 @@ impl Storage {
 
     /// `/api/v1/sql` on the cluster: the statement runs on a shard over the
     /// `Distributed` tables, read-only and within the `[sql]` limits, enforced by that
-    /// server ([`flush::cluster::Cluster::sql`]). The shards' user reads every database
-    /// and the servers' own `system` tables (other sessions' statements among them), which
-    /// the embedded sandbox keeps from non-admins: only an admin gets there.
+    /// server ([`flush::cluster::Cluster::sql`]). Admins, and everyone when auth is off,
+    /// run as chingest's user there (every database, and the servers' `system` tables);
+    /// anyone else as the shards' reader of the one database they name ([`sql_reader`]).
     pub(crate) fn run_cluster_sql(
         &self,
         cluster: &flush::cluster::Cluster,
         req: SqlRequest<'_>,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError> {
-        if cluster.distributed().is_some() && req.access != SqlAccess::Admin {
-            return Err(SqlError::Forbidden(
-                "SQL on a ClickHouse cluster runs on its servers as chingest's user there, \
-                 which reads every database and the servers' system tables: it needs an admin \
-                 ([auth] enabled = true and a user with admin = true; [storage] engine = \
-                 \"clickhouse\")"
-                    .into(),
-            ));
-        }
+        let reader = if cluster.distributed().is_some() {
+            sql_reader(cluster, &req)?
+        } else {
+            None
+        };
         let format = match req.format {
             SqlFormat::Json => "JSON",
             SqlFormat::JsonEachRow => "JSONEachRow",
@@ -198,7 +194,7 @@ impl Storage {
         let engine = self
             .engine()
             .map_err(|_| SqlError::Unavailable("the server is shutting down".into()))?;
-        engine.cluster_sql(cluster, req.sql, format, &req.cancel, sink)
+        engine.cluster_sql(cluster, req.sql, format, &req.cancel, sink, reader)
     }
 
     /// Parts, merges and rows from the engine's system tables, read on a
@@ -265,6 +261,42 @@ impl Storage {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// Whose shard user runs a statement on the cluster (`None`: chingest's own): a non-admin
+/// names the database it reads (`db`), which it must be allowed to read and which must
+/// have a reader on the shards.
+fn sql_reader<'r>(
+    cluster: &flush::cluster::Cluster,
+    req: &SqlRequest<'r>,
+) -> Result<Option<&'r str>, SqlError> {
+    let dbs = match &req.access {
+        SqlAccess::Admin | SqlAccess::Read(flush::ReadScope::All) => return Ok(None),
+        SqlAccess::Read(flush::ReadScope::Databases(dbs)) => dbs,
+    };
+    let Some(db) = req.db else {
+        let named = match dbs.len() {
+            1 => dbs.iter().next().cloned().unwrap_or_default(),
+            _ => "<database>".to_string(),
+        };
+        return Err(SqlError::Forbidden(format!(
+            "SQL on a ClickHouse cluster runs, for a non-admin, as the shards' reader of one \
+             database: name it with db={named}"
+        )));
+    };
+    if !dbs.contains(db) {
+        return Err(SqlError::Forbidden(format!(
+            "not authorized to read database {db:?}"
+        )));
+    }
+    if cluster.reader(db).is_none() {
+        return Err(SqlError::Forbidden(format!(
+            "SQL on a ClickHouse cluster runs, for a non-admin, as the shards' reader of the \
+             database: none is configured for {db:?} ([[storage.clickhouse.readers]], \
+             docs/security.md)"
+        )));
+    }
+    Ok(Some(db))
 }
 
 fn query_engine_stats(engine: &flush::Engine) -> Option<EngineStats> {

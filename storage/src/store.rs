@@ -85,6 +85,10 @@ pub struct SqlRequest<'a> {
     pub format: SqlFormat,
     /// Who runs it: an admin, or a reader with the databases it may read.
     pub access: SqlAccess,
+    /// The database the client named (`db`): on a ClickHouse cluster, the one whose
+    /// shard reader runs a non-admin's statement (the embedded engine ignores it: its
+    /// engine roles cover every database the caller may read).
+    pub db: Option<&'a str>,
     /// Set by the caller when the client goes away.
     pub cancel: SqlCancel,
 }

@@ -4,7 +4,7 @@
 use reqwest::blocking::Client as Reqwest;
 use reqwest::Url;
 
-use super::{ClusterConfig, ClusterError};
+use super::{ClusterConfig, ClusterError, ShardReader};
 
 /// What a shard's last request showed (`/health`).
 #[derive(Debug, Clone, Default)]
@@ -83,24 +83,39 @@ impl Client {
     /// change them); the answer to read, or the server's error text (`Ok(Err)`: the
     /// statement was refused, which says nothing about the shard, so it is not recorded as
     /// the shard's failure).
+    /// `reader`: the statement runs as that user instead of chingest's.
     pub(crate) fn user_statement(
         &self,
         k: usize,
         sql: &str,
         settings: &[(&str, String)],
         timeout: std::time::Duration,
+        reader: Option<&ShardReader>,
     ) -> Result<Result<reqwest::blocking::Response, String>, ClusterError> {
         let mut url = self.shards[k].clone();
         url.query_pairs_mut()
             .extend_pairs(settings.iter().map(|(k, v)| (*k, v.as_str())));
-        let req = self.post(url, sql).timeout(timeout);
-        let answer = req.send().map_err(|e| self.unreachable(k, e))?;
+        let req = match reader {
+            Some(r) => self
+                .http
+                .post(url)
+                .body(sql.to_string())
+                .basic_auth(&r.user, r.password.as_deref()),
+            None => self.post(url, sql),
+        };
+        let answer = req
+            .timeout(timeout)
+            .send()
+            .map_err(|e| self.unreachable(k, e))?;
         self.saw(k, Some(true), None);
         if answer.status().is_success() {
             return Ok(Ok(answer));
         }
-        let text = answer.text().unwrap_or_default();
-        Ok(Err(self.redact(text.trim())))
+        let text = self.redact(answer.text().unwrap_or_default().trim());
+        Ok(Err(match reader.and_then(|r| r.password.as_deref()) {
+            Some(p) if !p.is_empty() => text.replace(p, "[REDACTED]"),
+            _ => text,
+        }))
     }
 
     /// The URL that runs `insert` (`… FORMAT Native`) on shard `k` with the rows posted to

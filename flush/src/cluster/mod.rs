@@ -67,6 +67,31 @@ pub struct ClusterConfig {
     /// How long a `DELETE` waits for the other ingest nodes to deliver the writes they
     /// acknowledged before it ([`nodes`]).
     pub delete_wait: Duration,
+    /// The shards' users that read one database each: a non-admin's `/api/v1/sql` runs as
+    /// the one of the database it reads ([`sql`]).
+    pub readers: Vec<ShardReader>,
+}
+
+/// A user on every shard that may read one database (its `allow_databases` in the
+/// servers' `users.xml`: `<db>` and `__shard_<db>`); `Debug` shows no password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ShardReader {
+    /// The database it reads.
+    pub database: String,
+    /// Its name on the shards.
+    pub user: String,
+    /// Its password.
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for ShardReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardReader")
+            .field("database", &self.database)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "[REDACTED]"))
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for ClusterConfig {
@@ -79,6 +104,7 @@ impl std::fmt::Debug for ClusterConfig {
             .field("timeout", &self.timeout)
             .field("distributed", &self.distributed)
             .field("delete_wait", &self.delete_wait)
+            .field("readers", &self.readers)
             .finish()
     }
 }

@@ -21,6 +21,11 @@ pub(crate) struct Shard {
 /// The cluster name the shards of [`Shard::start_cluster`] know each other by.
 pub(crate) const CLUSTER: &str = "chingest_test";
 
+/// A user on every test server that may read database `a` only (its `allow_databases`:
+/// `a` and `__shard_a`), and its password: a shard reader (`[[storage.clickhouse.readers]]`).
+#[allow(dead_code)]
+pub(crate) const READER_OF_A: (&str, &str) = ("reader_a", "reader_a_pw");
+
 /// The server binary (`CHINGEST_CLICKHOUSE_SERVER` or Debian's path); `None` (the test
 /// skips, loudly) where it is not installed, outside CI.
 pub(crate) fn server_binary(test: &str) -> Option<PathBuf> {
@@ -118,7 +123,11 @@ impl Shard {
              <max_insert_block_size>10000</max_insert_block_size>\
              <min_insert_block_size_rows>10000</min_insert_block_size_rows></default></profiles>\
              <users><default><password></password><networks><ip>127.0.0.1</ip></networks>\
-             <profile>default</profile><quota>default</quota></default></users>\
+             <profile>default</profile><quota>default</quota></default>\
+             <reader_a><password>reader_a_pw</password><networks><ip>127.0.0.1</ip></networks>\
+             <profile>default</profile><quota>default</quota><allow_databases>\
+             <database>a</database><database>__shard_a</database></allow_databases></reader_a>\
+             </users>\
              <quotas><default></default></quotas></yandex>\n";
         std::fs::write(self.dir.join("users.xml"), users).unwrap();
         let config = format!(

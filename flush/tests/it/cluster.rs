@@ -34,6 +34,7 @@ pub(crate) fn config(shards: &[&Shard], node: &str) -> ClusterConfig {
         timeout: Duration::from_secs(10),
         distributed: None,
         delete_wait: Duration::from_secs(60),
+        readers: Vec::new(),
     }
 }
 
@@ -389,6 +390,7 @@ fn cluster_configuration_is_checked_at_connect() {
         timeout: Duration::from_secs(2),
         distributed: None,
         delete_wait: Duration::from_secs(60),
+        readers: Vec::new(),
     };
     let err = |c| match Cluster::connect(c) {
         Err(e) => e.to_string(),

@@ -13,7 +13,7 @@ use serde_json::Value;
 #[path = "../../../flush/tests/it/clickhouse_server.rs"]
 pub(crate) mod clickhouse_server;
 
-use clickhouse_server::{server_binary, Shard, CLUSTER};
+use clickhouse_server::{server_binary, Shard, CLUSTER, READER_OF_A};
 
 /// `[storage] engine = "clickhouse"` over `shards`, this node named `node`.
 pub(crate) fn cluster_config_named(shards: &[&Shard], node: &str) -> String {
@@ -435,10 +435,13 @@ fn two_nodes_agree_on_databases_and_field_types_through_the_cluster() {
             "1\t1\t\\N\tx\n3\t3\t0.5\ty\n"
         );
     }
-    // With auth off nobody is an admin, so nobody runs SQL on the shards through chingest.
-    let r = a.post("/api/v1/sql", "SELECT count() FROM shared.m");
-    assert_eq!(r.status(), 403);
-    assert!(r.text().unwrap().contains("needs an admin"));
+    // With auth off everyone reads every database (read-only), as in the embedded engine.
+    let r = a.post(
+        "/api/v1/sql?format=csv",
+        "SELECT count() AS n FROM shared.m",
+    );
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.text().unwrap(), "\"n\"\n2\n");
     for node in [&a, &b] {
         let r = node.query("SHOW DATABASES");
         let names = r["results"][0]["series"][0]["values"].to_string();
@@ -451,8 +454,8 @@ fn two_nodes_agree_on_databases_and_field_types_through_the_cluster() {
 
 /// `/api/v1/sql` on a cluster: the statement runs on a shard over the `Distributed`
 /// tables (every shard's rows), read-only and within `[sql]`'s limits as that server
-/// enforces them; only an admin gets there (the shards' user reads every database and the
-/// servers' system tables).
+/// enforces them; an admin as chingest's user there, a non-admin as the shards' reader of
+/// the database it names, whose server refuses every other database.
 #[test]
 fn sql_on_a_cluster_reads_every_shard_read_only_within_the_limits() {
     let test = "sql_on_a_cluster_reads_every_shard_read_only_within_the_limits";
@@ -462,11 +465,19 @@ fn sql_on_a_cluster_reads_every_shard_read_only_within_the_limits() {
     let (s0, s1) = (&shards[0], &shards[1]);
     let node_dir = data_dir();
     let config = format!(
-        "{}distributed = \"{CLUSTER}\"\n\n[auth]\nenabled = true\n\n[[auth.users]]\nname = \"admin\"\n\
-         password_hash = \"{}\"\nadmin = true\n\n[[auth.users]]\nname = \"reader\"\n\
-         password_hash = \"{}\"\nread = [\"a\"]\n\n[sql]\nmax_result_rows = 1000\n",
+        "{}distributed = \"{CLUSTER}\"\n\n[[storage.clickhouse.readers]]\ndatabase = \"a\"\n\
+         user = \"{}\"\npassword = \"{}\"\n\n[[storage.clickhouse.readers]]\ndatabase = \"b\"\n\
+         user = \"reader_a\"\npassword = \"not-its-password\"\n\n[auth]\nenabled = true\n\n[[auth.users]]\n\
+         name = \"admin\"\npassword_hash = \"{}\"\nadmin = true\n\n[[auth.users]]\nname = \"reader\"\n\
+         password_hash = \"{}\"\nread = [\"a\"]\n\n[[auth.users]]\nname = \"reader_b\"\n\
+         password_hash = \"{}\"\nread = [\"b\"]\n\n[[auth.users]]\nname = \"reader_c\"\n\
+         password_hash = \"{}\"\nread = [\"c\"]\n\n[sql]\nmax_result_rows = 1000\n",
         cluster_config_named(&[s0, s1], "n1"),
+        READER_OF_A.0,
+        READER_OF_A.1,
         hash("adminpw"),
+        hash("readerpw"),
+        hash("readerpw"),
         hash("readerpw")
     );
     let node = Spawn::new(node_dir.path()).config(&config).start();
@@ -557,10 +568,87 @@ fn sql_on_a_cluster_reads_every_shard_read_only_within_the_limits() {
     let row: Value = serde_json::from_str(text.trim()).unwrap();
     assert_eq!(num(&row["n"]), "60", "{text}");
 
-    // A reader cannot: the shards' user reads every database and the servers' system tables.
-    let (status, text) = sql(Some(("reader", "readerpw")), "SELECT count() FROM a.m");
+    // A reader of a runs as the shards' reader of a: a's rows, its default database a; the
+    // server refuses every other database however the statement reaches it, and lists
+    // none of their tables.
+    q("CREATE DATABASE b");
+    let r = as_admin(node.client.post(node.url("/write?db=b")))
+        .body("m,host=secret v=1i 1")
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 204, "{:?}", r.text());
+    wait_delivered(&[&node], Duration::from_secs(60));
+    let reader = Some(("reader", "readerpw"));
+    let sql_on = |who: Option<(&str, &str)>, db: &str, sql: &str| {
+        let r = node
+            .client
+            .post(node.url(&format!("/api/v1/sql?format=csv&db={db}")))
+            .basic_auth(who.unwrap().0, Some(who.unwrap().1))
+            .body(sql.to_string())
+            .send()
+            .unwrap();
+        (r.status().as_u16(), r.text().unwrap())
+    };
+    for statement in ["SELECT count() AS n FROM a.m", "SELECT count() AS n FROM m"] {
+        let (status, text) = sql_on(reader, "a", statement);
+        assert_eq!((status, text.as_str()), (200, "\"n\"\n60\n"), "{statement}");
+    }
+    for statement in [
+        "SELECT count() FROM b.m",
+        "SELECT count() FROM __shard_b.m",
+        "SELECT count() FROM a.m WHERE host IN (SELECT host FROM b.m)",
+        "SELECT count() FROM a.m ALL INNER JOIN b.m USING host",
+        "SELECT count() FROM (SELECT * FROM b.m)",
+        "SELECT count() FROM __chingest.databases",
+        "DESCRIBE TABLE b.m",
+    ] {
+        let (status, text) = sql_on(reader, "a", statement);
+        assert_eq!(status, 403, "{statement}: {text}");
+        assert!(
+            text.contains("Access denied to database"),
+            "{statement}: {text}"
+        );
+    }
+    let (status, text) = sql_on(
+        reader,
+        "a",
+        "SELECT count() AS n FROM system.columns WHERE database IN ('b', '__shard_b', '__chingest')",
+    );
+    assert_eq!((status, text.as_str()), (200, "\"n\"\n0\n"));
+    let (status, text) = sql_on(reader, "a", "SELECT * FROM numbers(3)");
     assert_eq!(status, 403, "{text}");
-    assert!(text.contains("needs an admin"), "{text}");
+    let (status, text) = sql_on(
+        reader,
+        "a",
+        "INSERT INTO a.m (time, series_id, __node, __seq, __row, host, v) VALUES (1, 1, 'x', 1, 0, 'h', 1)",
+    );
+    assert!(status == 403 && text.contains("readonly"), "{text}");
+    // The database must be named, readable by the caller, and have a reader on the shards.
+    let (status, text) = sql(reader, "SELECT count() FROM a.m");
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("name it with db=a"), "{text}");
+    let (status, text) = sql_on(reader, "b", "SELECT count() FROM b.m");
+    assert_eq!(status, 403, "{text}");
+    assert!(
+        text.contains(r#"not authorized to read database \"b\""#),
+        "{text}"
+    );
+    let (status, text) = sql_on(
+        Some(("reader_b", "readerpw")),
+        "b",
+        "SELECT count() FROM b.m",
+    );
+    // A reader whose credentials the shards refuse is the configuration's fault: 503 naming
+    // it, its password nowhere in the answer.
+    assert_eq!(status, 503, "{text}");
+    assert!(
+        text.contains("refused the credentials of the reader of database"),
+        "{text}"
+    );
+    assert!(!text.contains("not-its-password"), "{text}");
+    let (status, text) = sql_on(Some(("reader_c", "readerpw")), "c", "SELECT 1");
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains(r#"none is configured for \"c\""#), "{text}");
     let (status, _) = sql(None, "SELECT count() FROM a.m");
     assert_eq!(status, 401);
 
