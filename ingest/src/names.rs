@@ -144,6 +144,22 @@ impl fmt::Display for NameErrorKind {
 /// number (`__rp_1`): names no user database can have (`__` is reserved).
 pub const POLICY_DATABASE_PREFIX: &str = "__rp_";
 
+/// The storage database of `db`'s retention policy `rp`: [`POLICY_DATABASE_PREFIX`] and the
+/// XXH3-64 of `db`, a zero byte and `rp`, in decimal. The same on every node, so ingest
+/// nodes writing one ClickHouse cluster put a policy's points in the same tables whichever
+/// created it (a policy dropped and created again reuses the name: its drop finishes
+/// first). Files of earlier releases name policies `__rp_<counter>`, which stay valid.
+pub fn policy_database(db: &str, rp: &str) -> String {
+    let mut key = Vec::with_capacity(db.len() + 1 + rp.len());
+    key.extend_from_slice(db.as_bytes());
+    key.push(0);
+    key.extend_from_slice(rp.as_bytes());
+    format!(
+        "{POLICY_DATABASE_PREFIX}{}",
+        xxhash_rust::xxh3::xxh3_64(&key)
+    )
+}
+
 /// Whether `db` is a retention policy's database ([`POLICY_DATABASE_PREFIX`] and digits).
 pub fn is_policy_database(db: &str) -> bool {
     db.strip_prefix(POLICY_DATABASE_PREFIX)
@@ -186,6 +202,22 @@ pub fn check_database(db: &str) -> Result<(), NameError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_policy_database_name_is_the_same_everywhere_and_only_its_policys() {
+        let name = policy_database("telegraf", "one_day");
+        assert_eq!(name, policy_database("telegraf", "one_day"));
+        assert!(is_policy_database(&name), "{name}");
+        assert!(check_written_database(&name).is_ok());
+        assert!(
+            check_database(&name).is_err(),
+            "no user database can be named so"
+        );
+        assert_ne!(name, policy_database("telegraf", "one_week"));
+        assert_ne!(name, policy_database("other", "one_day"));
+        // The separator keeps ("a", "bc") and ("ab", "c") apart.
+        assert_ne!(policy_database("a", "bc"), policy_database("ab", "c"));
+    }
     use super::*;
 
     #[test]

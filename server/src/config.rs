@@ -433,9 +433,9 @@ data_dir = "data"
 # release older than this setting cannot read lz4 ones (stop cleanly before going back).
 wal_compression = "lz4"
 # Where flushed points go: "embedded" (this process's engine) or "clickhouse" (the shards
-# of a ClickHouse cluster below: InfluxQL reads them back, DELETE, DROP SERIES, DROP
-# MEASUREMENT, DROP DATABASE and a database's retention work there; retention policies
-# besides the default are not built for it yet. docs/architecture.md, "ClickHouse cluster").
+# of a ClickHouse cluster below: InfluxQL reads them back; DELETE, DROP SERIES, DROP
+# MEASUREMENT, DROP DATABASE, retention and retention policies work there, agreed by every
+# node. docs/architecture.md, "ClickHouse cluster").
 engine = "embedded"
 
 [storage.clickhouse]

@@ -285,7 +285,6 @@ impl From<storage::StorageError> for ApiError {
                 None => ApiError::Internal(e.to_string()),
             },
             S::TagValues(e) => e.into(),
-            e @ S::OnCluster { .. } => ApiError::Query(e.to_string()),
             // A read over its `[sql] max_result_rows` is the query's fault; anything else
             // a shard's (down, refusing): try again later.
             e @ S::Cluster(storage::ClusterError::TooManyRows { .. }) => {

@@ -287,6 +287,20 @@ pub async fn run(config: Config) -> Result<(), RunError> {
     state.cqs = Arc::new(cqs);
     state.policies = Arc::new(policies);
     let _continuous_queries = cq::spawn(state.clone());
+    // On a ClickHouse cluster: the other nodes' retention-policy changes, every 2 s.
+    if state.store.cluster_policies().is_some() {
+        let state = state.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(2));
+            loop {
+                tick.tick().await;
+                let state = state.clone();
+                let _ =
+                    tokio::task::spawn_blocking(move || state.policies.sync(state.store.as_ref()))
+                        .await;
+            }
+        });
+    }
     let router = app(state);
     // One grace bounds the whole stop: in-flight requests, then the flush (whatever
     // the flusher's state; what it cannot flush in time stays in the WAL). The WAL

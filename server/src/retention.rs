@@ -2,7 +2,9 @@
 //!
 //! A database starts with one policy, `autogen`, whose data is the database itself (its
 //! tables, its retention). Each policy created besides it gets a database of its own in
-//! storage, `__rp_<n>` (no user database can start with `__`), whose retention is the
+//! storage, `__rp_<n>` (no user database can start with `__`; `n` a hash of the database's
+//! and the policy's names, `ingest::names::policy_database`, so every node of a ClickHouse
+//! cluster names it alike), whose retention is the
 //! policy's duration: the same measurement in two policies is two tables and two series
 //! sets, each table's TTL is its policy's, and the door refuses points older than it.
 //! Which policies a database has, their storage databases and the default are kept here,
@@ -12,6 +14,12 @@
 //! Crash safety: a policy's storage database is created before the file names it and
 //! dropped after the file forgot it, so a crash leaves at most an unreferenced `__rp_<n>`
 //! (invisible: only a policy's name reaches it), never a policy without its data.
+//!
+//! On a ClickHouse cluster every node keeps this file too, in step with the others: each
+//! change lists the database's whole entry, dated, on the shards (`__chingest.policies`),
+//! and every node takes the newest listed ([`Policies::sync`]: before each InfluxQL
+//! statement, before a write names a policy it does not know, and every 2 s). The storage
+//! databases are the cluster's databases (created, retained and dropped there as any).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +27,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
-use storage::{Store, POLICY_DATABASE_PREFIX};
+use storage::Store;
 
 use crate::error::ApiError;
 
@@ -47,12 +55,17 @@ pub struct DatabasePolicies {
     pub default: String,
     /// The policies.
     pub policies: Vec<Policy>,
+    /// When they last changed (ms since the epoch; 0: before this was kept). On a
+    /// ClickHouse cluster the newest listing wins ([`Policies::sync`]).
+    #[serde(default)]
+    pub at: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct PolicyFile {
     version: u32,
-    /// The number of the next policy database.
+    /// The number of the next policy database (releases before hashed names; kept so
+    /// that a file goes back and forth between them).
     next: u64,
     databases: BTreeMap<String, DatabasePolicies>,
 }
@@ -212,9 +225,7 @@ impl Policies {
         duration_secs: u64,
         change: Change,
     ) -> Result<(), ApiError> {
-        self.edit(db, |file| {
-            let next = file.next;
-            let mut used_next = false;
+        self.edit(store, db, |file| {
             let d = file.databases.get_mut(db).expect("edit makes the entry");
             if let Some(p) = d.policies.iter().find(|p| p.name == name) {
                 if store.retention_secs(&p.storage) != duration_secs {
@@ -226,9 +237,9 @@ impl Policies {
                     store.set_retention(db, duration_secs)?;
                     db.to_string()
                 } else {
-                    let storage = format!("{POLICY_DATABASE_PREFIX}{next}");
+                    // The same name on every node of a cluster.
+                    let storage = ingest::names::policy_database(db, name);
                     store.create_policy_database(&storage, duration_secs)?;
-                    used_next = true;
                     storage
                 };
                 d.policies.push(Policy {
@@ -239,9 +250,6 @@ impl Policies {
             }
             if change.default {
                 d.default = name.to_string();
-            }
-            if used_next {
-                file.next = next + 1;
             }
             Ok(())
         })
@@ -255,7 +263,7 @@ impl Policies {
         name: &str,
         change: Change,
     ) -> Result<(), ApiError> {
-        self.edit(db, |file| {
+        self.edit(store, db, |file| {
             let d = file.databases.get_mut(db).expect("edit makes the entry");
             let p = d
                 .policies
@@ -279,7 +287,7 @@ impl Policies {
     /// data goes, after the file forgot it; the default keeps its name if it was this one
     /// (InfluxDB's behaviour).
     pub fn drop_policy<S: Store>(&self, store: &S, db: &str, name: &str) -> Result<(), ApiError> {
-        let gone = self.edit(db, |file| {
+        let gone = self.edit(store, db, |file| {
             let d = file.databases.get_mut(db).expect("edit makes the entry");
             Ok(d.policies
                 .iter()
@@ -300,9 +308,11 @@ impl Policies {
     }
 
     /// One change of `db`'s policies (its entry made first if it had none), saved durably
-    /// once `f` succeeded; changes are serialised.
-    fn edit<T>(
+    /// once `f` succeeded, then listed for the other nodes of a cluster; changes are
+    /// serialised.
+    fn edit<S: Store, T>(
         &self,
+        store: &S,
         db: &str,
         f: impl FnOnce(&mut PolicyFile) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
@@ -312,11 +322,17 @@ impl Policies {
             .entry(db.to_string())
             .or_insert_with(|| first_entry(db));
         let out = f(&mut file)?;
+        let at = now_ms();
+        let d = file.databases.get_mut(db).expect("edit makes the entry");
+        d.at = at;
+        let doc = serde_json::to_string(d).expect("policies serialise");
         self.save(file)?;
+        publish(store, db, &doc, at);
         Ok(out)
     }
 
-    /// `DROP DATABASE`: every policy's data, and the database's entry.
+    /// `DROP DATABASE`: every policy's data, and the database's entry (on a cluster, every
+    /// node's).
     pub fn drop_database<S: Store>(&self, store: &S, db: &str) -> Result<(), ApiError> {
         let _one_writer = self.writer.lock();
         let mut file = (*self.snapshot()).clone();
@@ -324,10 +340,62 @@ impl Policies {
             return Ok(());
         };
         self.save(file)?;
+        publish(store, db, "", now_ms());
         for p in d.policies.iter().filter(|p| p.storage != db) {
             store.drop_database(&p.storage)?;
         }
         Ok(())
+    }
+
+    /// With the points on a ClickHouse cluster: takes every database's policies the
+    /// cluster lists newer than this node's (another node changed them; `""`: dropped with
+    /// the database), and lists again those of this node's that the cluster lacks or has
+    /// older (a shard was down when they changed). The newest change wins: two nodes
+    /// changing one database's policies at once keep the later.
+    pub fn sync<S: Store>(&self, store: &S) {
+        let Some(theirs) = store.cluster_policies() else {
+            return;
+        };
+        let _one_writer = self.writer.lock();
+        let mut file = (*self.snapshot()).clone();
+        let mut changed = false;
+        for (db, (doc, at)) in &theirs {
+            if file.databases.get(db).map_or(0, |d| d.at) >= *at {
+                continue;
+            }
+            if doc.is_empty() {
+                changed |= file.databases.remove(db).is_some();
+                continue;
+            }
+            match serde_json::from_str::<DatabasePolicies>(doc) {
+                Ok(mut d) => {
+                    d.at = *at;
+                    tracing::info!(db, "retention policies learned from the ClickHouse cluster");
+                    file.databases.insert(db.clone(), d);
+                    changed = true;
+                }
+                Err(e) => {
+                    tracing::warn!(db, error = %e, "unreadable retention policies on the cluster")
+                }
+            }
+        }
+        let behind: Vec<(String, String, u64)> = file
+            .databases
+            .iter()
+            .filter(|(db, d)| d.at > 0 && theirs.get(*db).is_none_or(|(_, t)| *t < d.at))
+            .map(|(db, d)| {
+                let doc = serde_json::to_string(d).expect("policies serialise");
+                (db.clone(), doc, d.at)
+            })
+            .collect();
+        if changed {
+            if let Err(e) = self.save(file) {
+                tracing::warn!(error = %e, "cannot save the retention policies learned");
+            }
+        }
+        for (db, doc, at) in behind {
+            publish(store, &db, &doc, at);
+        }
     }
 
     fn save(&self, file: PolicyFile) -> Result<(), ApiError> {
@@ -353,6 +421,21 @@ fn first_entry(db: &str) -> DatabasePolicies {
             storage: db.to_string(),
             shard_duration_ns: None,
         }],
+        at: 0,
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Lists `db`'s policies for the other nodes of a cluster; a failure is logged, and
+/// [`Policies::sync`] lists them again later.
+fn publish<S: Store>(store: &S, db: &str, doc: &str, at: u64) {
+    if let Err(e) = store.publish_policies(db, doc, at) {
+        tracing::warn!(db, error = %e, "retention policies not listed on the cluster yet");
     }
 }
 

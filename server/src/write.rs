@@ -267,11 +267,22 @@ async fn write<S: Store>(
             return Err(ApiError::DatabaseNotFound(db));
         }
     }
-    // The policy's storage database (the database itself unless it has policies).
-    let db = state
-        .policies
-        .resolve(&db, rp.as_deref())
-        .map_err(ApiError::RetentionPolicyNotFound)?;
+    // The policy's storage database (the database itself unless it has policies). One
+    // this node does not know may be another cluster node's, newer than its last sync.
+    let db = match state.policies.resolve(&db, rp.as_deref()) {
+        Ok(storage) => storage,
+        Err(_) if store.cluster_policies().is_some() => {
+            let (p, policies) = (store.clone(), state.policies.clone());
+            tokio::task::spawn_blocking(move || policies.sync(p.as_ref()))
+                .await
+                .map_err(|e| ApiError::Internal(e.to_string()))?;
+            state
+                .policies
+                .resolve(&db, rp.as_deref())
+                .map_err(ApiError::RetentionPolicyNotFound)?
+        }
+        Err(missing) => return Err(ApiError::RetentionPolicyNotFound(missing)),
+    };
     // Refuse before reading a byte when the storage side is behind or the
     // parse threads are saturated.
     state.limits.check_storage(&store.stats())?;

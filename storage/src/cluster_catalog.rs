@@ -67,6 +67,9 @@ pub(crate) struct ClusterSync {
     /// The storage, once opened: a database drop learned from the cluster runs through it
     /// (`cluster_drop_database.rs`).
     storage: OnceLock<Weak<Storage>>,
+    /// Each database's retention-policy document as the last refresh read it (and as this
+    /// node listed it since): what the server's policies follow.
+    policies: Mutex<std::collections::BTreeMap<String, (String, u64)>>,
     stop: AtomicBool,
 }
 
@@ -88,6 +91,7 @@ impl ClusterSync {
             delivered: DeliveredClock::default(),
             nodes: Mutex::new(std::collections::BTreeMap::new()),
             storage: OnceLock::new(),
+            policies: Mutex::new(std::collections::BTreeMap::new()),
             stop: AtomicBool::new(false),
         });
         let s = sync.clone();
@@ -116,6 +120,19 @@ impl ClusterSync {
     /// Lets the refresh apply the database drops it learns through `storage`.
     pub(crate) fn attach(&self, storage: Weak<Storage>) {
         let _ = self.storage.set(storage);
+    }
+
+    /// Each database's newest retention-policy document known (`db` → (document, ms)).
+    pub(crate) fn policies(&self) -> std::collections::BTreeMap<String, (String, u64)> {
+        self.policies.lock().clone()
+    }
+
+    /// Keeps `db`'s policy document `doc` at `at` unless a newer one is known.
+    pub(crate) fn note_policies(&self, db: &str, doc: &str, at: u64) {
+        let mut known = self.policies.lock();
+        if known.get(db).is_none_or(|(_, t)| *t < at) {
+            known.insert(db.to_string(), (doc.to_string(), at));
+        }
     }
 
     /// Stops the background refresh (after the one running, if any).
@@ -274,8 +291,13 @@ impl ClusterSync {
             };
             Ok(lifecycle_at(&self.wal, db).map_err(|e| e.to_string())? < *at)
         };
+        for (db, (doc, at)) in &theirs.policies {
+            self.note_policies(db, doc, *at);
+        }
         for db in &theirs.databases {
-            if self.catalog.database_exists(db) || ingest::names::check_database(db).is_err() {
+            if self.catalog.database_exists(db)
+                || ingest::names::check_written_database(db).is_err()
+            {
                 continue;
             }
             if let Some(at) = theirs.lives.created.get(db) {
@@ -296,10 +318,7 @@ impl ClusterSync {
         // Ours the shards do not list yet (created while they were down, or before this
         // node was pointed at the cluster).
         for db in self.catalog.databases() {
-            if !theirs.databases.contains(&db)
-                && !ingest::names::is_policy_database(&db)
-                && !dropping(&db)?
-            {
+            if !theirs.databases.contains(&db) && !dropping(&db)? {
                 let at = lifecycle_at(&self.wal, &db).map_err(|e| e.to_string())?;
                 self.cluster
                     .create_database(&db, at)

@@ -91,13 +91,6 @@ pub enum StorageError {
         /// The database.
         db: String,
     },
-    /// The points are on a ClickHouse cluster (`[storage] engine = "clickhouse"`), where
-    /// chingest does not read or change them yet (issue #25).
-    #[error("{what} is not supported yet with [storage] engine = \"clickhouse\" (issue #25): run it on the cluster")]
-    OnCluster {
-        /// What was asked.
-        what: &'static str,
-    },
     /// The ClickHouse cluster could not answer a read of its catalog or series.
     #[error("the ClickHouse cluster could not answer: {0}")]
     Cluster(#[from] flush::cluster::ClusterError),

@@ -102,15 +102,6 @@ impl Storage {
     fn engine(&self) -> Result<flush::Engine, StorageError> {
         self.engine.read().clone().ok_or(StorageError::ShuttingDown)
     }
-
-    /// Refuses `what` when the points are on a ClickHouse cluster: reads and changes of
-    /// stored points go to the cluster directly until chingest's own do (issue #25).
-    fn on_this_node(&self, what: &'static str) -> Result<(), StorageError> {
-        match self.cluster {
-            Some(_) => Err(StorageError::OnCluster { what }),
-            None => Ok(()),
-        }
-    }
 }
 
 pub use commit::EncodedWrite;
@@ -161,8 +152,29 @@ impl Store for Storage {
         }
     }
     fn create_policy_database(&self, db: &str, retention_secs: u64) -> Result<(), StorageError> {
-        self.on_this_node("retention policies on the ClickHouse cluster")?;
+        // On a cluster, listed there as any database (its retention first, as
+        // `create_database` does), so every node learns it.
+        if let Some(cluster) = &self.cluster {
+            if !self.catalog.database_exists(db) {
+                self.check_no_unfinished_drop(cluster, db)?;
+                if retention_secs > 0 {
+                    cluster.set_retention(db, retention_secs)?;
+                }
+            }
+        }
         self.create_policy_database(db, retention_secs)
+    }
+    fn cluster_policies(&self) -> Option<std::collections::BTreeMap<String, (String, u64)>> {
+        self.cluster_sync.as_ref().map(|s| s.policies())
+    }
+    fn publish_policies(&self, db: &str, doc: &str, at: u64) -> Result<(), StorageError> {
+        if let Some(cluster) = &self.cluster {
+            cluster.list_policies(db, doc, at)?;
+            if let Some(sync) = &self.cluster_sync {
+                sync.note_policies(db, doc, at);
+            }
+        }
+        Ok(())
     }
     fn drop_database(&self, db: &str) -> Result<(), StorageError> {
         match &self.cluster {

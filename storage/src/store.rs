@@ -207,6 +207,17 @@ pub trait Store: Send + Sync + 'static {
     /// Creates the database of a retention policy ([`crate::POLICY_DATABASE_PREFIX`] and a
     /// number), keeping points `retention_secs` (0 = forever).
     fn create_policy_database(&self, db: &str, retention_secs: u64) -> Result<(), StorageError>;
+    /// With the points on a ClickHouse cluster, the newest retention-policy document of
+    /// each database listed there (`db` → (document, ms)): the policies every node agrees
+    /// on, as the last catalog refresh read them. `None`: this node is the only writer.
+    fn cluster_policies(&self) -> Option<std::collections::BTreeMap<String, (String, u64)>> {
+        None
+    }
+    /// Lists `db`'s retention-policy document (`""`: it has none any more), changed at
+    /// `at` (ms), on the cluster's shards for every node; a no-op without a cluster.
+    fn publish_policies(&self, _db: &str, _doc: &str, _at: u64) -> Result<(), StorageError> {
+        Ok(())
+    }
     /// Drops `db` and its data (idempotent; blocking).
     fn drop_database(&self, db: &str) -> Result<(), StorageError>;
     /// Whether [`Store::drop_database`] can run here at all, asked before anything above

@@ -41,6 +41,9 @@ pub struct ClusterCatalog {
     /// Databases' dated creations and drops ([`super::databases`]): a dropped database is
     /// in neither [`databases`](Self::databases) nor [`tables`](Self::tables).
     pub lives: DatabaseLives,
+    /// Each live database's newest retention-policy document (`db` → (document, ms);
+    /// `""`: its policies were dropped with it).
+    pub policies: BTreeMap<String, (String, u64)>,
     /// Shards that did not answer (what they hold is missing above).
     pub unreachable: Vec<usize>,
 }
@@ -170,6 +173,23 @@ impl Cluster {
                 }
                 Err(e) => return Err(e),
             }
+            match self.policy_documents(k) {
+                Ok(docs) => {
+                    for (db, (doc, at)) in docs {
+                        match out.policies.get(&db) {
+                            Some((_, newest)) if *newest >= at => {}
+                            _ => {
+                                out.policies.insert(db, (doc, at));
+                            }
+                        }
+                    }
+                }
+                Err(ClusterError::Unreachable { .. }) => {
+                    out.unreachable.push(k);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
             match self.retention_settings(k) {
                 Ok(settings) => per_shard.push((k, settings)),
                 Err(ClusterError::Unreachable { .. }) => out.unreachable.push(k),
@@ -183,6 +203,13 @@ impl Cluster {
         out.tables.retain(|(db, _), _| lives.alive(db));
         out.drops
             .retain(|(db, m), _| !m.is_empty() && lives.alive(db));
+        // Policies listed before the database's newest drop went with it (then).
+        for (db, (doc, at)) in out.policies.iter_mut() {
+            if let Some(dropped) = lives.dropped.get(db).filter(|d| *at <= **d) {
+                doc.clear();
+                *at = *dropped;
+            }
+        }
         for (_, settings) in per_shard.iter_mut() {
             settings.retain(|db, s| {
                 lives.alive(db) && lives.dropped.get(db).is_none_or(|d| s.set_at > *d)

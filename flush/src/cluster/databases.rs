@@ -27,6 +27,8 @@ use crate::{quote_ident, quote_string, unescape_tsv};
 const CREATED_TABLE: &str = "__chingest.created";
 /// Where nodes confirm the database drops they applied.
 const APPLIED_TABLE: &str = "__chingest.drops_applied";
+/// Where each database's retention policies are listed, as a dated document.
+const POLICIES_TABLE: &str = "__chingest.policies";
 /// The node name of a drop's "done" row in [`APPLIED_TABLE`] (no node is named `''`:
 /// `[storage.clickhouse] node` is validated non-empty).
 pub const DROP_DONE: &str = "";
@@ -96,6 +98,52 @@ fn dated<K: Ord>(answer: &str, key: impl Fn(&[&str]) -> Option<K>) -> BTreeMap<K
 }
 
 impl Cluster {
+    /// The newest retention-policy document of each database listed on shard `k`: `db` →
+    /// (document, ms).
+    pub(crate) fn policy_documents(
+        &self,
+        k: usize,
+    ) -> Result<BTreeMap<String, (String, u64)>, ClusterError> {
+        let answer = self.read_meta(
+            k,
+            &format!(
+                "SELECT db, argMax(doc, at), max(at) FROM {POLICIES_TABLE} GROUP BY db \
+                 FORMAT TabSeparated"
+            ),
+        )?;
+        let mut out = BTreeMap::new();
+        for line in answer.lines() {
+            let cells: Vec<&str> = line.split('\t').collect();
+            let [db, doc, at] = cells[..] else {
+                continue;
+            };
+            if let Ok(at) = at.parse() {
+                out.insert(unescape_tsv(db), (unescape_tsv(doc), at));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Lists `db`'s retention-policy document `doc` (`""`: none), changed at `at` (ms, this
+    /// node's clock), on every shard that answers (none: an error); the newest wins.
+    pub fn list_policies(&self, db: &str, doc: &str, at: u64) -> Result<usize, ClusterError> {
+        let (took, down) = self.list_meta(
+            &format!(
+                "CREATE TABLE IF NOT EXISTS {POLICIES_TABLE} (db String, doc String, at UInt64) \
+                 ENGINE = MergeTree ORDER BY db"
+            ),
+            &format!(
+                "INSERT INTO {POLICIES_TABLE} (db, doc, at) VALUES ({}, {}, {at})",
+                quote_string(db),
+                quote_string(doc)
+            ),
+        )?;
+        match (took, down) {
+            (0, Some(e)) => Err(e),
+            _ => Ok(took),
+        }
+    }
+
     /// The lives of the databases listed on shard `k`.
     pub(crate) fn database_lives(&self, k: usize) -> Result<DatabaseLives, ClusterError> {
         let created = self.read_meta(

@@ -45,8 +45,10 @@ pub(super) fn execute<S: Store>(
 ) -> Result<StatementResult, ApiError> {
     let p = state.store.as_ref();
     let id = cx.id;
-    // Other ingest nodes' databases and schema, where they write too (a cluster).
+    // Other ingest nodes' databases, schema and retention policies, where they write too
+    // (a cluster).
     p.refresh_catalog();
+    state.policies.sync(p);
     if let Some(on) = show_condition_db(&st) {
         // Which series match a condition is the engine's to say, per storage database of
         // the database's policies.

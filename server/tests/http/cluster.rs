@@ -2,8 +2,7 @@
 //! delivers what `/write` acknowledged to two real ClickHouse servers (Debian's 18.16, on
 //! loopback) as shards, exactly once, through a `kill -9` of chingest and a shard stopped
 //! and restarted mid-stream; InfluxQL reads them back from the shards, and `/api/v1/sql`
-//! through the shards' `Distributed` tables; retention policies besides the default on
-//! the cluster (not built yet) answer a clear error.
+//! through the shards' `Distributed` tables.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -89,20 +88,6 @@ pub(crate) fn wait_listed(s: &Server, db: &str) {
         assert!(Instant::now() < deadline, "{db} never listed: {r}");
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-/// `q` answers an InfluxQL error naming the ClickHouse cluster (not built for it yet).
-fn refused_on_the_cluster(s: &Server, path: &str, q: &str) {
-    let r: Value = s
-        .client
-        .post(s.url(path))
-        .form(&[("q", q)])
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    let err = r["results"][0]["error"].as_str().unwrap_or_default();
-    assert!(err.contains("ClickHouse cluster"), "{q}: {r}");
 }
 
 fn unflushed(s: &Server) -> u64 {
@@ -338,13 +323,6 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
     }
     // The failures counted since the last restart (at 45, after the shard came back) may be
     // none: the counter exists only once recorded.
-    // A retention policy besides the default would need its own tables on the shards:
-    // refused, not ignored (the default policy's retention is: cluster_retention.rs).
-    refused_on_the_cluster(
-        &s,
-        "/query",
-        "CREATE RETENTION POLICY short ON d DURATION 1d REPLICATION 1",
-    );
     // The catalog's answers still work.
     let r = s.query("SHOW MEASUREMENTS ON d");
     assert_eq!(

@@ -12,6 +12,7 @@ mod cluster;
 mod cluster_delete;
 mod cluster_drop;
 mod cluster_drop_database;
+mod cluster_policies;
 mod cluster_retention;
 mod cq;
 mod crash;
