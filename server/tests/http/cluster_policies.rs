@@ -141,6 +141,24 @@ fn retention_policies_on_a_cluster_are_every_nodes() {
         wait_answer(node, "SELECT count(v) FROM m", json!([[0, 3]]));
     }
 
+    // SELECT INTO another policy (what a continuous query runs) through b, read through a.
+    let minute = 60_000_000_000;
+    ok(
+        &b,
+        &format!(
+            "SELECT max(v) INTO d.one_day.m_max FROM d.autogen.m WHERE time >= {} AND time < {} \
+             GROUP BY time(1m)",
+            t - t % minute,
+            t - t % minute + minute
+        ),
+    );
+    wait_delivered(&[&b], Duration::from_secs(60));
+    wait_answer(
+        &a,
+        "SELECT max FROM d.one_day.m_max",
+        json!([[t - t % minute, 2]]),
+    );
+
     // Dropped on a: gone from b, and its points from every shard.
     ok(&a, "DROP RETENTION POLICY one_day ON d");
     wait_answer(
