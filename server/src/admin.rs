@@ -108,6 +108,31 @@ async fn act<S: Store>(
     }
 }
 
+/// `POST /api/v1/cluster/forget-node?node=<name>` (admin): removes an ingest node gone for
+/// good (its WAL with it) from the nodes a cluster-wide `DELETE`, `DROP SERIES`, `DROP
+/// MEASUREMENT` or `DROP DATABASE` waits for. `{"node", "forgotten"}` (false: no shard
+/// listed it). A node forgotten while alive lists itself again at its next refresh.
+pub async fn forget_node<S: Store>(
+    State(state): State<AppState<S>>,
+    Extension(id): Extension<Identity>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    if let Err(e) = require_admin(&id, "forgetting an ingest node is for admins") {
+        return e.into_response();
+    }
+    let params = Params::parse(query.as_deref().unwrap_or(""));
+    let Some(node) = params.get_nonempty("node").map(str::to_string) else {
+        return ApiError::Query("missing parameter: node".into()).into_response();
+    };
+    let store = state.store.clone();
+    let name = node.clone();
+    match tokio::task::spawn_blocking(move || store.forget_cluster_node(&name)).await {
+        Ok(Ok(forgotten)) => Json(json!({ "node": node, "forgotten": forgotten })).into_response(),
+        Ok(Err(e)) => ApiError::from(e).into_response(),
+        Err(e) => ApiError::Internal(e.to_string()).into_response(),
+    }
+}
+
 fn admin(id: &Identity) -> Result<(), ApiError> {
     require_admin(id, "the quarantine is for admins")
 }

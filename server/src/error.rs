@@ -279,7 +279,9 @@ impl From<storage::StorageError> for ApiError {
             | S::NotFlushed { .. }
             | S::NotDeliveredByNodes { .. }
             | S::DropNotAppliedByNodes { .. }) => ApiError::Unavailable(e.to_string()),
-            e @ S::DropUnfinished { .. } => ApiError::Query(e.to_string()),
+            e @ (S::DropUnfinished { .. } | S::NotOnCluster | S::ForgetSelf { .. }) => {
+                ApiError::Query(e.to_string())
+            }
             S::Engine(e) => match e.engine_message() {
                 Some(m) => ApiError::Query(m.to_string()),
                 None => ApiError::Internal(e.to_string()),

@@ -134,6 +134,7 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .route("/api/v1/quarantine", get(admin::list::<S>))
         .route("/api/v1/quarantine/retry", post(admin::retry::<S>))
         .route("/api/v1/quarantine/discard", post(admin::discard::<S>))
+        .route("/api/v1/cluster/forget-node", post(admin::forget_node::<S>))
         .route(
             "/api/v1/users",
             get(users_backup::export::<S>).post(users_backup::import::<S>),

@@ -85,6 +85,17 @@ pub enum StorageError {
         /// How long it waited.
         waited_secs: u64,
     },
+    /// Asked of a node whose points are not on a ClickHouse cluster.
+    #[error(
+        "this node's points are not on a ClickHouse cluster ([storage] engine = \"embedded\")"
+    )]
+    NotOnCluster,
+    /// Asked to forget the node that was asked.
+    #[error("ingest node {node:?} is this node: forget a node from another one")]
+    ForgetSelf {
+        /// Its name.
+        node: String,
+    },
     /// `CREATE DATABASE` of a name whose `DROP DATABASE` on the cluster did not finish.
     #[error("database {db:?} was dropped on the ClickHouse cluster but its points are still on the shards (the DROP DATABASE did not finish): run DROP DATABASE {db:?} again, then create it")]
     DropUnfinished {

@@ -164,6 +164,23 @@ impl Store for Storage {
         }
         self.create_policy_database(db, retention_secs)
     }
+    fn forget_cluster_node(&self, node: &str) -> Result<bool, StorageError> {
+        let Some(cluster) = &self.cluster else {
+            return Err(StorageError::NotOnCluster);
+        };
+        if node == cluster.node() {
+            return Err(StorageError::ForgetSelf {
+                node: node.to_string(),
+            });
+        }
+        let listed = cluster.forget_node(node)?;
+        tracing::warn!(
+            node,
+            listed,
+            "ingest node forgotten: cluster deletes and drops no longer wait for it"
+        );
+        Ok(listed)
+    }
     fn cluster_policies(&self) -> Option<std::collections::BTreeMap<String, (String, u64)>> {
         self.cluster_sync.as_ref().map(|s| s.policies())
     }

@@ -213,6 +213,11 @@ pub trait Store: Send + Sync + 'static {
     fn cluster_policies(&self) -> Option<std::collections::BTreeMap<String, (String, u64)>> {
         None
     }
+    /// With the points on a ClickHouse cluster, removes ingest node `node` (never this one)
+    /// from the nodes every cluster-wide delete and drop waits for; whether it was listed.
+    fn forget_cluster_node(&self, _node: &str) -> Result<bool, StorageError> {
+        Err(StorageError::NotOnCluster)
+    }
     /// Lists `db`'s retention-policy document (`""`: it has none any more), changed at
     /// `at` (ms), on the cluster's shards for every node; a no-op without a cluster.
     fn publish_policies(&self, _db: &str, _doc: &str, _at: u64) -> Result<(), StorageError> {

@@ -311,19 +311,14 @@ impl Cluster {
             .map(|k| (k.clone(), ColumnKind::Tag))
             .collect();
         let list: Vec<String> = tag_keys.iter().map(|k| quote_ident(k)).collect();
-        for k in 0..self.config.shards.len() {
-            let answer = self.read_table(
-                k,
-                db,
-                measurement,
-                &columns,
-                &format!(
-                    "SELECT DISTINCT {} FROM {} LIMIT {} FORMAT TabSeparated",
-                    list.join(", "),
-                    schema::table(db, measurement),
-                    max_rows.saturating_add(1)
-                ),
-            )?;
+        let sql = format!(
+            "SELECT DISTINCT {} FROM {} LIMIT {} FORMAT TabSeparated",
+            list.join(", "),
+            schema::table(db, measurement),
+            max_rows.saturating_add(1)
+        );
+        let answers = self.read_table_everywhere(db, measurement, &columns, &sql)?;
+        for (k, answer) in answers.iter().enumerate() {
             for line in answer.lines() {
                 let values: Vec<String> = line.split('\t').map(unescape_tsv).collect();
                 if values.len() != tag_keys.len() {

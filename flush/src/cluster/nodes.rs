@@ -9,7 +9,7 @@
 //! table keeps about one row per node), and a `DELETE` begun at `T` waits until every node
 //! listed has `delivered_through >= T` ([`Cluster::nodes_delivered`]). A node that is down
 //! with writes still in its WAL holds every `DELETE` back until it is back (or an operator
-//! removes its row, once it is gone for good); node clocks are assumed to agree to within
+//! forgets it, once it is gone for good: [`Cluster::forget_node`]); node clocks are assumed to agree to within
 //! NTP's accuracy (a write acknowledged within that skew of a `DELETE` is concurrent with it).
 
 use std::collections::BTreeMap;
@@ -42,6 +42,41 @@ impl Cluster {
             ),
         )?;
         Ok(took)
+    }
+
+    /// Removes `node` from the listing on every shard (every shard must answer: one that
+    /// kept it would list it again): deletes and drops stop waiting for it. For a node gone
+    /// for good with its WAL; false if no shard listed it. Waits for each shard's delete.
+    pub fn forget_node(&self, node: &str) -> Result<bool, ClusterError> {
+        let listed = self.nodes_delivered()?.contains_key(node);
+        let quoted = quote_string(node);
+        for k in 0..self.config.shards.len() {
+            match self.http.statement(
+                k,
+                &format!("ALTER TABLE {NODES_TABLE} DELETE WHERE node = {quoted}"),
+            ) {
+                Ok(_) => {}
+                Err(e) if e.is_missing_table() => continue,
+                Err(e) => return Err(e),
+            }
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            let pending = format!(
+                "SELECT count() FROM system.mutations WHERE database = '__chingest' \
+                 AND table = 'nodes' AND is_done = 0 FORMAT TabSeparated"
+            );
+            while self.http.statement(k, &pending)?.trim() != "0" {
+                if std::time::Instant::now() > deadline {
+                    return Err(ClusterError::Refused {
+                        shard: k,
+                        endpoint: self.config.shards[k].clone(),
+                        statement: "ALTER TABLE __chingest.nodes DELETE".into(),
+                        message: "not done within 60 s (it goes on; ask again)".into(),
+                    });
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+        Ok(listed)
     }
 
     /// Every node's newest `delivered_through` over the shards that answer (ms, that node's

@@ -121,13 +121,13 @@ impl Cluster {
             .map(|(n, _)| format!(", {}", quote_ident(n)))
             .collect();
         let mut rows = 0u64;
-        for k in 0..self.config.shards.len() {
-            let sql = format!(
-                "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {table} \
-                 WHERE {filter} LIMIT {} FORMAT TabSeparated",
-                max_rows.saturating_add(1)
-            );
-            let answer = self.read_table(k, db, measurement, columns, &sql)?;
+        let sql = format!(
+            "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {table} \
+             WHERE {filter} LIMIT {} FORMAT TabSeparated",
+            max_rows.saturating_add(1)
+        );
+        let answers = self.read_table_everywhere(db, measurement, columns, &sql)?;
+        for (k, answer) in answers.iter().enumerate() {
             let bad = |message: String| ClusterError::Refused {
                 shard: k,
                 endpoint: self.config.shards[k].clone(),

@@ -45,6 +45,31 @@ impl Cluster {
         }
     }
 
+    /// [`read_table`](Self::read_table) of `sql_for(k)` on every shard at once (one thread
+    /// per shard: a read waits for the slowest shard, not for their sum); the answers in
+    /// shard order, or the first shard's error.
+    pub(crate) fn read_table_everywhere(
+        &self,
+        db: &str,
+        measurement: &str,
+        columns: &[(String, ColumnKind)],
+        sql: &str,
+    ) -> Result<Vec<String>, ClusterError> {
+        let shards = self.config.shards.len();
+        if shards == 1 {
+            return Ok(vec![self.read_table(0, db, measurement, columns, sql)?]);
+        }
+        std::thread::scope(|scope| {
+            let reads: Vec<_> = (0..shards)
+                .map(|k| scope.spawn(move || self.read_table(k, db, measurement, columns, sql)))
+                .collect();
+            reads
+                .into_iter()
+                .map(|r| r.join().expect("a shard read does not panic"))
+                .collect()
+        })
+    }
+
     /// Creates the database and table on shard `k` and adds the columns it lacks.
     pub(crate) fn ensure_table(
         &self,

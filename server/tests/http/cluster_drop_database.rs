@@ -5,7 +5,7 @@
 //! database on any shard; both nodes then refuse its writes as InfluxDB does, until it is
 //! created again, empty. A node down holds the drop's last step back (503 naming it): the
 //! database is gone meanwhile, and a `CREATE DATABASE` of the name refused until a drop
-//! completes.
+//! completes; a node gone for good is forgotten by an admin, and drops stop waiting for it.
 
 use std::time::{Duration, Instant};
 
@@ -181,4 +181,31 @@ fn drop_database_on_a_cluster_drops_every_nodes_points_and_refuses_its_writes() 
     wait_listed(&b, "d");
     let r = influxql(&b, "d", "SELECT count(v) FROM m");
     assert!(r["results"][0]["series"].is_null(), "{r}");
+
+    // b gone for good: an admin forgets it (here anyone: auth is off), and a drop no longer
+    // waits for it. A node cannot forget itself; an unknown one is no error.
+    drop(b);
+    let forget = |node: &str| {
+        let r = a.post(&format!("/api/v1/cluster/forget-node?node={node}"), "");
+        (r.status().as_u16(), r.text().unwrap())
+    };
+    let (status, text) = forget("a");
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("is this node"), "{text}");
+    let began = Instant::now();
+    assert_eq!(
+        forget("b"),
+        (200, r#"{"forgotten":true,"node":"b"}"#.to_string())
+    );
+    ok(&influxql(&a, "", "DROP DATABASE d"));
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_eq!(databases(&a), ["keep"]);
+    assert_eq!(
+        forget("nobody"),
+        (200, r#"{"forgotten":false,"node":"nobody"}"#.to_string())
+    );
 }
