@@ -60,11 +60,9 @@ impl Cluster {
                 Err(e) => return Err(e),
             }
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-            let pending = format!(
-                "SELECT count() FROM system.mutations WHERE database = '__chingest' \
-                 AND table = 'nodes' AND is_done = 0 FORMAT TabSeparated"
-            );
-            while self.http.statement(k, &pending)?.trim() != "0" {
+            let pending = "SELECT count() FROM system.mutations WHERE database = '__chingest' \
+                 AND table = 'nodes' AND is_done = 0 FORMAT TabSeparated";
+            while self.http.statement(k, pending)?.trim() != "0" {
                 if std::time::Instant::now() > deadline {
                     return Err(ClusterError::Refused {
                         shard: k,
