@@ -48,6 +48,17 @@ pub struct ClusterCatalog {
     pub unreachable: Vec<usize>,
 }
 
+/// One shard's part of a [`ClusterCatalog`].
+#[derive(Default)]
+struct ShardCatalog {
+    databases: BTreeSet<String>,
+    tables: BTreeMap<(String, String), BTreeMap<String, ColumnKind>>,
+    drops: BTreeMap<(String, String), u64>,
+    lives: DatabaseLives,
+    policies: BTreeMap<String, (String, u64)>,
+    retention: BTreeMap<String, RetentionSetting>,
+}
+
 impl Cluster {
     /// Runs `sql`, a read of a table of chingest's metadata database, on shard `k`; a table
     /// (or database) not made there yet reads as empty.
@@ -96,105 +107,48 @@ impl Cluster {
 
     /// The databases and tables on every shard that answers; a shard that does not is
     /// listed in [`ClusterCatalog::unreachable`], not an error. A shard that answers with
-    /// an error fails the whole read (its tables would silently be missing).
+    /// an error fails the whole read (its tables would silently be missing). Every shard is
+    /// read at once (a statement that needs a fresh catalog waits for the slowest shard,
+    /// not for their sum).
     pub fn catalog(&self) -> Result<ClusterCatalog, ClusterError> {
+        let shards = self.config.shards.len();
+        let read: Vec<Result<Option<ShardCatalog>, ClusterError>> = std::thread::scope(|scope| {
+            let reads: Vec<_> = (0..shards)
+                .map(|k| scope.spawn(move || self.shard_catalog(k)))
+                .collect();
+            reads
+                .into_iter()
+                .map(|r| r.join().expect("a catalog read does not panic"))
+                .collect()
+        });
         let mut out = ClusterCatalog::default();
-        for k in 0..self.config.shards.len() {
-            let columns = match self.http.statement(
-                k,
-                &format!(
-                    "SELECT database, table, name, type FROM system.columns \
-                     WHERE (database, table) IN \
-                     (SELECT database, table FROM system.columns \
-                      WHERE name = '__node' AND startsWith(database, {})) \
-                     FORMAT TabSeparated",
-                    quote_string(schema::SHARD_DATABASE_PREFIX)
-                ),
-            ) {
-                Ok(answer) => answer,
-                Err(ClusterError::Unreachable { .. }) => {
-                    out.unreachable.push(k);
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            for line in columns.lines() {
-                let cells: Vec<&str> = line.split('\t').collect();
-                let [db, table, name, ty] = cells[..] else {
-                    continue;
-                };
-                let (db, table, name) = (unescape_tsv(db), unescape_tsv(table), unescape_tsv(name));
-                let Some(db) = db.strip_prefix(schema::SHARD_DATABASE_PREFIX) else {
-                    continue;
-                };
-                let db = db.to_string();
-                out.databases.insert(db.clone());
-                let columns = out.tables.entry((db, table)).or_default();
-                if KEY_COLUMNS.contains(&name.as_str()) {
-                    continue;
-                }
-                if let Some(kind) = schema::kind_of(ty) {
-                    columns.entry(name).or_insert(kind);
-                }
-            }
-            match self.read_meta(
-                k,
-                &format!("SELECT DISTINCT name FROM {META_DATABASE}.databases FORMAT TabSeparated"),
-            ) {
-                Ok(names) => out.databases.extend(names.lines().map(unescape_tsv)),
-                Err(ClusterError::Unreachable { .. }) => out.unreachable.push(k),
-                Err(e) => return Err(e),
-            }
-        }
-        out.unreachable.dedup();
         let mut per_shard = Vec::new();
-        for k in 0..self.config.shards.len() {
-            if out.unreachable.contains(&k) {
+        for (k, shard) in read.into_iter().enumerate() {
+            let Some(shard) = shard? else {
+                out.unreachable.push(k);
                 continue;
+            };
+            out.databases.extend(shard.databases);
+            for (key, columns) in shard.tables {
+                let known = out.tables.entry(key).or_default();
+                for (name, kind) in columns {
+                    known.entry(name).or_insert(kind);
+                }
             }
-            match self.listed_drops(k) {
-                Ok(drops) => {
-                    for (key, at) in drops {
-                        let newest = out.drops.entry(key).or_insert(at);
-                        *newest = (*newest).max(at);
+            for (key, at) in shard.drops {
+                let newest = out.drops.entry(key).or_insert(at);
+                *newest = (*newest).max(at);
+            }
+            out.lives.merge(shard.lives);
+            for (db, (doc, at)) in shard.policies {
+                match out.policies.get(&db) {
+                    Some((_, newest)) if *newest >= at => {}
+                    _ => {
+                        out.policies.insert(db, (doc, at));
                     }
                 }
-                Err(ClusterError::Unreachable { .. }) => {
-                    out.unreachable.push(k);
-                    continue;
-                }
-                Err(e) => return Err(e),
             }
-            match self.database_lives(k) {
-                Ok(lives) => out.lives.merge(lives),
-                Err(ClusterError::Unreachable { .. }) => {
-                    out.unreachable.push(k);
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
-            match self.policy_documents(k) {
-                Ok(docs) => {
-                    for (db, (doc, at)) in docs {
-                        match out.policies.get(&db) {
-                            Some((_, newest)) if *newest >= at => {}
-                            _ => {
-                                out.policies.insert(db, (doc, at));
-                            }
-                        }
-                    }
-                }
-                Err(ClusterError::Unreachable { .. }) => {
-                    out.unreachable.push(k);
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
-            match self.retention_settings(k) {
-                Ok(settings) => per_shard.push((k, settings)),
-                Err(ClusterError::Unreachable { .. }) => out.unreachable.push(k),
-                Err(e) => return Err(e),
-            }
+            per_shard.push((k, shard.retention));
         }
         // A dropped database is gone with its tables, measurement drops and retention (a
         // setting older than its newest drop belonged to the database that was dropped).
@@ -230,6 +184,59 @@ impl Cluster {
                 }
             }
         }
+        Ok(out)
+    }
+
+    /// What shard `k` holds of the catalog; `None`: it does not answer.
+    fn shard_catalog(&self, k: usize) -> Result<Option<ShardCatalog>, ClusterError> {
+        match self.read_shard_catalog(k) {
+            Ok(shard) => Ok(Some(shard)),
+            Err(ClusterError::Unreachable { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn read_shard_catalog(&self, k: usize) -> Result<ShardCatalog, ClusterError> {
+        let mut out = ShardCatalog::default();
+        let columns = self.http.statement(
+            k,
+            &format!(
+                "SELECT database, table, name, type FROM system.columns \
+                 WHERE (database, table) IN \
+                 (SELECT database, table FROM system.columns \
+                  WHERE name = '__node' AND startsWith(database, {})) \
+                 FORMAT TabSeparated",
+                quote_string(schema::SHARD_DATABASE_PREFIX)
+            ),
+        )?;
+        for line in columns.lines() {
+            let cells: Vec<&str> = line.split('\t').collect();
+            let [db, table, name, ty] = cells[..] else {
+                continue;
+            };
+            let (db, table, name) = (unescape_tsv(db), unescape_tsv(table), unescape_tsv(name));
+            let Some(db) = db.strip_prefix(schema::SHARD_DATABASE_PREFIX) else {
+                continue;
+            };
+            let db = db.to_string();
+            out.databases.insert(db.clone());
+            let columns = out.tables.entry((db, table)).or_default();
+            if KEY_COLUMNS.contains(&name.as_str()) {
+                continue;
+            }
+            if let Some(kind) = schema::kind_of(ty) {
+                columns.entry(name).or_insert(kind);
+            }
+        }
+        let names = self.read_meta(
+            k,
+            &format!("SELECT DISTINCT name FROM {META_DATABASE}.databases FORMAT TabSeparated"),
+        )?;
+        out.databases.extend(names.lines().map(unescape_tsv));
+        out.drops = self.listed_drops(k)?;
+        out.lives = self.database_lives(k)?;
+        out.policies = self.policy_documents(k)?;
+        out.retention = self.retention_settings(k)?;
         Ok(out)
     }
 
