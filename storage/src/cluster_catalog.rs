@@ -153,7 +153,9 @@ impl ClusterSync {
             if fresh(&self.fresh_since.lock()) {
                 return;
             }
-            self.refresh_locked()
+            // The statement waits for this: only what it reads. Publishing this node's
+            // fence and reading the others' is the background thread's, every 2 s.
+            self.refresh_locked(false)
         };
         self.apply_learned_drops(drops);
     }
@@ -161,15 +163,18 @@ impl ClusterSync {
     fn refresh_logged(&self) {
         let drops = {
             let _running = self.running.lock();
-            self.refresh_locked()
+            self.refresh_locked(true)
         };
         self.apply_learned_drops(drops);
     }
 
-    /// One refresh; the database drops it found to apply (after the lock is let go).
-    fn refresh_locked(&self) -> Vec<(String, u64)> {
-        self.publish_delivered();
-        self.read_nodes();
+    /// One refresh (with `fence`, this node's delivery fence published and every node's
+    /// read too); the database drops it found to apply (after the lock is let go).
+    fn refresh_locked(&self, fence: bool) -> Vec<(String, u64)> {
+        if fence {
+            self.publish_delivered();
+            self.read_nodes();
+        }
         let began = Instant::now();
         match self.refresh() {
             Ok((down, drops)) => {
