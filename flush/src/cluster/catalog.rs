@@ -48,6 +48,78 @@ pub struct ClusterCatalog {
     pub unreachable: Vec<usize>,
 }
 
+/// The `CREATE TABLE IF NOT EXISTS` of the databases listed by name.
+fn create_databases_table() -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {META_DATABASE}.databases (name String) \
+         ENGINE = MergeTree ORDER BY name"
+    )
+}
+
+/// Every table of chingest's metadata a catalog reads, newest per key, as rows of (kind,
+/// a, b, n): one statement instead of one per table.
+fn meta_union() -> String {
+    format!(
+        "SELECT 'databases' AS k, name AS a, '' AS b, toUInt64(0) AS n \
+         FROM {META_DATABASE}.databases GROUP BY name \
+         UNION ALL SELECT 'drops', db, measurement, max(at) FROM {META_DATABASE}.drops \
+         GROUP BY db, measurement \
+         UNION ALL SELECT 'created', name, '', max(at) FROM {META_DATABASE}.created GROUP BY name \
+         UNION ALL SELECT 'applied', node, db, max(at) FROM {META_DATABASE}.drops_applied \
+         GROUP BY node, db \
+         UNION ALL SELECT 'policies', db, argMax(doc, at), max(at) FROM {META_DATABASE}.policies \
+         GROUP BY db \
+         UNION ALL SELECT 'retention', name, toString(argMax(secs, set_at)), max(set_at) \
+         FROM {META_DATABASE}.retention GROUP BY name \
+         FORMAT TabSeparated"
+    )
+}
+
+/// Reads [`meta_union`]'s answer into `out` (what the per-table reads would have given).
+fn read_meta_union(answer: &str, out: &mut ShardCatalog) {
+    for line in answer.lines() {
+        let cells: Vec<&str> = line.split('\t').collect();
+        let [kind, a, b, n] = cells[..] else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u64>() else {
+            continue;
+        };
+        let (a, b) = (unescape_tsv(a), unescape_tsv(b));
+        let newest = |map: &mut BTreeMap<String, u64>, key: String| {
+            let e = map.entry(key).or_insert(n);
+            *e = (*e).max(n);
+        };
+        match kind {
+            "databases" => {
+                out.databases.insert(a);
+            }
+            "drops" => {
+                if b.is_empty() {
+                    newest(&mut out.lives.dropped, a.clone());
+                }
+                let e = out.drops.entry((a, b)).or_insert(n);
+                *e = (*e).max(n);
+            }
+            "created" => newest(&mut out.lives.created, a),
+            "applied" => {
+                let e = out.lives.applied.entry((a, b)).or_insert(n);
+                *e = (*e).max(n);
+            }
+            "policies" => {
+                out.policies.insert(a, (b, n));
+            }
+            "retention" => {
+                if let Ok(secs) = b.parse() {
+                    out.retention
+                        .insert(a, RetentionSetting { secs, set_at: n });
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// One shard's part of a [`ClusterCatalog`].
 #[derive(Default)]
 struct ShardCatalog {
@@ -228,16 +300,46 @@ impl Cluster {
                 columns.entry(name).or_insert(kind);
             }
         }
-        let names = self.read_meta(
-            k,
-            &format!("SELECT DISTINCT name FROM {META_DATABASE}.databases FORMAT TabSeparated"),
-        )?;
-        out.databases.extend(names.lines().map(unescape_tsv));
-        out.drops = self.listed_drops(k)?;
-        out.lives = self.database_lives(k)?;
-        out.policies = self.policy_documents(k)?;
-        out.retention = self.retention_settings(k)?;
+        // chingest's metadata in one statement where every table of it exists (made on
+        // the first refresh that misses one), else a statement per table.
+        let mut one = self.http.statement(k, &meta_union());
+        if matches!(&one, Err(e) if e.is_missing_table()) {
+            self.ensure_meta_tables(k)?;
+            one = self.http.statement(k, &meta_union());
+        }
+        match one {
+            Ok(answer) => read_meta_union(&answer, &mut out),
+            Err(e) if e.is_missing_table() => {
+                let names = self.read_meta(
+                    k,
+                    &format!(
+                        "SELECT DISTINCT name FROM {META_DATABASE}.databases FORMAT TabSeparated"
+                    ),
+                )?;
+                out.databases.extend(names.lines().map(unescape_tsv));
+                out.drops = self.listed_drops(k)?;
+                out.lives = self.database_lives(k)?;
+                out.policies = self.policy_documents(k)?;
+                out.retention = self.retention_settings(k)?;
+            }
+            Err(e) => return Err(e),
+        }
         Ok(out)
+    }
+
+    /// Makes every table of chingest's metadata on shard `k` that is missing there.
+    fn ensure_meta_tables(&self, k: usize) -> Result<(), ClusterError> {
+        [
+            format!("CREATE DATABASE IF NOT EXISTS {META_DATABASE}"),
+            create_databases_table(),
+            super::delete::create_drops_table(),
+            super::databases::create_created_table(),
+            super::databases::create_applied_table(),
+            super::databases::create_policies_table(),
+            super::retention::create_retention_table(),
+        ]
+        .iter()
+        .try_for_each(|sql| self.http.statement(k, sql).map(drop))
     }
 
     /// Lists `db`, created at `at` (ms, this node's clock; [`super::databases`]), on every
@@ -253,10 +355,7 @@ impl Cluster {
                     quote_ident(&schema::shard_database(db))
                 ),
                 format!("CREATE DATABASE IF NOT EXISTS {META_DATABASE}"),
-                format!(
-                    "CREATE TABLE IF NOT EXISTS {META_DATABASE}.databases (name String) \
-                     ENGINE = MergeTree ORDER BY name"
-                ),
+                create_databases_table(),
                 format!(
                     "INSERT INTO {META_DATABASE}.databases (name) VALUES ({})",
                     quote_string(db)

@@ -80,6 +80,30 @@ impl DatabaseLives {
     }
 }
 
+/// The `CREATE TABLE IF NOT EXISTS` of [`CREATED_TABLE`].
+pub(super) fn create_created_table() -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {CREATED_TABLE} (name String, at UInt64) \
+         ENGINE = MergeTree ORDER BY name"
+    )
+}
+
+/// The `CREATE TABLE IF NOT EXISTS` of [`APPLIED_TABLE`].
+pub(super) fn create_applied_table() -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {APPLIED_TABLE} (node String, db String, \
+         at UInt64) ENGINE = MergeTree ORDER BY (db, node)"
+    )
+}
+
+/// The `CREATE TABLE IF NOT EXISTS` of [`POLICIES_TABLE`].
+pub(super) fn create_policies_table() -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {POLICIES_TABLE} (db String, doc String, at UInt64) \
+         ENGINE = MergeTree ORDER BY db"
+    )
+}
+
 /// `key\tat` lines, the newest `at` per key.
 fn dated<K: Ord>(answer: &str, key: impl Fn(&[&str]) -> Option<K>) -> BTreeMap<K, u64> {
     let mut out = BTreeMap::new();
@@ -128,10 +152,7 @@ impl Cluster {
     /// node's clock), on every shard that answers (none: an error); the newest wins.
     pub fn list_policies(&self, db: &str, doc: &str, at: u64) -> Result<usize, ClusterError> {
         let (took, down) = self.list_meta(
-            &format!(
-                "CREATE TABLE IF NOT EXISTS {POLICIES_TABLE} (db String, doc String, at UInt64) \
-                 ENGINE = MergeTree ORDER BY db"
-            ),
+            &create_policies_table(),
             &format!(
                 "INSERT INTO {POLICIES_TABLE} (db, doc, at) VALUES ({}, {}, {at})",
                 quote_string(db),
@@ -203,10 +224,7 @@ impl Cluster {
     /// The creation row of `db` at `at`, with its `CREATE TABLE`.
     pub(crate) fn created_statements(db: &str, at: u64) -> [String; 2] {
         [
-            format!(
-                "CREATE TABLE IF NOT EXISTS {CREATED_TABLE} (name String, at UInt64) \
-                 ENGINE = MergeTree ORDER BY name"
-            ),
+            create_created_table(),
             format!(
                 "INSERT INTO {CREATED_TABLE} (name, at) VALUES ({}, {at})",
                 quote_string(db)
@@ -229,10 +247,7 @@ impl Cluster {
         at: u64,
     ) -> Result<usize, ClusterError> {
         let (took, down) = self.list_meta(
-            &format!(
-                "CREATE TABLE IF NOT EXISTS {APPLIED_TABLE} (node String, db String, \
-                 at UInt64) ENGINE = MergeTree ORDER BY (db, node)"
-            ),
+            &create_applied_table(),
             &format!(
                 "INSERT INTO {APPLIED_TABLE} (node, db, at) VALUES ({}, {}, {at})",
                 quote_string(node),

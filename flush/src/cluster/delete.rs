@@ -24,6 +24,14 @@ const DROPS_TABLE: &str = "__chingest.drops";
 /// on in the background; running the statement again waits for it anew).
 const MUTATION_WAIT: Duration = Duration::from_secs(120);
 
+/// The `CREATE TABLE IF NOT EXISTS` of [`DROPS_TABLE`].
+pub(super) fn create_drops_table() -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {DROPS_TABLE} (db String, measurement String, \
+         at UInt64) ENGINE = MergeTree ORDER BY (db, measurement)"
+    )
+}
+
 impl Cluster {
     /// Deletes the rows of `db`.`measurement` that meet `condition` (SQL over the shard
     /// table's columns: `time` as `Int64` nanoseconds, tags as `String`; `None`: every
@@ -106,10 +114,7 @@ impl Cluster {
     /// many shards took it (none answering is an error).
     pub fn list_drop(&self, db: &str, measurement: &str, at: u64) -> Result<usize, ClusterError> {
         match self.list_meta(
-            &format!(
-                "CREATE TABLE IF NOT EXISTS {DROPS_TABLE} (db String, measurement String, \
-                 at UInt64) ENGINE = MergeTree ORDER BY (db, measurement)"
-            ),
+            &create_drops_table(),
             &format!(
                 "INSERT INTO {DROPS_TABLE} (db, measurement, at) VALUES ({}, {}, {at})",
                 quote_string(db),

@@ -214,13 +214,18 @@ impl Cluster {
     }
 }
 
+/// The `CREATE TABLE IF NOT EXISTS` of [`RETENTION_TABLE`].
+pub(super) fn create_retention_table() -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {RETENTION_TABLE} \
+         (name String, secs UInt64, set_at UInt64) ENGINE = MergeTree ORDER BY name"
+    )
+}
+
 /// The statements that make [`RETENTION_TABLE`] and list `setting` of `db` in it.
 fn retention_row(db: &str, setting: RetentionSetting) -> (String, String) {
     (
-        format!(
-            "CREATE TABLE IF NOT EXISTS {RETENTION_TABLE} \
-             (name String, secs UInt64, set_at UInt64) ENGINE = MergeTree ORDER BY name"
-        ),
+        create_retention_table(),
         format!(
             "INSERT INTO {RETENTION_TABLE} (name, secs, set_at) VALUES ({}, {}, {})",
             quote_string(db),
