@@ -94,21 +94,23 @@ impl std::fmt::Debug for ReaderConfig {
         f.debug_struct("ReaderConfig")
             .field("database", &self.database)
             .field("user", &self.user)
-            .field(
-                "password",
-                &if self.password.is_empty() {
-                    ""
-                } else {
-                    "[REDACTED]"
-                },
-            )
+            .field("password", &shown(&self.password))
             .finish()
     }
 }
 
 /// A secret as it may be shown: `[REDACTED]`, or empty when there is none.
+fn shown(secret: &str) -> &'static str {
+    if secret.is_empty() {
+        ""
+    } else {
+        "[REDACTED]"
+    }
+}
+
+/// [`shown`] as the serialized form.
 fn redacted<S: serde::Serializer>(secret: &str, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(if secret.is_empty() { "" } else { "[REDACTED]" })
+    s.serialize_str(shown(secret))
 }
 
 impl std::fmt::Debug for ClickHouseConfig {
@@ -116,14 +118,7 @@ impl std::fmt::Debug for ClickHouseConfig {
         f.debug_struct("ClickHouseConfig")
             .field("shards", &self.shards)
             .field("user", &self.user)
-            .field(
-                "password",
-                &if self.password.is_empty() {
-                    ""
-                } else {
-                    "[REDACTED]"
-                },
-            )
+            .field("password", &shown(&self.password))
             .field("node", &self.node)
             .field("timeout_secs", &self.timeout_secs)
             .field("distributed", &self.distributed)
@@ -219,21 +214,30 @@ impl StorageConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::ClickHouseConfig;
+    use super::{ClickHouseConfig, ReaderConfig};
 
     #[test]
     fn the_cluster_password_is_never_shown() {
         let c = ClickHouseConfig {
             password: "s3cret-pw".into(),
+            readers: vec![ReaderConfig {
+                database: "telegraf".into(),
+                user: "reader".into(),
+                password: "reader-s3cret".into(),
+            }],
             ..ClickHouseConfig::default()
         };
         let shown = [
             format!("{c:?}"),
+            format!("{:?}", c.cluster()),
             toml::to_string(&c).unwrap(),
             serde_json::to_string(&c).unwrap(),
         ];
         for s in &shown {
-            assert!(!s.contains("s3cret-pw") && s.contains("[REDACTED]"), "{s}");
+            assert!(
+                !s.contains("s3cret") && s.contains("[REDACTED]") && s.contains("telegraf"),
+                "{s}"
+            );
         }
         // No password: nothing to redact, and the default config prints as it reads.
         let none = toml::to_string(&ClickHouseConfig::default()).unwrap();
