@@ -423,7 +423,8 @@ impl Cluster {
             schema::table(db, measurement),
             max_rows.saturating_add(1)
         );
-        let answers = self.read_table_everywhere(db, measurement, &columns, &sql)?;
+        let answers = self
+            .read_table_everywhere(db, measurement, &columns, |k| self.http.statement(k, &sql))?;
         for (k, answer) in answers.iter().enumerate() {
             for line in answer.lines() {
                 let values: Vec<String> = line.split('\t').map(unescape_tsv).collect();

@@ -64,6 +64,37 @@ impl Client {
         let answer = req.send().map_err(|e| self.unreachable(k, e))?;
         let status = answer.status();
         let text = answer.text().map_err(|e| self.unreachable(k, e))?;
+        self.answered(k, sql, status, text)
+    }
+
+    /// [`statement`](Self::statement) with a binary answer, the server told to finish the
+    /// statement before it answers (`wait_end_of_query=1`): a failure after the first rows
+    /// is an error status, never an error text after rows that would read as more rows.
+    pub(crate) fn statement_bytes(&self, k: usize, sql: &str) -> Result<Vec<u8>, ClusterError> {
+        let mut url = self.shards[k].clone();
+        url.query_pairs_mut().append_pair("wait_end_of_query", "1");
+        let answer = self
+            .post(url, sql)
+            .send()
+            .map_err(|e| self.unreachable(k, e))?;
+        let status = answer.status();
+        let body = answer.bytes().map_err(|e| self.unreachable(k, e))?;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&body).into_owned();
+            return self.answered(k, sql, status, text).map(String::into_bytes);
+        }
+        self.saw(k, Some(true), None);
+        Ok(body.to_vec())
+    }
+
+    /// Shard `k`'s answer `text` with `status` to `sql`: the answer, or the server's error.
+    fn answered(
+        &self,
+        k: usize,
+        sql: &str,
+        status: reqwest::StatusCode,
+        text: String,
+    ) -> Result<String, ClusterError> {
         if !status.is_success() {
             let e = ClusterError::Refused {
                 shard: k,

@@ -3,8 +3,11 @@
 //! with the acknowledged rows not delivered yet and applies point identity, as it does for
 //! the embedded tables).
 //!
-//! Each shard is asked for the rows of the statement's time range in `TabSeparated` (the
-//! text format every supported server speaks); the node converts them. Bounded: more than
+//! Each shard is asked for the rows of the statement's time range in `RowBinary` (a binary
+//! format every supported server speaks, each column cast to the type the node reads it
+//! as, the answer sent once the statement finished); the node converts them (formatting
+//! and parsing floats as text cost more than the shards' scan: `test_results/tsbs_cluster.md`
+//! run 5). Bounded: more than
 //! `max_rows` rows over all shards fails the read rather than growing memory.
 
 use std::sync::Arc;
@@ -15,8 +18,8 @@ use arrow::array::{
 };
 
 use super::{schema, Cluster, ClusterError};
+use crate::quote_ident;
 use crate::table::{engine_schema, ColumnKind};
-use crate::{quote_ident, unescape_tsv};
 
 /// One column being built.
 enum Builder {
@@ -40,22 +43,30 @@ impl Builder {
         }
     }
 
-    /// Appends one TabSeparated cell (`\N`: null).
-    fn push(&mut self, cell: &str) -> Result<(), String> {
-        let null = cell == "\\N";
-        let bad = |e: &dyn std::fmt::Display| format!("{cell:?}: {e}");
+    /// Appends one value of a `RowBinary` answer, in [`binary_type`]'s layout.
+    fn read(&mut self, r: &mut RowBinary<'_>) -> Result<(), String> {
         match self {
-            Builder::Tag(b) => b.append_value(unescape_tsv(cell)),
-            Builder::String(b) if null => b.append_null(),
-            Builder::String(b) => b.append_value(unescape_tsv(cell)),
-            Builder::Float(b) if null => b.append_null(),
-            Builder::Float(b) => b.append_value(cell.parse().map_err(|e| bad(&e))?),
-            Builder::Integer(b) if null => b.append_null(),
-            Builder::Integer(b) => b.append_value(cell.parse().map_err(|e| bad(&e))?),
-            Builder::Unsigned(b) if null => b.append_null(),
-            Builder::Unsigned(b) => b.append_value(cell.parse().map_err(|e| bad(&e))?),
-            Builder::Boolean(b) if null => b.append_null(),
-            Builder::Boolean(b) => b.append_value(cell != "0"),
+            Builder::Tag(b) => b.append_value(r.string()?),
+            Builder::String(b) => match r.present()? {
+                true => b.append_value(r.string()?),
+                false => b.append_null(),
+            },
+            Builder::Float(b) => match r.present()? {
+                true => b.append_value(f64::from_bits(r.u64()?)),
+                false => b.append_null(),
+            },
+            Builder::Integer(b) => match r.present()? {
+                true => b.append_value(r.i64()?),
+                false => b.append_null(),
+            },
+            Builder::Unsigned(b) => match r.present()? {
+                true => b.append_value(r.u64()?),
+                false => b.append_null(),
+            },
+            Builder::Boolean(b) => match r.present()? {
+                true => b.append_value(r.take(1)?[0] != 0),
+                false => b.append_null(),
+            },
         }
         Ok(())
     }
@@ -68,6 +79,80 @@ impl Builder {
             Builder::Unsigned(mut b) => Arc::new(b.finish()),
             Builder::Boolean(mut b) => Arc::new(b.finish()),
         }
+    }
+}
+
+/// The type a column of `kind` is read as (cast to on the shard): the layout of its
+/// values in a `RowBinary` answer.
+fn binary_type(kind: ColumnKind) -> &'static str {
+    match kind {
+        ColumnKind::Tag => "String",
+        ColumnKind::Float => "Nullable(Float64)",
+        ColumnKind::Integer => "Nullable(Int64)",
+        ColumnKind::Unsigned => "Nullable(UInt64)",
+        ColumnKind::String => "Nullable(String)",
+        ColumnKind::Boolean => "Nullable(UInt8)",
+    }
+}
+
+/// A `RowBinary` answer being read: little-endian numbers, strings as a LEB128 length and
+/// the bytes, a nullable value as a null byte (1: null) then the value if not null.
+struct RowBinary<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> RowBinary<'a> {
+    fn done(&self) -> bool {
+        self.at >= self.bytes.len()
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.at.checked_add(n).filter(|e| *e <= self.bytes.len());
+        let end = end.ok_or_else(|| format!("cut short at byte {}", self.at))?;
+        let out = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(out)
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    fn i64(&mut self) -> Result<i64, String> {
+        Ok(i64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+
+    /// A nullable value's null byte: whether the value follows.
+    fn present(&mut self) -> Result<bool, String> {
+        match self.take(1)?[0] {
+            0 => Ok(true),
+            1 => Ok(false),
+            b => Err(format!("null byte {b} at byte {}", self.at - 1)),
+        }
+    }
+
+    fn string(&mut self) -> Result<&'a str, String> {
+        let mut len = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.take(1)?[0];
+            len |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                let bytes = self.take(usize::try_from(len).map_err(|e| e.to_string())?)?;
+                return std::str::from_utf8(bytes).map_err(|e| e.to_string());
+            }
+        }
+        Err(format!("string length too long at byte {}", self.at))
     }
 }
 
@@ -116,44 +201,43 @@ impl Cluster {
         let mut seq = UInt64Builder::new();
         let mut row = UInt32Builder::new();
         let mut cols: Vec<Builder> = columns.iter().map(|(_, k)| Builder::new(*k)).collect();
+        // Each column cast to the type this node reads it as, so the binary answer's layout
+        // is known whatever a shard's column is.
         let list: String = columns
             .iter()
-            .map(|(n, _)| format!(", {}", quote_ident(n)))
+            .map(|(n, k)| format!(", CAST({} AS {})", quote_ident(n), binary_type(*k)))
             .collect();
         let mut rows = 0u64;
         let sql = format!(
             "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {table} \
-             WHERE {filter} LIMIT {} FORMAT TabSeparated",
+             WHERE {filter} LIMIT {} FORMAT RowBinary",
             max_rows.saturating_add(1)
         );
-        let answers = self.read_table_everywhere(db, measurement, columns, &sql)?;
+        let answers = self.read_table_everywhere(db, measurement, columns, |k| {
+            self.http.statement_bytes(k, &sql)
+        })?;
         for (k, answer) in answers.iter().enumerate() {
             let bad = |message: String| ClusterError::Refused {
                 shard: k,
                 endpoint: self.config.shards[k].clone(),
-                statement: "SELECT … FORMAT TabSeparated".into(),
+                statement: "SELECT … FORMAT RowBinary".into(),
                 message: format!("unexpected answer: {message}"),
             };
-            for line in answer.lines() {
+            let mut r = RowBinary {
+                bytes: answer,
+                at: 0,
+            };
+            while !r.done() {
                 rows += 1;
                 if rows > max_rows {
                     return Err(ClusterError::TooManyRows { max_rows });
                 }
-                let mut cells = line.split('\t');
-                let mut next = || {
-                    cells
-                        .next()
-                        .ok_or_else(|| bad(format!("short row {line:?}")))
-                };
-                let parse = |c: &str| c.parse::<u64>().map_err(|e| bad(format!("{c:?}: {e}")));
-                let t = next()?;
-                time.append_value(t.parse::<i64>().map_err(|e| bad(format!("{t:?}: {e}")))?);
-                series.append_value(parse(next()?)?);
-                seq.append_value(parse(next()?)?);
-                let r = next()?;
-                row.append_value(r.parse::<u32>().map_err(|e| bad(format!("{r:?}: {e}")))?);
+                time.append_value(r.i64().map_err(bad)?);
+                series.append_value(r.u64().map_err(bad)?);
+                seq.append_value(r.u64().map_err(bad)?);
+                row.append_value(r.u32().map_err(bad)?);
                 for b in &mut cols {
-                    b.push(next()?).map_err(bad)?;
+                    b.read(&mut r).map_err(bad)?;
                 }
             }
         }
@@ -170,5 +254,82 @@ impl Cluster {
         RecordBatch::try_new(engine_schema(columns), arrays)
             .map(Some)
             .map_err(|e| ClusterError::Engine(crate::EngineError::Arrow(e.to_string())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn string(out: &mut Vec<u8>, s: &str) {
+        let mut len = s.len();
+        loop {
+            let b = (len & 0x7f) as u8;
+            len >>= 7;
+            if len == 0 {
+                out.push(b);
+                break;
+            }
+            out.push(b | 0x80);
+        }
+        out.extend_from_slice(s.as_bytes());
+    }
+
+    #[test]
+    fn row_binary_reads_every_kind_nulls_and_long_strings_and_refuses_a_cut_answer() {
+        let long = "x".repeat(300); // a two-byte length
+        let mut bytes = Vec::new();
+        string(&mut bytes, &long);
+        bytes.extend_from_slice(&[0]);
+        bytes.extend_from_slice(&1.5f64.to_bits().to_le_bytes());
+        bytes.extend_from_slice(&[1]); // a null integer
+        bytes.extend_from_slice(&[0]);
+        bytes.extend_from_slice(&u64::MAX.to_le_bytes());
+        bytes.extend_from_slice(&[0]);
+        string(&mut bytes, "é\t\n");
+        bytes.extend_from_slice(&[0, 1]);
+        let kinds = [
+            ColumnKind::Tag,
+            ColumnKind::Float,
+            ColumnKind::Integer,
+            ColumnKind::Unsigned,
+            ColumnKind::String,
+            ColumnKind::Boolean,
+        ];
+        let mut cols: Vec<Builder> = kinds.iter().map(|k| Builder::new(*k)).collect();
+        let mut r = RowBinary {
+            bytes: &bytes,
+            at: 0,
+        };
+        for b in &mut cols {
+            b.read(&mut r).unwrap();
+        }
+        assert!(r.done());
+        let arrays: Vec<ArrayRef> = cols.into_iter().map(Builder::finish).collect();
+        use arrow::array::{Array, AsArray};
+        use arrow::datatypes::{Float64Type, Int64Type, UInt64Type};
+        assert_eq!(arrays[0].as_string::<i32>().value(0), long);
+        assert_eq!(arrays[1].as_primitive::<Float64Type>().value(0), 1.5);
+        assert!(arrays[2].as_primitive::<Int64Type>().is_null(0));
+        assert_eq!(arrays[3].as_primitive::<UInt64Type>().value(0), u64::MAX);
+        assert_eq!(arrays[4].as_string::<i32>().value(0), "é\t\n");
+        assert!(arrays[5].as_boolean().value(0));
+
+        // Cut short, or a null byte that is neither 0 nor 1: an error, not a value.
+        let mut cut = RowBinary {
+            bytes: &bytes[..bytes.len() - 1],
+            at: 0,
+        };
+        let mut cols: Vec<Builder> = kinds.iter().map(|k| Builder::new(*k)).collect();
+        let failed = cols.iter_mut().try_for_each(|b| b.read(&mut cut));
+        assert!(failed.unwrap_err().contains("cut short"));
+        let mut bad = RowBinary {
+            bytes: &[7, 0, 0, 0, 0, 0, 0, 0, 0],
+            at: 0,
+        };
+        assert!(Builder::new(ColumnKind::Float)
+            .read(&mut bad)
+            .unwrap_err()
+            .contains("null byte 7"));
     }
 }

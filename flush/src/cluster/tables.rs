@@ -34,34 +34,56 @@ impl Cluster {
         columns: &[(String, ColumnKind)],
         sql: &str,
     ) -> Result<String, ClusterError> {
+        self.read_table_with(k, db, measurement, columns, || self.http.statement(k, sql))
+    }
+
+    /// [`read_table`](Self::read_table) with `run` sending the read to shard `k`.
+    fn read_table_with<T>(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+        columns: &[(String, ColumnKind)],
+        run: impl Fn() -> Result<T, ClusterError>,
+    ) -> Result<T, ClusterError> {
         self.ensure_table(k, db, measurement, columns)?;
-        match self.http.statement(k, sql) {
+        match run() {
             Err(e) if e.is_missing_table() => {
                 self.forget_table(db, measurement);
                 self.ensure_table(k, db, measurement, columns)?;
-                self.http.statement(k, sql)
+                run()
             }
             answer => answer,
         }
     }
 
-    /// [`read_table`](Self::read_table) of `sql_for(k)` on every shard at once (one thread
-    /// per shard: a read waits for the slowest shard, not for their sum); the answers in
-    /// shard order, or the first shard's error.
-    pub(crate) fn read_table_everywhere(
+    /// A read of `db`.`measurement` (`run(k)` sends it to shard `k`) on every shard at once
+    /// (one thread per shard: a read waits for the slowest shard, not for their sum); the
+    /// answers in shard order, or the first shard's error.
+    pub(crate) fn read_table_everywhere<T: Send>(
         &self,
         db: &str,
         measurement: &str,
         columns: &[(String, ColumnKind)],
-        sql: &str,
-    ) -> Result<Vec<String>, ClusterError> {
+        run: impl Fn(usize) -> Result<T, ClusterError> + Sync,
+    ) -> Result<Vec<T>, ClusterError> {
         let shards = self.config.shards.len();
+        let run = &run;
         if shards == 1 {
-            return Ok(vec![self.read_table(0, db, measurement, columns, sql)?]);
+            return Ok(vec![self.read_table_with(
+                0,
+                db,
+                measurement,
+                columns,
+                || run(0),
+            )?]);
         }
         std::thread::scope(|scope| {
             let reads: Vec<_> = (0..shards)
-                .map(|k| scope.spawn(move || self.read_table(k, db, measurement, columns, sql)))
+                .map(|k| {
+                    scope
+                        .spawn(move || self.read_table_with(k, db, measurement, columns, || run(k)))
+                })
                 .collect();
             reads
                 .into_iter()
