@@ -43,7 +43,8 @@ impl Builder {
         }
     }
 
-    /// Appends one value of a `RowBinary` answer, in [`binary_type`]'s layout.
+    /// Appends one value of a `RowBinary` answer of a column cast to its shard type
+    /// ([`schema::shard_type`]).
     fn read(&mut self, r: &mut RowBinary<'_>) -> Result<(), String> {
         match self {
             Builder::Tag(b) => b.append_value(r.string()?),
@@ -79,19 +80,6 @@ impl Builder {
             Builder::Unsigned(mut b) => Arc::new(b.finish()),
             Builder::Boolean(mut b) => Arc::new(b.finish()),
         }
-    }
-}
-
-/// The type a column of `kind` is read as (cast to on the shard): the layout of its
-/// values in a `RowBinary` answer.
-fn binary_type(kind: ColumnKind) -> &'static str {
-    match kind {
-        ColumnKind::Tag => "String",
-        ColumnKind::Float => "Nullable(Float64)",
-        ColumnKind::Integer => "Nullable(Int64)",
-        ColumnKind::Unsigned => "Nullable(UInt64)",
-        ColumnKind::String => "Nullable(String)",
-        ColumnKind::Boolean => "Nullable(UInt8)",
     }
 }
 
@@ -205,7 +193,7 @@ impl Cluster {
         // is known whatever a shard's column is.
         let list: String = columns
             .iter()
-            .map(|(n, k)| format!(", CAST({} AS {})", quote_ident(n), binary_type(*k)))
+            .map(|(n, k)| format!(", CAST({} AS {})", quote_ident(n), schema::shard_type(*k)))
             .collect();
         let mut rows = 0u64;
         let sql = format!(
