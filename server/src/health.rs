@@ -96,6 +96,7 @@ pub async fn health<S: Store>(State(state): State<AppState<S>>) -> Response {
                 "last_error": c.last_error,
                 "confirmed_secs_ago": c.confirmed_secs_ago,
                 "waiting_deliveries": c.waiting_deliveries,
+                "waiting_rows": c.waiting_rows,
                 "oldest_waiting_secs": c.oldest_waiting_secs,
             }))
             .collect::<Vec<_>>());

@@ -143,6 +143,8 @@ pub async fn metrics<S: Store>(State(state): State<AppState<S>>) -> Response {
     for (k, shard) in state.store.stats().cluster.iter().enumerate() {
         metrics::gauge!("chingest_cluster_shard_waiting_seconds", "shard" => k.to_string())
             .set(shard.oldest_waiting_secs);
+        metrics::gauge!("chingest_cluster_shard_waiting_rows", "shard" => k.to_string())
+            .set(shard.waiting_rows as f64);
     }
     for (db, series) in state.store.series_cardinality() {
         metrics::gauge!("chingest_series", "db" => db).set(series as f64);

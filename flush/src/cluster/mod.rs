@@ -219,6 +219,8 @@ pub struct ShardStatus {
     /// Writes (WAL entries, per table) with rows for it that it has not confirmed (a
     /// shard that does not answer holds them; they wait in the WAL).
     pub waiting_deliveries: usize,
+    /// The rows of those writes that are the shard's: how much it lacks.
+    pub waiting_rows: u64,
     /// Seconds since this process first tried the oldest of them (0 when none): how far
     /// behind the shard is. A restart starts the clock again (replay tries them anew).
     pub oldest_waiting_secs: f64,
@@ -252,7 +254,7 @@ pub struct Cluster {
     known: Mutex<Vec<ShardTables>>,
     /// Per shard, the writes with rows for it that it has not confirmed yet: (`db`,
     /// `measurement`, `__seq`) → when this process first tried (`/health`'s per-shard lag).
-    waiting: Mutex<Vec<HashMap<Waiting, Instant>>>,
+    waiting: Mutex<Vec<HashMap<Waiting, (Instant, u64)>>>,
     /// Each shard's `version()` (`None`: it did not answer at connect).
     versions: Vec<Option<String>>,
     /// Per shard, the `Distributed` tables made and how many user columns each has, or
@@ -367,8 +369,10 @@ impl Cluster {
                 last_error: s.last_error.clone(),
                 confirmed_secs_ago: s.confirmed.map(|t| t.elapsed().as_secs_f64()),
                 waiting_deliveries: waiting.len(),
+                waiting_rows: waiting.values().map(|(_, rows)| rows).sum(),
                 oldest_waiting_secs: waiting
                     .values()
+                    .map(|(t, _)| t)
                     .min()
                     .map_or(0.0, |t| t.elapsed().as_secs_f64()),
             })
@@ -404,10 +408,10 @@ impl Cluster {
             let now = Instant::now();
             let mut waiting = self.waiting.lock();
             for (k, rows) in per_shard.iter().enumerate() {
-                for seq in rows.keys() {
+                for (seq, n) in rows {
                     waiting[k]
                         .entry((db.to_string(), measurement.to_string(), *seq))
-                        .or_insert(now);
+                        .or_insert((now, *n));
                 }
             }
         }

@@ -167,10 +167,17 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
         | Err(ClusterError::Refused { shard: 1, .. }) => {}
         other => panic!("a down shard must fail the delivery: {other:?}"),
     }
+    // What the down shard lacks, for /health: its rows of the two writes, none of shard 0's.
+    let lag = cluster.shard_statuses();
+    assert_eq!((lag[0].waiting_deliveries, lag[0].waiting_rows), (0, 0));
+    assert_eq!(lag[1].waiting_deliveries, 2);
     s1.spawn(&bin);
     let retry = cluster.deliver(e, &db, "cpu", &parts, 4).unwrap();
     assert_eq!(retry.rows[0], 0, "shard 0 had them: {retry:?}");
     assert!(retry.rows[1] > 0, "{retry:?}");
+    assert_eq!(lag[1].waiting_rows, retry.rows[1], "{retry:?}");
+    let lag = cluster.shard_statuses();
+    assert_eq!((lag[1].waiting_deliveries, lag[1].waiting_rows), (0, 0));
     let (r0, r1) = (rows(&s0, &db), rows(&s1, &db));
     assert_eq!(r0.len() + r1.len(), 160);
     let mut all: Vec<&String> = r0.iter().chain(&r1).collect();

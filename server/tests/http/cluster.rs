@@ -196,6 +196,9 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
                         && h["cluster"][1]["waiting_deliveries"]
                             .as_u64()
                             .is_some_and(|n| n > 0)
+                        && h["cluster"][1]["waiting_rows"]
+                            .as_u64()
+                            .is_some_and(|n| n > 0)
                         && h["cluster"][1]["oldest_waiting_secs"]
                             .as_f64()
                             .is_some_and(|t| t > 0.0)
@@ -313,10 +316,17 @@ fn clickhouse_backend_delivers_every_acknowledged_point_once_through_kills_and_a
         );
         // Every delivery confirmed: no shard lags.
         assert_eq!(h["cluster"][k]["waiting_deliveries"], 0, "{h}");
+        assert_eq!(h["cluster"][k]["waiting_rows"], 0, "{h}");
         assert_eq!(h["cluster"][k]["oldest_waiting_secs"], 0.0, "{h}");
         assert_eq!(
             value(&format!(
                 "chingest_cluster_shard_waiting_seconds{{shard=\"{k}\"}}"
+            )),
+            0.0
+        );
+        assert_eq!(
+            value(&format!(
+                "chingest_cluster_shard_waiting_rows{{shard=\"{k}\"}}"
             )),
             0.0
         );

@@ -48,6 +48,10 @@ pub(crate) const FAULT_ONLY: &[(&str, &str)] = &[
         "chingest_cluster_shard_waiting_seconds",
         "how long a ClickHouse shard's oldest unconfirmed delivery has waited",
     ),
+    (
+        "chingest_cluster_shard_waiting_rows",
+        "how many rows a ClickHouse shard lacks",
+    ),
     // Checked live by cluster_retention.rs.
     (
         "chingest_cluster_expired_partitions_total",
