@@ -186,7 +186,12 @@ fn drop_database_on_a_cluster_drops_every_nodes_points_and_refuses_its_writes() 
     // waits for it. A node cannot forget itself; an unknown one is no error.
     drop(b);
     let forget = |node: &str| {
-        let r = a.post(&format!("/api/v1/cluster/forget-node?node={node}"), "");
+        let r = a
+            .client
+            .post(a.url("/api/v1/cluster/forget-node"))
+            .query(&[("node", node)])
+            .send()
+            .unwrap();
         (r.status().as_u16(), r.text().unwrap())
     };
     let (status, text) = forget("a");
@@ -208,4 +213,16 @@ fn drop_database_on_a_cluster_drops_every_nodes_points_and_refuses_its_writes() 
         forget("nobody"),
         (200, r#"{"forgotten":false,"node":"nobody"}"#.to_string())
     );
+    // A hostile name is a name: nothing by it is listed, a stays listed on every shard, and
+    // writes flow after.
+    let (status, text) = forget("x' OR node != '");
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains(r#""forgotten":false"#), "{text}");
+    for shard in [s0, s1] {
+        let listed = shard
+            .query("SELECT count() FROM __chingest.nodes WHERE node = 'a'")
+            .unwrap();
+        assert_ne!(listed.trim(), "0");
+    }
+    assert_eq!(a.post("/write?db=keep", "m,host=z v=1i 1").status(), 204);
 }

@@ -171,6 +171,43 @@ fn retention_policies_on_a_cluster_are_every_nodes() {
     assert_eq!(r.status(), 404, "{:?}", r.text());
     assert!(r.text().unwrap().contains("retention policy not found"));
 
+    // A hostile policy name is a name: listed, written to and dropped across the nodes,
+    // nothing else touched.
+    let hostile = r#"p'"; DROP DATABASE d; --"#;
+    ok(
+        &b,
+        r#"CREATE RETENTION POLICY "p'\"; DROP DATABASE d; --" ON d DURATION 1d REPLICATION 1"#,
+    );
+    wait_answer(
+        &a,
+        "SHOW RETENTION POLICIES ON d",
+        json!([
+            ["autogen", "0s", "168h0m0s", 1, false],
+            [hostile, "24h0m0s", "1h0m0s", 1, false]
+        ]),
+    );
+    let r = a
+        .client
+        .post(a.url("/write"))
+        .query(&[("db", "d"), ("rp", hostile)])
+        .body(format!("m,host=h v=9i {t}"))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 204, "{:?}", r.text());
+    wait_delivered(&[&a], Duration::from_secs(60));
+    assert_eq!(policy_tables().len(), 1, "{:?}", policy_tables());
+    ok(
+        &a,
+        r#"DROP RETENTION POLICY "p'\"; DROP DATABASE d; --" ON d"#,
+    );
+    wait_answer(
+        &b,
+        "SHOW RETENTION POLICIES ON d",
+        json!([["autogen", "0s", "168h0m0s", 1, false]]),
+    );
+    assert!(policy_tables().is_empty(), "{:?}", policy_tables());
+    wait_answer(&b, "SELECT count(v) FROM d.autogen.m", json!([[0, 1]]));
+
     // Created again through b, then the database dropped on a: no node keeps a policy.
     ok(
         &b,
