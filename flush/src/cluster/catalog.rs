@@ -141,6 +141,19 @@ impl Cluster {
         }
     }
 
+    /// [`list_meta`](Self::list_meta) where at least one shard must take the row: how many
+    /// did, or the last unreachable shard's error when none answered.
+    pub(crate) fn list_meta_somewhere(
+        &self,
+        create: &str,
+        insert: &str,
+    ) -> Result<usize, ClusterError> {
+        match self.list_meta(create, insert)? {
+            (0, Some(down)) => Err(down),
+            (took, _) => Ok(took),
+        }
+    }
+
     /// Adds a row to a table of chingest's metadata database (made first where missing:
     /// `create` is its `CREATE TABLE IF NOT EXISTS`) on every shard that answers; how many
     /// took it, and the last unreachable shard's error.

@@ -151,18 +151,14 @@ impl Cluster {
     /// Lists `db`'s retention-policy document `doc` (`""`: none), changed at `at` (ms, this
     /// node's clock), on every shard that answers (none: an error); the newest wins.
     pub fn list_policies(&self, db: &str, doc: &str, at: u64) -> Result<usize, ClusterError> {
-        let (took, down) = self.list_meta(
+        self.list_meta_somewhere(
             &create_policies_table(),
             &format!(
                 "INSERT INTO {POLICIES_TABLE} (db, doc, at) VALUES ({}, {}, {at})",
                 quote_string(db),
                 quote_string(doc)
             ),
-        )?;
-        match (took, down) {
-            (0, Some(e)) => Err(e),
-            _ => Ok(took),
-        }
+        )
     }
 
     /// The lives of the databases listed on shard `k`.
@@ -246,18 +242,14 @@ impl Cluster {
         db: &str,
         at: u64,
     ) -> Result<usize, ClusterError> {
-        let (took, down) = self.list_meta(
+        self.list_meta_somewhere(
             &create_applied_table(),
             &format!(
                 "INSERT INTO {APPLIED_TABLE} (node, db, at) VALUES ({}, {}, {at})",
                 quote_string(node),
                 quote_string(db)
             ),
-        )?;
-        match (took, down) {
-            (0, Some(e)) => Err(e),
-            _ => Ok(took),
-        }
+        )
     }
 
     /// Drops `db`'s chingest tables on every shard (every shard must answer): each shard

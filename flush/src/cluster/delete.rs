@@ -113,17 +113,14 @@ impl Cluster {
     /// shard that answers, for the other nodes to forget its fields and tags; `Ok(n)`: how
     /// many shards took it (none answering is an error).
     pub fn list_drop(&self, db: &str, measurement: &str, at: u64) -> Result<usize, ClusterError> {
-        match self.list_meta(
+        self.list_meta_somewhere(
             &create_drops_table(),
             &format!(
                 "INSERT INTO {DROPS_TABLE} (db, measurement, at) VALUES ({}, {}, {at})",
                 quote_string(db),
                 quote_string(measurement)
             ),
-        )? {
-            (0, Some(down)) => Err(down),
-            (took, _) => Ok(took),
-        }
+        )
     }
 
     /// The newest drop of each (`db`, `measurement`) listed on shard `k` (ms).

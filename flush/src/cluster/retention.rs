@@ -53,13 +53,9 @@ impl Cluster {
             set_at: now_ms(),
         };
         let (create, insert) = retention_row(db, setting);
-        match self.list_meta(&create, &insert)? {
-            (0, Some(down)) => Err(down),
-            (took, _) => {
-                self.note_retention(db, secs);
-                Ok(took)
-            }
-        }
+        let took = self.list_meta_somewhere(&create, &insert)?;
+        self.note_retention(db, secs);
+        Ok(took)
     }
 
     /// Lists `setting` for `db` on shard `k` (a shard found behind the others).

@@ -74,6 +74,31 @@ fn batch(prefix: &str, i: i64) -> String {
         .collect()
 }
 
+/// An InfluxQL statement POSTed to `path` (`/query?db=…`) on `s`, its answer.
+pub(crate) fn statement_at(s: &Server, path: &str, q: &str) -> Value {
+    s.client
+        .post(s.url(path))
+        .query(&[("q", q)])
+        .send()
+        .unwrap()
+        .json()
+        .unwrap()
+}
+
+/// Polls until `s` answers `q` (POSTed to `path`) with `want` as its first series' values
+/// (`null`: no series).
+pub(crate) fn wait_values(s: &Server, path: &str, q: &str, want: Value) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = statement_at(s, path, q);
+        if r["results"][0]["series"][0]["values"] == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{q}: never {want}: {r}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Polls `s` (`SHOW DATABASES`) until it lists `db`.
 pub(crate) fn wait_listed(s: &Server, db: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -62,13 +62,7 @@ pub(crate) fn slow_node(dir: &tempfile::TempDir, s0: &Shard, s1: &Shard) -> Serv
 
 /// An InfluxQL statement on database d (POST), its answer.
 pub(crate) fn on_d(s: &Server, q: &str) -> Value {
-    s.client
-        .post(s.url("/query?db=d"))
-        .query(&[("q", q)])
-        .send()
-        .unwrap()
-        .json()
-        .unwrap()
+    crate::cluster::statement_at(s, "/query?db=d", q)
 }
 
 fn points(prefix: &str, t_ns: i64) -> String {

@@ -5,7 +5,7 @@
 //! then be written with another type through either node, as in InfluxDB. A restart does
 //! not forget the measurement written again.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -15,15 +15,7 @@ use crate::util::*;
 
 /// Polls `s` until `q` answers `want` as its first series' values (`null`: no series).
 fn wait_answer(s: &Server, q: &str, want: Value) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = on_d(s, q);
-        if r["results"][0]["series"][0]["values"] == want {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{q}: never {want}: {r}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    crate::cluster::wait_values(s, "/query?db=d", q, want)
 }
 
 #[test]

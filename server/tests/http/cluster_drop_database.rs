@@ -18,13 +18,7 @@ use crate::util::*;
 
 /// `q` on `s` (POST /query), its answer.
 fn influxql(s: &Server, db: &str, q: &str) -> Value {
-    s.client
-        .post(s.url(&format!("/query?db={db}")))
-        .query(&[("q", q)])
-        .send()
-        .unwrap()
-        .json()
-        .unwrap()
+    crate::cluster::statement_at(s, &format!("/query?db={db}"), q)
 }
 
 fn ok(r: &Value) {
@@ -61,15 +55,7 @@ fn databases(s: &Server) -> Vec<String> {
 
 /// Polls until `s` answers `q` on `db` with `want` as its first series' values.
 fn wait_answer(s: &Server, db: &str, q: &str, want: Value) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = influxql(s, db, q);
-        if r["results"][0]["series"][0]["values"] == want {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{q}: never {want}: {r}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    crate::cluster::wait_values(s, &format!("/query?db={db}"), q, want)
 }
 
 #[test]

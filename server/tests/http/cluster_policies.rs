@@ -6,21 +6,18 @@
 //! either node's door; `DROP RETENTION POLICY` and `DROP DATABASE` take the policy's points
 //! from every shard and the policy from every node.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::cluster::{cluster_config_named, two_shard_cluster, wait_delivered, wait_listed};
 use crate::util::*;
 
+/// Statements on database d, times as integers (ns).
+const ON_D: &str = "/query?db=d&epoch=ns";
+
 fn influxql(s: &Server, q: &str) -> Value {
-    s.client
-        .post(s.url("/query?db=d&epoch=ns"))
-        .query(&[("q", q)])
-        .send()
-        .unwrap()
-        .json()
-        .unwrap()
+    crate::cluster::statement_at(s, ON_D, q)
 }
 
 fn ok(s: &Server, q: &str) {
@@ -30,15 +27,7 @@ fn ok(s: &Server, q: &str) {
 
 /// Polls until `s` answers `q` with `want` as its first series' values.
 fn wait_answer(s: &Server, q: &str, want: Value) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = influxql(s, q);
-        if r["results"][0]["series"][0]["values"] == want {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{q}: never {want}: {r}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    crate::cluster::wait_values(s, ON_D, q, want)
 }
 
 #[test]
