@@ -43,7 +43,10 @@ APT_PACKAGES=(libclang-dev libssl-dev pkg-config)
 # clickhouse-server (18.16 on bookworm) is the peer of the cluster delivery test
 # (flush/tests/it/cluster.rs), which runs two servers of its own on free loopback ports; the
 # packaged service is stopped where systemd started it (it would hold :8123 and :9000).
-TEST_APT_PACKAGES=(python3-venv prometheus systemd curl influxdb clickhouse-server)
+# zookeeper (3.8 on bookworm; no service of its own) is what the replica tests' servers
+# share their replicated tables through (flush/tests/it/cluster_replicas.rs): each test runs
+# its own on a free loopback port.
+TEST_APT_PACKAGES=(python3-venv prometheus systemd curl influxdb clickhouse-server zookeeper)
 
 # Telegraf for the HTTP tests (server/tests/http/telegraf.rs): a custom build
 # with only the plugins they use: ~1.5 min on 2 cores from a cold Go cache (Go >= 1.25),

@@ -440,8 +440,15 @@ engine = "embedded"
 
 [storage.clickhouse]
 # Each shard's HTTP endpoint, in shard order (a series' shard is jumpConsistentHash(series_id,
-# shards): only ever append). Every shard gets every table and column.
+# shards): only ever append). Every shard gets every table and column. A shard with
+# replicas lists their endpoints, the first preferred (needs zookeeper_path):
+# shards = [["http://a1:8123", "http://a2:8123"], ["http://b1:8123", "http://b2:8123"]]
 shards = []
+# Where in the servers' ZooKeeper chingest's replicated tables live, e.g.
+# "/clickhouse/chingest" (each server configures <zookeeper> and <macros><replica> naming
+# it within its shard). Empty: plain MergeTree, one endpoint per shard. Chosen when the
+# cluster is made: tables keep the engine they were made with.
+zookeeper_path = ""
 # User and password on every shard (empty: ClickHouse's default user); the password is
 # better given as CHINGEST_CLICKHOUSE_PASSWORD.
 user = ""

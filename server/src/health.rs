@@ -98,6 +98,13 @@ pub async fn health<S: Store>(State(state): State<AppState<S>>) -> Response {
                 "waiting_deliveries": c.waiting_deliveries,
                 "waiting_rows": c.waiting_rows,
                 "oldest_waiting_secs": c.oldest_waiting_secs,
+                // Each replica (one when the shard has one endpoint): the shard answers
+                // while one of them does.
+                "replicas": c.replicas.iter().map(|r| json!({
+                    "endpoint": r.endpoint,
+                    "up": r.up,
+                    "last_error": r.last_error,
+                })).collect::<Vec<_>>(),
             }))
             .collect::<Vec<_>>());
         // Every ingest node's delivery fence: a cluster DELETE waits for the oldest.

@@ -100,6 +100,8 @@ impl ClusterSync {
             .spawn(move || {
                 let mut expired_at: Option<Instant> = None;
                 while !s.stop.load(Ordering::Acquire) {
+                    // A replica back (or not seen yet) gets the tables made while it was away.
+                    s.cluster.repair_replicas();
                     s.refresh_logged();
                     if expired_at.is_none_or(|t| t.elapsed() >= EXPIRE_EVERY) {
                         s.expire_all();

@@ -26,7 +26,7 @@ pub struct StorageConfig {
     pub wal_compression: WalCompression,
     /// Where flushed points go: `embedded` (the default: the in-process engine's tables) or
     /// `clickhouse` (the shards of a ClickHouse cluster, `[storage.clickhouse]`; issue #25:
-    /// InfluxQL `SELECT` reads them back, deletes, retention and SQL not yet).
+    /// everything the embedded engine does).
     pub engine: StorageEngine,
     /// `[storage.clickhouse]`: the cluster when `engine = "clickhouse"`.
     pub clickhouse: ClickHouseConfig,
@@ -48,9 +48,17 @@ pub enum StorageEngine {
 #[derive(Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClickHouseConfig {
-    /// Each shard's HTTP endpoint (`http://host:8123`), in shard order: a series' shard is
-    /// `jumpConsistentHash(series_id, len)`, so the list only ever grows at its end.
-    pub shards: Vec<String>,
+    /// Each shard's HTTP endpoint (`http://host:8123`), or the endpoints of its replicas
+    /// (`["http://a1:8123", "http://a2:8123"]`, with [`zookeeper_path`](Self::zookeeper_path)),
+    /// in shard order: a series' shard is `jumpConsistentHash(series_id, len)`, so the list
+    /// only ever grows at its end.
+    pub shards: Vec<ShardEndpoints>,
+    /// Where in the servers' ZooKeeper chingest's replicated tables live (every server
+    /// configures `<zookeeper>` and a `<macros><replica>` naming it within its shard): each
+    /// table is then a `ReplicatedMergeTree` the replicas of its shard share. Empty: plain
+    /// `MergeTree`, one endpoint per shard. Chosen when the cluster is made: tables keep the
+    /// engine they were made with.
+    pub zookeeper_path: String,
     /// The user on every shard (ClickHouse's `default` when empty).
     pub user: String,
     /// The user's password (prefer `CHINGEST_CLICKHOUSE_PASSWORD` in the environment).
@@ -73,6 +81,26 @@ pub struct ClickHouseConfig {
     /// The shards' users that read one database each (`[[storage.clickhouse.readers]]`):
     /// a non-admin's `/api/v1/sql` on the cluster runs as the one of its database.
     pub readers: Vec<ReaderConfig>,
+}
+
+/// One entry of `[storage.clickhouse] shards`: a shard's endpoint, or its replicas'.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum ShardEndpoints {
+    /// One server.
+    One(String),
+    /// The shard's replicas, the first preferred.
+    Replicas(Vec<String>),
+}
+
+impl ShardEndpoints {
+    /// The endpoints, the first preferred.
+    pub fn endpoints(&self) -> Vec<String> {
+        match self {
+            ShardEndpoints::One(e) => vec![e.clone()],
+            ShardEndpoints::Replicas(r) => r.clone(),
+        }
+    }
 }
 
 /// `[[storage.clickhouse.readers]]`: a user on every shard whose `allow_databases` (the
@@ -117,6 +145,7 @@ impl std::fmt::Debug for ClickHouseConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClickHouseConfig")
             .field("shards", &self.shards)
+            .field("zookeeper_path", &self.zookeeper_path)
             .field("user", &self.user)
             .field("password", &shown(&self.password))
             .field("node", &self.node)
@@ -132,6 +161,7 @@ impl Default for ClickHouseConfig {
     fn default() -> Self {
         Self {
             shards: Vec::new(),
+            zookeeper_path: String::new(),
             user: String::new(),
             password: String::new(),
             node: String::new(),
@@ -159,7 +189,8 @@ impl ClickHouseConfig {
             self.node.clone()
         };
         flush::cluster::ClusterConfig {
-            shards: self.shards.clone(),
+            shards: self.shards.iter().map(ShardEndpoints::endpoints).collect(),
+            zookeeper_path: (!self.zookeeper_path.is_empty()).then(|| self.zookeeper_path.clone()),
             user: (!self.user.is_empty()).then(|| self.user.clone()),
             password,
             node,
@@ -214,7 +245,40 @@ impl StorageConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::{ClickHouseConfig, ReaderConfig};
+    use super::{ClickHouseConfig, ReaderConfig, ShardEndpoints};
+
+    #[test]
+    fn a_shard_is_an_endpoint_or_its_replicas() {
+        let c: ClickHouseConfig = toml::from_str(
+            "shards = [\"http://a:8123\", [\"http://b1:8123\", \"http://b2:8123\"]]\n\
+             zookeeper_path = \"/clickhouse/chingest\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.shards,
+            [
+                ShardEndpoints::One("http://a:8123".into()),
+                ShardEndpoints::Replicas(vec!["http://b1:8123".into(), "http://b2:8123".into()]),
+            ]
+        );
+        let cluster = c.cluster();
+        assert_eq!(
+            cluster.shards,
+            [
+                vec!["http://a:8123".to_string()],
+                vec!["http://b1:8123".to_string(), "http://b2:8123".to_string()]
+            ]
+        );
+        assert_eq!(
+            cluster.zookeeper_path.as_deref(),
+            Some("/clickhouse/chingest")
+        );
+        // Printed as read.
+        let again: ClickHouseConfig = toml::from_str(&toml::to_string(&c).unwrap()).unwrap();
+        assert_eq!(again.shards, c.shards);
+        assert!(toml::from_str::<ClickHouseConfig>("shards = [1]").is_err());
+        assert_eq!(ClickHouseConfig::default().cluster().zookeeper_path, None);
+    }
 
     #[test]
     fn the_cluster_password_is_never_shown() {

@@ -56,6 +56,18 @@ fn create_databases_table() -> String {
     )
 }
 
+/// The `CREATE TABLE IF NOT EXISTS` of every table of chingest's metadata a catalog reads.
+pub(crate) fn meta_tables() -> [String; 6] {
+    [
+        create_databases_table(),
+        super::delete::create_drops_table(),
+        super::databases::create_created_table(),
+        super::databases::create_applied_table(),
+        super::databases::create_policies_table(),
+        super::retention::create_retention_table(),
+    ]
+}
+
 /// Every table of chingest's metadata a catalog reads, newest per key, as rows of (kind,
 /// a, b, n): one statement instead of one per table.
 fn meta_union() -> String {
@@ -174,20 +186,54 @@ impl Cluster {
         Ok((took, last_down))
     }
 
-    /// [`list_meta`](Self::list_meta) on shard `k`.
+    /// [`list_meta`](Self::list_meta) on shard `k`: the row added (on one replica: the
+    /// table is replicated where the shard's tables are), the table made first where
+    /// missing.
     pub(crate) fn list_meta_on(
         &self,
         k: usize,
         create: &str,
         insert: &str,
     ) -> Result<(), ClusterError> {
-        [
-            &format!("CREATE DATABASE IF NOT EXISTS {META_DATABASE}"),
-            create,
-            insert,
-        ]
-        .iter()
-        .try_for_each(|sql| self.http.statement(k, sql).map(drop))
+        match self.http.statement(k, insert) {
+            Err(e) if e.is_missing_table() => {
+                self.make_meta_table(k, create)?;
+                self.http.statement(k, insert).map(drop)
+            }
+            done => done.map(drop),
+        }
+    }
+
+    /// Makes a table of chingest's metadata (`create`: its `CREATE TABLE IF NOT EXISTS`),
+    /// and its database, on every replica of shard `k` that answers.
+    pub(crate) fn make_meta_table(&self, k: usize, create: &str) -> Result<(), ClusterError> {
+        self.http
+            .every_replica(k, &format!("CREATE DATABASE IF NOT EXISTS {META_DATABASE}"))?;
+        self.http.every_replica(k, &self.meta_create(k, create))?;
+        Ok(())
+    }
+
+    /// `create`, a `CREATE TABLE IF NOT EXISTS __chingest.<t> (…) ENGINE = <merge> ORDER BY
+    /// …` of chingest's metadata, with its engine replicated among shard `k`'s replicas
+    /// when the cluster's tables are ([`schema::engine`]).
+    pub(crate) fn meta_create(&self, k: usize, create: &str) -> String {
+        let Some(root) = &self.config.zookeeper_path else {
+            return create.to_string();
+        };
+        let prefix = format!("CREATE TABLE IF NOT EXISTS {META_DATABASE}.");
+        let table = create
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.split([' ', '(']).next())
+            .expect("chingest's metadata tables are made by name");
+        let (head, rest) = create
+            .split_once(" ENGINE = ")
+            .expect("chingest's metadata tables name their engine");
+        let (merge, tail) = rest.split_once(" ORDER BY ").expect("and their order");
+        let path = schema::zookeeper_path(root, k, META_DATABASE, table);
+        format!(
+            "{head} ENGINE = {} ORDER BY {tail}",
+            schema::engine(merge, Some(&path))
+        )
     }
 
     /// The databases and tables on every shard that answers; a shard that does not is
@@ -342,17 +388,9 @@ impl Cluster {
 
     /// Makes every table of chingest's metadata on shard `k` that is missing there.
     fn ensure_meta_tables(&self, k: usize) -> Result<(), ClusterError> {
-        [
-            format!("CREATE DATABASE IF NOT EXISTS {META_DATABASE}"),
-            create_databases_table(),
-            super::delete::create_drops_table(),
-            super::databases::create_created_table(),
-            super::databases::create_applied_table(),
-            super::databases::create_policies_table(),
-            super::retention::create_retention_table(),
-        ]
-        .iter()
-        .try_for_each(|sql| self.http.statement(k, sql).map(drop))
+        meta_tables()
+            .iter()
+            .try_for_each(|create| self.make_meta_table(k, create))
     }
 
     /// Lists `db`, created at `at` (ms, this node's clock; [`super::databases`]), on every
@@ -362,22 +400,26 @@ impl Cluster {
         let mut took = 0;
         let [create_created, insert_created] = Self::created_statements(db, at);
         for k in 0..self.config.shards.len() {
-            let done = [
-                format!(
-                    "CREATE DATABASE IF NOT EXISTS {}",
-                    quote_ident(&schema::shard_database(db))
-                ),
-                format!("CREATE DATABASE IF NOT EXISTS {META_DATABASE}"),
-                create_databases_table(),
-                format!(
-                    "INSERT INTO {META_DATABASE}.databases (name) VALUES ({})",
-                    quote_string(db)
-                ),
-                create_created.clone(),
-                insert_created.clone(),
-            ]
-            .iter()
-            .try_for_each(|sql| self.http.statement(k, sql).map(drop));
+            let done = self
+                .http
+                .every_replica(
+                    k,
+                    &format!(
+                        "CREATE DATABASE IF NOT EXISTS {}",
+                        quote_ident(&schema::shard_database(db))
+                    ),
+                )
+                .and_then(|_| {
+                    self.list_meta_on(
+                        k,
+                        &create_databases_table(),
+                        &format!(
+                            "INSERT INTO {META_DATABASE}.databases (name) VALUES ({})",
+                            quote_string(db)
+                        ),
+                    )
+                })
+                .and_then(|()| self.list_meta_on(k, &create_created, &insert_created));
             match done {
                 Ok(()) => took += 1,
                 // Listed again at the next refresh; the refresh logs the outage once
@@ -444,7 +486,7 @@ impl Cluster {
                 if values.len() != tag_keys.len() {
                     return Err(ClusterError::Refused {
                         shard: k,
-                        endpoint: self.config.shards[k].clone(),
+                        endpoint: self.http.endpoint(k),
                         statement: "SELECT DISTINCT … FORMAT TabSeparated".into(),
                         message: format!("unexpected answer: row {line:?}"),
                     });
@@ -456,5 +498,58 @@ impl Cluster {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::ClusterConfig;
+
+    fn cluster(zookeeper_path: Option<&str>) -> Cluster {
+        Cluster::connect(ClusterConfig {
+            // Nothing listens there: the node starts all the same.
+            shards: vec![vec![
+                "http://127.0.0.1:9/".into(),
+                "http://127.0.0.1:7/".into(),
+            ]],
+            zookeeper_path: zookeeper_path.map(str::to_string),
+            user: None,
+            password: None,
+            node: "n".into(),
+            timeout: std::time::Duration::from_millis(200),
+            distributed: None,
+            delete_wait: std::time::Duration::from_secs(1),
+            readers: Vec::new(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn metadata_tables_are_replicated_where_the_shards_tables_are() {
+        let c = cluster(Some("/ch"));
+        let mut creates = meta_tables().to_vec();
+        creates.push(
+            "CREATE TABLE IF NOT EXISTS __chingest.nodes (node String, delivered_through \
+             UInt64, at UInt64) ENGINE = ReplacingMergeTree(at) ORDER BY node"
+                .into(),
+        );
+        for create in &creates {
+            let sql = c.meta_create(0, create);
+            assert!(
+                sql.contains("ENGINE = ReplicatedMergeTree('/ch/0/")
+                    || sql.contains("ENGINE = ReplicatedReplacingMergeTree('/ch/0/"),
+                "{sql}"
+            );
+            assert!(sql.contains("'{replica}'"), "{sql}");
+            assert!(sql.contains(" ORDER BY "), "{sql}");
+        }
+        // Each its own path.
+        let paths: std::collections::HashSet<String> =
+            creates.iter().map(|c2| c.meta_create(0, c2)).collect();
+        assert_eq!(paths.len(), creates.len());
+        assert!(c
+            .meta_create(0, &creates[6])
+            .ends_with("'{replica}', at) ORDER BY node"));
     }
 }

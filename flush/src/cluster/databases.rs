@@ -252,27 +252,27 @@ impl Cluster {
         )
     }
 
-    /// Drops `db`'s chingest tables on every shard (every shard must answer): each shard
+    /// Drops `db`'s chingest tables on every shard and replica (each must answer): each shard
     /// table and the `Distributed` table over it, then the shard database. Other tables a
     /// database of that name may hold on the servers are not chingest's and stay.
     pub fn drop_database_tables(&self, db: &str) -> Result<(), ClusterError> {
         let shard_db = schema::shard_database(db);
         let mut measurements = BTreeSet::new();
+        let list = format!(
+            "SELECT name FROM system.tables WHERE database = {} FORMAT TabSeparated",
+            quote_string(&shard_db)
+        );
         for k in 0..self.config.shards.len() {
-            let answer = self.http.statement(
-                k,
-                &format!(
-                    "SELECT name FROM system.tables WHERE database = {} FORMAT TabSeparated",
-                    quote_string(&shard_db)
-                ),
-            )?;
-            measurements.extend(answer.lines().map(unescape_tsv));
+            for r in 0..self.http.replicas(k) {
+                let answer = self.http.statement_on(k, r, &list)?;
+                measurements.extend(answer.lines().map(unescape_tsv));
+            }
         }
         for m in &measurements {
             self.drop_table(db, m)?;
         }
         for k in 0..self.config.shards.len() {
-            self.http.statement(
+            self.http.all_replicas(
                 k,
                 &format!("DROP DATABASE IF EXISTS {}", quote_ident(&shard_db)),
             )?;

@@ -62,17 +62,17 @@ impl Cluster {
         Ok(found)
     }
 
-    /// Drops `db`.`measurement`'s shard table (and its `Distributed` table) on every shard;
-    /// every shard must answer (a shard down fails the drop: the shards done stay done,
+    /// Drops `db`.`measurement`'s shard table (and its `Distributed` table) on every shard
+    /// and every replica; each must answer (one down fails the drop: those done stay done,
     /// running it again is harmless). A delivery of rows written since makes it again.
     pub fn drop_table(&self, db: &str, measurement: &str) -> Result<(), ClusterError> {
         for k in 0..self.config.shards.len() {
-            self.http.statement(
+            self.http.all_replicas(
                 k,
                 &format!("DROP TABLE IF EXISTS {}", schema::table(db, measurement)),
             )?;
             if self.config.distributed.is_some() {
-                self.http.statement(
+                self.http.all_replicas(
                     k,
                     &format!(
                         "DROP TABLE IF EXISTS {}",
@@ -165,7 +165,7 @@ impl Cluster {
             if Instant::now() > deadline {
                 return Err(ClusterError::Refused {
                     shard: k,
-                    endpoint: self.config.shards[k].clone(),
+                    endpoint: self.http.endpoint(k),
                     statement: "ALTER TABLE … DELETE".into(),
                     message: format!(
                         "the delete did not finish within {} s (it goes on on the shard; run \

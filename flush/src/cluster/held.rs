@@ -49,11 +49,69 @@ impl Held {
 }
 
 impl Cluster {
-    /// What shard `k` holds of this node's rows of `suspects` in `db`.`measurement`, given
-    /// `expected`: how many rows of each write the delivery has for it.
+    /// [`held`](Self::held) on a replica of shard `k` that has every part of the table
+    /// ZooKeeper lists ([`caught_up`](Self::caught_up)): that replica, and what it holds.
+    /// None has (the replica that took an earlier attempt may be the only one with its
+    /// rows, and it does not answer): unavailable, the delivery waits for it.
+    pub(crate) fn held_somewhere(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+        suspects: &[u64],
+        expected: &HashMap<u64, u64>,
+    ) -> Result<(usize, Held), ClusterError> {
+        self.http.on_some_replica(k, |r| {
+            self.caught_up(k, r, db, measurement)?;
+            Ok((r, self.held(k, r, db, measurement, suspects, expected)?))
+        })
+    }
+
+    /// Whether replica `r` of shard `k` has every part of `db`.`measurement` its shard's
+    /// replication log lists: it read the log to its end and fetched every insert in it,
+    /// and its ZooKeeper answers (else what it holds says nothing of what another replica
+    /// took). A table that is not replicated has nothing to catch up with.
+    fn caught_up(
+        &self,
+        k: usize,
+        r: usize,
+        db: &str,
+        measurement: &str,
+    ) -> Result<(), ClusterError> {
+        if self.http.replicas(k) == 1 && self.config.zookeeper_path.is_none() {
+            return Ok(());
+        }
+        let answer = self.http.statement_on(
+            k,
+            r,
+            &format!(
+                "SELECT log_pointer > log_max_index AND inserts_in_queue = 0 AND is_readonly = 0 \
+                 FROM system.replicas WHERE database = {} AND table = {} FORMAT TabSeparated",
+                quote_string(&schema::shard_database(db)),
+                quote_string(measurement)
+            ),
+        )?;
+        match answer.trim() {
+            "1" | "" => Ok(()),
+            _ => Err(ClusterError::Unreachable {
+                shard: k,
+                endpoint: self.http.replica_endpoint(k, r),
+                message: format!(
+                    "lacks parts of {db}.{measurement} another replica took (fetching them, \
+                     or that replica does not answer): what it holds of a retried delivery \
+                     is not known yet"
+                ),
+            }),
+        }
+    }
+
+    /// What replica `r` of shard `k` holds of this node's rows of `suspects` in
+    /// `db`.`measurement`, given `expected`: how many rows of each write the delivery has
+    /// for it.
     pub(crate) fn held(
         &self,
         k: usize,
+        r: usize,
         db: &str,
         measurement: &str,
         suspects: &[u64],
@@ -62,8 +120,9 @@ impl Cluster {
         let table = schema::table(db, measurement);
         let node = quote_string(&self.config.node);
         let list: Vec<String> = suspects.iter().map(u64::to_string).collect();
-        let counts = self.http.statement(
+        let counts = self.http.statement_on(
             k,
+            r,
             &format!(
                 "SELECT __seq, count() FROM {table} WHERE __node = {node} AND __seq IN ({}) \
                  GROUP BY __seq FORMAT TabSeparated",
@@ -85,8 +144,9 @@ impl Cluster {
             }
         }
         if !partial.is_empty() {
-            let rows = self.http.statement(
+            let rows = self.http.statement_on(
                 k,
+                r,
                 &format!(
                     "SELECT DISTINCT __seq, __row FROM {table} WHERE __node = {node} \
                      AND __seq IN ({}) FORMAT TabSeparated",

@@ -1,12 +1,14 @@
 //! Statements on a shard over its HTTP interface, and the URL an insert through the
 //! embedded engine's `url()` writes to.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
 use reqwest::blocking::Client as Reqwest;
 use reqwest::Url;
 
 use super::{ClusterConfig, ClusterError, ShardReader};
 
-/// What a shard's last request showed (`/health`).
+/// What a shard's, or one of its replicas', last request showed (`/health`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Seen {
     /// Whether it answered (`None`: not asked yet).
@@ -17,15 +19,47 @@ pub(crate) struct Seen {
     pub(crate) confirmed: Option<std::time::Instant>,
 }
 
-/// One client for every shard.
+/// One client for every shard and its replicas.
+///
+/// A shard's statements go to one replica, the last that answered (the first listed at
+/// start); one that does not answer, or cannot take writes because its ZooKeeper is gone
+/// ([`replica_unavailable`]), passes them to the next. Objects each server keeps for itself
+/// (databases, tables — a replicated table's replica too —, `Distributed` tables) are made
+/// and dropped on every replica ([`every_replica`](Self::every_replica),
+/// [`all_replicas`](Self::all_replicas)); what a replicated table shares (rows, columns,
+/// mutations, partitions) on one.
 pub(crate) struct Client {
     http: Reqwest,
-    shards: Vec<Url>,
-    /// Per shard, what its last request showed.
+    /// Per shard, its replicas' endpoints.
+    shards: Vec<Vec<Url>>,
+    /// Per shard, the replica its statements go to first.
+    active: Vec<AtomicUsize>,
+    /// Per shard, what its last request showed (whichever replica answered it).
     pub(crate) seen: parking_lot::Mutex<Vec<Seen>>,
+    /// Per shard and replica, what its last request showed.
+    pub(crate) replicas_seen: parking_lot::Mutex<Vec<Vec<Seen>>>,
+    /// Per shard: a replica answered after not answering (or none was asked yet), so it may
+    /// lack tables made meanwhile ([`super::Cluster::repair_replicas`]).
+    returned: Vec<AtomicBool>,
     user: Option<String>,
     password: Option<String>,
     timeout_secs: u64,
+}
+
+/// How long [`Client::probe_replicas`] waits for a replica's answer.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether a shard's answer says the replica cannot serve now, though another may: its
+/// replicated tables are read-only (its ZooKeeper session is gone: code 242) or ZooKeeper
+/// fails (999, 225). Retried elsewhere, and waited for when every replica says so: never a
+/// refusal of the rows.
+pub(crate) fn replica_unavailable(message: &str) -> bool {
+    ["Code: 242,", "Code: 999,", "Code: 225,"]
+        .iter()
+        .any(|code| message.contains(code))
+        || message.contains("TABLE_IS_READ_ONLY")
+        || message.contains("KEEPER_EXCEPTION")
+        || message.contains("NO_ZOOKEEPER")
 }
 
 impl Client {
@@ -33,17 +67,34 @@ impl Client {
         let shards = config
             .shards
             .iter()
-            .map(|s| {
-                let url = Url::parse(s)
-                    .map_err(|e| ClusterError::Config(format!("shard endpoint {s:?}: {e}")))?;
-                if !matches!(url.scheme(), "http" | "https") || url.query().is_some() {
-                    return Err(ClusterError::Config(format!(
-                        "shard endpoint {s:?}: expected http(s)://host:port"
-                    )));
+            .map(|replicas| {
+                if replicas.is_empty() {
+                    return Err(ClusterError::Config("a shard without an endpoint".into()));
                 }
-                Ok(url)
+                replicas
+                    .iter()
+                    .map(|s| {
+                        let url = Url::parse(s).map_err(|e| {
+                            ClusterError::Config(format!("shard endpoint {s:?}: {e}"))
+                        })?;
+                        if !matches!(url.scheme(), "http" | "https") || url.query().is_some() {
+                            return Err(ClusterError::Config(format!(
+                                "shard endpoint {s:?}: expected http(s)://host:port"
+                            )));
+                        }
+                        Ok(url)
+                    })
+                    .collect::<Result<Vec<_>, _>>()
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let mut every: Vec<&Url> = shards.iter().flatten().collect();
+        every.sort();
+        if let Some(twice) = every.windows(2).find(|w| w[0] == w[1]) {
+            return Err(ClusterError::Config(format!(
+                "endpoint {} is listed twice (a server is one replica of one shard)",
+                twice[0]
+            )));
+        }
         let http = Reqwest::builder()
             .timeout(config.timeout)
             .build()
@@ -51,6 +102,14 @@ impl Client {
         Ok(Client {
             http,
             seen: parking_lot::Mutex::new(vec![Seen::default(); shards.len()]),
+            replicas_seen: parking_lot::Mutex::new(
+                shards
+                    .iter()
+                    .map(|r| vec![Seen::default(); r.len()])
+                    .collect(),
+            ),
+            active: shards.iter().map(|_| AtomicUsize::new(0)).collect(),
+            returned: shards.iter().map(|_| AtomicBool::new(true)).collect(),
             shards,
             user: config.user.clone(),
             password: config.password.clone(),
@@ -58,54 +117,186 @@ impl Client {
         })
     }
 
-    /// Runs `sql` on shard `k` (POST body); its TabSeparated answer.
+    /// How many replicas shard `k` has.
+    pub(crate) fn replicas(&self, k: usize) -> usize {
+        self.shards[k].len()
+    }
+
+    /// The replica shard `k`'s statements go to first.
+    pub(crate) fn active(&self, k: usize) -> usize {
+        self.active[k].load(Ordering::Relaxed)
+    }
+
+    /// Whether a replica of shard `k` answered since this was last asked after not
+    /// answering (true at start: nothing is known of them yet).
+    pub(crate) fn take_returned(&self, k: usize) -> bool {
+        self.returned[k].swap(false, Ordering::Relaxed)
+    }
+
+    /// `run(r)` on shard `k`'s replicas, the active one first, until one answers; the next
+    /// one it reaches becomes the active one. The last unavailable replica's error when
+    /// none could.
+    pub(crate) fn on_some_replica<T>(
+        &self,
+        k: usize,
+        run: impl Fn(usize) -> Result<T, ClusterError>,
+    ) -> Result<T, ClusterError> {
+        let n = self.shards[k].len();
+        let first = self.active(k);
+        let mut last = None;
+        for r in (0..n).map(|i| (first + i) % n) {
+            match run(r) {
+                Ok(t) => {
+                    if r != first {
+                        self.active[k].store(r, Ordering::Relaxed);
+                    }
+                    return Ok(t);
+                }
+                Err(e) if e.is_unavailable() => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.expect("a shard has a replica"))
+    }
+
+    /// Runs `sql` on shard `k` (on one replica: [`on_some_replica`](Self::on_some_replica));
+    /// its TabSeparated answer.
     pub(crate) fn statement(&self, k: usize, sql: &str) -> Result<String, ClusterError> {
-        let req = self.post(self.shards[k].clone(), sql);
-        let answer = req.send().map_err(|e| self.unreachable(k, e))?;
+        self.on_some_replica(k, |r| self.statement_on(k, r, sql))
+    }
+
+    /// Runs `sql` on replica `r` of shard `k`.
+    pub(crate) fn statement_on(
+        &self,
+        k: usize,
+        r: usize,
+        sql: &str,
+    ) -> Result<String, ClusterError> {
+        self.send_on(k, r, sql, None)
+    }
+
+    /// [`statement_on`](Self::statement_on) within `timeout` (`None`: the cluster's).
+    fn send_on(
+        &self,
+        k: usize,
+        r: usize,
+        sql: &str,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<String, ClusterError> {
+        let mut req = self.post(self.shards[k][r].clone(), sql);
+        if let Some(t) = timeout {
+            req = req.timeout(t);
+        }
+        let answer = req.send().map_err(|e| self.unreachable(k, r, e))?;
         let status = answer.status();
-        let text = answer.text().map_err(|e| self.unreachable(k, e))?;
-        self.answered(k, sql, status, text)
+        let text = answer.text().map_err(|e| self.unreachable(k, r, e))?;
+        self.answered(k, r, sql, status, text)
+    }
+
+    /// Runs `sql` (what each server keeps for itself: `CREATE …`) on every replica of shard
+    /// `k` that answers; how many did (one not answering misses it until
+    /// [`super::Cluster::repair_replicas`]). None answering is its error.
+    pub(crate) fn every_replica(&self, k: usize, sql: &str) -> Result<usize, ClusterError> {
+        let mut done = 0;
+        let mut last = None;
+        for r in 0..self.shards[k].len() {
+            match self.statement_on(k, r, sql) {
+                Ok(_) => done += 1,
+                Err(e) if e.is_unavailable() => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        match last {
+            Some(e) if done == 0 => Err(e),
+            _ => Ok(done),
+        }
+    }
+
+    /// Runs `sql` (`DROP …`) on every replica of shard `k`, each of which must answer (a
+    /// replica that kept a dropped replicated table would hold its place in ZooKeeper, and
+    /// a table made again under that name would take its old rows back from it).
+    pub(crate) fn all_replicas(&self, k: usize, sql: &str) -> Result<(), ClusterError> {
+        (0..self.shards[k].len()).try_for_each(|r| self.statement_on(k, r, sql).map(drop))
+    }
+
+    /// Makes [`take_returned`](Self::take_returned) true again for shard `k` (its repair
+    /// failed: tried again).
+    pub(crate) fn mark_returned(&self, k: usize) {
+        self.returned[k].store(true, Ordering::Relaxed);
+    }
+
+    /// Asks every replica of each shard that has several whether it answers (`SELECT 1`):
+    /// a replica its shard's statements do not go to is known down, or back, all the same.
+    /// All at once, each within 2 s (a replica whose packets vanish does not hold back the
+    /// refresh that asks).
+    pub(crate) fn probe_replicas(&self) {
+        std::thread::scope(|scope| {
+            for (k, replicas) in self.shards.iter().enumerate() {
+                if replicas.len() > 1 {
+                    for r in 0..replicas.len() {
+                        scope.spawn(move || {
+                            let _ = self.send_on(k, r, "SELECT 1", Some(PROBE_TIMEOUT));
+                        });
+                    }
+                }
+            }
+        });
     }
 
     /// [`statement`](Self::statement) with a binary answer, the server told to finish the
     /// statement before it answers (`wait_end_of_query=1`): a failure after the first rows
     /// is an error status, never an error text after rows that would read as more rows.
     pub(crate) fn statement_bytes(&self, k: usize, sql: &str) -> Result<Vec<u8>, ClusterError> {
-        let mut url = self.shards[k].clone();
-        url.query_pairs_mut().append_pair("wait_end_of_query", "1");
-        let answer = self
-            .post(url, sql)
-            .send()
-            .map_err(|e| self.unreachable(k, e))?;
-        let status = answer.status();
-        let body = answer.bytes().map_err(|e| self.unreachable(k, e))?;
-        if !status.is_success() {
-            let text = String::from_utf8_lossy(&body).into_owned();
-            return self.answered(k, sql, status, text).map(String::into_bytes);
-        }
-        self.saw(k, Some(true), None);
-        Ok(body.to_vec())
+        self.on_some_replica(k, |r| {
+            let mut url = self.shards[k][r].clone();
+            url.query_pairs_mut().append_pair("wait_end_of_query", "1");
+            let answer = self
+                .post(url, sql)
+                .send()
+                .map_err(|e| self.unreachable(k, r, e))?;
+            let status = answer.status();
+            let body = answer.bytes().map_err(|e| self.unreachable(k, r, e))?;
+            if !status.is_success() {
+                let text = String::from_utf8_lossy(&body).into_owned();
+                return self
+                    .answered(k, r, sql, status, text)
+                    .map(String::into_bytes);
+            }
+            self.saw(k, r, Some(true), None);
+            Ok(body.to_vec())
+        })
     }
 
-    /// Shard `k`'s answer `text` with `status` to `sql`: the answer, or the server's error.
+    /// Replica `r` of shard `k`'s answer `text` with `status` to `sql`: the answer, or the
+    /// server's error (unavailable when it says the replica cannot serve now).
     fn answered(
         &self,
         k: usize,
+        r: usize,
         sql: &str,
         status: reqwest::StatusCode,
         text: String,
     ) -> Result<String, ClusterError> {
         if !status.is_success() {
-            let e = ClusterError::Refused {
-                shard: k,
-                endpoint: self.shards[k].to_string(),
-                statement: sql.chars().take(200).collect(),
-                message: text.trim().to_string(),
+            let message = text.trim().to_string();
+            let e = if replica_unavailable(&message) {
+                ClusterError::Unreachable {
+                    shard: k,
+                    endpoint: self.shards[k][r].to_string(),
+                    message: format!("cannot serve now (its ZooKeeper?): {message}"),
+                }
+            } else {
+                ClusterError::Refused {
+                    shard: k,
+                    endpoint: self.shards[k][r].to_string(),
+                    statement: sql.chars().take(200).collect(),
+                    message,
+                }
             };
-            self.saw(k, Some(true), Some(&e));
+            self.saw(k, r, Some(true), Some(&e));
             return Err(e);
         }
-        self.saw(k, Some(true), None);
+        self.saw(k, r, Some(true), None);
         Ok(text)
     }
 
@@ -123,22 +314,25 @@ impl Client {
         timeout: std::time::Duration,
         reader: Option<&ShardReader>,
     ) -> Result<Result<reqwest::blocking::Response, String>, ClusterError> {
-        let mut url = self.shards[k].clone();
-        url.query_pairs_mut()
-            .extend_pairs(settings.iter().map(|(k, v)| (*k, v.as_str())));
-        let req = match reader {
-            Some(r) => self
-                .http
-                .post(url)
-                .body(sql.to_string())
-                .basic_auth(&r.user, r.password.as_deref()),
-            None => self.post(url, sql),
-        };
-        let answer = req
-            .timeout(timeout)
-            .send()
-            .map_err(|e| self.unreachable(k, e))?;
-        self.saw(k, Some(true), None);
+        let answer = self.on_some_replica(k, |r| {
+            let mut url = self.shards[k][r].clone();
+            url.query_pairs_mut()
+                .extend_pairs(settings.iter().map(|(k, v)| (*k, v.as_str())));
+            let req = match reader {
+                Some(reader) => self
+                    .http
+                    .post(url)
+                    .body(sql.to_string())
+                    .basic_auth(&reader.user, reader.password.as_deref()),
+                None => self.post(url, sql),
+            };
+            let answer = req
+                .timeout(timeout)
+                .send()
+                .map_err(|e| self.unreachable(k, r, e))?;
+            self.saw(k, r, Some(true), None);
+            Ok(answer)
+        })?;
         if answer.status().is_success() {
             return Ok(Ok(answer));
         }
@@ -149,11 +343,13 @@ impl Client {
         }))
     }
 
-    /// The URL that runs `insert` (`… FORMAT Native`) on shard `k` with the rows posted to
-    /// it, stored as one block of at most `rows` rows (one part: all or nothing).
+    /// The URL that runs `insert` (`… FORMAT Native`) on replica `r` of shard `k` with the
+    /// rows posted to it, stored as one block of at most `rows` rows (one part: all or
+    /// nothing).
     pub(crate) fn insert_url(
         &self,
         k: usize,
+        r: usize,
         insert: &str,
         rows: u64,
     ) -> Result<String, ClusterError> {
@@ -170,16 +366,30 @@ impl Client {
             params.push(("user", user));
             params.push(("password", self.password.as_deref().unwrap_or("")));
         }
-        let url = Url::parse_with_params(self.shards[k].as_str(), &params)
+        let url = Url::parse_with_params(self.shards[k][r].as_str(), &params)
             .map_err(|e| ClusterError::Config(e.to_string()))?;
         Ok(url.to_string())
     }
 
-    /// Records what a request to shard `k` showed: whether it answered, and its error
-    /// (`None`: a success, which clears the last one); the metrics follow.
-    pub(crate) fn saw(&self, k: usize, up: Option<bool>, error: Option<&ClusterError>) {
+    /// Records what a request to replica `r` of shard `k` showed: whether it answered, and
+    /// its error (`None`: a success, which clears the last one); the metrics follow.
+    pub(crate) fn saw(&self, k: usize, r: usize, up: Option<bool>, error: Option<&ClusterError>) {
         if let Some(up) = up {
             shard_up(k, up);
+            if self.shards[k].len() > 1 {
+                replica_up(k, r, up);
+            }
+        }
+        {
+            let mut replicas = self.replicas_seen.lock();
+            let s = &mut replicas[k][r];
+            if up == Some(true) && s.up != Some(true) {
+                self.returned[k].store(true, Ordering::Relaxed);
+            }
+            if up.is_some() {
+                s.up = up;
+            }
+            s.last_error = error.map(|e| self.redact(&e.to_string()));
         }
         if let Some(e) = error {
             failure(
@@ -208,20 +418,29 @@ impl Client {
         }
     }
 
-    /// Shard `k` did not answer (`e`): recorded as down.
-    fn unreachable(&self, k: usize, e: reqwest::Error) -> ClusterError {
+    /// Replica `r` of shard `k` did not answer (`e`): recorded as down, and the next
+    /// replica becomes the one the shard's statements go to first.
+    fn unreachable(&self, k: usize, r: usize, e: reqwest::Error) -> ClusterError {
         let e = ClusterError::Unreachable {
             shard: k,
-            endpoint: self.shards[k].to_string(),
+            endpoint: self.shards[k][r].to_string(),
             message: e.to_string(),
         };
-        self.saw(k, Some(false), Some(&e));
+        self.saw(k, r, Some(false), Some(&e));
+        let n = self.shards[k].len();
+        let _ =
+            self.active[k].compare_exchange(r, (r + 1) % n, Ordering::Relaxed, Ordering::Relaxed);
         e
     }
 
-    /// Shard `k`'s endpoint as configured.
+    /// The endpoint of the replica shard `k`'s statements go to first.
     pub(crate) fn endpoint(&self, k: usize) -> String {
-        self.shards[k].to_string()
+        self.shards[k][self.active(k)].to_string()
+    }
+
+    /// The endpoint of replica `r` of shard `k`.
+    pub(crate) fn replica_endpoint(&self, k: usize, r: usize) -> String {
+        self.shards[k][r].to_string()
     }
 
     /// `text` without the password (an engine message may quote an insert's URL).
@@ -244,6 +463,13 @@ impl Client {
 /// `chingest_cluster_shard_up{shard}`: whether the shard answered its last request.
 pub(crate) fn shard_up(k: usize, up: bool) {
     metrics::gauge!("chingest_cluster_shard_up", "shard" => k.to_string())
+        .set(f64::from(u8::from(up)));
+}
+
+/// `chingest_cluster_replica_up{shard, replica}`: whether the replica answered its last
+/// request (shards with more than one replica).
+pub(crate) fn replica_up(k: usize, r: usize, up: bool) {
+    metrics::gauge!("chingest_cluster_replica_up", "shard" => k.to_string(), "replica" => r.to_string())
         .set(f64::from(u8::from(up)));
 }
 

@@ -24,6 +24,7 @@ mod held;
 mod http;
 mod nodes;
 mod read;
+mod replicas;
 mod retention;
 mod schema;
 pub mod shard;
@@ -49,8 +50,12 @@ pub use shard::ShardMap;
 /// Where the cluster is and who this node is (`Debug` shows no password).
 #[derive(Clone)]
 pub struct ClusterConfig {
-    /// Each shard's HTTP endpoint (`http://host:8123`), in shard order.
-    pub shards: Vec<String>,
+    /// Each shard's replicas' HTTP endpoints (`http://host:8123`; one when its tables are
+    /// not replicated), in shard order.
+    pub shards: Vec<Vec<String>>,
+    /// Where in ZooKeeper the shards' replicated tables live (`None`: tables are
+    /// `MergeTree`, one endpoint per shard): [`schema::zookeeper_path`].
+    pub zookeeper_path: Option<String>,
     /// The user (ClickHouse's `default` when `None`).
     pub user: Option<String>,
     /// The user's password.
@@ -98,6 +103,7 @@ impl std::fmt::Debug for ClusterConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClusterConfig")
             .field("shards", &self.shards)
+            .field("zookeeper_path", &self.zookeeper_path)
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "[REDACTED]"))
             .field("node", &self.node)
@@ -164,8 +170,16 @@ pub enum ClusterError {
 }
 
 impl ClusterError {
+    /// Whether the shard (or the replica asked) could not serve now: it did not answer, or
+    /// its replicated tables cannot take writes (their ZooKeeper is gone). Retried, never a
+    /// refusal.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, ClusterError::Unreachable { .. })
+    }
+
     /// Whether a shard refused because a table or database does not exist there
-    /// (18.16's codes 60 and 81, as the server's text or the engine's relay of it).
+    /// (18.16's codes 60 and 81, as the server's text or the engine's relay of it; 390 is
+    /// its `SHOW CREATE TABLE` of a table missing from an existing database).
     pub fn is_missing_table(&self) -> bool {
         match self {
             ClusterError::Refused { message, .. } => {
@@ -173,6 +187,7 @@ impl ClusterError {
                     || message.contains("UNKNOWN_DATABASE")
                     || message.contains("Code: 60,")
                     || message.contains("Code: 81,")
+                    || message.contains("Code: 390,")
                     || message.contains("doesn't exist")
             }
             _ => false,
@@ -205,11 +220,24 @@ impl ClusterError {
     }
 }
 
+/// One replica of a shard as its last request showed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaStatus {
+    /// Its endpoint.
+    pub endpoint: String,
+    /// Whether it answered its last request (`None`: not asked yet).
+    pub up: Option<bool>,
+    /// Its last error (password redacted), cleared by a success.
+    pub last_error: Option<String>,
+}
+
 /// One shard as its last request showed it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShardStatus {
-    /// Its endpoint.
+    /// The endpoint its statements go to first (its replica that last answered).
     pub endpoint: String,
+    /// Its replicas (one entry when it has one endpoint).
+    pub replicas: Vec<ReplicaStatus>,
     /// Whether it answered its last request (`None`: not asked yet).
     pub up: Option<bool>,
     /// Its last error (password redacted), cleared by a success.
@@ -295,6 +323,67 @@ fn check_cluster_name(
     Ok(())
 }
 
+/// Replicas need replicated tables: a ZooKeeper path (a plain one: it becomes part of
+/// every table's definition), and on every replica that answers a `replica` macro unique
+/// within its shard. ZooKeeper itself not answering is not an error (writes wait in the
+/// WAL until it does).
+fn check_replicas(http: &http::Client, config: &ClusterConfig) -> Result<(), ClusterError> {
+    let Some(path) = &config.zookeeper_path else {
+        return match config.shards.iter().position(|r| r.len() > 1) {
+            Some(k) => Err(ClusterError::Config(format!(
+                "shard {k} lists {} endpoints: replicas need replicated tables \
+                 ([storage.clickhouse] zookeeper_path)",
+                config.shards[k].len()
+            ))),
+            None => Ok(()),
+        };
+    };
+    schema::check_zookeeper_path(path).map_err(ClusterError::Config)?;
+    for k in 0..config.shards.len() {
+        let mut names: Vec<(String, String)> = Vec::new();
+        for r in 0..http.replicas(k) {
+            let endpoint = http.replica_endpoint(k, r);
+            let name = match http.statement_on(
+                k,
+                r,
+                "SELECT substitution FROM system.macros WHERE macro = 'replica' \
+                 FORMAT TabSeparated",
+            ) {
+                Ok(name) => crate::unescape_tsv(name.trim_end_matches('\n')),
+                Err(e) if e.is_unavailable() => continue,
+                Err(e) => return Err(e),
+            };
+            if name.is_empty() {
+                return Err(ClusterError::Config(format!(
+                    "{endpoint} has no <macros><replica> in its config: each replica of a \
+                     shard names itself there"
+                )));
+            }
+            if let Some((other, _)) = names.iter().find(|(_, n)| *n == name) {
+                return Err(ClusterError::Config(format!(
+                    "{endpoint} and {other} (shard {k}) both name themselves replica {name:?}"
+                )));
+            }
+            if let Err(e) = http.statement_on(
+                k,
+                r,
+                "SELECT count() FROM system.zookeeper WHERE path = '/' FORMAT TabSeparated",
+            ) {
+                if e.to_string().contains("Code: 225,") {
+                    return Err(ClusterError::Config(format!(
+                        "{endpoint} has no <zookeeper> in its config: replicated tables need one"
+                    )));
+                }
+                tracing::warn!(%endpoint, error = %e,
+                    "a replica cannot reach its ZooKeeper: its shard's writes wait in the WAL \
+                     until one can");
+            }
+            names.push((endpoint, name));
+        }
+    }
+    Ok(())
+}
+
 impl Cluster {
     /// Checks the configuration and asks every shard its version. A shard that does not
     /// answer is not an error (its rows wait in the WAL until it does: a node must start,
@@ -321,6 +410,7 @@ impl Cluster {
         if let Some(name) = &config.distributed {
             check_cluster_name(&http, name, config.shards.len(), &versions)?;
         }
+        check_replicas(&http, &config)?;
         Ok(Cluster {
             map: ShardMap::new(config.shards.len() as u32),
             distributed_known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
@@ -357,14 +447,24 @@ impl Cluster {
     /// What each shard's last request showed, in shard order (`/health`).
     pub fn shard_statuses(&self) -> Vec<ShardStatus> {
         let waiting = self.waiting.lock();
+        let replicas = self.http.replicas_seen.lock().clone();
         self.http
             .seen
             .lock()
             .iter()
-            .zip(&self.config.shards)
+            .enumerate()
             .zip(waiting.iter())
-            .map(|((s, endpoint), waiting)| ShardStatus {
-                endpoint: endpoint.clone(),
+            .map(|((k, s), waiting)| ShardStatus {
+                endpoint: self.http.endpoint(k),
+                replicas: replicas[k]
+                    .iter()
+                    .enumerate()
+                    .map(|(r, seen)| ReplicaStatus {
+                        endpoint: self.http.replica_endpoint(k, r),
+                        up: seen.up,
+                        last_error: seen.last_error.clone(),
+                    })
+                    .collect(),
                 up: s.up,
                 last_error: s.last_error.clone(),
                 confirmed_secs_ago: s.confirmed.map(|t| t.elapsed().as_secs_f64()),
@@ -496,10 +596,10 @@ impl Cluster {
                 continue;
             }
             self.ensure_table(k, db, measurement, columns)?;
-            let held = if suspects.is_empty() {
-                held::Held::default()
+            let (r, held) = if suspects.is_empty() {
+                (self.http.active(k), held::Held::default())
             } else {
-                self.held(k, db, measurement, &suspects, rows)?
+                self.held_somewhere(k, db, measurement, &suspects, rows)?
             };
             let total: u64 = rows.values().sum();
             let send = total.saturating_sub(held.rows);
@@ -511,7 +611,9 @@ impl Cluster {
             scan.register(references + 1)?;
             let source = scan.table_sql(references);
             references += 1;
-            let url = self.http.insert_url(k, &insert, send)?;
+            // To the replica that was asked what it holds: another may not have fetched
+            // all of it yet.
+            let url = self.http.insert_url(k, r, &insert, send)?;
             let mut sql = format!(
                 "INSERT INTO FUNCTION url({}, 'Native', {}) SELECT {select} FROM {source} WHERE {} = {k}",
                 quote_string(&url),
@@ -524,20 +626,32 @@ impl Cluster {
             }
             let sent = engine.connection().query(&sql, crate::OutputFormat::Null);
             if let Err(e) = sent {
-                // A shard that no longer answers is unreachable (retried until it is
-                // back), whatever words the engine's client found for it.
-                self.http.statement(k, "SELECT 1")?;
+                // A replica that no longer answers is unreachable (retried until it, or
+                // another replica, is back), whatever words the engine's client found
+                // for it; so is one whose ZooKeeper is gone.
+                self.http.statement_on(k, r, "SELECT 1")?;
                 let e = match e {
-                    crate::EngineError::Query { message, .. } => ClusterError::Refused {
-                        shard: k,
-                        endpoint: self.config.shards[k].clone(),
-                        statement: "INSERT … FORMAT Native".into(),
+                    crate::EngineError::Query { message, .. } => {
                         // The engine's message may quote the URL, password included.
-                        message: self.http.redact(&message),
-                    },
+                        let message = self.http.redact(&message);
+                        if http::replica_unavailable(&message) {
+                            ClusterError::Unreachable {
+                                shard: k,
+                                endpoint: self.http.replica_endpoint(k, r),
+                                message,
+                            }
+                        } else {
+                            ClusterError::Refused {
+                                shard: k,
+                                endpoint: self.http.replica_endpoint(k, r),
+                                statement: "INSERT … FORMAT Native".into(),
+                                message,
+                            }
+                        }
+                    }
                     other => other.into(),
                 };
-                self.http.saw(k, None, Some(&e));
+                self.http.saw(k, r, None, Some(&e));
                 return Err(e);
             }
             self.confirmed(k, db, measurement, rows);

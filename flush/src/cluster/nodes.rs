@@ -66,7 +66,7 @@ impl Cluster {
                 if std::time::Instant::now() > deadline {
                     return Err(ClusterError::Refused {
                         shard: k,
-                        endpoint: self.config.shards[k].clone(),
+                        endpoint: self.http.endpoint(k),
                         statement: "ALTER TABLE __chingest.nodes DELETE".into(),
                         message: "not done within 60 s (it goes on; ask again)".into(),
                     });
@@ -109,7 +109,7 @@ impl Cluster {
         if answered == 0 {
             return Err(ClusterError::Unreachable {
                 shard: 0,
-                endpoint: self.config.shards[0].clone(),
+                endpoint: self.http.endpoint(0),
                 message: "no shard answers".into(),
             });
         }

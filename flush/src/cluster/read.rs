@@ -207,7 +207,7 @@ impl Cluster {
         for (k, answer) in answers.iter().enumerate() {
             let bad = |message: String| ClusterError::Refused {
                 shard: k,
-                endpoint: self.config.shards[k].clone(),
+                endpoint: self.http.endpoint(k),
                 statement: "SELECT … FORMAT RowBinary".into(),
                 message: format!("unexpected answer: {message}"),
             };

@@ -152,7 +152,8 @@ impl Cluster {
             k,
             &format!(
                 "SELECT name, partition_key FROM system.tables \
-                 WHERE database = {quoted_db} AND engine = 'MergeTree' FORMAT TabSeparated"
+                 WHERE database = {quoted_db} \
+                 AND engine IN ('MergeTree', 'ReplicatedMergeTree') FORMAT TabSeparated"
             ),
         )?;
         let mut spans = HashMap::new();

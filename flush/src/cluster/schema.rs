@@ -104,13 +104,62 @@ pub(crate) fn partition_span_ns(key: &str) -> Option<i64> {
     divisor.parse::<i64>().ok().filter(|ns| *ns > 0)
 }
 
+/// Where in ZooKeeper shard `k`'s replicas of `database`.`table` keep what they share:
+/// under `root`, the shard's number (chingest's shard order, never renumbered), then the
+/// names' hashes — any name a user can give is a valid node name that way, and a table
+/// and its replicas' definitions name the same path on every node.
+pub(crate) fn zookeeper_path(root: &str, k: usize, database: &str, table: &str) -> String {
+    format!(
+        "{}/{k}/{:016x}/{:016x}",
+        root.trim_end_matches('/'),
+        xxhash_rust::xxh3::xxh3_64(database.as_bytes()),
+        xxhash_rust::xxh3::xxh3_64(table.as_bytes())
+    )
+}
+
+/// Whether `path` can be [`zookeeper_path`]'s root: absolute, plain characters (it is
+/// written into every table's definition), no empty or dot node.
+pub(crate) fn check_zookeeper_path(path: &str) -> Result<(), String> {
+    let nodes: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    let plain = |n: &&str| {
+        !n.is_empty()
+            && *n != "."
+            && *n != ".."
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    };
+    if !path.starts_with('/') || nodes.is_empty() || !nodes.iter().all(plain) || path.len() > 200 {
+        return Err(format!(
+            "zookeeper_path {path:?}: expected an absolute ZooKeeper path of letters, digits, \
+             '_', '-' and '.' (such as \"/clickhouse/chingest\")"
+        ));
+    }
+    Ok(())
+}
+
+/// The engine of a table whose rows `merge` keeps (`MergeTree`, or
+/// `ReplacingMergeTree(<version column>)`): as is on a shard with one server, replicated
+/// under `path` among the shard's replicas (each names itself by its `replica` macro).
+pub(crate) fn engine(merge: &str, path: Option<&str>) -> String {
+    let Some(path) = path else {
+        return merge.to_string();
+    };
+    let shared = format!("{}, '{{replica}}'", quote_string(path));
+    match merge.strip_suffix(')').and_then(|m| m.split_once('(')) {
+        Some((name, args)) if !args.is_empty() => format!("Replicated{name}({shared}, {args})"),
+        Some((name, _)) => format!("Replicated{name}({shared})"),
+        None => format!("Replicated{merge}({shared})"),
+    }
+}
+
 /// `CREATE TABLE IF NOT EXISTS` with the key columns and `columns`, partitioned by spans
-/// of `span_secs` ([`partition_span_secs`]).
+/// of `span_secs` ([`partition_span_secs`]), its rows kept by `engine` ([`engine`]).
 pub(crate) fn create_table(
     db: &str,
     measurement: &str,
     columns: &[(String, ColumnKind)],
     span_secs: u64,
+    engine: &str,
 ) -> String {
     let mut cols: Vec<String> = key_columns("")
         .iter()
@@ -122,7 +171,7 @@ pub(crate) fn create_table(
             .map(|(name, kind)| format!("{} {}", quote_ident(name), shard_type(*kind))),
     );
     format!(
-        "CREATE TABLE IF NOT EXISTS {} ({}) ENGINE = MergeTree PARTITION BY {} \
+        "CREATE TABLE IF NOT EXISTS {} ({}) ENGINE = {engine} PARTITION BY {} \
          ORDER BY (`series_id`, `time`)",
         table(db, measurement),
         cols.join(", "),
@@ -178,4 +227,55 @@ pub(crate) fn insert_shape(
         select.push(format!("CAST({} AS {ty})", quote_ident(name)));
     }
     (structure.join(", "), names.join(", "), select.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicated_engines_name_the_shard_s_path_and_the_replica_macro() {
+        assert_eq!(engine("MergeTree", None), "MergeTree");
+        assert_eq!(
+            engine("MergeTree", Some("/c/0/a/b")),
+            "ReplicatedMergeTree('/c/0/a/b', '{replica}')"
+        );
+        assert_eq!(
+            engine("ReplacingMergeTree(at)", Some("/c/0/a/b")),
+            "ReplicatedReplacingMergeTree('/c/0/a/b', '{replica}', at)"
+        );
+        // Any name a user gives is two hashes in the path, the same on every node.
+        let hostile = zookeeper_path("/c/", 3, "__shard_a/../b", "m'; DROP TABLE x --");
+        assert!(hostile.starts_with("/c/3/"), "{hostile}");
+        assert!(hostile[5..]
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() || c == '/'));
+        assert_eq!(
+            hostile,
+            zookeeper_path("/c", 3, "__shard_a/../b", "m'; DROP TABLE x --")
+        );
+        assert_ne!(
+            hostile,
+            zookeeper_path("/c", 4, "__shard_a/../b", "m'; DROP TABLE x --")
+        );
+        assert!(check_zookeeper_path("/clickhouse/chingest-1.x").is_ok());
+        for bad in ["", "c", "/", "/a//b", "/a/./b", "/a'", "/a\\b", "/{shard}"] {
+            assert!(check_zookeeper_path(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_table_names_its_engine() {
+        let sql = create_table(
+            "d",
+            "m",
+            &[("v".into(), ColumnKind::Float)],
+            3600,
+            &engine("MergeTree", Some("/c/0/x/y")),
+        );
+        assert!(
+            sql.contains("ENGINE = ReplicatedMergeTree('/c/0/x/y', '{replica}') PARTITION BY"),
+            "{sql}"
+        );
+    }
 }

@@ -116,18 +116,24 @@ impl Cluster {
             self.ensure_distributed(k, db, measurement, columns);
             return Ok(());
         }
-        self.http.statement(
+        let shard_db = schema::shard_database(db);
+        let path = self
+            .config
+            .zookeeper_path
+            .as_deref()
+            .map(|root| schema::zookeeper_path(root, k, &shard_db, measurement));
+        self.make_table(
             k,
-            &format!(
-                "CREATE DATABASE IF NOT EXISTS {}",
-                quote_ident(&schema::shard_database(db))
+            &shard_db,
+            measurement,
+            &schema::create_table(
+                db,
+                measurement,
+                columns,
+                self.partition_span_secs(db),
+                &schema::engine("MergeTree", path.as_deref()),
             ),
         )?;
-        self.http.statement(
-            k,
-            &schema::create_table(db, measurement, columns, self.partition_span_secs(db)),
-        )?;
-        let shard_db = schema::shard_database(db);
         let mut known = self.describe(k, &shard_db, measurement)?;
         for (name, kind) in columns {
             match known.get(name) {
@@ -204,7 +210,8 @@ impl Cluster {
         self.distributed_known.lock()[k].insert(key, state);
     }
 
-    /// [`ensure_distributed`](Self::ensure_distributed)'s statements; the user columns the
+    /// [`ensure_distributed`](Self::ensure_distributed)'s statements, on every replica of
+    /// shard `k` that answers (each server keeps its own); the user columns the
     /// `Distributed` table has after them.
     fn make_distributed(
         &self,
@@ -213,14 +220,40 @@ impl Cluster {
         measurement: &str,
         cluster: &str,
     ) -> Result<usize, ClusterError> {
-        self.http.statement(
+        let mut made = None;
+        let mut last = None;
+        for r in 0..self.http.replicas(k) {
+            match self.make_distributed_on(k, r, db, measurement, cluster) {
+                Ok(n) => made = Some(made.unwrap_or(n).min(n)),
+                Err(e) if e.is_unavailable() => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        match (made, last) {
+            (Some(n), _) => Ok(n),
+            (None, Some(e)) => Err(e),
+            (None, None) => unreachable!("a shard has a replica"),
+        }
+    }
+
+    /// [`make_distributed`](Self::make_distributed) on replica `r`.
+    fn make_distributed_on(
+        &self,
+        k: usize,
+        r: usize,
+        db: &str,
+        measurement: &str,
+        cluster: &str,
+    ) -> Result<usize, ClusterError> {
+        self.http.statement_on(
             k,
+            r,
             &format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(db)),
         )?;
         self.http
-            .statement(k, &schema::create_distributed(db, measurement, cluster))?;
-        let local = self.describe(k, &schema::shard_database(db), measurement)?;
-        let mut have = self.describe(k, db, measurement)?;
+            .statement_on(k, r, &schema::create_distributed(db, measurement, cluster))?;
+        let local = self.describe_on(k, r, &schema::shard_database(db), measurement)?;
+        let mut have = self.describe_on(k, r, db, measurement)?;
         let table = schema::distributed_table(db, measurement);
         for (name, kind) in &local {
             if have.contains_key(name) {
@@ -228,7 +261,7 @@ impl Cluster {
             }
             match self
                 .http
-                .statement(k, &schema::add_column(&table, name, *kind))
+                .statement_on(k, r, &schema::add_column(&table, name, *kind))
             {
                 Ok(_) => {}
                 Err(ClusterError::Refused { message, .. })
@@ -248,8 +281,21 @@ impl Cluster {
         database: &str,
         measurement: &str,
     ) -> Result<HashMap<String, ColumnKind>, ClusterError> {
-        let answer = self.http.statement(
+        self.http
+            .on_some_replica(k, |r| self.describe_on(k, r, database, measurement))
+    }
+
+    /// [`describe`](Self::describe) on replica `r`.
+    fn describe_on(
+        &self,
+        k: usize,
+        r: usize,
+        database: &str,
+        measurement: &str,
+    ) -> Result<HashMap<String, ColumnKind>, ClusterError> {
+        let answer = self.http.statement_on(
             k,
+            r,
             &format!(
                 "SELECT name, type FROM system.columns WHERE database = {} AND table = {}",
                 quote_string(database),

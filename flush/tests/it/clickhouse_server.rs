@@ -15,6 +15,8 @@ pub(crate) struct Shard {
     tcp_port: u16,
     /// The `<remote_servers>` section of its config (empty: none).
     remote_servers: String,
+    /// Its `<zookeeper>`, `<macros>` and interserver sections, as a replica (empty: none).
+    replica: String,
     child: Option<Child>,
 }
 
@@ -77,6 +79,36 @@ impl Shard {
             port: ports[0],
             tcp_port: ports[1],
             remote_servers: String::new(),
+            replica: String::new(),
+            child: None,
+        };
+        shard.spawn(bin);
+        shard
+    }
+
+    /// Starts a server with its data in `dir` as replica `name` of tables replicated through
+    /// `zookeeper` (its own interserver port, for the other replicas to fetch parts from).
+    pub(crate) fn start_replica(
+        bin: &Path,
+        dir: PathBuf,
+        zookeeper: &ZooKeeper,
+        name: &str,
+    ) -> Shard {
+        std::fs::create_dir_all(&dir).unwrap();
+        let ports = free_ports(3);
+        let mut shard = Shard {
+            dir,
+            port: ports[0],
+            tcp_port: ports[1],
+            remote_servers: String::new(),
+            replica: format!(
+                "<zookeeper><node><host>127.0.0.1</host><port>{}</port></node>\
+                 <session_timeout_ms>6000</session_timeout_ms></zookeeper>\
+                 <macros><replica>{name}</replica></macros>\
+                 <interserver_http_port>{}</interserver_http_port>\
+                 <interserver_http_host>127.0.0.1</interserver_http_host>",
+                zookeeper.port, ports[2]
+            ),
             child: None,
         };
         shard.spawn(bin);
@@ -108,6 +140,7 @@ impl Shard {
                     port,
                     tcp_port,
                     remote_servers: remote_servers.clone(),
+                    replica: String::new(),
                     child: None,
                 };
                 shard.spawn(bin);
@@ -140,10 +173,11 @@ impl Shard {
              <mark_cache_size>67108864</mark_cache_size>\
              <users_config>{d}/users.xml</users_config>\
              <default_profile>default</default_profile><default_database>default</default_database>\
-             {}</yandex>\n",
+             {}{}</yandex>\n",
             self.port,
             self.tcp_port,
-            self.remote_servers
+            self.remote_servers,
+            self.replica
         );
         std::fs::write(self.dir.join("config.xml"), config).unwrap();
         let child = Command::new(bin)
@@ -197,6 +231,104 @@ impl Shard {
 }
 
 impl Drop for Shard {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A ZooKeeper server (Debian's `zookeeper`, `scripts/setup.sh --test-deps` installs it) on
+/// loopback, for replicated tables: its own config, port and data dir, killed on drop.
+pub(crate) struct ZooKeeper {
+    dir: PathBuf,
+    port: u16,
+    child: Option<Child>,
+}
+
+/// Debian's ZooKeeper jar (its dependencies are in its manifest).
+const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+
+impl ZooKeeper {
+    /// Starts one with its data in `dir`; `None` (the test skips, loudly) where ZooKeeper or
+    /// Java is not installed, outside CI.
+    pub(crate) fn start(test: &str, dir: PathBuf) -> Option<ZooKeeper> {
+        let java = Command::new("java")
+            .arg("-version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !(java && Path::new(ZOOKEEPER_JAR).exists()) {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "no ZooKeeper at {ZOOKEEPER_JAR} (or no java): scripts/setup.sh --test-deps \
+                 should have installed it"
+            );
+            eprintln!(
+                "\n\n*** SKIPPED {test}: no ZooKeeper at {ZOOKEEPER_JAR} or no java (Debian \
+                 package zookeeper) ***\n*** run `scripts/setup.sh --test-deps` to install it ***\n\n"
+            );
+            return None;
+        }
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let mut zk = ZooKeeper {
+            dir,
+            port: free_ports(1)[0],
+            child: None,
+        };
+        zk.spawn();
+        Some(zk)
+    }
+
+    /// (Re)starts it on its dir and port; returns once it takes connections.
+    pub(crate) fn spawn(&mut self) {
+        let d = self.dir.display();
+        std::fs::write(
+            self.dir.join("zoo.cfg"),
+            format!(
+                "tickTime=500\ndataDir={d}/data\nclientPort={}\nclientPortAddress=127.0.0.1\n\
+                 admin.enableServer=false\nmaxSessionTimeout=20000\n",
+                self.port
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(self.dir.join("zookeeper.log")).unwrap();
+        let child = Command::new("java")
+            .args([
+                "-Xmx128m",
+                "-XX:+UseSerialGC",
+                "-cp",
+                ZOOKEEPER_JAR,
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            ])
+            .arg(self.dir.join("zoo.cfg"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("java starts");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "ZooKeeper on {} did not start; {}",
+                self.port,
+                std::fs::read_to_string(self.dir.join("zookeeper.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Kills it (its data stays for a restart).
+    #[allow(dead_code)]
+    pub(crate) fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for ZooKeeper {
     fn drop(&mut self) {
         self.stop();
     }

@@ -27,7 +27,8 @@ pub(crate) fn two_shards(test: &str) -> Option<(tempfile::TempDir, PathBuf, Shar
 
 pub(crate) fn config(shards: &[&Shard], node: &str) -> ClusterConfig {
     ClusterConfig {
-        shards: shards.iter().map(|s| s.url()).collect(),
+        shards: shards.iter().map(|s| vec![s.url()]).collect(),
+        zookeeper_path: None,
         user: None,
         password: None,
         node: node.into(),
@@ -39,7 +40,7 @@ pub(crate) fn config(shards: &[&Shard], node: &str) -> ClusterConfig {
 }
 
 /// Every row of `db`.`cpu` a shard holds (its shard table, `__shard_<db>`.`cpu`): (node, seq, row, series, time, host, usage).
-fn rows(shard: &Shard, db: &str) -> Vec<String> {
+pub(crate) fn rows(shard: &Shard, db: &str) -> Vec<String> {
     let mut out: Vec<String> = shard
         .query(&format!(
             "SELECT __node, __seq, __row, series_id, time, host, usage, ok FROM `__shard_{db}`.cpu"
@@ -53,7 +54,7 @@ fn rows(shard: &Shard, db: &str) -> Vec<String> {
 }
 
 /// A request's part: `n` points of series 0..n at time `seq`, usage = seq + series.
-fn part(seq: u64, n: u64) -> Part {
+pub(crate) fn part(seq: u64, n: u64) -> Part {
     let series: Vec<u64> = (0..n)
         .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
         .collect();
@@ -399,7 +400,8 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
 #[test]
 fn cluster_configuration_is_checked_at_connect() {
     let bad = |shards: Vec<String>, node: &str| ClusterConfig {
-        shards,
+        shards: shards.into_iter().map(|s| vec![s]).collect(),
+        zookeeper_path: None,
         user: None,
         password: None,
         node: node.into(),
@@ -421,6 +423,35 @@ fn cluster_configuration_is_checked_at_connect() {
         "n",
     ));
     assert_eq!(down.unwrap().versions(), [None]);
+    // Replicas need replicated tables, under a plain ZooKeeper path; a server is one
+    // replica of one shard.
+    let port = free_ports(2);
+    let (a, b) = (
+        format!("http://127.0.0.1:{}", port[0]),
+        format!("http://127.0.0.1:{}", port[1]),
+    );
+    let replicated = |path: Option<&str>, shards: Vec<Vec<String>>| ClusterConfig {
+        shards,
+        zookeeper_path: path.map(str::to_string),
+        ..bad(vec![], "n")
+    };
+    let two = vec![vec![a.clone(), b.clone()]];
+    assert!(err(replicated(None, two.clone())).contains("zookeeper_path"));
+    for path in ["chingest", "/a/../b", "/a'b", "/", "/a//b", "/a b"] {
+        assert!(
+            err(replicated(Some(path), two.clone())).contains("zookeeper_path"),
+            "{path}"
+        );
+    }
+    assert!(err(replicated(
+        Some("/c"),
+        vec![vec![a.clone()], vec![a.clone()]]
+    ))
+    .contains("listed twice"));
+    assert!(err(replicated(Some("/c"), vec![vec![a.clone(), a.clone()]])).contains("listed twice"));
+    assert!(err(replicated(Some("/c"), vec![vec![]])).contains("without an endpoint"));
+    // Replicas that do not answer: the node starts.
+    assert!(Cluster::connect(replicated(Some("/clickhouse/chingest"), two)).is_ok());
 }
 
 #[test]

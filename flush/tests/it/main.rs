@@ -4,6 +4,7 @@
 mod clickhouse_server;
 mod cluster;
 mod cluster_delete;
+mod cluster_replicas;
 mod cluster_retention;
 mod engine;
 mod flusher;

@@ -44,6 +44,11 @@ pub(crate) const FAULT_ONLY: &[(&str, &str)] = &[
         "chingest_cluster_shard_up",
         "a ClickHouse shard answered or not",
     ),
+    // Checked live by cluster_replicas.rs.
+    (
+        "chingest_cluster_replica_up",
+        "a replica of a ClickHouse shard answered or not",
+    ),
     (
         "chingest_cluster_shard_waiting_seconds",
         "how long a ClickHouse shard's oldest unconfirmed delivery has waited",

@@ -1,0 +1,204 @@
+//! A shard with replicas (issue #25): two real ClickHouse servers (Debian's 18.16) as the
+//! replicas of one shard, sharing `ReplicatedMergeTree` tables through a real ZooKeeper
+//! (Debian's 3.8), each started, killed and restarted by the test.
+
+use std::time::{Duration, Instant};
+
+use flush::cluster::{Cluster, ClusterConfig, ClusterError};
+
+use crate::clickhouse_server::{server_binary, Shard, ZooKeeper};
+use crate::cluster::{config, part, rows};
+use crate::{database_name, engine};
+
+const TEST: &str = "a_shard_s_replicas_take_its_rows_through_a_replica_or_zookeeper_down";
+
+/// Waits until `shard` holds `n` rows of `db`.`cpu` (a replica fetches the others' parts
+/// in the background).
+fn wait_rows(shard: &Shard, db: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let have = rows(shard, db).len();
+        if have == n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} holds {have} rows of {db}.cpu, not {n}",
+            shard.url()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every (`__seq`, `__row`, `series_id`) of `db`.`cpu` on `shard` is there once.
+fn once_each(shard: &Shard, db: &str) -> bool {
+    let answer = shard
+        .query(&format!(
+            "SELECT count() = uniqExact(__seq, __row, series_id) FROM `__shard_{db}`.cpu"
+        ))
+        .unwrap();
+    answer.trim() == "1"
+}
+
+/// Delivers until it succeeds (an unavailable replica or ZooKeeper is retried, never a
+/// refusal), within a minute.
+fn deliver_eventually(
+    cluster: &Cluster,
+    db: &str,
+    parts: &[flush::table::Part],
+) -> flush::cluster::Delivered {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let up_to = parts.iter().map(|p| p.seq).max().unwrap();
+    loop {
+        match cluster.deliver(engine(), db, "cpu", parts, up_to) {
+            Ok(done) => return done,
+            Err(e @ ClusterError::Unreachable { .. }) if Instant::now() < deadline => {
+                tracing::debug!(error = %e, "retried");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn a_shard_s_replicas_take_its_rows_through_a_replica_or_zookeeper_down() {
+    let Some(bin) = server_binary(TEST) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(mut zk) = ZooKeeper::start(TEST, tmp.path().join("zk")) else {
+        return;
+    };
+    let mut r0 = Shard::start_replica(&bin, tmp.path().join("r0"), &zk, "r0");
+    let mut r1 = Shard::start_replica(&bin, tmp.path().join("r1"), &zk, "r1");
+    let db = database_name("replicas");
+    let cluster = Cluster::connect(ClusterConfig {
+        shards: vec![vec![r0.url(), r1.url()]],
+        zookeeper_path: Some("/chingest/test".into()),
+        ..config(&[], "node-r")
+    })
+    .unwrap();
+    let e = engine();
+
+    // Delivered through the first replica, held by both: one replicated table.
+    let done = cluster
+        .deliver(e, &db, "cpu", &[part(1, 20), part(2, 20)], 0)
+        .unwrap();
+    assert_eq!(done.rows, [40]);
+    wait_rows(&r1, &db, 40);
+    assert_eq!(rows(&r0, &db), rows(&r1, &db));
+    for r in [&r0, &r1] {
+        let engine = r
+            .query(&format!(
+                "SELECT engine FROM system.tables WHERE database = '__shard_{db}' AND name = 'cpu'"
+            ))
+            .unwrap();
+        assert_eq!(engine, "ReplicatedMergeTree\n");
+    }
+
+    // The first replica killed: the delivery fails (unavailable, not refused) and its
+    // retry goes to the other.
+    r0.stop();
+    let first = cluster.deliver(e, &db, "cpu", &[part(3, 20)], 0);
+    assert!(
+        matches!(first, Err(ClusterError::Unreachable { .. })),
+        "{first:?}"
+    );
+    let done = deliver_eventually(&cluster, &db, &[part(3, 20)]);
+    assert_eq!(done.rows.iter().sum::<u64>() + done.already_held, 20);
+    wait_rows(&r1, &db, 60);
+    let status = &cluster.shard_statuses()[0];
+    assert_eq!(status.replicas.len(), 2);
+    assert_eq!(status.replicas[0].up, Some(false), "{status:?}");
+    assert_eq!(status.replicas[1].up, Some(true), "{status:?}");
+    assert_eq!(status.up, Some(true), "{status:?}");
+    assert_eq!(status.endpoint.trim_end_matches('/'), r1.url());
+    // Back, it fetches what it missed by itself.
+    r0.spawn(&bin);
+    wait_rows(&r0, &db, 60);
+
+    // A delivery that reached only one replica (r1 down), retried — as a job regrouped
+    // with another write — once that replica is down and the other is back: the other
+    // cannot tell what it holds until it has the first one's parts, so nothing is sent
+    // (not the rows twice); once it has them, only the new write's rows are.
+    r1.stop();
+    let _ = cluster.deliver(e, &db, "cpu", &[part(4, 20)], 0);
+    let done = deliver_eventually(&cluster, &db, &[part(4, 20)]);
+    assert_eq!(done.rows.iter().sum::<u64>() + done.already_held, 20);
+    wait_rows(&r0, &db, 80);
+    r0.stop();
+    r1.spawn(&bin);
+    let retry = cluster.deliver(e, &db, "cpu", &[part(4, 20), part(5, 20)], 5);
+    assert!(
+        matches!(retry, Err(ClusterError::Unreachable { .. })),
+        "{retry:?}"
+    );
+    assert_eq!(
+        rows(&r1, &db).len(),
+        60,
+        "nothing sent to the replica behind"
+    );
+    r0.spawn(&bin);
+    wait_rows(&r1, &db, 80);
+    let done = deliver_eventually(&cluster, &db, &[part(4, 20), part(5, 20)]);
+    assert_eq!(
+        (done.rows.clone(), done.already_held),
+        (vec![20], 20),
+        "{done:?}"
+    );
+    wait_rows(&r0, &db, 100);
+    wait_rows(&r1, &db, 100);
+    assert!(once_each(&r0, &db) && once_each(&r1, &db));
+
+    // Tables made while a replica is down are made on it when it answers again (the
+    // metadata's too), and it fetches their rows.
+    r1.stop();
+    let other = database_name("replicas_b");
+    cluster
+        .deliver(e, &other, "cpu", &[part(6, 10)], 0)
+        .unwrap_or_else(|_| deliver_eventually(&cluster, &other, &[part(6, 10)]));
+    assert!(cluster.create_database(&other, 1).unwrap() >= 1);
+    r1.spawn(&bin);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while rows(&r1, &other).len() != 10 {
+        assert!(Instant::now() < deadline, "{:?}", rows(&r1, &other));
+        cluster.repair_replicas();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let listed = format!("SELECT count() FROM __chingest.databases WHERE name = '{other}'");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while r1.query(&listed).as_deref() != Ok("1\n") {
+        assert!(Instant::now() < deadline, "{:?}", r1.query(&listed));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // ZooKeeper down: the replicated tables are read-only, the delivery waits (never a
+    // refusal: the rows would be quarantined) and goes through once it is back.
+    zk.stop();
+    let readonly = format!(
+        "SELECT is_readonly FROM system.replicas WHERE database = '__shard_{db}' AND table = 'cpu'"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while [&r0, &r1]
+        .iter()
+        .any(|r| r.query(&readonly).as_deref() != Ok("1\n"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the replicas did not notice ZooKeeper gone"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let waited = cluster.deliver(e, &db, "cpu", &[part(7, 20)], 0);
+    assert!(
+        matches!(waited, Err(ClusterError::Unreachable { .. })),
+        "{waited:?}"
+    );
+    assert_eq!(rows(&r0, &db).len(), 100);
+    zk.spawn();
+    deliver_eventually(&cluster, &db, &[part(7, 20)]);
+    wait_rows(&r0, &db, 120);
+    wait_rows(&r1, &db, 120);
+    assert!(once_each(&r0, &db) && once_each(&r1, &db));
+}
