@@ -449,6 +449,11 @@ shards = []
 # it within its shard). Empty: plain MergeTree, one endpoint per shard. Chosen when the
 # cluster is made: tables keep the engine they were made with.
 zookeeper_path = ""
+# How many replicas of a shard must hold a delivery before it leaves the WAL (ClickHouse's
+# insert_quorum; 0 or 1: one, the others copy it within the replication delay). N >= 2:
+# fewer than N replicas answering makes the shard's deliveries wait (18.16 runs one quorum
+# insert per table at a time: fewer rows per second).
+insert_quorum = 0
 # User and password on every shard (empty: ClickHouse's default user); the password is
 # better given as CHINGEST_CLICKHOUSE_PASSWORD.
 user = ""

@@ -59,6 +59,12 @@ pub struct ClickHouseConfig {
     /// `MergeTree`, one endpoint per shard. Chosen when the cluster is made: tables keep the
     /// engine they were made with.
     pub zookeeper_path: String,
+    /// How many replicas of a shard must hold a delivery before it counts as delivered (and
+    /// leaves the WAL): ClickHouse's `insert_quorum`. 0 or 1: one (the others copy it within
+    /// the replication delay; a replica lost before then loses what only it had). N ≥ 2: N
+    /// (fewer than N replicas answering: the shard's deliveries wait in the WAL); at most
+    /// every shard's replica count.
+    pub insert_quorum: u32,
     /// The user on every shard (ClickHouse's `default` when empty).
     pub user: String,
     /// The user's password (prefer `CHINGEST_CLICKHOUSE_PASSWORD` in the environment).
@@ -146,6 +152,7 @@ impl std::fmt::Debug for ClickHouseConfig {
         f.debug_struct("ClickHouseConfig")
             .field("shards", &self.shards)
             .field("zookeeper_path", &self.zookeeper_path)
+            .field("insert_quorum", &self.insert_quorum)
             .field("user", &self.user)
             .field("password", &shown(&self.password))
             .field("node", &self.node)
@@ -162,6 +169,7 @@ impl Default for ClickHouseConfig {
         Self {
             shards: Vec::new(),
             zookeeper_path: String::new(),
+            insert_quorum: 0,
             user: String::new(),
             password: String::new(),
             node: String::new(),
@@ -191,6 +199,7 @@ impl ClickHouseConfig {
         flush::cluster::ClusterConfig {
             shards: self.shards.iter().map(ShardEndpoints::endpoints).collect(),
             zookeeper_path: (!self.zookeeper_path.is_empty()).then(|| self.zookeeper_path.clone()),
+            insert_quorum: self.insert_quorum,
             user: (!self.user.is_empty()).then(|| self.user.clone()),
             password,
             node,

@@ -514,6 +514,7 @@ mod tests {
                 "http://127.0.0.1:7/".into(),
             ]],
             zookeeper_path: zookeeper_path.map(str::to_string),
+            insert_quorum: 0,
             user: None,
             password: None,
             node: "n".into(),

@@ -52,7 +52,10 @@ impl Cluster {
     /// [`held`](Self::held) on a replica of shard `k` that has every part of the table
     /// ZooKeeper lists ([`caught_up`](Self::caught_up)): that replica, and what it holds.
     /// None has (the replica that took an earlier attempt may be the only one with its
-    /// rows, and it does not answer): unavailable, the delivery waits for it.
+    /// rows, and it does not answer): unavailable, the delivery waits for it. With an
+    /// insert quorum of N, N replicas must have every part (replicas that have every part
+    /// hold the same rows, so what one holds is then on N): else a write an earlier attempt
+    /// left on fewer would count as delivered.
     pub(crate) fn held_somewhere(
         &self,
         k: usize,
@@ -61,6 +64,22 @@ impl Cluster {
         suspects: &[u64],
         expected: &HashMap<u64, u64>,
     ) -> Result<(usize, Held), ClusterError> {
+        let quorum = self.config.insert_quorum as usize;
+        if quorum > 1 {
+            let caught_up = (0..self.http.replicas(k))
+                .filter(|r| self.caught_up(k, *r, db, measurement).is_ok())
+                .count();
+            if caught_up < quorum {
+                return Err(ClusterError::Unreachable {
+                    shard: k,
+                    endpoint: self.http.endpoint(k),
+                    message: format!(
+                        "{caught_up} of its replicas have every part of {db}.{measurement}, \
+                         the insert quorum is {quorum}: a retried delivery waits for more"
+                    ),
+                });
+            }
+        }
         self.http.on_some_replica(k, |r| {
             self.caught_up(k, r, db, measurement)?;
             Ok((r, self.held(k, r, db, measurement, suspects, expected)?))

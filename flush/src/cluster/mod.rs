@@ -56,6 +56,9 @@ pub struct ClusterConfig {
     /// Where in ZooKeeper the shards' replicated tables live (`None`: tables are
     /// `MergeTree`, one endpoint per shard): [`schema::zookeeper_path`].
     pub zookeeper_path: Option<String>,
+    /// How many replicas of a shard must hold an insert before the shard confirms it
+    /// (`insert_quorum`; 0 or 1: one).
+    pub insert_quorum: u32,
     /// The user (ClickHouse's `default` when `None`).
     pub user: Option<String>,
     /// The user's password.
@@ -104,6 +107,7 @@ impl std::fmt::Debug for ClusterConfig {
         f.debug_struct("ClusterConfig")
             .field("shards", &self.shards)
             .field("zookeeper_path", &self.zookeeper_path)
+            .field("insert_quorum", &self.insert_quorum)
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "[REDACTED]"))
             .field("node", &self.node)
@@ -328,6 +332,18 @@ fn check_cluster_name(
 /// within its shard. ZooKeeper itself not answering is not an error (writes wait in the
 /// WAL until it does).
 fn check_replicas(http: &http::Client, config: &ClusterConfig) -> Result<(), ClusterError> {
+    let quorum = config.insert_quorum as usize;
+    if let Some(k) = config.shards.iter().position(|r| quorum > r.len()) {
+        return Err(ClusterError::Config(format!(
+            "insert_quorum = {quorum}, but shard {k} has {} replica(s)",
+            config.shards[k].len()
+        )));
+    }
+    if quorum > 1 && config.zookeeper_path.is_none() {
+        return Err(ClusterError::Config(format!(
+            "insert_quorum = {quorum} needs replicated tables ([storage.clickhouse] zookeeper_path)"
+        )));
+    }
     let Some(path) = &config.zookeeper_path else {
         return match config.shards.iter().position(|r| r.len() > 1) {
             Some(k) => Err(ClusterError::Config(format!(

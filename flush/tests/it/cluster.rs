@@ -29,6 +29,7 @@ pub(crate) fn config(shards: &[&Shard], node: &str) -> ClusterConfig {
     ClusterConfig {
         shards: shards.iter().map(|s| vec![s.url()]).collect(),
         zookeeper_path: None,
+        insert_quorum: 0,
         user: None,
         password: None,
         node: node.into(),
@@ -402,6 +403,7 @@ fn cluster_configuration_is_checked_at_connect() {
     let bad = |shards: Vec<String>, node: &str| ClusterConfig {
         shards: shards.into_iter().map(|s| vec![s]).collect(),
         zookeeper_path: None,
+        insert_quorum: 0,
         user: None,
         password: None,
         node: node.into(),
@@ -450,6 +452,14 @@ fn cluster_configuration_is_checked_at_connect() {
     .contains("listed twice"));
     assert!(err(replicated(Some("/c"), vec![vec![a.clone(), a.clone()]])).contains("listed twice"));
     assert!(err(replicated(Some("/c"), vec![vec![]])).contains("without an endpoint"));
+    // A quorum needs replicated tables and as many replicas in every shard.
+    let quorum = |n: u32, path: Option<&str>, shards: Vec<Vec<String>>| ClusterConfig {
+        insert_quorum: n,
+        ..replicated(path, shards)
+    };
+    assert!(err(quorum(3, Some("/c"), two.clone())).contains("insert_quorum = 3"));
+    assert!(err(quorum(2, None, vec![vec![a.clone()]])).contains("insert_quorum = 2"));
+    assert!(err(quorum(2, None, two.clone())).contains("zookeeper_path"));
     // Replicas that do not answer: the node starts.
     assert!(Cluster::connect(replicated(Some("/clickhouse/chingest"), two)).is_ok());
 }

@@ -202,3 +202,53 @@ fn a_shard_s_replicas_take_its_rows_through_a_replica_or_zookeeper_down() {
     wait_rows(&r1, &db, 120);
     assert!(once_each(&r0, &db) && once_each(&r1, &db));
 }
+
+#[test]
+fn an_insert_quorum_keeps_a_delivery_in_the_wal_until_that_many_replicas_hold_it() {
+    let test = "an_insert_quorum_keeps_a_delivery_in_the_wal_until_that_many_replicas_hold_it";
+    let Some(bin) = server_binary(test) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(zk) = ZooKeeper::start(test, tmp.path().join("zk")) else {
+        return;
+    };
+    let r0 = Shard::start_replica(&bin, tmp.path().join("r0"), &zk, "r0");
+    let mut r1 = Shard::start_replica(&bin, tmp.path().join("r1"), &zk, "r1");
+    let db = database_name("quorum");
+    let cluster = Cluster::connect(ClusterConfig {
+        shards: vec![vec![r0.url(), r1.url()]],
+        zookeeper_path: Some("/chingest/quorum".into()),
+        insert_quorum: 2,
+        ..config(&[], "node-q")
+    })
+    .unwrap();
+    let e = engine();
+
+    // Confirmed only once both replicas hold it: the other has it the moment it is.
+    let done = cluster.deliver(e, &db, "cpu", &[part(1, 20)], 0).unwrap();
+    assert_eq!(done.rows, [20]);
+    assert_eq!(rows(&r1, &db).len(), 20);
+
+    // One replica down: the delivery is not confirmed (it waits in the WAL), and its retry
+    // is not confirmed either while only one replica has every part — though that one may
+    // hold the rows (a quorum insert that failed leaves them there).
+    r1.stop();
+    let first = cluster.deliver(e, &db, "cpu", &[part(2, 20)], 0);
+    assert!(
+        matches!(first, Err(ClusterError::Unreachable { .. })),
+        "{first:?}"
+    );
+    let retry = cluster.deliver(e, &db, "cpu", &[part(2, 20)], 2);
+    assert!(
+        matches!(retry, Err(ClusterError::Unreachable { .. })),
+        "{retry:?}"
+    );
+
+    // Back: confirmed, on both, once each.
+    r1.spawn(&bin);
+    deliver_eventually(&cluster, &db, &[part(2, 20)]);
+    assert_eq!(rows(&r1, &db).len(), 40);
+    wait_rows(&r0, &db, 40);
+    assert!(once_each(&r0, &db) && once_each(&r1, &db));
+}
