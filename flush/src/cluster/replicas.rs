@@ -128,25 +128,32 @@ impl Cluster {
         }
     }
 
-    /// [`repair_replicas`](Self::repair_replicas) of shard `k`: how many tables it made.
-    /// Every replica must answer (one that does not is repaired when it does).
+    /// [`repair_replicas`](Self::repair_replicas) of shard `k`'s replicas that answer (one
+    /// that does not is repaired once it does): how many tables it made.
     fn repair_shard(&self, k: usize) -> Result<usize, ClusterError> {
-        let mut tables: Vec<BTreeSet<(String, String)>> = Vec::new();
+        // Per replica that answers: (replica, its tables).
+        let mut tables: Vec<(usize, BTreeSet<(String, String)>)> = Vec::new();
         for r in 0..self.http.replicas(k) {
-            let answer = self.http.statement_on(k, r, CHINGEST_TABLES)?;
-            tables.push(
+            let answer = match self.http.statement_on(k, r, CHINGEST_TABLES) {
+                Ok(answer) => answer,
+                Err(e) if e.is_unavailable() => continue,
+                Err(e) => return Err(e),
+            };
+            tables.push((
+                r,
                 answer
                     .lines()
                     .filter_map(|l| l.split_once('\t'))
                     .map(|(d, t)| (unescape_tsv(d), unescape_tsv(t)))
                     .collect(),
-            );
+            ));
         }
-        let every: BTreeSet<&(String, String)> = tables.iter().flatten().collect();
+        let every: BTreeSet<&(String, String)> = tables.iter().flat_map(|(_, have)| have).collect();
         // Shard tables and metadata before the `Distributed` tables over them.
         let mut missing: BTreeMap<(bool, &(String, String)), Vec<usize>> = BTreeMap::new();
         for t in every {
-            for (r, have) in tables.iter().enumerate() {
+            for (r, have) in &tables {
+                let r = *r;
                 if !have.contains(t) {
                     let distributed = !t.0.starts_with("__");
                     missing.entry((distributed, t)).or_default().push(r);

@@ -162,22 +162,19 @@ fn a_shard_s_replicas_keep_every_acknowledged_point_once_through_either_one_kill
 
     // A drop needs every replica (one that kept the table would give its rows back to a
     // table made again under the name): 503 while one is down, done once it is back.
-    let r = s
-        .client
-        .post(s.url("/query"))
-        .query(&[("q", "DROP MEASUREMENT cpu"), ("db", "d")])
-        .send()
-        .unwrap();
+    let drop_cpu = || {
+        s.client
+            .post(s.url("/query"))
+            .query(&[("q", "DROP MEASUREMENT cpu"), ("db", "d")])
+            .send()
+            .unwrap()
+    };
+    let r = drop_cpu();
     assert_eq!(r.status(), 503, "{}", r.text().unwrap());
     r1.spawn(&bin);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let r = s
-            .client
-            .post(s.url("/query"))
-            .query(&[("q", "DROP MEASUREMENT cpu"), ("db", "d")])
-            .send()
-            .unwrap();
+        let r = drop_cpu();
         if r.status() == 200 {
             break;
         }
