@@ -445,8 +445,8 @@ engine = "embedded"
 # shards = [["http://a1:8123", "http://a2:8123"], ["http://b1:8123", "http://b2:8123"]]
 shards = []
 # Where in the servers' ZooKeeper chingest's replicated tables live, e.g.
-# "/clickhouse/chingest" (each server configures <zookeeper> and <macros><replica> naming
-# it within its shard). Empty: plain MergeTree, one endpoint per shard. Chosen when the
+# "/clickhouse/chingest", one per cluster sharing a ZooKeeper (each server configures
+# <zookeeper> and <macros><replica> naming it within its shard). Empty: plain MergeTree, one endpoint per shard. Chosen when the
 # cluster is made: tables keep the engine they were made with.
 zookeeper_path = ""
 # How many replicas of a shard must hold a delivery before it leaves the WAL (ClickHouse's

@@ -325,9 +325,15 @@ fn check_cluster_name(
     Ok(())
 }
 
+/// chingest's tables on a server that are not replicated (`db.table` rows).
+const UNREPLICATED_TABLES: &str = "SELECT concat(database, '.', name) FROM system.tables \
+     WHERE (database = '__chingest' OR startsWith(database, '__shard_')) \
+     AND engine LIKE '%MergeTree' AND engine NOT LIKE 'Replicated%' LIMIT 1 FORMAT TabSeparated";
+
 /// Replicas need replicated tables: a ZooKeeper path (a plain one: it becomes part of
 /// every table's definition), and on every replica that answers a `replica` macro unique
-/// within its shard. ZooKeeper itself not answering is not an error (writes wait in the
+/// within its shard, and no chingest table of its own (made before: the replicas would
+/// diverge). ZooKeeper itself not answering is not an error (writes wait in the
 /// WAL until it does).
 fn check_replicas(http: &http::Client, config: &ClusterConfig) -> Result<(), ClusterError> {
     let quorum = config.insert_quorum as usize;
@@ -377,6 +383,18 @@ fn check_replicas(http: &http::Client, config: &ClusterConfig) -> Result<(), Clu
                 return Err(ClusterError::Config(format!(
                     "{endpoint} and {other} (shard {k}) both name themselves replica {name:?}"
                 )));
+            }
+            if http.replicas(k) > 1 {
+                let unreplicated = http.statement_on(k, r, UNREPLICATED_TABLES)?;
+                if let Some(table) = unreplicated.lines().next() {
+                    return Err(ClusterError::Config(format!(
+                        "{endpoint} holds chingest's table {} as a table of its own, not \
+                         replicated (made before zookeeper_path was set): a shard's replicas \
+                         would each keep rows the others lack. Replicas need a cluster whose \
+                         tables were made with zookeeper_path",
+                        crate::unescape_tsv(table)
+                    )));
+                }
             }
             if let Err(e) = http.statement_on(
                 k,

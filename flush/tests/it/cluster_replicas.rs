@@ -73,12 +73,27 @@ fn a_shard_s_replicas_take_its_rows_through_a_replica_or_zookeeper_down() {
     let mut r0 = Shard::start_replica(&bin, tmp.path().join("r0"), &zk, "r0");
     let mut r1 = Shard::start_replica(&bin, tmp.path().join("r1"), &zk, "r1");
     let db = database_name("replicas");
-    let cluster = Cluster::connect(ClusterConfig {
+    let replicated = || ClusterConfig {
         shards: vec![vec![r0.url(), r1.url()]],
         zookeeper_path: Some("/chingest/test".into()),
         ..config(&[], "node-r")
-    })
-    .unwrap();
+    };
+    // A server holding a chingest table of its own (made before the cluster had replicas)
+    // cannot be a replica: each would keep rows the others lack.
+    for sql in [
+        "CREATE DATABASE __shard_legacy",
+        "CREATE TABLE __shard_legacy.cpu (x UInt8) ENGINE = MergeTree ORDER BY x",
+    ] {
+        r1.query(sql).unwrap();
+    }
+    match Cluster::connect(replicated()) {
+        Err(e @ ClusterError::Config(_)) => {
+            assert!(e.to_string().contains("__shard_legacy.cpu"), "{e}")
+        }
+        other => panic!("{:?}", other.err()),
+    }
+    r1.query("DROP DATABASE __shard_legacy").unwrap();
+    let cluster = Cluster::connect(replicated()).unwrap();
     let e = engine();
 
     // Delivered through the first replica, held by both: one replicated table.
