@@ -104,6 +104,7 @@ pub async fn health<S: Store>(State(state): State<AppState<S>>) -> Response {
                     "endpoint": r.endpoint,
                     "up": r.up,
                     "last_error": r.last_error,
+                    "delay_secs": r.delay_secs,
                 })).collect::<Vec<_>>(),
             }))
             .collect::<Vec<_>>());

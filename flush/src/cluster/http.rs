@@ -17,6 +17,9 @@ pub(crate) struct Seen {
     pub(crate) last_error: Option<String>,
     /// When it last confirmed rows.
     pub(crate) confirmed: Option<std::time::Instant>,
+    /// A replica's replication lag at its last probe, seconds: its `system.replicas`
+    /// `absolute_delay` over chingest's tables (`None`: not probed, or it did not answer).
+    pub(crate) delay_secs: Option<u64>,
 }
 
 /// One client for every shard and its replicas.
@@ -51,10 +54,15 @@ pub(crate) struct Client {
 /// How long [`Client::probe_replicas`] waits for a replica's answer.
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// What a probe asks a replica: whether it answers, and how far behind the others it is
+/// (the oldest insert it has yet to fetch, over chingest's tables; 0 when none).
+const PROBE: &str = "SELECT toUInt64(max(absolute_delay)) FROM system.replicas \
+     WHERE database = '__chingest' OR startsWith(database, '__shard_') FORMAT TabSeparated";
+
 /// Whether a shard's answer says the replica cannot serve now, though another may: its
 /// replicated tables are read-only (its ZooKeeper session is gone: code 242) or ZooKeeper
-/// fails (999, 225), or an insert quorum is not reached (285, 286, 319). Retried elsewhere, and waited for when every replica says so: never a
-/// refusal of the rows.
+/// fails (999, 225), or an insert quorum is not reached (285, 286, 319). Retried elsewhere,
+/// and waited for when every replica says so: never a refusal of the rows.
 pub(crate) fn replica_unavailable(message: &str) -> bool {
     // 285, 286, 319: an insert quorum not reached (too few replicas answer; the previous
     // quorum insert into the table is unfinished — 18.16 runs one at a time —; not known
@@ -245,8 +253,9 @@ impl Client {
         self.returned[k].store(true, Ordering::Relaxed);
     }
 
-    /// Asks every replica of each shard that has several whether it answers (`SELECT 1`):
-    /// a replica its shard's statements do not go to is known down, or back, all the same.
+    /// Asks every replica of each shard that has several whether it answers, and its
+    /// replication lag ([`PROBE`]): a replica its shard's statements do not go to is known
+    /// down, back or behind all the same.
     /// All at once, each within 2 s (a replica whose packets vanish does not hold back the
     /// refresh that asks).
     pub(crate) fn probe_replicas(&self) {
@@ -255,7 +264,16 @@ impl Client {
                 if replicas.len() > 1 {
                     for r in 0..replicas.len() {
                         scope.spawn(move || {
-                            let _ = self.send_on(k, r, "SELECT 1", Some(PROBE_TIMEOUT));
+                            let delay = self
+                                .send_on(k, r, PROBE, Some(PROBE_TIMEOUT))
+                                .ok()
+                                .and_then(|a| a.trim().parse::<u64>().ok());
+                            if let Some(secs) = delay {
+                                metrics::gauge!("chingest_cluster_replica_delay_seconds",
+                                    "shard" => k.to_string(), "replica" => r.to_string())
+                                .set(secs as f64);
+                            }
+                            self.replicas_seen.lock()[k][r].delay_secs = delay;
                         });
                     }
                 }

@@ -231,6 +231,10 @@ pub struct ReplicaStatus {
     pub up: Option<bool>,
     /// Its last error (password redacted), cleared by a success.
     pub last_error: Option<String>,
+    /// Its replication lag at its last probe (every 2 s), seconds: how old the oldest
+    /// insert it has not fetched from another replica is (0: none; `None`: not probed, or it
+    /// did not answer).
+    pub delay_secs: Option<u64>,
 }
 
 /// One shard as its last request showed it.
@@ -495,6 +499,7 @@ impl Cluster {
                         endpoint: self.http.replica_endpoint(k, r),
                         up: seen.up,
                         last_error: seen.last_error.clone(),
+                        delay_secs: seen.delay_secs,
                     })
                     .collect(),
                 up: s.up,

@@ -167,6 +167,19 @@ fn a_shard_s_replicas_take_its_rows_through_a_replica_or_zookeeper_down() {
         60,
         "nothing sent to the replica behind"
     );
+    // Meanwhile the replica behind shows its lag: it has an insert to fetch from one that
+    // does not answer.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        cluster.repair_replicas();
+        let status = &cluster.shard_statuses()[0];
+        if status.replicas[1].delay_secs.is_some_and(|d| d > 0) {
+            assert_eq!(status.replicas[0].delay_secs, None, "{status:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{status:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     r0.spawn(&bin);
     wait_rows(&r1, &db, 80);
     let done = deliver_eventually(&cluster, &db, &[part(4, 20), part(5, 20)]);
@@ -177,6 +190,17 @@ fn a_shard_s_replicas_take_its_rows_through_a_replica_or_zookeeper_down() {
     );
     wait_rows(&r0, &db, 100);
     wait_rows(&r1, &db, 100);
+    // Caught up again: no lag.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        cluster.repair_replicas();
+        let status = &cluster.shard_statuses()[0];
+        if status.replicas.iter().all(|r| r.delay_secs == Some(0)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{status:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     assert!(same_rows(&r0, &r1, &db));
 
     // Tables made while a replica is down are made on it when it answers again (the

@@ -154,7 +154,10 @@ fn a_shard_s_replicas_keep_every_acknowledged_point_once_through_either_one_kill
                     && l.ends_with(&format!("}} {up}"))
             })
         };
-        if replica_up(0, 0) && replica_up(1, 1) {
+        let lag_shown = text.lines().any(|l| {
+            l.starts_with("chingest_cluster_replica_delay_seconds{") && l.contains("replica=\"1\"")
+        });
+        if replica_up(0, 0) && replica_up(1, 1) && lag_shown {
             break;
         }
         assert!(Instant::now() < deadline, "{text}");

@@ -50,6 +50,10 @@ pub(crate) const FAULT_ONLY: &[(&str, &str)] = &[
         "a replica of a ClickHouse shard answered or not",
     ),
     (
+        "chingest_cluster_replica_delay_seconds",
+        "a replica of a ClickHouse shard's replication lag",
+    ),
+    (
         "chingest_cluster_shard_waiting_seconds",
         "how long a ClickHouse shard's oldest unconfirmed delivery has waited",
     ),
