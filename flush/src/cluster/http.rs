@@ -200,21 +200,7 @@ impl Client {
         r: usize,
         sql: &str,
     ) -> Result<String, ClusterError> {
-        self.send_on(k, r, sql, None)
-    }
-
-    /// [`statement_on`](Self::statement_on) within `timeout` (`None`: the cluster's).
-    fn send_on(
-        &self,
-        k: usize,
-        r: usize,
-        sql: &str,
-        timeout: Option<std::time::Duration>,
-    ) -> Result<String, ClusterError> {
-        let mut req = self.post(self.shards[k][r].clone(), sql);
-        if let Some(t) = timeout {
-            req = req.timeout(t);
-        }
+        let req = self.post(self.shards[k][r].clone(), sql);
         let answer = req.send().map_err(|e| self.unreachable(k, r, e))?;
         let status = answer.status();
         let text = answer.text().map_err(|e| self.unreachable(k, r, e))?;
@@ -264,10 +250,7 @@ impl Client {
                 if replicas.len() > 1 {
                     for r in 0..replicas.len() {
                         scope.spawn(move || {
-                            let delay = self
-                                .send_on(k, r, PROBE, Some(PROBE_TIMEOUT))
-                                .ok()
-                                .and_then(|a| a.trim().parse::<u64>().ok());
+                            let delay = self.probe(k, r);
                             if let Some(secs) = delay {
                                 metrics::gauge!("chingest_cluster_replica_delay_seconds",
                                     "shard" => k.to_string(), "replica" => r.to_string())
@@ -279,6 +262,52 @@ impl Client {
                 }
             }
         });
+    }
+
+    /// One replica's probe ([`PROBE`]): its lag, `None` when it does not answer or refuses.
+    /// Recorded as the replica's state only: the shard's last error is its statements'.
+    fn probe(&self, k: usize, r: usize) -> Option<u64> {
+        let answer = self
+            .post(self.shards[k][r].clone(), PROBE)
+            .timeout(PROBE_TIMEOUT)
+            .send()
+            .and_then(|a| {
+                let ok = a.status().is_success();
+                a.text().map(|text| (ok, text))
+            });
+        let endpoint = self.shards[k][r].to_string();
+        match answer {
+            Ok((true, text)) => {
+                self.saw_replica(k, r, Some(true), None);
+                text.trim().parse().ok()
+            }
+            Ok((false, text)) => {
+                let e = ClusterError::Refused {
+                    shard: k,
+                    endpoint,
+                    statement: "the replica's probe".into(),
+                    message: text.trim().to_string(),
+                };
+                self.saw_replica(k, r, Some(true), Some(&e));
+                None
+            }
+            Err(e) => {
+                let e = ClusterError::Unreachable {
+                    shard: k,
+                    endpoint,
+                    message: e.to_string(),
+                };
+                self.saw_replica(k, r, Some(false), Some(&e));
+                let n = self.shards[k].len();
+                let _ = self.active[k].compare_exchange(
+                    r,
+                    (r + 1) % n,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                None
+            }
+        }
     }
 
     /// [`statement`](Self::statement) with a binary answer, the server told to finish the
@@ -421,23 +450,7 @@ impl Client {
     /// Records what a request to replica `r` of shard `k` showed: whether it answered, and
     /// its error (`None`: a success, which clears the last one); the metrics follow.
     pub(crate) fn saw(&self, k: usize, r: usize, up: Option<bool>, error: Option<&ClusterError>) {
-        if let Some(up) = up {
-            shard_up(k, up);
-            if self.shards[k].len() > 1 {
-                replica_up(k, r, up);
-            }
-        }
-        {
-            let mut replicas = self.replicas_seen.lock();
-            let s = &mut replicas[k][r];
-            if up == Some(true) && s.up != Some(true) {
-                self.returned[k].store(true, Ordering::Relaxed);
-            }
-            if up.is_some() {
-                s.up = up;
-            }
-            s.last_error = error.map(|e| self.redact(&e.to_string()));
-        }
+        let shard = self.saw_replica(k, r, up, error);
         if let Some(e) = error {
             failure(
                 k,
@@ -450,10 +463,53 @@ impl Client {
         }
         let mut seen = self.seen.lock();
         let s = &mut seen[k];
-        if up.is_some() {
-            s.up = up;
+        if shard.is_some() {
+            s.up = shard;
         }
         s.last_error = error.map(|e| self.redact(&e.to_string()));
+    }
+
+    /// [`saw`](Self::saw)'s part for the replica alone (a probe's: the shard's last error is
+    /// its statements'); whether the shard answers now — one of its replicas does —, which
+    /// it records, with the metrics.
+    fn saw_replica(
+        &self,
+        k: usize,
+        r: usize,
+        up: Option<bool>,
+        error: Option<&ClusterError>,
+    ) -> Option<bool> {
+        let shard = {
+            let mut replicas = self.replicas_seen.lock();
+            let s = &mut replicas[k][r];
+            if up == Some(true) && s.up != Some(true) {
+                self.returned[k].store(true, Ordering::Relaxed);
+            }
+            if up.is_some() {
+                s.up = up;
+            }
+            s.last_error = error.map(|e| self.redact(&e.to_string()));
+            let ups: Vec<Option<bool>> = replicas[k].iter().map(|s| s.up).collect();
+            if ups.contains(&Some(true)) {
+                Some(true)
+            } else if ups.contains(&Some(false)) {
+                Some(false)
+            } else {
+                None
+            }
+        };
+        if let Some(up) = up {
+            if self.shards[k].len() > 1 {
+                replica_up(k, r, up);
+            }
+        }
+        if let Some(shard) = shard {
+            shard_up(k, shard);
+        }
+        if shard.is_some() {
+            self.seen.lock()[k].up = shard;
+        }
+        shard
     }
 
     /// A POST of `sql` to `url` as the cluster's user.
@@ -524,4 +580,75 @@ pub(crate) fn replica_up(k: usize, r: usize, up: bool) {
 pub(crate) fn failure(k: usize, reason: &'static str) {
     metrics::counter!("chingest_cluster_failures_total", "shard" => k.to_string(), "reason" => reason)
         .increment(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(replicas: usize) -> Client {
+        Client::new(&ClusterConfig {
+            shards: vec![(0..replicas)
+                .map(|r| format!("http://127.0.0.1:{}/", 9 + r))
+                .collect()],
+            zookeeper_path: Some("/c".into()),
+            insert_quorum: 0,
+            user: None,
+            password: None,
+            node: "n".into(),
+            timeout: std::time::Duration::from_secs(1),
+            distributed: None,
+            delete_wait: std::time::Duration::from_secs(1),
+            readers: Vec::new(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_shard_is_up_while_one_of_its_replicas_is() {
+        let c = client(2);
+        let down = ClusterError::Unreachable {
+            shard: 0,
+            endpoint: c.replica_endpoint(0, 0),
+            message: "refused".into(),
+        };
+        // Whatever order the replicas' answers come in.
+        c.saw_replica(0, 1, Some(true), None);
+        c.saw_replica(0, 0, Some(false), Some(&down));
+        assert_eq!(c.seen.lock()[0].up, Some(true));
+        c.saw(0, 0, Some(false), Some(&down));
+        assert_eq!(c.seen.lock()[0].up, Some(true));
+        // The shard's error is its statements'; a replica's probe leaves it.
+        assert!(c.seen.lock()[0].last_error.is_some());
+        c.saw_replica(0, 0, Some(false), Some(&down));
+        c.saw(0, 1, Some(true), None);
+        assert_eq!(c.seen.lock()[0].last_error, None);
+        // Down once none answers; a replica back is noted for its repair.
+        assert!(c.take_returned(0));
+        c.saw_replica(0, 1, Some(false), Some(&down));
+        assert_eq!(c.seen.lock()[0].up, Some(false));
+        assert!(!c.take_returned(0));
+        c.saw_replica(0, 0, Some(true), None);
+        assert_eq!(c.seen.lock()[0].up, Some(true));
+        assert!(c.take_returned(0));
+        let replicas = c.replicas_seen.lock();
+        assert_eq!(
+            (replicas[0][0].up, replicas[0][1].up),
+            (Some(true), Some(false))
+        );
+    }
+
+    #[test]
+    fn zookeeper_and_quorum_failures_are_waited_for() {
+        for m in [
+            "Code: 242, e.displayText() = DB::Exception: Table is in readonly mode",
+            "Code: 999, e.displayText() = Coordination::Exception: Connection loss",
+            "Code: 319, Unknown status, client must retry",
+            "Code: 285, Number of alive replicas (1) is less than requested quorum (2)",
+        ] {
+            assert!(replica_unavailable(m), "{m}");
+        }
+        assert!(!replica_unavailable("Code: 60, Table x doesn't exist"));
+        assert!(!replica_unavailable("Code: 53, Type mismatch"));
+    }
 }

@@ -163,6 +163,20 @@ fn a_shard_s_replicas_keep_every_acknowledged_point_once_through_either_one_kill
         assert!(Instant::now() < deadline, "{text}");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The shard answers through the other replica: up, whichever replica the 2-s probes
+    // asked last.
+    for _ in 0..20 {
+        let h: Value = s.get("/health").json().unwrap();
+        assert_eq!(h["cluster"][0]["up"], true, "{h}");
+        assert_eq!(h["cluster"][0]["replicas"][0]["up"], false, "{h}");
+        let text = s.get("/metrics").text().unwrap();
+        assert!(
+            text.lines()
+                .any(|l| l == "chingest_cluster_shard_up{shard=\"0\"} 1"),
+            "{text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     r0.spawn(&bin);
     r1.stop();
     assert_eq!(count(&s)[1], 3000);
