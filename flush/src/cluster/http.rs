@@ -211,17 +211,28 @@ impl Client {
     /// `k` that answers; how many did (one not answering misses it until
     /// [`super::Cluster::repair_replicas`]). None answering is its error.
     pub(crate) fn every_replica(&self, k: usize, sql: &str) -> Result<usize, ClusterError> {
-        let mut done = 0;
+        self.on_every_replica(k, |r| self.statement_on(k, r, sql))
+            .map(|done| done.len())
+    }
+
+    /// `run(r)` on every replica of shard `k`; the answers of those that could serve (one
+    /// that cannot is passed over). None could: the last one's error.
+    pub(crate) fn on_every_replica<T>(
+        &self,
+        k: usize,
+        run: impl Fn(usize) -> Result<T, ClusterError>,
+    ) -> Result<Vec<T>, ClusterError> {
+        let mut done = Vec::new();
         let mut last = None;
         for r in 0..self.shards[k].len() {
-            match self.statement_on(k, r, sql) {
-                Ok(_) => done += 1,
+            match run(r) {
+                Ok(t) => done.push(t),
                 Err(e) if e.is_unavailable() => last = Some(e),
                 Err(e) => return Err(e),
             }
         }
         match last {
-            Some(e) if done == 0 => Err(e),
+            Some(e) if done.is_empty() => Err(e),
             _ => Ok(done),
         }
     }
@@ -298,13 +309,7 @@ impl Client {
                     message: e.to_string(),
                 };
                 self.saw_replica(k, r, Some(false), Some(&e));
-                let n = self.shards[k].len();
-                let _ = self.active[k].compare_exchange(
-                    r,
-                    (r + 1) % n,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
+                self.pass_over(k, r);
                 None
             }
         }
@@ -530,10 +535,15 @@ impl Client {
             message: e.to_string(),
         };
         self.saw(k, r, Some(false), Some(&e));
-        let n = self.shards[k].len();
-        let _ =
-            self.active[k].compare_exchange(r, (r + 1) % n, Ordering::Relaxed, Ordering::Relaxed);
+        self.pass_over(k, r);
         e
+    }
+
+    /// Replica `r` of shard `k` does not answer: when the shard's statements go to it
+    /// first, the next replica takes its place.
+    fn pass_over(&self, k: usize, r: usize) {
+        let next = (r + 1) % self.shards[k].len();
+        let _ = self.active[k].compare_exchange(r, next, Ordering::Relaxed, Ordering::Relaxed);
     }
 
     /// The endpoint of the replica shard `k`'s statements go to first.

@@ -220,20 +220,10 @@ impl Cluster {
         measurement: &str,
         cluster: &str,
     ) -> Result<usize, ClusterError> {
-        let mut made = None;
-        let mut last = None;
-        for r in 0..self.http.replicas(k) {
-            match self.make_distributed_on(k, r, db, measurement, cluster) {
-                Ok(n) => made = Some(made.unwrap_or(n).min(n)),
-                Err(e) if e.is_unavailable() => last = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
-        match (made, last) {
-            (Some(n), _) => Ok(n),
-            (None, Some(e)) => Err(e),
-            (None, None) => unreachable!("a shard has a replica"),
-        }
+        let made = self.http.on_every_replica(k, |r| {
+            self.make_distributed_on(k, r, db, measurement, cluster)
+        })?;
+        Ok(made.into_iter().min().unwrap_or(0))
     }
 
     /// [`make_distributed`](Self::make_distributed) on replica `r`.
