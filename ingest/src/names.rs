@@ -33,8 +33,14 @@
 //! * **Names must be UTF-8.** Arrow's `Utf8` holds table and column names, so two byte strings
 //!   that are not UTF-8 and read the same after lossy conversion (`f\xff`, `f\xfe`) would be
 //!   one column of two kinds; they are refused (InfluxDB's `key contains invalid unicode`).
-//!   Column names of any length, with spaces, dots, slashes, backticks, newlines or NUL are
-//!   held (long column file names are hashed by the engine).
+//!   Column names of any length, with spaces, dots, slashes or backticks are held (long
+//!   column file names are hashed by the engine).
+//! * **No control characters in names.** A NUL in a table or column name is refused by the
+//!   engine ("Null byte at position … not allowed in name") when the flush creates it, long
+//!   after the write was acknowledged (issue #41); measurement, tag key and field names new
+//!   to the catalog with any control character (C0, DEL, C1) are refused at the door, as
+//!   database names are: such a name can be neither written back as line protocol nor shown
+//!   on one line. Tag and field values hold anything.
 
 use std::fmt;
 

@@ -39,8 +39,13 @@ impl Catalog {
             let mname: &[u8] = batch.measurement(p);
             // Slow path (a series new to the registry): materialise the pairs once.
             let tags: Vec<(&[u8], &[u8])> = batch.tags_of(p).collect();
-            let meas_known = db.schema.read().contains_key(mname);
-            if let Some(reason) = series_names_refused(&db.name, mname, meas_known, &tags) {
+            let refused = {
+                let schema = db.schema.read();
+                let known = schema.get(mname);
+                let tag_known = |k: &[u8]| known.is_some_and(|m| m.tag_keys.contains(k));
+                series_names_refused(&db.name, mname, known.is_some(), tag_known, &tags)
+            };
+            if let Some(reason) = refused {
                 drops.add(DropKind::InvalidName, reason);
                 ok[pi] = false;
                 continue;

@@ -10,6 +10,8 @@ use crate::names::{file_name_len, is_engine_reserved, MAX_COLUMN_BYTES, MAX_TABL
 pub(super) fn field_name_refused(field: &[u8], meas: &[u8]) -> Option<String> {
     let why = if std::str::from_utf8(field).is_err() {
         "not UTF-8"
+    } else if has_control(field) {
+        CONTROL
     } else if is_engine_reserved(field) {
         "reserved by the storage engine"
     } else {
@@ -17,23 +19,73 @@ pub(super) fn field_name_refused(field: &[u8], meas: &[u8]) -> Option<String> {
     };
     Some(format!(
         "invalid field name: input field \"{}\" on measurement \"{}\" is invalid ({why})",
-        lossy(field),
-        lossy(meas)
+        shown(field),
+        shown(meas)
     ))
 }
 
+/// Why a name is refused when it holds a control character.
+const CONTROL: &str = "contains a control character";
+
+/// Whether `name` holds a control character (C0, DEL or C1; `name` is UTF-8 or the caller
+/// refused it already). The engine refuses NUL in a table or column name ("Null byte … not
+/// allowed in name") only when the flush creates the table or column, long after the write
+/// was acknowledged; the others are refused with it, as database names are
+/// ([`check_database`](crate::names::check_database)): a name that cannot be printed on
+/// one line cannot be written back as line protocol, nor shown, nor typed in a query.
+pub(crate) fn has_control(name: &[u8]) -> bool {
+    name.iter().any(|&b| b < 0x20 || b == 0x7f)
+        || std::str::from_utf8(name).is_ok_and(|s| s.chars().any(char::is_control))
+}
+
+/// `name` for an error text: lossy UTF-8 with control characters escaped (`\0`, `\n`), so
+/// the refusal names it readably and stays one line.
+fn shown(name: &[u8]) -> String {
+    let s = lossy(name);
+    if s.chars().any(char::is_control) {
+        s.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect()
+    } else {
+        s.into_owned()
+    }
+}
+
 /// Why a new series (`mname` with `tags`) of database `db` cannot be stored: a name that is
-/// not UTF-8 (InfluxDB's `key contains invalid unicode`), a tag key the engine reserves, or
+/// not UTF-8 (InfluxDB's `key contains invalid unicode`), a measurement or tag key new to the
+/// catalog with a control character ([`has_control`]), a tag key the engine reserves, or
 /// (for a measurement new to the catalog) a table name too long for the engine's files.
+/// `tag_known` says whether a tag key is one of the measurement's already (those stay
+/// writable whatever they hold: they were stored).
 pub(super) fn series_names_refused(
     db: &str,
     mname: &[u8],
     meas_known: bool,
+    tag_known: impl Fn(&[u8]) -> bool,
     tags: &[(&[u8], &[u8])],
 ) -> Option<String> {
     let utf8 = |b: &[u8]| std::str::from_utf8(b).is_ok();
     if !utf8(mname) || tags.iter().any(|(k, v)| !utf8(k) || !utf8(v)) {
         return Some(invalid_unicode(mname, tags));
+    }
+    if !meas_known && has_control(mname) {
+        return Some(format!(
+            "invalid measurement name: measurement \"{}\" is invalid ({CONTROL})",
+            cut(&shown(mname), 64)
+        ));
+    }
+    if let Some((k, _)) = tags.iter().find(|(k, _)| has_control(k) && !tag_known(k)) {
+        return Some(format!(
+            "invalid tag key: input tag \"{}\" on measurement \"{}\" is invalid ({CONTROL})",
+            cut(&shown(k), 64),
+            cut(&shown(mname), 64)
+        ));
     }
     if let Some((k, _)) = tags.iter().find(|(k, _)| is_engine_reserved(k)) {
         return Some(format!(

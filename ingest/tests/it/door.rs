@@ -114,6 +114,61 @@ fn names_that_are_not_utf8_are_refused() {
 }
 
 #[test]
+fn names_with_control_characters_are_refused_when_new() {
+    // Issue #41: the engine refuses a NUL in a table or column name when the flush creates
+    // it, long after the write was acknowledged; every control character is refused at the
+    // door instead, escaped in the text so it stays one readable line.
+    let cat = catalog();
+    let control = "is invalid (contains a control character)";
+    let cases: &[(&[u8], String)] = &[
+        (
+            b"m\0 v=1",
+            format!("invalid measurement name: measurement \"m\\u{{0}}\" {control}"),
+        ),
+        (
+            b"m\x7f v=1",
+            format!("invalid measurement name: measurement \"m\\u{{7f}}\" {control}"),
+        ),
+        (
+            b"m,k\0=a v=1",
+            format!("invalid tag key: input tag \"k\\u{{0}}\" on measurement \"m\" {control}"),
+        ),
+        (
+            b"m,k\x1f=a v=1",
+            format!("invalid tag key: input tag \"k\\u{{1f}}\" on measurement \"m\" {control}"),
+        ),
+        (
+            b"m f\0=1",
+            format!("invalid field name: input field \"f\\u{{0}}\" on measurement \"m\" {control}"),
+        ),
+        (
+            "m f\u{9f}=1".as_bytes(),
+            format!(
+                "invalid field name: input field \"f\\u{{9f}}\" on measurement \"m\" {control}"
+            ),
+        ),
+    ];
+    for (bad, reason) in cases {
+        refused(&cat, "db", bad, DropKind::InvalidName, reason);
+    }
+    // Tag values hold anything; names without control characters (any other Unicode) pass.
+    let w = write_bytes(
+        &cat,
+        "db",
+        "m,k=a\0\x01b v=1\n\u{2028}é,\u{feff}=x \u{a0}=1".as_bytes(),
+    );
+    assert_eq!((w.points, w.dropped), (2, 0), "{w:?}");
+    for m in cat.schema("db") {
+        let names = std::iter::once(&m.name)
+            .chain(&m.tag_keys)
+            .chain(m.fields.iter().map(|(f, _)| f));
+        for n in names {
+            assert!(!n.chars().any(char::is_control), "{n:?} reached the schema");
+        }
+    }
+}
+
+#[test]
 fn two_byte_names_that_read_the_same_can_never_share_a_column() {
     // The issue's case: `f\xff` (float) and `f\xfe` (string) in one measurement would both
     // be the column "f\u{fffd}" after lossy conversion.
