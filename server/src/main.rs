@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use chingest::backup::sign::Key;
 use clap::{Parser, Subcommand};
 
 /// chingest: a durable InfluxDB-compatible ingest server on embedded ClickHouse (chDB).
@@ -56,13 +57,27 @@ enum Command {
         /// Only points before this time (RFC3339, as `influxd backup -end`).
         #[arg(long)]
         end: Option<String>,
+        /// Sign the backup with the key in this file (HMAC-SHA-256 of the manifest, which
+        /// lists every file's SHA-256; e.g. `head -c 32 /dev/urandom > backup.key`).
+        #[arg(long, value_name = "FILE")]
+        key_file: Option<PathBuf>,
         /// The backup directory (created).
         dir: PathBuf,
     },
-    /// Restore a backup directory into a running server, through its HTTP API.
+    /// Restore a backup directory into a running server, through its HTTP API: verified
+    /// whole first (every file's digest, every statement), then all of it or nothing.
     Restore {
         #[command(flatten)]
         server: ServerArgs,
+        /// Refuse the backup unless it is signed with the key in this file.
+        #[arg(long, value_name = "FILE")]
+        key_file: Option<PathBuf>,
+        /// Restore the backup's InfluxQL users too (names the target lacks), not its admins.
+        #[arg(long)]
+        users: bool,
+        /// With --users: its admins too.
+        #[arg(long, requires = "users")]
+        admins: bool,
         /// The backup directory.
         dir: PathBuf,
     },
@@ -150,6 +165,7 @@ fn run() -> anyhow::Result<()> {
             page_rows,
             start,
             end,
+            key_file,
             dir,
         } => {
             let target = chingest::backup::Target {
@@ -157,16 +173,18 @@ fn run() -> anyhow::Result<()> {
                 end,
                 ..server.target()
             };
-            let s = chingest::backup::backup(target, &dir, page_rows.max(1))?;
+            let key = key_file.as_deref().map(Key::read).transpose()?;
+            let s = chingest::backup::backup(target, &dir, page_rows.max(1), key.as_ref())?;
             println!(
-                "backed up {} database(s), {} point(s) in {} file(s){} to {}",
+                "backed up {} database(s), {} point(s) in {} file(s){} to {}{}",
                 s.databases,
                 s.points,
                 s.files,
                 s.users
                     .map(|n| format!(" and {n} user(s)"))
                     .unwrap_or_default(),
-                dir.display()
+                dir.display(),
+                if s.signed { ", signed" } else { "" }
             );
             if let Some(why) = &s.users_left_out {
                 eprintln!("users not backed up: {why}");
@@ -179,10 +197,21 @@ fn run() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Restore { server, dir } => {
-            let s = chingest::backup::restore(server.target(), &dir)?;
+        Command::Restore {
+            server,
+            key_file,
+            users,
+            admins,
+            dir,
+        } => {
+            let options = chingest::backup::RestoreOptions {
+                key: key_file.as_deref().map(Key::read).transpose()?,
+                users,
+                admins,
+            };
+            let s = chingest::backup::restore(server.target(), &dir, &options)?;
             println!(
-                "restored {} database(s), {} point(s){} from {}",
+                "restored {} database(s), {} point(s){} from {}{}",
                 s.databases,
                 s.points,
                 s.users
@@ -190,13 +219,17 @@ fn run() -> anyhow::Result<()> {
                         ", {added} user(s) added ({kept} kept as they were)"
                     ))
                     .unwrap_or_default(),
-                dir.display()
+                dir.display(),
+                if s.signed { " (signature checked)" } else { "" }
             );
-            if !s.refused.is_empty() {
-                for r in &s.refused {
-                    eprintln!("refused: {r}");
-                }
-                anyhow::bail!("{} write(s) were refused (above)", s.refused.len());
+            if s.admins_left_out > 0 {
+                eprintln!(
+                    "{} admin user(s) of the backup not restored (--admins restores them)",
+                    s.admins_left_out
+                );
+            }
+            if s.users_not_restored {
+                eprintln!("the backup's users were not restored (--users restores them)");
             }
             Ok(())
         }

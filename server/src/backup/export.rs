@@ -9,6 +9,8 @@ use influxql::quote_ident;
 use serde_json::Value;
 
 use super::lp::{self, FieldType, Unwritable};
+use super::sign::{self, Key, SIGNATURE_FILE};
+use super::verify::file_sha256;
 use super::{
     column, rows, BackupError, Client, DataFile, DatabaseBackup, Manifest, PolicyBackup, Target,
     VERSION,
@@ -32,11 +34,19 @@ pub struct BackupSummary {
     pub points: u64,
     /// Points line protocol cannot hold (a name with a newline), left out.
     pub skipped: u64,
+    /// Whether the manifest was signed.
+    pub signed: bool,
 }
 
 /// Backs up the target's databases into `dir` (created; the manifest is written last, so
-/// an interrupted backup has none and cannot be restored), `page_rows` points per query.
-pub fn backup(target: Target, dir: &Path, page_rows: usize) -> Result<BackupSummary, BackupError> {
+/// an interrupted backup has none and cannot be restored), `page_rows` points per query;
+/// signed with `key` when given ([`super::sign`]).
+pub fn backup(
+    target: Target,
+    dir: &Path,
+    page_rows: usize,
+    key: Option<&Key>,
+) -> Result<BackupSummary, BackupError> {
     // `--start`/`--end`: InfluxQL time conditions, as `influxd backup -start/-end` bound.
     let range: Vec<String> = [
         target
@@ -67,6 +77,7 @@ pub fn backup(target: Target, dir: &Path, page_rows: usize) -> Result<BackupSumm
         server_version: client.version()?,
         databases: Vec::new(),
         users: None,
+        users_sha256: None,
     };
     match client.users()? {
         Ok(body) => {
@@ -76,6 +87,7 @@ pub fn backup(target: Target, dir: &Path, page_rows: usize) -> Result<BackupSumm
                 .ok()
                 .and_then(|v| v["users"].as_array().map(Vec::len));
             manifest.users = Some(USERS_FILE.into());
+            manifest.users_sha256 = Some(sign::sha256(&body));
         }
         Err(why) => summary.users_left_out = Some(why),
     }
@@ -163,6 +175,7 @@ pub fn backup(target: Target, dir: &Path, page_rows: usize) -> Result<BackupSumm
                     measurement: m.clone(),
                     file,
                     points,
+                    sha256: file_sha256(&path).map_err(io(&path))?,
                 });
             }
         }
@@ -171,7 +184,23 @@ pub fn backup(target: Target, dir: &Path, page_rows: usize) -> Result<BackupSumm
     }
     let path = dir.join("manifest.json");
     let body = serde_json::to_vec_pretty(&manifest).expect("the manifest serialises");
+    // The signature before the manifest: a backup with a manifest is complete.
+    let sig_path = dir.join(SIGNATURE_FILE);
+    match key {
+        Some(key) => {
+            crate::durable::replace(&sig_path, key.sign(&body).as_bytes())
+                .map_err(io(&sig_path))?;
+        }
+        // A signature left by an earlier backup into this directory would not match.
+        None => match std::fs::remove_file(&sig_path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(io(&sig_path)(e));
+            }
+            _ => {}
+        },
+    }
     crate::durable::replace(&path, &body).map_err(io(&path))?;
+    summary.signed = key.is_some();
     Ok(summary)
 }
 

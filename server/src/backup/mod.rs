@@ -4,27 +4,39 @@
 //! chingest, or its data into InfluxDB 1.x with `/write`).
 //!
 //! A backup is a directory: `manifest.json` (each database's retention policies with their
-//! durations and default, its continuous queries, and the data files) and, per retention
-//! policy and measurement, a gzipped line-protocol file of every point (`data/<n>.lp.gz`,
-//! nanosecond times; the points as reads answer them: a point written twice is one point).
-//! Data is read page by page with InfluxQL (`ORDER BY time LIMIT n`, the next page from the
-//! last page's last time), so no answer passes the server's `[sql] max_result_rows`; each
-//! page is consistent, the backup as a whole is not a snapshot: each measurement is read up
-//! to its last time when its export starts, so every point acknowledged before the backup
-//! began is in it, points written meanwhile may or may not be, and a source written to all
-//! the time still ends. Only what any InfluxDB 1.x answers is used, so a backup of an
-//! InfluxDB 1.x server restores into chingest: the way to move over. With an admin's
-//! credentials a chingest server's InfluxQL users are in it too (`users.json`, mode 0600:
-//! bcrypt hashes, admin flags, privileges; `GET /api/v1/users`); restore adds those whose
-//! names the target does not have (`POST /api/v1/users`).
+//! durations and default, its continuous queries, and the data files with the SHA-256 of
+//! each) and, per retention policy and measurement, a gzipped line-protocol file of every
+//! point (`data/<n>.lp.gz`, nanosecond times; the points as reads answer them: a point
+//! written twice is one point). With `--key-file` the manifest is signed (`manifest.sig`,
+//! HMAC-SHA-256, [`sign`]): since it holds every file's digest, the signature covers the
+//! whole backup. Data is read page by page with InfluxQL (`ORDER BY time LIMIT n`, the next
+//! page from the last page's last time), so no answer passes the server's `[sql]
+//! max_result_rows`; each page is consistent, the backup as a whole is not a snapshot: each
+//! measurement is read up to its last time when its export starts, so every point
+//! acknowledged before the backup began is in it, points written meanwhile may or may not
+//! be, and a source written to all the time still ends. Only what any InfluxDB 1.x answers
+//! is used, so a backup of an InfluxDB 1.x server restores into chingest: the way to move
+//! over. With an admin's credentials a chingest server's InfluxQL users are in it too
+//! (`users.json`, mode 0600: bcrypt hashes, admin flags, privileges; `GET /api/v1/users`).
 //!
-//! Restore creates the databases, policies (durations, default) and continuous queries and
-//! writes the points through `/write` in bodies of at most [`BODY_BYTES`], with the policy
-//! named (`rp=`): writing a backup twice leaves the same points.
+//! Restore runs as an admin, so it trusts nothing in the backup (issue #41): [`verify`]
+//! checks the whole backup before anything is sent — the signature when a key is given,
+//! every file confined to the backup directory and equal to its digest, every continuous
+//! query parsed as one `CREATE CONTINUOUS QUERY` of its own database, every duration parsed
+//! as a duration — and restore sends only statements rendered anew from those parsed,
+//! typed values. It creates the databases, policies and continuous queries and writes the
+//! points through `/write` in bodies of at most [`BODY_BYTES`] with the policy named (`rp=`):
+//! writing a backup twice leaves the same points. It is all or nothing: a failure (a write
+//! refused, the server gone) undoes what it made (databases it created, policies and
+//! continuous queries it added, settings it changed; points written into a database that
+//! existed before stay). Users are restored only when asked (`--users`), admins only with
+//! `--admins` too, and only names the target does not have (`POST /api/v1/users`).
 
 mod export;
 mod import;
 pub mod lp;
+pub mod sign;
+mod verify;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,11 +44,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use export::backup;
-pub use import::restore;
+pub use export::{backup, BackupSummary};
+pub use import::{restore, RestoreOptions, RestoreSummary};
 
-/// Manifest format version.
-pub const VERSION: u32 = 1;
+/// Manifest format version: 2 lists every file's SHA-256 (version 1, without them, is
+/// refused: nothing would tell its files from forged ones).
+pub const VERSION: u32 = 2;
 
 /// Largest `/write` body restore sends.
 pub const BODY_BYTES: usize = 4 << 20;
@@ -81,6 +94,19 @@ pub enum BackupError {
     /// The backup directory holds no manifest this version reads.
     #[error("{0}")]
     Manifest(String),
+    /// The backup is refused before anything was changed: a file outside the backup or not
+    /// equal to its digest, a statement of another kind than its section holds, a bad or
+    /// missing signature.
+    #[error("backup refused, nothing restored: {0}")]
+    Refused(String),
+    /// A restore failed part way and undid what it had made.
+    #[error("{error} (restore undone: {undone})")]
+    Undone {
+        /// What failed.
+        error: Box<BackupError>,
+        /// What was undone, or what could not be.
+        undone: String,
+    },
 }
 
 /// `manifest.json`.
@@ -96,6 +122,9 @@ pub struct Manifest {
     /// mode 0600), when the server has them and the caller is an admin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub users: Option<String>,
+    /// The SHA-256 of [`Manifest::users`]' file, lowercase hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users_sha256: Option<String>,
 }
 
 /// One database of a backup.
@@ -135,6 +164,8 @@ pub struct DataFile {
     pub file: String,
     /// Points in it.
     pub points: u64,
+    /// Its SHA-256, lowercase hex.
+    pub sha256: String,
 }
 
 /// A blocking client of the server's `/query` and `/write`.

@@ -285,6 +285,10 @@ fn backup_and_restore_authenticate_as_an_admin() {
     // An InfluxQL user with a grant: backed up (its bcrypt hash) and restored.
     admin(&a, "CREATE USER reader WITH PASSWORD 'r3ader-pw'");
     admin(&a, "GRANT READ ON d TO reader");
+    admin(
+        &a,
+        "CREATE USER boss WITH PASSWORD 'b0ss-pw' WITH ALL PRIVILEGES",
+    );
     let w = a
         .client
         .post(a.url("/write?db=d&precision=s"))
@@ -317,9 +321,33 @@ fn backup_and_restore_authenticate_as_an_admin() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Users come over only when asked, admins only with --admins.
     let out = run(&["restore", "--url", &b.base, "-u", "admin", dir], "s3cret");
     assert!(
         out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--users restores them"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        admin(&b, "SHOW USERS")["results"][0]["series"][0]["values"],
+        serde_json::json!([["admin", true]])
+    );
+    let out = run(
+        &["restore", "--url", &b.base, "-u", "admin", "--users", dir],
+        "s3cret",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("1 admin user(s) of the backup not restored"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -389,12 +417,21 @@ fn backup_and_restore_authenticate_as_an_admin() {
         serde_json::json!([["admin", true], ["reader", false]]),
         "{users}"
     );
-    // A restore again keeps the users as they are.
-    let out = run(&["restore", "--url", &b.base, "-u", "admin", dir], "s3cret");
+    // A restore again keeps the users as they are; with --admins the admin comes too.
+    let out = run(
+        &[
+            "restore", "--url", &b.base, "-u", "admin", "--users", "--admins", dir,
+        ],
+        "s3cret",
+    );
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("0 user(s) added (1 kept"),
+        String::from_utf8_lossy(&out.stdout).contains("1 user(s) added (1 kept"),
         "{}",
         String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        admin(&b, "SHOW USERS")["results"][0]["series"][0]["values"],
+        serde_json::json!([["admin", true], ["reader", false], ["boss", true]])
     );
     // `--start`/`--end` bound the points taken (m,k=w at 2 s only).
     let part = data_dir();

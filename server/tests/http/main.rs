@@ -6,6 +6,7 @@ mod util;
 
 mod auth;
 mod backup;
+mod backup_forged;
 mod bounds;
 mod cli;
 mod cluster;
@@ -31,6 +32,7 @@ mod last_point;
 mod limits;
 mod logs;
 mod metrics_docs;
+mod names;
 mod overload;
 mod prometheus;
 mod python;
