@@ -46,7 +46,7 @@ run() { # name bin round
   sleep 5
 }
 # The build that runs first in a round does better at the first loaded step whichever it is
-# (test_results/ab_data_management.md): the order alternates, so use an even ROUNDS.
+# (test_results/history/ab_data_management.md): the order alternates, so use an even ROUNDS.
 OLD=${OLD_BIN:?set OLD_BIN to the old chingest binary}
 NEW=${NEW_BIN:-target/release/chingest}
 for round in $(seq 1 "$ROUNDS"); do

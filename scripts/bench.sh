@@ -6,7 +6,7 @@
 #
 #   scripts/bench.sh                       full run with the defaults below
 #   RATES=2,4,8 STEP_SECS=5 scripts/bench.sh   a quick smoke run
-#   SKIP_ENGINE=1 scripts/bench.sh         reuse test_results/chdb_raw.json and flush.json
+#   SKIP_ENGINE=1 scripts/bench.sh         reuse test_results/latest/chdb_raw.json and flush.json
 #   SKIP_CLIENT_CEILING=1                  skip the load generator's own ceiling (ramp against a null sink)
 #   SOAK_SECS=0                            skip the soak (the ramp's sustainable rate held for SOAK_SECS, default 180;
 #                                          if it does not hold, lower ramp rates, SOAK_TRIES in all, default 2)
@@ -29,7 +29,7 @@
 #   RATES requests/s per step (each request carries POINTS points)
 #   STEP_SECS (15)  MAX_IN_FLIGHT (64)  BUDGET_MS (250)  VUS (1,4,16,64)  CLOSED_STEP_SECS (10)
 #   FORMAT (lp | msgpack-row | msgpack-columnar)  GZIP (0)  POINTS (50000)  FILES (16)  HOSTS (1000)  FIELDS (6)
-#   RESULTS (test_results)  REPORT (docs/benchmarks.md)  SINK_PORT (18087)  CLIENT_RATES (1×,2×,4× the top rate)
+#   RESULTS (test_results/latest)  REPORT (docs/benchmarks.md)  SINK_PORT (18087)  CLIENT_RATES (1×,2×,4× the top rate)
 #   SERVER_CONFIG_EXTRA: extra TOML appended to the generated server config
 #   SERVER_CMD: how to start the server; gets the config path appended
 #               (default: "<target>/release/chingest serve --config")
@@ -60,7 +60,7 @@ POINTS=${POINTS:-50000}
 FILES=${FILES:-16}
 HOSTS=${HOSTS:-1000}
 FIELDS=${FIELDS:-6}
-RESULTS=${RESULTS:-test_results}
+RESULTS=${RESULTS:-test_results/latest}
 REPORT=${REPORT:-docs/benchmarks.md}
 SKIP_ENGINE=${SKIP_ENGINE:-0}
 SKIP_CLIENT_CEILING=${SKIP_CLIENT_CEILING:-0}

@@ -3,7 +3,7 @@
 chingest nodes on ClickHouse clusters, interleaved, back to back; every answer compared.
 Both nodes must serve TSBS `cpu` in database `benchmark` (scripts/tsbs_bench.sh leaves it on
 the shards). Swap which build runs on which shards between rounds: shard pairs differ
-(test_results/tsbs_cluster.md, run 5).
+(test_results/latest/tsbs_cluster.md, run 5).
 Usage: OLD=http://127.0.0.1:18201 NEW=http://127.0.0.1:18202 scripts/cluster_read_ab.py [N]
 """
 import os

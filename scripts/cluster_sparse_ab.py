@@ -7,7 +7,7 @@ benchmarks (TSBS) hide that cost. Both nodes ("old", "new") must serve the same 
 `cpu` in database `benchmark`, scripts/tsbs_bench.sh leaves it on the shards); each gets a
 trickle of writes (database `live`, 10/s) so its delivery fence moves, as on a live system.
 Usage: OLD=http://127.0.0.1:18201 NEW=http://127.0.0.1:18202 scripts/cluster_sparse_ab.py
-(test_results/cluster_sparse_queries.md).
+(test_results/latest/cluster_sparse_queries.md).
 """
 import os
 import time, threading, urllib.request, urllib.parse, statistics, json

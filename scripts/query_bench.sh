@@ -31,7 +31,7 @@
 #   BATCH (50000 points per write)  CONCURRENCY (4 writes in flight)  SETTLE_SECS (30)
 #   WARMUP (2)  PANEL_RUNS (50)  ALL_HOSTS_RUNS (20)  PANEL_CLIENTS (1,4)  ALL_HOSTS_CLIENTS (1)
 #   BIG_PANEL_RUNS (PANEL_RUNS)  BIG_ALL_HOSTS_RUNS (10)
-#   RESULTS (test_results)  REPORT (docs/benchmarks.md)  INFLUXD (influxd)
+#   RESULTS (test_results/latest)  REPORT (docs/benchmarks.md)  INFLUXD (influxd)
 #   SQL_CONFIG: chingest's [sql] section for the run. InfluxQL runs in the SQL sandbox, whose
 #               defaults (2 statements at once, 1,000,000 result rows, 1 GiB per statement, 20 s)
 #               refuse a 4-client panel and the all-hosts answer on 10M points (1.44M rows); the
@@ -78,7 +78,7 @@ PANEL_CLIENTS=${PANEL_CLIENTS:-1,4}
 ALL_HOSTS_CLIENTS=${ALL_HOSTS_CLIENTS:-1}
 BIG_PANEL_RUNS=${BIG_PANEL_RUNS:-$PANEL_RUNS}
 BIG_ALL_HOSTS_RUNS=${BIG_ALL_HOSTS_RUNS:-10}
-RESULTS=${RESULTS:-test_results}
+RESULTS=${RESULTS:-test_results/latest}
 REPORT=${REPORT:-docs/benchmarks.md}
 INFLUXD=${INFLUXD:-influxd}
 ONLY=${ONLY:-}

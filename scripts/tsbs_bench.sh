@@ -22,7 +22,7 @@
 #   TYPES (all 15)  SETTLE_SECS (30; 120 with PREV_SERVER_CMD)  PORT (18096)  INFLUX_PORT (18196)  INFLUX_RPC_PORT (18197)
 #   SQL_CONFIG, REQUEST_TIMEOUT_SECS, SERVER_CONFIG_EXTRA, SERVER_CMD, LOAD, INFLUXD:
 #     as in scripts/query_bench.sh
-#   RESULTS (test_results)  REPORT (docs/benchmarks.md)  KEEP_TMP=1  SKIP_BUILD=1
+#   RESULTS (test_results/latest)  REPORT (docs/benchmarks.md)  KEEP_TMP=1  SKIP_BUILD=1
 #   PREV_SERVER_CMD (unset): another chingest build (e.g. the previous release, built in a git
 #     worktree), started as "chingest-prev" on PREV_PORT (18098) and filled after InfluxDB and
 #     before chingest: a same-run before/after of a read-path change; PREV_NAME says what it is
@@ -56,7 +56,7 @@ TYPES=${TYPES:-}
 # merging its fresh parts during the first (small) query types, 1.3-1.6x slower than the other
 # on them for that reason alone (2026-11-28); 120 s lets both settle.
 if [ -n "${PREV_SERVER_CMD:-}" ]; then SETTLE_SECS=${SETTLE_SECS:-120}; else SETTLE_SECS=${SETTLE_SECS:-30}; fi
-RESULTS=${RESULTS:-test_results}
+RESULTS=${RESULTS:-test_results/latest}
 REPORT=${REPORT:-docs/benchmarks.md}
 SAY_AS=tsbs_bench
 # shellcheck source=scripts/lib/bench_env.sh

@@ -22,7 +22,7 @@
 # Variables (defaults): DB (bench) PORT (18096) UNFLUSHED_PORT (18097) INFLUX_PORT (18196)
 #   INFLUX_RPC_PORT (18197) POINTS (1728000) HOSTS (200) FIELDS (8) SPAN_SECS (86400)
 #   START_NS (2026-01-01) BATCH (48000) CONCURRENCY (4) WARMUP (2) PANEL_RUNS (20)
-#   ALL_HOSTS_RUNS (5) RESULTS (test_results) INFLUXD (influxd) SKIP_BUILD (0) KEEP_TMP (0)
+#   ALL_HOSTS_RUNS (5) RESULTS (test_results/latest) INFLUXD (influxd) SKIP_BUILD (0) KEEP_TMP (0)
 # Results: $RESULTS/unflushed_read.{json,md}.
 set -euo pipefail
 
@@ -44,7 +44,7 @@ CONCURRENCY=${CONCURRENCY:-4}
 WARMUP=${WARMUP:-2}
 PANEL_RUNS=${PANEL_RUNS:-20}
 ALL_HOSTS_RUNS=${ALL_HOSTS_RUNS:-5}
-RESULTS=${RESULTS:-test_results}
+RESULTS=${RESULTS:-test_results/latest}
 SAY_AS=unflushed_read_bench
 # shellcheck source=scripts/lib/bench_env.sh
 . "$ROOT/scripts/lib/bench_env.sh"

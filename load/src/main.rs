@@ -137,7 +137,7 @@ struct QueryArgs {
     #[arg(long, default_value_t = 600.0)]
     timeout_secs: f64,
     /// Results directory.
-    #[arg(long, default_value = "test_results")]
+    #[arg(long, default_value = "test_results/latest")]
     results: PathBuf,
     /// Base name of the result files.
     #[arg(long, default_value = load::report::QUERY_BENCH_NAME)]
@@ -206,7 +206,7 @@ struct Common {
     #[arg(long)]
     server_pid: Option<u32>,
     /// Results directory.
-    #[arg(long, default_value = "test_results")]
+    #[arg(long, default_value = "test_results/latest")]
     results: PathBuf,
     /// Base name of the result files (default: ramp / closed / overload).
     #[arg(long)]
@@ -298,7 +298,7 @@ struct OverloadArgs {
 #[derive(Args)]
 struct ReportArgs {
     /// Directory with chdb_raw.json, flush.json, ramp.json, closed.json.
-    #[arg(long, default_value = "test_results")]
+    #[arg(long, default_value = "test_results/latest")]
     results: PathBuf,
     /// Markdown file to write.
     #[arg(long, default_value = "docs/benchmarks.md")]

@@ -96,7 +96,7 @@ pub(crate) struct TsbsQueryArgs {
     #[arg(long, default_value_t = 300.0)]
     timeout_secs: f64,
     /// Results directory.
-    #[arg(long, default_value = "test_results")]
+    #[arg(long, default_value = "test_results/latest")]
     results: PathBuf,
 }
 

@@ -138,7 +138,7 @@ fn run() -> anyhow::Result<()> {
                 .build()?;
             // On this thread, not spawned onto a worker: with the accept loop
             // on a worker the 600k soak's p99 rose from 199–235 to 297–309 ms
-            // (same-run A/B, test_results/ab_soak.md).
+            // (same-run A/B, test_results/history/ab_soak.md).
             rt.block_on(chingest::run(config))?;
             // The engine and WAL are closed; don't wait for stray blocking tasks.
             rt.shutdown_timeout(std::time::Duration::from_secs(1));

@@ -18,7 +18,7 @@ pub struct StorageConfig {
     /// point of the standard payload for ~75 ns more CPU per point,
     /// `ingest/examples/wire_size.rs`; the server then wrote 71–77 instead of
     /// 232–295 bytes to disk per point, WAL, RocksDB flushes and compactions
-    /// included, at no more CPU per point: `test_results/ab_wal_lz4.md`) or
+    /// included, at no more CPU per point: `test_results/history/ab_wal_lz4.md`) or
     /// `none`. `limits.max_unflushed_bytes` counts per entry the larger of
     /// its payload and the memory its decoded batches hold, so compressible
     /// values cannot hold more memory than it says. Entries of either kind

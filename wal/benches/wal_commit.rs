@@ -18,7 +18,7 @@
 //! (e.g. `1,4`), `WAL_BENCH_POINTS` (e.g. `1000`), `WAL_BENCH_MODES` (e.g. `fsync`),
 //! `WAL_BENCH_GROUP_MIB` (group byte budget, default the config default of 16 MiB),
 //! `WAL_BENCH_DIR` (where to create the WAL; default a temp dir), `WAL_BENCH_OUT` (results dir;
-//! default `<repo>/test_results`).
+//! default `<repo>/test_results/latest`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -215,7 +215,7 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-            crate_dir.parent().unwrap_or(crate_dir).join("test_results")
+            crate_dir.parent().unwrap_or(crate_dir).join("test_results/latest")
         });
 
     let probe = Duration::from_secs_f64((secs / 4.0).clamp(0.5, 2.0));

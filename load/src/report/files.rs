@@ -80,8 +80,8 @@ mod tests {
     #[test]
     fn relative_paths() {
         assert_eq!(
-            relative_path(Path::new("docs"), Path::new("test_results/ramp.svg")),
-            PathBuf::from("../test_results/ramp.svg")
+            relative_path(Path::new("docs"), Path::new("test_results/latest/ramp.svg")),
+            PathBuf::from("../test_results/latest/ramp.svg")
         );
         assert_eq!(
             relative_path(Path::new("/a/b"), Path::new("/a/b/c.svg")),
