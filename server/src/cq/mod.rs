@@ -1,17 +1,26 @@
 //! Continuous queries: their definitions, kept durably in
 //! `<data_dir>/continuous_queries.json` with each one's last run, and the loop that runs
-//! them on InfluxDB 1.x's schedule ([`schedule`]).
+//! them on InfluxDB 1.x's schedule ([`schedule`], [`run`]).
 //!
 //! A run is a `SELECT … INTO` over its time range, executed as any such statement
-//! (`query::run_continuous`: the write path, the WAL), then its last-run time is saved. A
-//! crash between the two reruns the range on start; the same answer written again leaves
-//! the same points (point identity), so an interval is neither lost nor doubled. A run
-//! that fails (the engine busy, the target gone) is retried from the same last run after a
-//! pause (at most a minute), so its range is caught up then; a query InfluxDB would not
-//! run (raw, without a function) is skipped with a log line, as 1.x does. Runs execute one
-//! at a time, each bounded like any statement: a long pause is caught up in slices of
-//! [`MAX_WINDOWS`] windows.
+//! (`query::run_continuous`: the write path, the WAL), then its last-run time is saved (or,
+//! for a run spread over several passes, how far it got). A crash between the two reruns
+//! what was computed since on start; the same answer written again leaves the same points
+//! (point identity), so an interval is neither lost nor doubled. A run
+//! that fails (the engine busy, the target gone, `KILL QUERY`) is retried from the same last
+//! run after a pause (at most a minute), so its range is caught up then; a query InfluxDB
+//! would not run (raw, without a function) is skipped with a log line, as 1.x does.
+//!
+//! Nothing a query's creator writes can take the server's memory or CPU (a non-admin may
+//! create one): `CREATE` refuses a query one run of which computes more windows than
+//! `[sql] max_result_rows` (InfluxDB's `max-select-buckets` error, [`bucket_limit`]); a run
+//! executes as statements of at most [`MAX_WINDOWS`] windows, cut lazily, at most
+//! [`run::PASS_STATEMENTS`] of them per query per pass, the rest (a long pause caught up) on
+//! the next passes from the progress kept in the file ([`StoredCq::progress_ns`]); `DROP`
+//! (of the query or its database) cancels its statement in flight and the run stops before
+//! its next statement. Its statements are listed by `SHOW QUERIES` and `KILL QUERY` ends one.
 
+pub mod run;
 pub mod schedule;
 
 use std::collections::HashMap;
@@ -19,18 +28,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use influxql::ast::{
-    ContinuousQuery, CqStatement, Dimension, Expr, SelectStatement, Source, Statement,
-};
+use influxql::ast::{ContinuousQuery, CqStatement, Dimension, SelectStatement, Source, Statement};
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
+use storage::SqlCancel;
 
-use crate::{AppState, Store};
+pub(crate) use run::register_metrics;
+pub use run::{run_due, spawn};
 
 /// File format version.
 const VERSION: u32 = 1;
 
-/// Windows computed by one statement of a catch-up.
+/// Windows computed by one statement of a run (a run over more is cut into several).
 pub const MAX_WINDOWS: i64 = 1_000;
 
 /// How often the loop looks for due queries (InfluxDB's default `run-interval`).
@@ -47,6 +56,12 @@ pub struct StoredCq {
     pub query: String,
     /// The last run's time, ns (`None`: never ran).
     pub last_run_ns: Option<i64>,
+    /// A run worked off over several passes (a long pause caught up): the end of what its
+    /// passes computed so far, ns; the next pass resumes there. `None`: no run in progress.
+    /// Kept in the file so that a restart resumes too; files written before it existed load
+    /// without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_ns: Option<i64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -80,6 +95,8 @@ pub struct ContinuousQueries {
     writer: Mutex<()>,
     /// Per query (database, name): not to be retried before this instant (a failed run).
     backoff: Mutex<HashMap<(String, String), std::time::Instant>>,
+    /// Per query (database, name) running now: its statements' cancel, set by `DROP`.
+    in_flight: Mutex<HashMap<(String, String), SqlCancel>>,
 }
 
 impl Default for ContinuousQueries {
@@ -89,6 +106,7 @@ impl Default for ContinuousQueries {
             current: RwLock::default(),
             writer: Mutex::new(()),
             backoff: Mutex::default(),
+            in_flight: Mutex::default(),
         }
     }
 }
@@ -147,37 +165,54 @@ impl ContinuousQueries {
                 name: cq.name.clone(),
                 query,
                 last_run_ns: None,
+                progress_ns: None,
             });
             Ok(())
         })
     }
 
-    /// `DROP CONTINUOUS QUERY` (none of that name is no error, as in InfluxDB 1.6).
+    /// `DROP CONTINUOUS QUERY` (none of that name is no error, as in InfluxDB 1.6): a run in
+    /// progress stops (its statement is cancelled).
     pub fn drop_query(&self, database: &str, name: &str) -> Result<(), CqError> {
+        self.forget(|db, n| db == database && n == name)
+    }
+
+    /// Forgets every query of `database` (`DROP DATABASE`), stopping their runs.
+    pub fn drop_database(&self, database: &str) -> Result<(), CqError> {
+        self.forget(|db, _| db == database)
+    }
+
+    /// Removes the queries `dropped(database, name)` names and cancels their runs.
+    fn forget(&self, dropped: impl Fn(&str, &str) -> bool) -> Result<(), CqError> {
         if !self
             .snapshot()
             .iter()
-            .any(|q| q.database == database && q.name == name)
+            .any(|q| dropped(&q.database, &q.name))
         {
             return Ok(());
         }
         self.change(|all| {
-            all.retain(|q| !(q.database == database && q.name == name));
+            all.retain(|q| !dropped(&q.database, &q.name));
             Ok(())
-        })
-    }
-
-    /// Forgets every query of `database` (`DROP DATABASE`).
-    pub fn drop_database(&self, database: &str) -> Result<(), CqError> {
-        if !self.snapshot().iter().any(|q| q.database == database) {
-            return Ok(());
+        })?;
+        // After the change: a run that registered its cancel before it is cancelled here,
+        // one that registers after it finds its query gone at its next check ([`Self::holds`]).
+        for ((database, name), cancel) in self.in_flight.lock().iter() {
+            if dropped(database, name) {
+                cancel.cancel();
+            }
         }
-        self.change(|all| {
-            all.retain(|q| q.database != database);
-            Ok(())
+        Ok(())
+    }
+
+    /// Whether `stored` is still defined, with the same statement (not dropped meanwhile).
+    fn holds(&self, stored: &StoredCq) -> bool {
+        self.snapshot().iter().any(|q| {
+            q.database == stored.database && q.name == stored.name && q.query == stored.query
         })
     }
 
+    /// Saves a run as done at `ns` (its progress forgotten).
     fn set_last_run(
         &self,
         database: &str,
@@ -185,13 +220,37 @@ impl ContinuousQueries {
         query: &str,
         ns: i64,
     ) -> Result<(), CqError> {
+        self.update(database, name, query, |q| {
+            q.last_run_ns = Some(ns);
+            q.progress_ns = None;
+        })
+    }
+
+    /// Saves how far a pending run got.
+    fn set_progress(
+        &self,
+        database: &str,
+        name: &str,
+        query: &str,
+        ns: i64,
+    ) -> Result<(), CqError> {
+        self.update(database, name, query, |q| q.progress_ns = Some(ns))
+    }
+
+    fn update(
+        &self,
+        database: &str,
+        name: &str,
+        query: &str,
+        f: impl FnOnce(&mut StoredCq),
+    ) -> Result<(), CqError> {
         self.change(|all| {
             // Unless it was dropped or replaced meanwhile.
             if let Some(q) = all
                 .iter_mut()
                 .find(|q| q.database == database && q.name == name && q.query == query)
             {
-                q.last_run_ns = Some(ns);
+                f(q);
             }
             Ok(())
         })
@@ -264,124 +323,17 @@ fn timing(select: &SelectStatement, cq: &ContinuousQuery) -> Option<schedule::Ti
     })
 }
 
-/// Whether the `SELECT` aggregates (InfluxDB runs only those as continuous queries).
-fn aggregates(select: &SelectStatement) -> bool {
-    fn call(e: &Expr) -> bool {
-        match e {
-            Expr::Call { .. } => true,
-            Expr::Binary { lhs, rhs, .. } => call(lhs) || call(rhs),
-            Expr::Paren(e) => call(e),
-            _ => false,
-        }
-    }
-    select.fields.iter().any(|f| call(&f.expr))
-}
-
-/// The select restricted to `[start, end)`.
-fn in_range(select: &SelectStatement, start: i64, end: i64) -> SelectStatement {
-    let mut s = select.clone();
-    let range = influxql::parse_expr(&format!("time >= {start} AND time < {end}"))
-        .expect("a time range parses");
-    s.condition = Some(match s.condition.take() {
-        None => range,
-        Some(c) => Expr::Binary {
-            op: influxql::ast::BinaryOp::And,
-            lhs: Box::new(Expr::Paren(Box::new(c))),
-            rhs: Box::new(range),
-        },
-    });
-    s
-}
-
-/// Exports the run counters before the first run.
-pub(crate) fn register_metrics() {
-    for outcome in ["ok", "error"] {
-        metrics::counter!("chingest_continuous_query_runs_total", "outcome" => outcome)
-            .increment(0);
-    }
-}
-
-/// Runs the loop until the process ends.
-pub fn spawn<S: Store>(state: AppState<S>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let state = state.clone();
-            // One pass at a time, off the async threads (statements block).
-            let _ = tokio::task::spawn_blocking(move || run_due(&state)).await;
-        }
+/// The error `CREATE` answers (and a run of a query stored before the check existed logs)
+/// when one run of `cq` would compute more windows than `limit` (`[sql] max_result_rows`,
+/// the server's bound on a statement's rows, so the admin's setting bounds everyone's
+/// queries): InfluxDB's `max-select-buckets` text, as a `SELECT` over as many gets it.
+pub fn bucket_limit(cq: &ContinuousQuery, limit: u64) -> Option<String> {
+    let timing = timing(&cq.select, cq)?;
+    let tick = i64::try_from(TICK.as_nanos()).unwrap_or(i64::MAX);
+    let buckets = schedule::buckets_per_run(timing, tick);
+    (buckets > limit).then(|| {
+        format!("max-select-buckets limit exceeded: ({buckets}/{limit}) ([sql] max_result_rows)")
     })
-}
-
-fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
-
-/// Runs every query that is due now.
-pub fn run_due<S: Store>(state: &AppState<S>) {
-    let cqs = &state.cqs;
-    for stored in cqs.snapshot().iter() {
-        let key = (stored.database.clone(), stored.name.clone());
-        if cqs
-            .backoff
-            .lock()
-            .get(&key)
-            .is_some_and(|t| *t > std::time::Instant::now())
-        {
-            continue;
-        }
-        let Some(cq) = parse(&stored.query) else {
-            continue;
-        };
-        let Some(timing) = timing(&cq.select, &cq) else {
-            continue;
-        };
-        let now = now_ns();
-        let Some(run) = schedule::due(timing, stored.last_run_ns, now) else {
-            continue;
-        };
-        let outcome: Result<u64, crate::error::ApiError> = if !aggregates(&cq.select) {
-            tracing::warn!(database = %stored.database, name = %stored.name, "continuous queries must be aggregate queries: not run");
-            Ok(0)
-        } else {
-            run.range.map_or(Ok(0), |(start, end)| {
-                let mut written = 0;
-                for (s, e) in schedule::slices(start, end, timing.interval, MAX_WINDOWS) {
-                    let select = in_range(&cq.select, s, e);
-                    written += crate::query::run_continuous(state, &stored.database, &select, now)?;
-                }
-                Ok(written)
-            })
-        };
-        match outcome {
-            Ok(written) => {
-                metrics::counter!("chingest_continuous_query_runs_total", "outcome" => "ok")
-                    .increment(1);
-                tracing::debug!(database = %stored.database, name = %stored.name, written, "continuous query ran");
-                cqs.backoff.lock().remove(&key);
-                if let Err(e) =
-                    cqs.set_last_run(&stored.database, &stored.name, &stored.query, run.last_run)
-                {
-                    tracing::error!("{e}");
-                }
-            }
-            Err(e) => {
-                metrics::counter!("chingest_continuous_query_runs_total", "outcome" => "error")
-                    .increment(1);
-                let every = timing.every.unwrap_or(timing.interval);
-                let pause = Duration::from_nanos(u64::try_from(every).unwrap_or(0))
-                    .min(Duration::from_secs(60));
-                tracing::warn!(database = %stored.database, name = %stored.name, "continuous query failed, retried in {pause:?}: {e}");
-                cqs.backoff
-                    .lock()
-                    .insert(key, std::time::Instant::now() + pause);
-            }
-        }
-    }
 }
 
 /// The answer of `SHOW CONTINUOUS QUERIES`: per database (every one, as InfluxDB lists
@@ -398,4 +350,82 @@ pub fn show(databases: &[String], all: &[StoredCq]) -> Vec<(String, Vec<(String,
             (db.clone(), rows)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cq(text: &str) -> ContinuousQuery {
+        parse(text).expect("parses")
+    }
+
+    #[test]
+    fn a_file_without_progress_loads_and_progress_is_kept_until_the_run_is_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("continuous_queries.json");
+        let query = "CREATE CONTINUOUS QUERY c ON d BEGIN SELECT count(v) INTO d.autogen.o \
+                     FROM d.autogen.m GROUP BY time(1m) END";
+        let old = serde_json::json!({"version": 1, "queries": [
+            {"database": "d", "name": "c", "query": query, "last_run_ns": 60}
+        ]});
+        std::fs::write(&path, old.to_string()).unwrap();
+        let cqs = ContinuousQueries::open(&path).unwrap();
+        assert_eq!(cqs.snapshot()[0].progress_ns, None);
+        cqs.set_progress("d", "c", query, 120).unwrap();
+        let reopened = ContinuousQueries::open(&path).unwrap();
+        assert_eq!(reopened.snapshot()[0].progress_ns, Some(120));
+        assert_eq!(reopened.snapshot()[0].last_run_ns, Some(60));
+        reopened.set_last_run("d", "c", query, 180).unwrap();
+        let done = ContinuousQueries::open(&path).unwrap();
+        assert_eq!(done.snapshot()[0].progress_ns, None);
+        assert_eq!(done.snapshot()[0].last_run_ns, Some(180));
+        assert!(!std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("progress_ns"));
+    }
+
+    #[test]
+    fn drop_cancels_the_statement_of_a_run_in_flight() {
+        let cqs = ContinuousQueries::default();
+        for (db, name) in [("d", "a"), ("d", "b"), ("e", "c")] {
+            cqs.create(&cq(&format!(
+                "CREATE CONTINUOUS QUERY {name} ON {db} BEGIN SELECT count(v) INTO o FROM m \
+                 GROUP BY time(1m) END"
+            )))
+            .unwrap();
+        }
+        let stored: Vec<StoredCq> = cqs.snapshot().to_vec();
+        let cancels: Vec<SqlCancel> = stored.iter().map(|_| SqlCancel::new()).collect();
+        for (q, c) in stored.iter().zip(&cancels) {
+            cqs.in_flight
+                .lock()
+                .insert((q.database.clone(), q.name.clone()), c.clone());
+        }
+        cqs.drop_query("d", "a").unwrap();
+        assert!(cancels[0].is_cancelled() && !cqs.holds(&stored[0]));
+        assert!(!cancels[1].is_cancelled() && cqs.holds(&stored[1]));
+        cqs.drop_database("e").unwrap();
+        assert!(cancels[2].is_cancelled() && !cqs.holds(&stored[2]));
+        assert!(!cancels[1].is_cancelled());
+    }
+
+    #[test]
+    fn a_query_over_more_windows_a_run_than_the_limit_is_refused() {
+        let ns = cq(
+            "CREATE CONTINUOUS QUERY c ON d RESAMPLE EVERY 1s FOR 2m BEGIN \
+                     SELECT count(v) INTO o FROM m GROUP BY time(1ns) END",
+        );
+        assert_eq!(
+            bucket_limit(&ns, 1_000_000).as_deref(),
+            Some(
+                "max-select-buckets limit exceeded: (120000000001/1000000) \
+                 ([sql] max_result_rows)"
+            )
+        );
+        let minute = cq("CREATE CONTINUOUS QUERY c ON d RESAMPLE FOR 1h BEGIN \
+                         SELECT count(v) INTO o FROM m GROUP BY time(1m) END");
+        assert_eq!(bucket_limit(&minute, 61), None);
+        assert!(bucket_limit(&minute, 60).is_some());
+    }
 }

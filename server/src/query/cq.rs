@@ -29,6 +29,11 @@ pub(super) fn execute<S: Store>(
                     cq.database
                 )));
             }
+            // One run's windows, bounded as a statement's answer is: a query its creator
+            // may not run by hand is not run every second either.
+            if let Some(e) = crate::cq::bucket_limit(&cq, state.config.sql.max_result_rows) {
+                return Err(ApiError::Query(e));
+            }
             cqs.create(&cq).map_err(file_error)?;
         }
         CqStatement::Drop { name, on } => cqs.drop_query(&on, &name).map_err(file_error)?,

@@ -82,6 +82,12 @@ pub(super) fn execute<S: Store>(
                 .auth
                 .forget_database(&name)
                 .map_err(super::users::error)?;
+            // Its continuous queries too (their runs stopped), as InfluxDB 1.x forgets them
+            // with the database: a database created again under the name has none.
+            state.cqs.drop_database(&name).map_err(|e| {
+                tracing::error!("{e}");
+                ApiError::Internal(e.to_string())
+            })?;
             state.policies.drop_database(p, &name)?;
             p.drop_database(&name)?;
             Ok(StatementResult::default())

@@ -245,21 +245,22 @@ fn bound_params(json: Option<&str>) -> Result<HashMap<String, Literal>, ApiError
 }
 
 /// Runs a continuous query's `SELECT … INTO` over its range (`cq`): as the database's
-/// system, reading every database (the statement was authorized when it was created).
-/// Blocking, inside the runtime. The points written.
+/// system, reading every database (the statement was authorized when it was created), its
+/// engine statements stopped by `cancel` (`KILL QUERY`, `DROP`). Blocking, inside the
+/// runtime. The points written.
 pub fn run_continuous<S: Store>(
     state: &AppState<S>,
     db: &str,
     select: &influxql::ast::SelectStatement,
     now_ns: i64,
+    cancel: &SqlCancel,
 ) -> Result<u64, ApiError> {
-    let cancel = SqlCancel::new();
     let cx = execute::Context {
         id: &Identity::Anonymous,
         db: Some(db),
         rp: None,
         now_ns,
-        cancel: &cancel,
+        cancel,
     };
     into::write_answer(state, &cx, select)
 }

@@ -1,7 +1,10 @@
 //! Continuous queries (issue #24 item 2): the statements against a live InfluxDB 1.6.7
 //! (texts, the stored form `SHOW CONTINUOUS QUERIES` prints, errors), then runs: on
 //! schedule with `RESAMPLE FOR` (each window's answer equal to the same query run by hand),
-//! caught up after the server was down, durable, and stopped by `DROP`.
+//! caught up after the server was down, durable, and stopped by `DROP`; their bounds
+//! ([`bounds`]).
+
+mod bounds;
 
 use std::time::{Duration, Instant};
 
