@@ -215,7 +215,10 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-            crate_dir.parent().unwrap_or(crate_dir).join("test_results/latest")
+            crate_dir
+                .parent()
+                .unwrap_or(crate_dir)
+                .join("test_results/latest")
         });
 
     let probe = Duration::from_secs_f64((secs / 4.0).clamp(0.5, 2.0));

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::util::*;
 
-fn q(s: &Server, q: &str) -> Value {
+pub(crate) fn q(s: &Server, q: &str) -> Value {
     let r = s
         .client
         .post(s.url("/query?epoch=ns"))
@@ -31,7 +31,8 @@ fn write(s: &Server, params: &str, body: &str) {
     assert_eq!(r.status(), 204, "{body}: {:?}", r.text());
 }
 
-fn chingest(args: &[&str]) -> String {
+/// `chingest ARGS`: whether it succeeded, and its stdout and stderr.
+pub(crate) fn run_chingest(args: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_chingest"))
         .args(args)
         .output()
@@ -41,7 +42,12 @@ fn chingest(args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "chingest {args:?}: {text}");
+    (out.status.success(), text)
+}
+
+fn chingest(args: &[&str]) -> String {
+    let (ok, text) = run_chingest(args);
+    assert!(ok, "chingest {args:?}: {text}");
     text
 }
 

@@ -7,37 +7,17 @@
 //! that fails part way takes back what it made.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{json, Value};
 
+use crate::backup::run_chingest as chingest;
 use crate::util::*;
 
-fn q(s: &Server, q: &str) -> Value {
-    let r = s
-        .client
-        .post(s.url("/query?epoch=ns"))
-        .form(&[("q", q)])
-        .send()
-        .unwrap();
-    assert_eq!(r.status(), 200, "{q}");
-    let v: Value = r.json().unwrap();
-    assert!(v["results"][0].get("error").is_none(), "{q}: {v}");
+/// A statement's answer, which must hold no error.
+fn q(s: &Server, text: &str) -> Value {
+    let v = crate::backup::q(s, text);
+    assert!(v["results"][0].get("error").is_none(), "{text}: {v}");
     v
-}
-
-/// `chingest ARGS`: (success, stdout + stderr).
-fn chingest(args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_chingest"))
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
 }
 
 /// Everything a restore could change on the target, as its answers.

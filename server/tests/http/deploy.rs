@@ -333,7 +333,10 @@ fn image_is_built_by_setup_sh_and_runs_healthchecked_as_a_user() {
         "{setup_run}"
     );
     let readme = read_repo_file("README.md");
-    assert!(readme.contains("`scripts/setup.sh`"), "README names the setup script");
+    assert!(
+        readme.contains("`scripts/setup.sh`"),
+        "README names the setup script"
+    );
     let setup_doc = read_repo_file("docs/setup.md");
     assert!(setup_doc.contains("Both first run `scripts/setup.sh`"));
 

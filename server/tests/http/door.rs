@@ -61,7 +61,7 @@ fn refused(s: &Server, db: &str, bad: &[u8], rule: &str, t: &mut u64) {
     );
 }
 
-fn health(s: &Server) -> Value {
+pub(crate) fn health(s: &Server) -> Value {
     s.get("/health").json().unwrap()
 }
 
@@ -69,7 +69,7 @@ fn health(s: &Server) -> Value {
 /// quarantined. Waits for the flush watermark to pass the WAL's last entry as
 /// of the call, not for an empty WAL: another client may keep writing, and on
 /// a loaded machine a moment with nothing unflushed may never come (#22).
-fn drained_without_failures(s: &Server) {
+pub(crate) fn drained_without_failures(s: &Server) {
     let target = health(s)["wal"]["last_seq"].as_u64().expect("last_seq");
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {

@@ -5,13 +5,12 @@
 //! write); and any name that is acknowledged is flushed and reads back through the engine
 //! (names drawn from the whole Unicode range and the engine's edge cases).
 
-use std::time::{Duration, Instant};
-
 use chingest::prom::proto::{Label, Sample, TimeSeries, WriteRequest};
 use prost::Message as _;
 use rand::{Rng as _, SeedableRng as _};
 use serde_json::{json, Value};
 
+use crate::door::drained_without_failures;
 use crate::util::*;
 
 /// A msgpack string.
@@ -89,26 +88,6 @@ fn send(s: &Server, path: &str, content_type: &str, body: Vec<u8>) -> (u16, Stri
         .unwrap_or_default()
         .to_string();
     (status, text)
-}
-
-/// Every point acknowledged so far flushed, none failed, nothing quarantined.
-fn drained_without_failures(s: &Server) {
-    let health = || s.get("/health").json::<Value>().unwrap();
-    let target = health()["wal"]["last_seq"].as_u64().expect("last_seq");
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let h = health();
-        assert_eq!(h["flush"]["consecutive_failures"], 0, "{h}");
-        assert_eq!(h["quarantine"], json!([]), "{h}");
-        if h["wal"]["flushed_seq"]
-            .as_u64()
-            .is_some_and(|f| f >= target)
-        {
-            return;
-        }
-        assert!(Instant::now() < deadline, "never reached seq {target}: {h}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 const LP: &str = "text/plain";
