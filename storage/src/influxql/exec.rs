@@ -59,7 +59,7 @@ impl Storage {
         let filter = range::split_in(stmt.condition.as_ref(), req.now_ns, zone.as_ref())?;
         let (db, tables) = match stmt.sources.as_slice() {
             [Source::Subquery(inner)] => {
-                let inner = self.run_select(req, inner)?;
+                let inner = self.run_select(req, &subquery::with_outer_tags(inner, stmt))?;
                 let engine = self.engine().map_err(|_| {
                     flush::SqlError::Unavailable("the server is shutting down".into())
                 })?;
@@ -177,7 +177,11 @@ impl Storage {
         let raw = integral::raw_statement(stmt)?;
         let points = self.run_select(req, &raw)?;
         let windows = integral::windows(stmt)?;
-        let mut answer = integral::answer(stmt, points, windows.as_ref())?;
+        let zone = plan::zone(stmt)?;
+        let start = range::split_in(stmt.condition.as_ref(), req.now_ns, zone.as_ref())?
+            .range
+            .min;
+        let mut answer = integral::answer(stmt, points, windows.as_ref(), start)?;
         answer.series = slimit(answer.series, stmt);
         Ok(answer)
     }

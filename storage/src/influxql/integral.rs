@@ -9,7 +9,10 @@
 //!   before the end closes the window, the rest (up to the next point, even
 //!   across empty windows) opens the next point's window; a window whose only
 //!   point lies on its start has no area and emits nothing;
-//! - without `GROUP BY time`, one value per series at time 0;
+//! - without `GROUP BY time`, one value per series: at time 0 for a float field, at the
+//!   start of the statement's time range for an integer one (InfluxDB's integer reducer
+//!   starts its window there; time 0 without a lower bound);
+//! - a string or boolean field is InfluxDB's error (`unsupported integral iterator type`);
 //! - each series whole, in tag order (InfluxDB writes each series' last
 //!   window when its reducers close, in an order that changes from run to
 //!   run: a listed deviation).
@@ -154,10 +157,12 @@ pub(crate) fn windows(stmt: &SelectStatement) -> Result<Option<Windows>, Influxq
 
 /// The integrals of `raw` (the answer of [`raw_statement`]) as the
 /// statement's answer.
+/// `start` is the lower bound of the statement's time range, if any.
 pub(crate) fn answer(
     stmt: &SelectStatement,
     raw: StatementResult,
     windows: Option<&Windows>,
+    start: Option<i64>,
 ) -> Result<StatementResult, InfluxqlError> {
     let calls = calls(stmt)?;
     let mut names: Vec<String> = Vec::new();
@@ -173,24 +178,31 @@ pub(crate) fn answer(
     }
     let mut series = Vec::new();
     for s in raw.series {
-        let emitted: Vec<Vec<(i64, f64)>> = calls
-            .iter()
-            .map(|c| {
-                let at = s.columns.iter().position(|n| *n == c.field);
-                let cells = s.values.iter().filter_map(|r| {
-                    let Some(Value::Time(t)) = r.first() else {
-                        return None;
-                    };
-                    Some((*t, at.and_then(|i| r.get(i))?))
-                });
-                let integer = cells
-                    .clone()
-                    .find(|(_, v)| !matches!(v, Value::Null))
-                    .is_some_and(|(_, v)| matches!(v, Value::Integer(_) | Value::Unsigned(_)));
-                let points = cells.filter_map(|(t, v)| Some((t, v.as_f64()?)));
-                integrate(points, c.unit, integer, windows)
-            })
-            .collect();
+        let mut emitted: Vec<Vec<(i64, f64)>> = Vec::with_capacity(calls.len());
+        for c in &calls {
+            let at = s.columns.iter().position(|n| *n == c.field);
+            let cells = s.values.iter().filter_map(|r| {
+                let Some(Value::Time(t)) = r.first() else {
+                    return None;
+                };
+                Some((*t, at.and_then(|i| r.get(i))?))
+            });
+            let first = cells.clone().find(|(_, v)| !matches!(v, Value::Null));
+            let integer = match first.map(|(_, v)| v) {
+                Some(Value::Integer(_) | Value::Unsigned(_)) => true,
+                Some(Value::String(_)) => return Err(unsupported("string")),
+                Some(Value::Boolean(_)) => return Err(unsupported("boolean")),
+                _ => false,
+            };
+            let points = cells.filter_map(|(t, v)| Some((t, v.as_f64()?)));
+            let mut rows = integrate(points, c.unit, integer, windows);
+            if integer && windows.is_none() {
+                for (t, _) in &mut rows {
+                    *t = start.unwrap_or(0);
+                }
+            }
+            emitted.push(rows);
+        }
         let mut times: Vec<i64> = emitted.iter().flatten().map(|(t, _)| *t).collect();
         times.sort_unstable();
         times.dedup();
@@ -223,6 +235,13 @@ pub(crate) fn answer(
         series,
         messages: raw.messages,
     })
+}
+
+/// InfluxDB's error for the integral of a field of `kind` (its iterator's type name).
+fn unsupported(kind: &str) -> InfluxqlError {
+    InfluxqlError::invalid(format!(
+        "unsupported integral iterator type: *query.{kind}InterruptIterator"
+    ))
 }
 
 /// InfluxDB's integral reducer over `(time, value)` points in time order

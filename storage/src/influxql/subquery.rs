@@ -15,6 +15,7 @@ use flush::arrow::array::{
     TimestampNanosecondArray, UInt32Array, UInt64Array,
 };
 use flush::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use influxql::ast::{Dimension, SelectStatement};
 use ingest::{FieldType, MeasurementSchema};
 
 use super::error::InfluxqlError;
@@ -30,6 +31,33 @@ pub(crate) struct Materialized {
     /// of one time are not merged (they are distinct answers) and keep
     /// their order.
     pub(crate) batch: RecordBatch,
+}
+
+/// The inner statement with the outer statement's `GROUP BY` tags added to its own, as
+/// InfluxDB 1.x groups a subquery (`newIteratorOptionsSubstatement`: the outer grouping is
+/// propagated inward): `SELECT max(m) FROM (SELECT mean(x) AS m FROM cpu GROUP BY host)
+/// GROUP BY region` computes the mean per host and region, so each inner series carries the
+/// region the outer statement groups by (without it, every row would have an empty region).
+pub(crate) fn with_outer_tags<'a>(
+    inner: &'a SelectStatement,
+    outer: &SelectStatement,
+) -> std::borrow::Cow<'a, SelectStatement> {
+    let groups_all = inner
+        .dimensions
+        .iter()
+        .any(|d| matches!(d, Dimension::Wildcard));
+    let missing: Vec<Dimension> = outer
+        .dimensions
+        .iter()
+        .filter(|d| matches!(d, Dimension::Tag(_)) && !groups_all && !inner.dimensions.contains(d))
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        return std::borrow::Cow::Borrowed(inner);
+    }
+    let mut inner = inner.clone();
+    inner.dimensions.extend(missing);
+    std::borrow::Cow::Owned(inner)
 }
 
 /// The inner answer as tables, one per measurement name, sorted by name.
