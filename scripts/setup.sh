@@ -4,12 +4,14 @@
 #
 #   scripts/setup.sh                 install apt packages, fetch the engine, write .cargo/config.toml
 #   scripts/setup.sh --test-deps     also what the HTTP tests drive: the Python clients, Telegraf,
-#                                    Prometheus, systemd-analyze and InfluxDB 1.x (Debian packages), curl
+#                                    Prometheus, systemd-analyze and InfluxDB 1.x (Debian packages), curl,
+#                                    Chromium and chromedriver, Selenium (the web console's browser tests)
 #   scripts/setup.sh --save-rocksdb  keep the RocksDB static library cargo just built
 #
 # Caches live outside the checkout, under $CHINGEST_CACHE_DIR
 # (default ${XDG_CACHE_HOME:-~/.cache}/chingest):
 #   engine/<version>/libchdb.so       the embedded ClickHouse engine (from npm)
+#   uplot/<version>/                  uPlot, the web console's charts (from npm; embedded at build)
 #   rocksdb/<librocksdb-sys version>/ a prebuilt librocksdb.a (saves ~20 min a clean build)
 #   venv/                             Python clients for the tests
 #   telegraf/<version>/telegraf       Telegraf for the tests (built from the Go module proxy)
@@ -24,6 +26,14 @@ ENGINE_PACKAGE=@chdb/lib-linux-x64-gnu
 ENGINE_VERSION=26.7.3-stable.1
 ENGINE_SHA256=36ad4e999882821ef13cf2d0f52c93f48e6ee1b4498b35a201c23ce4b8d15bf5
 ENGINE_DIR=$CACHE/engine/$ENGINE_VERSION
+
+# The web console's charting library (server/src/console/), embedded into the binary at build
+# time from this cache (`CHINGEST_UPLOT_DIR`): a dependency, not code in the repository. The
+# checksum is of the npm tarball (whose SHA-1 the registry publishes: c800a63b…). Keep these
+# two in step.
+UPLOT_VERSION=1.6.32
+UPLOT_SHA256=4b8a8191e425658e3ea8c8c1314b0fc679c861ee3a1af2b20c7b16ba50b5133d
+UPLOT_DIR=$CACHE/uplot/$UPLOT_VERSION
 
 # The RocksDB binding whose static library may be cached (see Cargo.lock).
 ROCKSDB_SYS_VERSION=$(awk '/^name = "librocksdb-sys"/{getline; gsub(/version = |"/,""); print; exit}' "$ROOT/Cargo.lock" 2>/dev/null || true)
@@ -46,7 +56,10 @@ APT_PACKAGES=(libclang-dev libssl-dev pkg-config)
 # zookeeper (3.8 on bookworm; no service of its own) is what the replica tests' servers
 # share their replicated tables through (flush/tests/it/cluster_replicas.rs): each test runs
 # its own on a free loopback port.
-TEST_APT_PACKAGES=(python3-venv prometheus systemd curl influxdb clickhouse-server zookeeper)
+# chromium and chromium-driver (headless, driven by Selenium from the venv) run the web
+# console's browser tests (server/tests/http/console.rs) against a server of their own.
+TEST_APT_PACKAGES=(python3-venv prometheus systemd curl influxdb clickhouse-server zookeeper
+  chromium chromium-driver)
 
 # Telegraf for the HTTP tests (server/tests/http/telegraf.rs): a custom build
 # with only the plugins they use: ~1.5 min on 2 cores from a cold Go cache (Go >= 1.25),
@@ -97,6 +110,25 @@ ensure_engine() {
   say "engine cached at $ENGINE_DIR"
 }
 
+ensure_uplot() {
+  if [ -f "$UPLOT_DIR/.complete" ] && [ -f "$UPLOT_DIR/uPlot.iife.min.js" ]; then return 0; fi
+  command -v npm >/dev/null || die "npm is needed to fetch uplot@$UPLOT_VERSION (the console's charts): apt-get install npm"
+  say "fetching uplot@$UPLOT_VERSION for the web console (~50 KB)"
+  local staging="$CACHE/uplot/.staging.$$"
+  rm -rf "$staging"; mkdir -p "$staging"
+  (cd "$staging" && npm pack --silent "uplot@$UPLOT_VERSION" >/dev/null 2>"$staging/npm.log") \
+    || die "npm pack uplot@$UPLOT_VERSION failed (no network to the npm registry?): $(tail -n 3 "$staging/npm.log")"
+  local sum; sum=$(sha256sum "$staging/uplot-$UPLOT_VERSION.tgz" | cut -d' ' -f1)
+  [ "$sum" = "$UPLOT_SHA256" ] || die "uplot-$UPLOT_VERSION.tgz checksum mismatch: got $sum, want $UPLOT_SHA256"
+  tar -xzf "$staging/uplot-$UPLOT_VERSION.tgz" -C "$staging" || die "could not unpack the uplot package"
+  mkdir -p "$UPLOT_DIR"
+  cp "$staging/package/dist/uPlot.iife.min.js" "$staging/package/dist/uPlot.min.css" \
+    "$staging/package/LICENSE" "$UPLOT_DIR/" || die "the uplot package lacks its dist files"
+  echo "$UPLOT_SHA256" > "$UPLOT_DIR/.complete"
+  rm -rf "$staging"
+  say "uplot cached at $UPLOT_DIR"
+}
+
 target_dir() {
   if [ "${CI:-}" = "true" ]; then echo "$CACHE/target-ci"; else echo "$ROOT/target"; fi
 }
@@ -114,6 +146,7 @@ target-dir = "$(target_dir)"
 [env]
 CHDB_LIB_DIR = "$ENGINE_DIR"
 CHDB_INCLUDE_DIR = "$ROOT/flush/include"
+CHINGEST_UPLOT_DIR = "$UPLOT_DIR"
 $rocksdb_env
 CONF
 )
@@ -150,11 +183,12 @@ ensure_test_deps() {
       || say "could not stop the packaged influxdb service (it holds :8086): systemctl disable --now influxdb"
   fi
   local venv="$CACHE/venv"
-  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import influxdb, influxdb_client' 2>/dev/null; then
-    say "installing the Python InfluxDB clients into $venv"
+  if [ ! -x "$venv/bin/python" ] \
+    || ! "$venv/bin/python" -c 'import influxdb, influxdb_client, selenium' 2>/dev/null; then
+    say "installing the Python InfluxDB clients and Selenium into $venv"
     python3 -m venv "$venv" || die "python3 -m venv failed: apt-get install python3-venv"
-    "$venv/bin/pip" install -q 'influxdb==5.3.2' 'influxdb-client==1.49.0' \
-      || die "pip install influxdb influxdb-client failed (no network to PyPI?)"
+    "$venv/bin/pip" install -q 'influxdb==5.3.2' 'influxdb-client==1.49.0' 'selenium==4.51.0' \
+      || die "pip install influxdb influxdb-client selenium failed (no network to PyPI?)"
   fi
 }
 
@@ -195,5 +229,6 @@ esac
 command -v cargo >/dev/null || die "cargo not found: install Rust with rustup (https://rustup.rs)"
 ensure_apt_packages "${APT_PACKAGES[@]}"
 ensure_engine
+ensure_uplot
 write_cargo_config
 if [ "${1:-}" = "--test-deps" ]; then ensure_test_deps; ensure_telegraf; fi
