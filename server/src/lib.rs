@@ -5,7 +5,8 @@
 //!   ([`write`]), `/ping`, `/health`, `/metrics`, `/query` ([`query`]) and
 //!   `/api/v1/sql` ([`sql`]), wrapped in request ids and version headers,
 //!   a request deadline ([`limit`]), authentication ([`auth`]) and request
-//!   metrics ([`metrics`]).
+//!   metrics ([`metrics`]); the web console ([`console`]) at `/`, whose files
+//!   need no credentials (its data comes from the endpoints above).
 //! - [`run`] opens storage (the `storage` crate: ingest → WAL → flush →
 //!   chDB), serves HTTP/1.1 with header/body read timeouts, and on
 //!   SIGTERM/SIGINT stops accepting, finishes in-flight requests, then commits
@@ -30,6 +31,7 @@ pub mod admin;
 pub mod auth;
 pub mod backup;
 pub mod config;
+pub mod console;
 pub mod cq;
 pub mod durable;
 pub mod error;
@@ -149,6 +151,8 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
             state.auth.clone(),
             auth::require_auth,
         ))
+        // After the authentication layer, so outside it: the console's files hold no data.
+        .merge(console::router())
         .layer(middleware::from_fn_with_state(
             timeout,
             limit::request_timeout,
