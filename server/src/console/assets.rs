@@ -53,6 +53,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("query.js", JS, include_bytes!("web/query.js")),
     ("results.js", JS, include_bytes!("web/results.js")),
     ("chart.js", JS, include_bytes!("web/chart.js")),
+    ("browse.js", JS, include_bytes!("web/browse.js")),
     ("uPlot.iife.min.js", JS, uplot_file!("uPlot.iife.min.js")),
     ("uPlot.min.css", CSS, uplot_file!("uPlot.min.css")),
     ("uPlot.LICENSE.txt", TEXT, uplot_file!("LICENSE")),

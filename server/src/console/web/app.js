@@ -5,8 +5,9 @@
 import * as api from "./api.js";
 import { byId } from "./dom.js";
 import * as query from "./query.js";
+import * as browse from "./browse.js";
 
-const VIEWS = ["query"];
+const VIEWS = ["query", "browse"];
 let signInNeeded = false;
 
 function currentView() {
@@ -50,6 +51,7 @@ async function loadDatabases() {
     dbs = [];
   }
   query.setDatabases(dbs);
+  browse.setDatabases(dbs);
   return true;
 }
 
@@ -98,11 +100,17 @@ async function pollHealth() {
 
 async function start() {
   query.init();
+  browse.init(() => loadDatabases());
   byId("login-form").addEventListener("submit", signIn);
   byId("logout").addEventListener("click", signOut);
   window.addEventListener("hashchange", route);
   window.addEventListener("console:unauthorized", () => {
     if (!signInNeeded) needSignIn(api.user() ? "The server asks to sign in again." : "");
+  });
+  window.addEventListener("console:query", (e) => {
+    const { lang, db, text, chart } = e.detail;
+    location.hash = "#query";
+    query.show(lang, db, text, chart);
   });
   route();
   pollHealth();
