@@ -54,6 +54,8 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("results.js", JS, include_bytes!("web/results.js")),
     ("chart.js", JS, include_bytes!("web/chart.js")),
     ("browse.js", JS, include_bytes!("web/browse.js")),
+    ("watch.js", JS, include_bytes!("web/watch.js")),
+    ("prom.js", JS, include_bytes!("web/prom.js")),
     ("uPlot.iife.min.js", JS, uplot_file!("uPlot.iife.min.js")),
     ("uPlot.min.css", CSS, uplot_file!("uPlot.min.css")),
     ("uPlot.LICENSE.txt", TEXT, uplot_file!("LICENSE")),

@@ -6,8 +6,9 @@ import * as api from "./api.js";
 import { byId } from "./dom.js";
 import * as query from "./query.js";
 import * as browse from "./browse.js";
+import * as watch from "./watch.js";
 
-const VIEWS = ["query", "browse"];
+const VIEWS = ["query", "browse", "watch"];
 let signInNeeded = false;
 
 function currentView() {
@@ -24,6 +25,8 @@ function route() {
     if (a.dataset.view === view) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
+  if (!signInNeeded && view === "watch") watch.shown();
+  else watch.hidden();
 }
 
 function needSignIn(why) {
@@ -101,12 +104,14 @@ async function pollHealth() {
 async function start() {
   query.init();
   browse.init(() => loadDatabases());
+  watch.init();
   byId("login-form").addEventListener("submit", signIn);
   byId("logout").addEventListener("click", signOut);
   window.addEventListener("hashchange", route);
   window.addEventListener("console:unauthorized", () => {
     if (!signInNeeded) needSignIn(api.user() ? "The server asks to sign in again." : "");
   });
+  window.addEventListener("console:health", (e) => showHealth(e.detail));
   window.addEventListener("console:query", (e) => {
     const { lang, db, text, chart } = e.detail;
     location.hash = "#query";
@@ -114,7 +119,7 @@ async function start() {
   });
   route();
   pollHealth();
-  setInterval(() => { if (!document.hidden) pollHealth(); }, 10000);
+  setInterval(() => { if (!document.hidden && currentView() !== "watch") pollHealth(); }, 10000);
   await loadDatabases();
   // When the page is usable (milliseconds since navigation start): the browser tests read it.
   document.body.dataset.readyMs = performance.now().toFixed(0);
