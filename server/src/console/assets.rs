@@ -56,6 +56,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("browse.js", JS, include_bytes!("web/browse.js")),
     ("watch.js", JS, include_bytes!("web/watch.js")),
     ("prom.js", JS, include_bytes!("web/prom.js")),
+    ("write.js", JS, include_bytes!("web/write.js")),
     ("uPlot.iife.min.js", JS, uplot_file!("uPlot.iife.min.js")),
     ("uPlot.min.css", CSS, uplot_file!("uPlot.min.css")),
     ("uPlot.LICENSE.txt", TEXT, uplot_file!("LICENSE")),

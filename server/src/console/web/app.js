@@ -7,8 +7,9 @@ import { byId } from "./dom.js";
 import * as query from "./query.js";
 import * as browse from "./browse.js";
 import * as watch from "./watch.js";
+import * as write from "./write.js";
 
-const VIEWS = ["query", "browse", "watch"];
+const VIEWS = ["query", "browse", "watch", "write"];
 let signInNeeded = false;
 
 function currentView() {
@@ -54,6 +55,7 @@ async function loadDatabases() {
     dbs = [];
   }
   query.setDatabases(dbs);
+  write.setDatabases(dbs);
   browse.setDatabases(dbs);
   return true;
 }
@@ -105,6 +107,7 @@ async function start() {
   query.init();
   browse.init(() => loadDatabases());
   watch.init();
+  write.init();
   byId("login-form").addEventListener("submit", signIn);
   byId("logout").addEventListener("click", signOut);
   window.addEventListener("hashchange", route);
