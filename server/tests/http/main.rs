@@ -16,6 +16,7 @@ mod cluster_drop_database;
 mod cluster_policies;
 mod cluster_replicas;
 mod cluster_retention;
+mod console;
 mod cq;
 mod crash;
 mod dead_letter_delete;
