@@ -113,7 +113,7 @@ target-dir = "$(target_dir)"
 
 [env]
 CHDB_LIB_DIR = "$ENGINE_DIR"
-CHDB_INCLUDE_DIR = "$ROOT/flush/include"
+CHDB_INCLUDE_DIR = "$ROOT/engine/include"
 $rocksdb_env
 CONF
 )

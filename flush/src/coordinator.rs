@@ -27,17 +27,17 @@ use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use crossbeam_channel::{select, Receiver, Sender};
+use engine::table::Part;
+use engine::EngineError;
 use parking_lot::Mutex;
 
 use crate::buffer::{Buffer, Key};
 use crate::classify::{classify, signature, FailureClass};
 use crate::config::FlushConfig;
 use crate::dead_letter::DeadLetter;
-use crate::error::EngineError;
 use crate::fence::{DropScope, Fences};
 use crate::flusher::{FlushStatus, FlushWrite};
 use crate::replay::Held;
-use crate::table::Part;
 use crate::unflushed::Unflushed;
 use crate::watermark::{FlushedLog, Watermark};
 use crate::worker::{Job, JobDone};

@@ -14,17 +14,19 @@ use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use engine::table::{Part, TableCache};
+use engine::Engine;
+use engine::{EngineError, Result};
 use parking_lot::Mutex;
 
 use crate::cluster::Cluster;
 use crate::config::FlushConfig;
 use crate::coordinator::{Control, Coordinator};
 use crate::dead_letter::DeadLetter;
-use crate::engine::Engine;
-use crate::error::{EngineError, Result};
 use crate::fence::DropScope;
+use crate::identity::IdentityIndex;
+use crate::read_state::ReadState;
 use crate::replay::{already_in_engine, held_seqs, Resume};
-use crate::table::{Part, TableCache};
 use crate::watermark::{FlushedLog, Watermark};
 use crate::worker::{insert_parts, Destination, Job, JobDone, Semaphore, Worker};
 
@@ -93,6 +95,7 @@ pub struct Flusher {
     workers: Vec<JoinHandle<()>>,
     tables: Arc<Mutex<TableCache>>,
     engine: Engine,
+    reads: ReadState,
     insert_threads: usize,
     stop_by: Arc<Mutex<Option<Instant>>>,
     cluster: Option<Arc<Cluster>>,
@@ -103,9 +106,12 @@ impl Flusher {
     /// lacks, then consumes `committed` (each message converted into its
     /// sequence number and write, e.g. the WAL's `Committed<FlushWrite>`)
     /// until it disconnects, reporting the flushed watermark to `log`.
-    /// Messages must arrive in sequence order, gap-free.
+    /// Messages must arrive in sequence order, gap-free. `reads` is the
+    /// engine's [`ReadState`] (the one whose identity index the engine's
+    /// sandbox tells of admin writes), which the flusher keeps up to date.
     pub fn start<M>(
         engine: Engine,
+        reads: ReadState,
         config: FlushConfig,
         committed: Receiver<M>,
         resume: Resume,
@@ -114,7 +120,7 @@ impl Flusher {
     where
         M: Into<(u64, FlushWrite)> + Send + 'static,
     {
-        Flusher::start_to(engine, config, committed, resume, log, None)
+        Flusher::start_to(engine, reads, config, committed, resume, log, None)
     }
 
     /// [`Flusher::start`], delivering to a ClickHouse cluster instead of the engine's
@@ -122,6 +128,7 @@ impl Flusher {
     /// replay re-sends may be on a shard already: each shard is asked first.
     pub fn start_to<M>(
         engine: Engine,
+        reads: ReadState,
         config: FlushConfig,
         committed: Receiver<M>,
         resume: Resume,
@@ -148,7 +155,7 @@ impl Flusher {
         let watermark = Watermark::resume(resume.flushed_seq, &resume.skip);
         let insert_threads = config.insert_threads;
         let stop_by = Arc::new(Mutex::new(None));
-        let unflushed = engine.unflushed_handle();
+        let unflushed = reads.unflushed_handle();
         // Entries up to the watermark are in the engine; the rest arrive
         // below (replay) or from `committed`.
         unflushed.mark_received(resume.flushed_seq);
@@ -222,6 +229,7 @@ impl Flusher {
 
         let workers = Worker {
             engine: engine.clone(),
+            identity: reads.identity_handle(),
             jobs: job_rx,
             done: done_tx,
             tables: tables.clone(),
@@ -241,6 +249,7 @@ impl Flusher {
             workers,
             tables,
             engine,
+            reads,
             insert_threads,
             stop_by,
             cluster,
@@ -261,7 +270,7 @@ impl Flusher {
     /// Forgets cached table state of `db` (call after dropping it).
     pub fn forget_database(&self, db: &str) {
         self.tables.lock().forget_database(db);
-        self.engine.identity().forget_database(db);
+        self.reads.identity().forget_database(db);
     }
 
     /// `DROP DATABASE` support: discards every part of `db` with a sequence at
@@ -286,7 +295,7 @@ impl Flusher {
     /// queued): its next insert creates it anew.
     pub fn forget_table(&self, db: &str, measurement: &str) {
         self.tables.lock().forget_table(db, measurement);
-        self.engine.identity().forget_table(db, measurement);
+        self.reads.identity().forget_table(db, measurement);
     }
 
     fn drop_scope(&self, scope: DropScope, up_to_seq: u64) {
@@ -311,6 +320,7 @@ impl Flusher {
     pub fn retrier(&self) -> Retrier {
         Retrier {
             engine: self.engine.clone(),
+            identity: self.reads.identity_handle(),
             tables: self.tables.clone(),
             insert_threads: self.insert_threads,
             cluster: self.cluster.clone(),
@@ -375,6 +385,7 @@ impl Flusher {
 #[derive(Clone)]
 pub struct Retrier {
     engine: Engine,
+    identity: Arc<IdentityIndex>,
     tables: Arc<Mutex<TableCache>>,
     insert_threads: usize,
     cluster: Option<Arc<Cluster>>,
@@ -415,6 +426,7 @@ impl Retrier {
                 let outcome = insert_parts(
                     Destination {
                         engine: &self.engine,
+                        identity: &self.identity,
                         cluster: self.cluster.as_deref(),
                         tables: &self.tables,
                     },

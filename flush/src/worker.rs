@@ -16,19 +16,21 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
+use engine::table::{self, coalesce, qualified, Part, TableCache};
+use engine::Engine;
+use engine::{EngineError, Result};
 use parking_lot::{Condvar, Mutex};
 
 use crate::buffer::Key;
 use crate::cluster::Cluster;
-use crate::engine::Engine;
-use crate::error::{EngineError, Result};
+use crate::identity::IdentityIndex;
 use crate::replay::held_seqs;
-use crate::table::{self, coalesce, qualified, Part, TableCache};
 
 /// Where an insert goes: the engine's tables, or a cluster's shards through the engine.
 #[derive(Clone, Copy)]
 pub(crate) struct Destination<'a> {
     pub(crate) engine: &'a Engine,
+    pub(crate) identity: &'a IdentityIndex,
     pub(crate) cluster: Option<&'a Cluster>,
     pub(crate) tables: &'a Mutex<TableCache>,
 }
@@ -57,6 +59,8 @@ pub(crate) struct JobDone {
 #[derive(Clone)]
 pub(crate) struct Worker {
     pub(crate) engine: Engine,
+    /// The reads' identity index, told of every insert before it runs.
+    pub(crate) identity: Arc<IdentityIndex>,
     pub(crate) jobs: Receiver<Job>,
     pub(crate) done: Sender<JobDone>,
     pub(crate) tables: Arc<Mutex<TableCache>>,
@@ -90,6 +94,7 @@ impl Worker {
                 insert_parts(
                     Destination {
                         engine: &self.engine,
+                        identity: &self.identity,
                         cluster: self.cluster.as_deref(),
                         tables: &self.tables,
                     },
@@ -139,6 +144,7 @@ pub(crate) fn insert_parts(
 ) -> Result<()> {
     let Destination {
         engine,
+        identity,
         cluster,
         tables,
     } = to;
@@ -158,7 +164,7 @@ pub(crate) fn insert_parts(
                 "retry: skipping rows the cluster already holds (exactly once)"
             );
         }
-        crate::ingest_load::INGEST_LOAD.record(start.elapsed());
+        engine::ingest_load::INGEST_LOAD.record(start.elapsed());
         metrics::histogram!("chingest_flush_batch_points").record(rows as f64);
         metrics::counter!("chingest_flush_points_total").increment(rows);
         return Ok(());
@@ -179,10 +185,7 @@ pub(crate) fn insert_parts(
     } else {
         // Rows the engine holds that no INSERT reported (an earlier attempt's
         // outcome was unknown): the last points reload from the engine.
-        engine
-            .identity()
-            .last_points()
-            .forget_table(db, measurement);
+        identity.last_points().forget_table(db, measurement);
         tracing::info!(
             db,
             measurement,
@@ -207,11 +210,9 @@ pub(crate) fn insert_parts(
     tables.lock().ensure(&conn, db, measurement, &columns)?;
     // Before the INSERT: a read must never see a rewrite the index lacks.
     // The guard lives until the INSERT has ended.
-    let _recorded = engine
-        .identity()
-        .before_insert(&conn, db, measurement, &batch)?;
+    let _recorded = identity.before_insert(&conn, db, measurement, &batch)?;
     let rows = batch.num_rows();
-    let last_points = engine.identity().last_points();
+    let last_points = identity.last_points();
     // Kept whether or not the table's last points are cached now (a clone shares the
     // columns): a read may start caching them while the INSERT runs, and its load may
     // miss these rows; `apply` after the INSERT merges them into any cache that exists
@@ -229,7 +230,7 @@ pub(crate) fn insert_parts(
         ));
     }
     metrics::histogram!("chingest_chdb_insert_seconds").record(insert.elapsed().as_secs_f64());
-    crate::ingest_load::INGEST_LOAD.record(build.elapsed());
+    engine::ingest_load::INGEST_LOAD.record(build.elapsed());
     metrics::histogram!("chingest_flush_batch_points").record(rows as f64);
     metrics::counter!("chingest_flush_points_total").increment(rows as u64);
     Ok(())

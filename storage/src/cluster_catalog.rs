@@ -28,8 +28,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use engine::table::ColumnKind;
 use flush::cluster::Cluster;
-use flush::table::ColumnKind;
 use ingest::catalog::Record;
 use ingest::FieldType;
 use parking_lot::Mutex;

@@ -68,7 +68,9 @@ type Wal = wal::Wal<flush::FlushWrite>;
 
 /// The storage engine of this process: engine, WAL, catalog and flusher.
 pub struct Storage {
-    engine: RwLock<Option<flush::Engine>>,
+    engine: RwLock<Option<engine::Engine>>,
+    /// What reads need from the flusher: the identity index, the unflushed rows.
+    reads: flush::ReadState,
     wal: Arc<Wal>,
     catalog: Arc<ingest::Catalog>,
     ingestor: ingest::Ingestor,
@@ -99,7 +101,7 @@ impl std::fmt::Debug for Storage {
 
 impl Storage {
     /// The engine, unless storage is shut down.
-    fn engine(&self) -> Result<flush::Engine, StorageError> {
+    fn engine(&self) -> Result<engine::Engine, StorageError> {
         self.engine.read().clone().ok_or(StorageError::ShuttingDown)
     }
 }
@@ -310,9 +312,9 @@ fn answered_on_a_cluster(statement: &::influxql::ast::Statement) -> bool {
 
 /// The write path reports here the time it held a core; the SQL sandbox's
 /// adaptive threads take what it leaves.
-pub use flush::ingest_load::INGEST_LOAD;
+pub use engine::ingest_load::INGEST_LOAD;
 /// The engine roles chingest boots the engine with (one per read scope).
-pub use flush::EngineAccess;
+pub use engine::EngineAccess;
 /// The configs of the crates below, which the server's configuration file nests.
 pub use flush::FlushConfig;
 pub use wal::{Durability, WalConfig};

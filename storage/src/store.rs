@@ -250,7 +250,7 @@ pub trait Store: Send + Sync + 'static {
         keys: &[String],
     ) -> Result<Vec<(String, String)>, StorageError>;
     /// Runs one user SQL statement in the engine's SQL sandbox (its own
-    /// connections, limits, classification and roles: `flush::sandbox`),
+    /// connections, limits, classification and roles: `engine::sandbox`),
     /// handing each block of output to `sink` as it comes; `sink` returns false
     /// to stop. Blocking. Nothing reached `sink` if this fails before the
     /// first block.
@@ -319,4 +319,4 @@ pub trait Store: Send + Sync + 'static {
 
 use crate::influxql::{InfluxqlError, InfluxqlRequest, StatementResult};
 use crate::StorageError;
-pub use flush::{ReadScope, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};
+pub use engine::{ReadScope, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};

@@ -11,9 +11,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use engine::table::ColumnKind;
+use engine::{quote_ident, quote_string, unescape_tsv};
+
 use super::{schema, Cluster, ClusterError, DatabaseLives, RetentionSetting};
-use crate::table::ColumnKind;
-use crate::{quote_ident, quote_string, unescape_tsv};
 
 /// The database on every shard where chingest lists the databases created on any node.
 pub(crate) const META_DATABASE: &str = "__chingest";

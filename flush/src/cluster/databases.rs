@@ -19,9 +19,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use engine::{quote_ident, quote_string, unescape_tsv};
+
 use super::catalog::META_DATABASE;
 use super::{schema, Cluster, ClusterError};
-use crate::{quote_ident, quote_string, unescape_tsv};
 
 /// Where creations are listed with their time.
 const CREATED_TABLE: &str = "__chingest.created";

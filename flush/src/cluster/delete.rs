@@ -10,12 +10,12 @@
 //! `DELETE` stay. Every shard must answer: a shard down fails the statement (the shards
 //! already done stay done; running it again is harmless).
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use std::collections::BTreeMap;
+use engine::{quote_string, unescape_tsv};
 
 use super::{schema, Cluster, ClusterError};
-use crate::{quote_string, unescape_tsv};
 
 /// Where the measurement drops are listed, on every shard, for every node's catalog.
 const DROPS_TABLE: &str = "__chingest.drops";

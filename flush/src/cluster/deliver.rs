@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::UInt64Type;
+use engine::quote_string;
+use engine::table::{coalesce, ColumnKind, Part, SERIES_ID};
+use engine::Engine;
 
 use super::{held, http, schema, Cluster, ClusterError, Delivered};
-use crate::engine::Engine;
-use crate::quote_string;
-use crate::table::{coalesce, ColumnKind, Part, SERIES_ID};
 
 impl Cluster {
     /// Delivers `parts` of `db`.`measurement` to the shards their series belong to, each
@@ -149,14 +149,14 @@ impl Cluster {
                 sql.push_str(" AND ");
                 sql.push_str(&not_held);
             }
-            let sent = engine.connection().query(&sql, crate::OutputFormat::Null);
+            let sent = engine.connection().query(&sql, engine::OutputFormat::Null);
             if let Err(e) = sent {
                 // A replica that no longer answers is unreachable (retried until it, or
                 // another replica, is back), whatever words the engine's client found
                 // for it; so is one whose ZooKeeper is gone.
                 self.http.statement_on(k, r, "SELECT 1")?;
                 let e = match e {
-                    crate::EngineError::Query { message, .. } => {
+                    engine::EngineError::Query { message, .. } => {
                         // The engine's message may quote the URL, password included.
                         let message = self.http.redact(&message);
                         if http::replica_unavailable(&message) {
@@ -205,11 +205,11 @@ impl Cluster {
         let ids = batch
             .column_by_name(SERIES_ID)
             .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .ok_or_else(|| crate::EngineError::Arrow("batch has no series_id".into()))?;
+            .ok_or_else(|| engine::EngineError::Arrow("batch has no series_id".into()))?;
         let seqs = batch
-            .column_by_name(crate::table::SEQ)
+            .column_by_name(engine::table::SEQ)
             .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .ok_or_else(|| crate::EngineError::Arrow("batch has no __seq".into()))?;
+            .ok_or_else(|| engine::EngineError::Arrow("batch has no __seq".into()))?;
         let mut out = vec![HashMap::new(); self.config.shards.len()];
         for (id, seq) in ids.values().iter().zip(seqs.values().iter()) {
             *out[self.map.shard_of(*id) as usize]

@@ -9,8 +9,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use engine::quote_string;
+
 use super::{schema, Cluster, ClusterError};
-use crate::quote_string;
 
 /// This node's rows of some writes that a shard holds.
 #[derive(Debug, Default)]

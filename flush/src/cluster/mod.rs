@@ -37,10 +37,10 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::quote_string;
-use crate::table::ColumnKind;
 pub use catalog::ClusterCatalog;
 pub use databases::{DatabaseLives, DROP_DONE};
+use engine::quote_string;
+use engine::table::ColumnKind;
 pub use read::RowSelection;
 pub use retention::{Expired, RetentionSetting};
 pub use shard::ShardMap;
@@ -159,7 +159,7 @@ pub enum ClusterError {
     },
     /// The embedded engine failed to send the rows.
     #[error(transparent)]
-    Engine(#[from] crate::EngineError),
+    Engine(#[from] engine::EngineError),
     /// The configuration cannot work.
     #[error("invalid cluster configuration: {0}")]
     Config(String),
@@ -199,7 +199,7 @@ impl ClusterError {
     /// The error as the flusher's coordinator classifies it (`classify.rs`): a shard that
     /// cannot be reached is transient (retried until it is back, the WAL holding the rows), a
     /// column of another type deterministic (quarantined), a refusal by its server's words.
-    pub fn into_engine_error(self) -> crate::EngineError {
+    pub fn into_engine_error(self) -> engine::EngineError {
         let (statement, name) = match &self {
             ClusterError::Unreachable { .. } => ("cluster delivery", Some("CLUSTER_UNREACHABLE")),
             ClusterError::TypeConflict { .. } => ("cluster delivery", Some("TYPE_MISMATCH")),
@@ -210,11 +210,11 @@ impl ClusterError {
         };
         match (self, name) {
             (ClusterError::Engine(e), _) => e,
-            (e, Some(name)) => crate::EngineError::Query {
+            (e, Some(name)) => engine::EngineError::Query {
                 statement: statement.into(),
                 message: format!("{e} ({name})"),
             },
-            (e, None) => crate::EngineError::Query {
+            (e, None) => engine::EngineError::Query {
                 statement: statement.into(),
                 message: e.to_string(),
             },
@@ -373,7 +373,7 @@ fn check_replicas(http: &http::Client, config: &ClusterConfig) -> Result<(), Clu
                 "SELECT substitution FROM system.macros WHERE macro = 'replica' \
                  FORMAT TabSeparated",
             ) {
-                Ok(name) => crate::unescape_tsv(name.trim_end_matches('\n')),
+                Ok(name) => engine::unescape_tsv(name.trim_end_matches('\n')),
                 Err(e) if e.is_unavailable() => continue,
                 Err(e) => return Err(e),
             };
@@ -396,7 +396,7 @@ fn check_replicas(http: &http::Client, config: &ClusterConfig) -> Result<(), Clu
                          replicated (made before zookeeper_path was set): a shard's replicas \
                          would each keep rows the others lack. Replicas need a cluster whose \
                          tables were made with zookeeper_path",
-                        crate::unescape_tsv(table)
+                        engine::unescape_tsv(table)
                     )));
                 }
             }

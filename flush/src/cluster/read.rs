@@ -16,10 +16,10 @@ use arrow::array::{
     ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch, StringBuilder,
     TimestampNanosecondBuilder, UInt32Builder, UInt64Builder,
 };
+use engine::quote_ident;
+use engine::table::{engine_schema, ColumnKind};
 
 use super::{schema, Cluster, ClusterError};
-use crate::quote_ident;
-use crate::table::{engine_schema, ColumnKind};
 
 /// One column being built.
 enum Builder {
@@ -241,7 +241,7 @@ impl Cluster {
         arrays.extend(cols.into_iter().map(Builder::finish));
         RecordBatch::try_new(engine_schema(columns), arrays)
             .map(Some)
-            .map_err(|e| ClusterError::Engine(crate::EngineError::Arrow(e.to_string())))
+            .map_err(|e| ClusterError::Engine(engine::EngineError::Arrow(e.to_string())))
     }
 }
 

@@ -12,8 +12,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use engine::{quote_ident, unescape_tsv};
+
 use super::{Cluster, ClusterError};
-use crate::{quote_ident, unescape_tsv};
 
 /// chingest's tables on a server: its metadata, its shard tables and the `Distributed`
 /// tables over them, as (database, table) rows.

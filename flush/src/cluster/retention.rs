@@ -17,8 +17,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use engine::{quote_ident, quote_string, unescape_tsv};
+
 use super::{schema, Cluster, ClusterError};
-use crate::{quote_ident, quote_string, unescape_tsv};
 
 /// Where the retention settings are listed, on every shard.
 const RETENTION_TABLE: &str = "__chingest.retention";

@@ -7,8 +7,8 @@
 //! partitions: [`partition_span_secs`]). A shard's own rows of `db`.`m` are in
 //! `__shard_<db>`.`m`; `db`.`m` is the `Distributed` table over all of them.
 
-use crate::table::ColumnKind;
-use crate::{quote_ident, quote_string};
+use engine::table::ColumnKind;
+use engine::{quote_ident, quote_string};
 
 /// The key columns of every shard table: name, shard type, the engine's expression for
 /// it over a batch in the embedded layout (`node` is the writing node's name).

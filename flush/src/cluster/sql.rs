@@ -20,8 +20,9 @@ use std::io::Read;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use engine::sandbox::{engine_code, engine_sql_error, SqlCancel, SqlConfig, SqlError, SqlSummary};
+
 use super::{Cluster, ClusterError};
-use crate::sandbox::{engine_code, engine_sql_error, SqlCancel, SqlConfig, SqlError, SqlSummary};
 
 /// The piece of an answer handed to the sink at a time.
 const BLOCK_BYTES: usize = 64 << 10;

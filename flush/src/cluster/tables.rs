@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use engine::table::ColumnKind;
+use engine::{quote_ident, quote_string, unescape_tsv};
+
 use super::{http, schema, Cluster, ClusterError};
-use crate::table::ColumnKind;
-use crate::{quote_ident, quote_string, unescape_tsv};
 
 impl Cluster {
     /// Forgets what this node knew of `db`.`measurement` on every shard (its columns, its

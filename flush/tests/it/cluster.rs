@@ -6,10 +6,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use flush::arrow::array::AsArray;
-
+use engine::arrow::array::AsArray;
+use engine::table::Part;
 use flush::cluster::{Cluster, ClusterConfig, ClusterError, ShardMap};
-use flush::table::Part;
 
 use crate::clickhouse_server::{free_ports, server_binary, Shard, CLUSTER};
 use crate::flusher::{batch, Col};
@@ -248,8 +247,8 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
     };
     cluster.deliver(e, &db, weird_m, &[hostile], 0).unwrap();
     let columns = [
-        (weird_tag.to_string(), flush::table::ColumnKind::Tag),
-        (weird_field.to_string(), flush::table::ColumnKind::Float),
+        (weird_tag.to_string(), engine::table::ColumnKind::Tag),
+        (weird_field.to_string(), engine::table::ColumnKind::Float),
     ];
     let back = cluster
         .read_rows(
@@ -312,9 +311,9 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
         }
     );
     let cpu = &catalog.tables[&(db.clone(), "cpu".to_string())];
-    assert_eq!(cpu.get("usage"), Some(&flush::table::ColumnKind::Float));
-    assert_eq!(cpu.get("ok"), Some(&flush::table::ColumnKind::Boolean));
-    assert_eq!(cpu.get("host"), Some(&flush::table::ColumnKind::Tag));
+    assert_eq!(cpu.get("usage"), Some(&engine::table::ColumnKind::Float));
+    assert_eq!(cpu.get("ok"), Some(&engine::table::ColumnKind::Boolean));
+    assert_eq!(cpu.get("host"), Some(&engine::table::ColumnKind::Tag));
     // The distinct tag values over both shards (what SHOW SERIES / TAG VALUES read).
     let values = cluster
         .distinct_tags(&db, weird_m, &[weird_tag.to_string()], 100)
@@ -554,8 +553,8 @@ fn distributed_tables_read_every_shard_and_follow_new_columns() {
     assert!(done.rows.iter().all(|n| *n > 0), "{done:?}");
     let sql = format!(
         "SELECT count(), sum({}) FROM `{db}`.{}",
-        flush::quote_ident(weird_field),
-        flush::quote_ident(weird_m)
+        engine::quote_ident(weird_field),
+        engine::quote_ident(weird_m)
     );
     for shard in [s0, s1] {
         assert_eq!(whole(shard, &sql), "6\t9\n");

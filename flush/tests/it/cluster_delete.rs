@@ -2,8 +2,8 @@
 //! loopback (Debian's 18.16): rows deleted on every shard and waited for, and the fence
 //! every ingest node publishes (what it has delivered) read back from the shards.
 
+use engine::table::Part;
 use flush::cluster::Cluster;
-use flush::table::Part;
 
 use crate::clickhouse_server::Shard;
 use crate::cluster::{config, two_shards};

@@ -58,7 +58,7 @@ fn same_rows(r0: &Shard, r1: &Shard, db: &str) -> bool {
 fn deliver_eventually(
     cluster: &Cluster,
     db: &str,
-    parts: &[flush::table::Part],
+    parts: &[engine::table::Part],
 ) -> flush::cluster::Delivered {
     let deadline = Instant::now() + Duration::from_secs(60);
     let up_to = parts.iter().map(|p| p.seq).max().unwrap();

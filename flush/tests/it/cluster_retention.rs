@@ -3,8 +3,8 @@
 //! tables partitioned by time, expired partitions dropped on every shard; and a write a
 //! shard holds in part (its insert spanned partitions) completed by a retry, exactly once.
 
+use engine::table::Part;
 use flush::cluster::{Cluster, RetentionSetting};
-use flush::table::Part;
 
 use crate::clickhouse_server::Shard;
 use crate::cluster::{config, two_shards};

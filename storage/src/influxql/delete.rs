@@ -4,7 +4,7 @@
 //! happens to the data is `series_delete.rs`'s (`cluster_delete.rs`'s on a ClickHouse
 //! cluster).
 
-use flush::{quote_ident, quote_string};
+use engine::{quote_ident, quote_string};
 use influxql::ast::{BinaryOp, DataType, Expr, Literal, SeriesDeletion};
 use ingest::MeasurementSchema;
 

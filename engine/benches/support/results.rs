@@ -1,4 +1,4 @@
-//! Where the flush benches write their tables, shared by the benches that
+//! Where the engine benches write their tables, shared by the benches that
 //! `#[path]`-include it.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! `cargo bench -p flush --bench sort_key`: which sort key and partitioning
+//! `cargo bench -p engine --bench sort_key`: which sort key and partitioning
 //! serve typical time-series queries best, measured on the same data.
 //!
 //! 5,000,000 points of one measurement: 1,000 series (host × region tags),
@@ -10,11 +10,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use flush::arrow::array::{
+use engine::arrow::array::{
     ArrayRef, Float64Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt64Array,
 };
-use flush::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-use flush::{Engine, EngineConfig};
+use engine::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use engine::{Engine, EngineConfig};
 
 #[path = "support/results.rs"]
 mod support;

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use flush::arrow::array::{
+use ::engine::arrow::array::{
     Float64Array, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt64Array,
 };
-use flush::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-use flush::{quote_ident, Engine, EngineConfig, EngineError};
+use ::engine::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use ::engine::{quote_ident, Engine, EngineConfig, EngineError};
 
 use crate::{database, engine};
 
@@ -222,7 +222,11 @@ fn a_large_batch_lands_as_one_part() {
     )
     .unwrap();
     engine()
-        .insert_batch(&table, batch, &flush::table::single_part_settings(rows, 0))
+        .insert_batch(
+            &table,
+            batch,
+            &::engine::table::single_part_settings(rows, 0),
+        )
         .unwrap();
     assert_eq!(
         engine()
@@ -291,7 +295,7 @@ fn exit_keeps_its_status_and_skips_the_engine_teardown() {
             .unwrap();
         std::fs::write(
             EXIT_MARKER.get().unwrap().with_extension("dropped"),
-            flush::exit::dropped_engine_destructors().to_string(),
+            ::engine::exit::dropped_engine_destructors().to_string(),
         )
         .unwrap();
         // SAFETY: a NUL-terminated name; the address of a libchdb function.
@@ -300,7 +304,7 @@ fn exit_keeps_its_status_and_skips_the_engine_teardown() {
         // SAFETY: the C++ runtime's contract: the functions take their argument.
         unsafe {
             assert_eq!(
-                flush::exit::__cxa_atexit(
+                ::engine::exit::__cxa_atexit(
                     mark_late_engine_destructor,
                     std::ptr::null_mut(),
                     in_engine
@@ -308,7 +312,7 @@ fn exit_keeps_its_status_and_skips_the_engine_teardown() {
                 0
             );
             assert_eq!(
-                flush::exit::__cxa_atexit(
+                ::engine::exit::__cxa_atexit(
                     mark_late_other_destructor,
                     std::ptr::null_mut(),
                     std::ptr::null_mut()

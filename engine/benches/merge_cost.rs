@@ -1,4 +1,4 @@
-//! `cargo bench -p flush --bench merge_cost`: what one background merge costs
+//! `cargo bench -p engine --bench merge_cost`: what one background merge costs
 //! per row, for the column layout chingest creates and the alternatives.
 //!
 //! Why: under sustained ingest the engine's background merges, not the insert,
@@ -19,8 +19,8 @@
 
 use std::time::Instant;
 
-use flush::table::TABLE_SETTINGS;
-use flush::{Engine, EngineConfig};
+use engine::table::TABLE_SETTINGS;
+use engine::{Engine, EngineConfig};
 
 #[path = "support/results.rs"]
 mod support;

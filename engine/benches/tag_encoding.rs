@@ -16,13 +16,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use flush::arrow::array::{
+use engine::arrow::array::{
     ArrayRef, Float64Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array,
     UInt64Array,
 };
-use flush::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-use flush::table::TABLE_SETTINGS;
-use flush::{Engine, EngineConfig};
+use engine::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use engine::table::TABLE_SETTINGS;
+use engine::{Engine, EngineConfig};
 
 const SERIES: usize = 1000;
 const TAGS: [&str; 3] = ["host", "region", "datacenter"];
@@ -127,7 +127,7 @@ fn jobs(tags: Tags, rows: usize, batch: usize) -> Vec<RecordBatch> {
                 request(s, REQUEST_ROWS.min(start + n - s), seq)
             })
             .collect();
-        let job = flush::arrow::compute::concat_batches(&schema(Tags::Strings), &parts).unwrap();
+        let job = engine::arrow::compute::concat_batches(&schema(Tags::Strings), &parts).unwrap();
         out.push(match tags {
             Tags::Strings => job,
             Tags::Dictionary => encode_tags(&job),
@@ -145,7 +145,7 @@ fn encode_tags(job: &RecordBatch) -> RecordBatch {
         .zip(job.schema().fields())
         .map(|(c, f)| {
             if TAGS.contains(&f.name().as_str()) {
-                flush::arrow::compute::cast(c, &dict).unwrap()
+                engine::arrow::compute::cast(c, &dict).unwrap()
             } else {
                 c.clone()
             }

@@ -36,8 +36,9 @@ use arrow::array::{new_null_array, ArrayRef, RecordBatch, StringArray, UInt32Arr
 use arrow::compute::{cast, concat_batches};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
-use crate::engine::{quote_ident, PooledConnection};
 use crate::error::{EngineError, Result};
+use crate::pool::PooledConnection;
+use crate::quote::{quote_ident, quote_string};
 
 /// Column holding the point's time.
 pub const TIME: &str = "time";
@@ -253,8 +254,8 @@ fn describe(
     let out = conn.query(
         &format!(
             "SELECT name, type FROM system.columns WHERE database = {} AND table = {}",
-            crate::quote_string(db),
-            crate::quote_string(measurement)
+            quote_string(db),
+            quote_string(measurement)
         ),
         chdb_rust::format::OutputFormat::TabSeparatedRaw,
     )?;
@@ -321,7 +322,7 @@ pub fn coalesce(parts: &[Part]) -> Result<(RecordBatch, Vec<(String, ColumnKind)
 
 /// The engine's column order for `columns`: `time` as Timestamp(ns, UTC),
 /// `series_id`, `__seq`, `__row`, then `columns`.
-pub(crate) fn engine_schema(columns: &[(String, ColumnKind)]) -> SchemaRef {
+pub fn engine_schema(columns: &[(String, ColumnKind)]) -> SchemaRef {
     let mut fields = vec![
         Field::new(TIME, time_type(), false),
         Field::new(SERIES_ID, DataType::UInt64, false),
@@ -345,7 +346,7 @@ fn time_type() -> DataType {
 /// One request's ingest batch in `schema` ([`engine_schema`] of `columns`):
 /// `__seq` is `seq`, `__row` the row's index in the batch; a missing tag is
 /// `""`, a missing field NULL.
-pub(crate) fn align(
+pub fn align(
     batch: &RecordBatch,
     seq: u64,
     schema: &SchemaRef,

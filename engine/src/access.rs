@@ -21,10 +21,18 @@
 //! user's SQL sets the role of that user's scope before the statement
 //! (`SET ROLE`, session state); the statement itself may not (`SET ROLE` is a
 //! CONTROL statement, refused by classification).
+//!
+//! The files are written ([`write_engine_config`]) before the first connect,
+//! and the boot is checked ([`verify_boot`]) on it: a configuration that did
+//! not apply would leave the engine on its defaults, with no access control.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
-use crate::engine::quote_ident;
+use chdb_rust::connection::Connection;
+use chdb_rust::format::OutputFormat;
+
+use crate::quote::quote_ident;
 
 /// Name of the role with every privilege: the flusher's connections, admin SQL
 /// and the engine's own bookkeeping run with it.
@@ -164,6 +172,66 @@ fn xml_escape(s: &str) -> String {
         }
     }
     out
+}
+
+/// Writes chingest's engine configuration into the data directory (each file
+/// replaced atomically) and returns the path of the one to boot with.
+pub(crate) fn write_engine_config(
+    data_dir: &Path,
+    access: &EngineAccess,
+) -> std::result::Result<PathBuf, String> {
+    let users = data_dir.join(USERS_FILE);
+    let config = data_dir.join(CONFIG_FILE);
+    let write = |path: &Path, text: &str| {
+        let tmp = path.with_extension("xml.tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(|e| format!("writing {}: {e}", path.display()))
+    };
+    write(&users, &access.users_xml())?;
+    write(&config, &access.config_xml(&users.display().to_string()))?;
+    Ok(config)
+}
+
+/// Checks the engine booted with chingest's configuration: every role exists
+/// and the admin role is active in the session (a config that failed to apply
+/// would leave the engine on its defaults, with no access control at all).
+/// Every granted role is active until a session sets its own; reader
+/// sessions always do (`SET ROLE`).
+pub(crate) fn verify_boot(
+    conn: &Connection,
+    access: &EngineAccess,
+) -> std::result::Result<(), String> {
+    let out = conn
+        .query(
+            "SELECT name FROM system.roles ORDER BY name FORMAT TabSeparatedRaw",
+            OutputFormat::TabSeparatedRaw,
+        )
+        .map_err(|e| format!("the engine's access control is not configured: {e}"))?;
+    let text = out.data_utf8_lossy();
+    let present: Vec<&str> = text.lines().collect();
+    for role in access.role_names() {
+        if !present.contains(&role) {
+            return Err(format!(
+                "the engine booted without chingest's role {role} (its roles: {present:?}); \
+                 is another configuration overriding {CONFIG_FILE}?"
+            ));
+        }
+    }
+    let current = conn
+        .query(
+            "SELECT arrayStringConcat(currentRoles(), ',')",
+            OutputFormat::TabSeparatedRaw,
+        )
+        .map_err(|e| format!("cannot read the session's roles: {e}"))?;
+    let current = current.data_utf8_lossy();
+    if !current.trim().split(',').any(|r| r == ADMIN_ROLE) {
+        return Err(format!(
+            "the engine session's roles are {:?}, without {ADMIN_ROLE}",
+            current.trim()
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use flush::{quote_ident, OutputFormat, ReadScope, SqlAccess, SqlCancel, SqlError, SqlSummary};
+use ::engine::{quote_ident, OutputFormat, ReadScope, SqlAccess, SqlCancel, SqlError, SqlSummary};
 
 use crate::engine;
 

@@ -20,11 +20,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use flush::arrow::array::{
+use engine::arrow::array::{
     ArrayRef, Float64Array, RecordBatch, TimestampNanosecondArray, UInt64Array,
 };
-use flush::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-use flush::{Engine, EngineConfig};
+use engine::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use engine::{Engine, EngineConfig};
 
 const BASE_TIME_NS: i64 = 1_700_000_000_000_000_000;
 const SERIES: u64 = 1000;
