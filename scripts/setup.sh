@@ -41,10 +41,10 @@ APT_PACKAGES=(libclang-dev libssl-dev pkg-config)
 # (server/tests/http/influxql_diff.rs), which runs its own influxd on a temp dir and free
 # loopback ports; the packaged service is stopped when installed here (see ensure_test_deps).
 # clickhouse-server (18.16 on bookworm) is the peer of the cluster delivery test
-# (flush/tests/it/cluster.rs), which runs two servers of its own on free loopback ports; the
+# (cluster/tests/it/cluster.rs), which runs two servers of its own on free loopback ports; the
 # packaged service is stopped where systemd started it (it would hold :8123 and :9000).
 # zookeeper (3.8 on bookworm; no service of its own) is what the replica tests' servers
-# share their replicated tables through (flush/tests/it/cluster_replicas.rs): each test runs
+# share their replicated tables through (cluster/tests/it/cluster_replicas.rs): each test runs
 # its own on a free loopback port.
 TEST_APT_PACKAGES=(python3-venv prometheus systemd curl influxdb clickhouse-server zookeeper)
 

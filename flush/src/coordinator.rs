@@ -36,11 +36,12 @@ use crate::classify::{classify, signature, FailureClass};
 use crate::config::FlushConfig;
 use crate::dead_letter::DeadLetter;
 use crate::fence::{DropScope, Fences};
-use crate::flusher::{FlushStatus, FlushWrite};
 use crate::replay::Held;
+use crate::status::FlushStatus;
 use crate::unflushed::Unflushed;
 use crate::watermark::{FlushedLog, Watermark};
 use crate::worker::{Job, JobDone};
+use crate::write::FlushWrite;
 
 /// Requests to the coordinator from other threads.
 pub(crate) enum Control {

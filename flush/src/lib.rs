@@ -1,7 +1,7 @@
 //! # flush: committed writes into the engine, and what reads need to know meanwhile
 //!
 //! Brief overview:
-//! - The [`Flusher`] (`flusher.rs`): committed WAL entries in, coalesced
+//! - The [`Flusher`] (`flusher.rs`): committed WAL entries ([`FlushWrite`]) in, coalesced
 //!   inserts out, the WAL's flushed sequence advanced only after the engine
 //!   holds the rows durably; exactly once across crashes. Its parts:
 //!   - `replay.rs`: the [`Resume`] it starts from, and which replayed parts
@@ -9,8 +9,10 @@
 //!   - `coordinator.rs`: one thread buffering per (database, measurement)
 //!     (`buffer.rs`), dispatching due buffers, retrying failures with
 //!     back-off, answering `DROP DATABASE`;
-//!   - `worker.rs`: coalesce a job's parts, create tables and columns, insert
-//!     one block;
+//!   - `worker.rs`: each job written to the flusher's [`Destination`]: the
+//!     engine's tables (`table_writer.rs`: coalesce a job's parts, create
+//!     tables and columns, insert one block), or what storage hands
+//!     [`Flusher::start_to`] (a ClickHouse cluster: flush does not know it);
 //!   - [`classify`]: transient failures are retried, deterministic ones
 //!     (the engine refuses the statement for what it is) are isolated and
 //!     quarantined as [`DeadLetter`]s ([`dead_letter`]), never dropped;
@@ -31,7 +33,6 @@
 #![deny(unsafe_code)]
 
 pub mod classify;
-pub mod cluster;
 pub mod config;
 pub mod dead_letter;
 pub mod error;
@@ -41,22 +42,29 @@ pub mod unflushed;
 
 mod buffer;
 mod coordinator;
+mod destination;
 mod flusher;
 mod read_state;
 mod replay;
+mod status;
+mod table_writer;
 mod watermark;
 mod worker;
+mod write;
 
 pub use config::FlushConfig;
 pub use dead_letter::DeadLetter;
+pub use destination::{Destination, InsertSlot, InsertSlots};
 pub use error::MarkError;
 pub use fence::{DropScope, Fences};
-pub use flusher::{FlushStatus, FlushWrite, Flusher, Retrier, RetryOutcome};
+pub use flusher::{Flusher, Retrier, RetryOutcome};
 pub use identity::{
     Cell, IdentityIndex, InsertGuard, LastPoint, LastPoints, Reader, Resolved, Rewrites, Snapshot,
     TableLasts,
 };
 pub use read_state::ReadState;
 pub use replay::Resume;
+pub use status::FlushStatus;
 pub use unflushed::{Unflushed, UnflushedPart};
 pub use watermark::FlushedLog;
+pub use write::FlushWrite;

@@ -22,7 +22,7 @@ use engine::Result;
 use engine::{quote_string, Engine};
 
 use crate::buffer::Key;
-use crate::flusher::FlushWrite;
+use crate::write::FlushWrite;
 
 /// What the flusher resumes from at start-up: the WAL's recovery and the
 /// state of the databases known then.

@@ -1,7 +1,7 @@
 //! A node's catalog kept in step with the ClickHouse cluster's (issue #25): with
 //! `[storage] engine = "clickhouse"` several ingest nodes write the same databases, and each
 //! node's catalog alone knows only what that node was sent. The cluster's own metadata
-//! (`flush::cluster::ClusterCatalog`: the shards' tables and columns, and the databases
+//! (`cluster::ClusterCatalog`: the shards' tables and columns, and the databases
 //! listed there) is read
 //! - every [`REFRESH`] by a thread of its own, so a node's write path checks field types
 //!   against what every node delivered (a write whose field another node stored as another
@@ -28,8 +28,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use cluster::Cluster;
 use engine::table::ColumnKind;
-use flush::cluster::Cluster;
 use ingest::catalog::Record;
 use ingest::FieldType;
 use parking_lot::Mutex;

@@ -6,7 +6,7 @@
 //!    position `up_to`.
 //! 2. Wait until this node delivered everything up to `up_to` (as `series_delete.rs`
 //!    waits for the engine), and until every other node lists on the shards that it
-//!    delivered everything it acknowledged before `began` (`flush::cluster`'s `nodes`
+//!    delivered everything it acknowledged before `began` (`cluster`'s `nodes`
 //!    module; each node publishes this every [`crate::cluster_catalog::REFRESH`] from the
 //!    [`DeliveredClock`] below). Now every row the statement must delete is on a shard.
 //! 3. On every shard, delete the matching rows and wait for it (a mutation on 18.16). Rows
@@ -22,7 +22,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use flush::cluster::Cluster;
+use cluster::Cluster;
 use parking_lot::Mutex;
 
 use crate::series_delete::TableDelete;

@@ -10,7 +10,7 @@
 //!    nothing of it is left to deliver at or below the fence, step 1 waited for it).
 //! 3. Every shard drops the shard table and its `Distributed` table (all must answer); a
 //!    node that delivers rows written since makes the table again
-//!    (`flush::cluster`'s `tables` module).
+//!    (`cluster`'s `tables` module).
 //! 4. The drop is listed on the shards (`__chingest.drops`: database, measurement, start);
 //!    every node's catalog refresh forgets the measurement's fields, tags and series once
 //!    per listed drop (a durable marker keeps a restart from forgetting a measurement
@@ -20,7 +20,7 @@
 
 use std::collections::HashSet;
 
-use flush::cluster::Cluster;
+use cluster::Cluster;
 
 use crate::cluster_catalog::ClusterSync;
 use crate::quarantine::lp;
@@ -106,7 +106,7 @@ impl ClusterSync {
     /// drops, so a table it lists may be the one the drop removed.
     pub(crate) fn apply_drops(
         &self,
-        theirs: &flush::cluster::ClusterCatalog,
+        theirs: &cluster::ClusterCatalog,
     ) -> Result<HashSet<(String, String)>, StorageError> {
         let mut forgotten = HashSet::new();
         for ((db, measurement), at) in &theirs.drops {

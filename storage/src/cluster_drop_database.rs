@@ -3,7 +3,7 @@
 //! every shard; each node refuses writes to it from then on (`database not found`), until
 //! a `CREATE DATABASE` makes it anew.
 //!
-//! 1. The drop is listed on the shards at `began` (`flush::cluster`'s `databases` module):
+//! 1. The drop is listed on the shards at `began` (`cluster`'s `databases` module):
 //!    the commit point. From here every node reading the cluster's catalog finds the
 //!    database gone, and a crash of this node leaves a listed drop its own refresh applies
 //!    after the restart.
@@ -23,7 +23,7 @@
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
-use flush::cluster::{Cluster, ClusterCatalog, DROP_DONE};
+use cluster::{Cluster, ClusterCatalog, DROP_DONE};
 
 use crate::cluster_catalog::ClusterSync;
 use crate::cluster_delete::now_ms;

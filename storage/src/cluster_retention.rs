@@ -1,11 +1,11 @@
 //! Retention with the points on a ClickHouse cluster (issue #25; the design is
-//! `flush::cluster`'s `retention` module): a database's retention is set on the shards
+//! `cluster`'s `retention` module): a database's retention is set on the shards
 //! first, then in this node's catalog; every node learns the newest setting at its catalog
 //! refresh and drops the expired partitions on the shards every [`EXPIRE_EVERY`].
 
 use std::time::Duration;
 
-use flush::cluster::Cluster;
+use cluster::Cluster;
 use ingest::catalog::Record;
 
 use crate::cluster_catalog::ClusterSync;
@@ -13,7 +13,7 @@ use crate::{Storage, StorageError};
 
 /// How often each node drops the shards' expired partitions. InfluxDB checks every 30
 /// minutes by default (`[retention] check-interval`); a point outlives its retention by
-/// up to a partition's span anyway ([`flush::cluster`]), so this adds little to that.
+/// up to a partition's span anyway ([`cluster`]), so this adds little to that.
 pub(crate) const EXPIRE_EVERY: Duration = Duration::from_secs(60);
 
 impl Storage {
@@ -60,10 +60,7 @@ impl ClusterSync {
     /// node knows (set before it joined the cluster) is listed on the shards; a shard
     /// behind the others gets the newest again. Every database's retention is noted for
     /// the partitions of the tables this node makes.
-    pub(crate) fn apply_retention(
-        &self,
-        theirs: &flush::cluster::ClusterCatalog,
-    ) -> Result<(), String> {
+    pub(crate) fn apply_retention(&self, theirs: &cluster::ClusterCatalog) -> Result<(), String> {
         for db in self.catalog.databases() {
             let ours = self.catalog.retention_secs(&db);
             match theirs.retention.get(&db) {

@@ -104,7 +104,7 @@ pub enum StorageError {
     },
     /// The ClickHouse cluster could not answer a read of its catalog or series.
     #[error("the ClickHouse cluster could not answer: {0}")]
-    Cluster(#[from] flush::cluster::ClusterError),
+    Cluster(#[from] cluster::ClusterError),
     /// An answer from the engine did not have the expected shape.
     #[error("unexpected engine answer for {what}: {message}")]
     EngineAnswer {

@@ -26,6 +26,7 @@
 
 mod cluster_catalog;
 mod cluster_delete;
+mod cluster_destination;
 mod cluster_drop;
 mod cluster_drop_database;
 mod cluster_retention;
@@ -52,9 +53,9 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
+pub use cluster::ClusterError;
 pub use config::{StorageConfig, WalCompression};
 pub use error::StorageError;
-pub use flush::cluster::ClusterError;
 pub use influxql::{InfluxqlError, InfluxqlRequest, StatementResult};
 pub use registry::POLICY_DATABASE_PREFIX;
 pub use store::{
@@ -86,7 +87,7 @@ pub struct Storage {
     /// `[storage] wal_compression = "lz4"`.
     wal_lz4: bool,
     /// `[storage] engine = "clickhouse"`: flushed points go to this cluster's shards.
-    cluster: Option<Arc<flush::cluster::Cluster>>,
+    cluster: Option<Arc<cluster::Cluster>>,
     /// Keeps the catalog in step with the cluster's (`cluster_catalog.rs`).
     cluster_sync: Option<Arc<cluster_catalog::ClusterSync>>,
 }

@@ -84,13 +84,12 @@ impl Storage {
         let cluster = match config.engine {
             crate::config::StorageEngine::Embedded => None,
             crate::config::StorageEngine::Clickhouse => {
-                let c =
-                    flush::cluster::Cluster::connect(config.clickhouse.cluster()).map_err(|e| {
-                        StorageError::Open {
-                            what: "connecting to the ClickHouse cluster ([storage.clickhouse])",
-                            message: e.to_string(),
-                        }
-                    })?;
+                let c = cluster::Cluster::connect(config.clickhouse.cluster()).map_err(|e| {
+                    StorageError::Open {
+                        what: "connecting to the ClickHouse cluster ([storage.clickhouse])",
+                        message: e.to_string(),
+                    }
+                })?;
                 tracing::info!(
                     shards = config.clickhouse.shards.len(),
                     versions = ?c.versions(),
@@ -104,15 +103,29 @@ impl Storage {
                 Some(Arc::new(c))
             }
         };
-        let flusher = flush::Flusher::start_to(
-            engine.clone(),
-            reads.clone(),
-            flush,
-            committed,
-            resume,
-            Arc::new(log),
-            cluster.clone(),
-        )
+        let flusher = match &cluster {
+            None => flush::Flusher::start(
+                engine.clone(),
+                reads.clone(),
+                flush,
+                committed,
+                resume,
+                Arc::new(log),
+            ),
+            // The engine is the cluster's client: flushed rows go to the shards.
+            Some(cluster) => flush::Flusher::start_to(
+                engine.clone(),
+                reads.clone(),
+                flush,
+                committed,
+                resume,
+                Arc::new(log),
+                Arc::new(crate::cluster_destination::ClusterDestination {
+                    cluster: cluster.clone(),
+                    engine: engine.clone(),
+                }),
+            ),
+        }
         .map_err(|e| StorageError::Open {
             what: "starting the flusher",
             message: e.to_string(),

@@ -172,12 +172,12 @@ impl Storage {
 
     /// `/api/v1/sql` on the cluster: the statement runs on a shard over the
     /// `Distributed` tables, read-only and within the `[sql]` limits, enforced by that
-    /// server ([`flush::cluster::Cluster::sql`]). Admins, and everyone when auth is off,
+    /// server ([`cluster::Cluster::sql`]). Admins, and everyone when auth is off,
     /// run as chingest's user there (every database, and the servers' `system` tables);
     /// anyone else as the shards' reader of the one database they name ([`sql_reader`]).
     pub(crate) fn run_cluster_sql(
         &self,
-        cluster: &flush::cluster::Cluster,
+        cluster: &cluster::Cluster,
         req: SqlRequest<'_>,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError> {
@@ -270,7 +270,7 @@ impl Storage {
 /// names the database it reads (`db`), which it must be allowed to read and which must
 /// have a reader on the shards.
 fn sql_reader<'r>(
-    cluster: &flush::cluster::Cluster,
+    cluster: &cluster::Cluster,
     req: &SqlRequest<'r>,
 ) -> Result<Option<&'r str>, SqlError> {
     let dbs = match &req.access {

@@ -119,7 +119,7 @@ pub struct StorageStats {
     /// The last insert failure, cleared by a success.
     pub flush_last_error: Option<String>,
     /// With the points on a ClickHouse cluster: each shard as its last request showed it.
-    pub cluster: Vec<flush::cluster::ShardStatus>,
+    pub cluster: Vec<cluster::ShardStatus>,
     /// With the points on a ClickHouse cluster: every ingest node listed on the shards, and
     /// how long ago the time before which it delivered everything it acknowledged is (by
     /// this node's clock), as the last catalog refresh read it. A cluster `DELETE` or `DROP

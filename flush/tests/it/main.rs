@@ -1,11 +1,6 @@
 //! flush's integration tests: one binary, one engine per process (chDB binds
 //! one data path per process); every test works in a database of its own.
 
-mod clickhouse_server;
-mod cluster;
-mod cluster_delete;
-mod cluster_replicas;
-mod cluster_retention;
 mod flusher;
 mod quarantine;
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-#[path = "../../../flush/tests/it/clickhouse_server.rs"]
+#[path = "../../../cluster/tests/it/clickhouse_server.rs"]
 pub(crate) mod clickhouse_server;
 
 use clickhouse_server::{server_binary, Shard, CLUSTER, READER_OF_A};

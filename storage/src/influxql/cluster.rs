@@ -8,9 +8,9 @@
 //! columns the statement's plan reads, and only the rows of series that meet its
 //! tag-only conditions ([`shard_condition`]).
 
+use cluster::Cluster;
 use engine::table::ColumnKind;
 use engine::{quote_ident, quote_string, ArrowScan};
-use flush::cluster::Cluster;
 use influxql::ast::{BinaryOp, DataType, Expr, Literal};
 use ingest::MeasurementSchema;
 
@@ -87,7 +87,7 @@ impl Storage {
                 db,
                 &schema.name,
                 &columns,
-                flush::cluster::RowSelection {
+                cluster::RowSelection {
                     min,
                     max,
                     condition: shard_condition(condition, schema).as_deref(),
@@ -99,7 +99,7 @@ impl Storage {
                 max_rows,
             )
             .map_err(|e| match e {
-                flush::cluster::ClusterError::TooManyRows { .. } => {
+                cluster::ClusterError::TooManyRows { .. } => {
                     InfluxqlError::from(engine::SqlError::LimitExceeded(e.to_string()))
                 }
                 other => unavailable(other.to_string()),
@@ -158,7 +158,7 @@ impl Storage {
         let mut tuples = cluster
             .distinct_tags(db, &schema.name, keys, max_rows)
             .map_err(|e| match e {
-                flush::cluster::ClusterError::TooManyRows { .. } => {
+                cluster::ClusterError::TooManyRows { .. } => {
                     InfluxqlError::from(engine::SqlError::LimitExceeded(e.to_string()))
                 }
                 other => unavailable(other.to_string()),

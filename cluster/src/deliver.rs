@@ -1,6 +1,6 @@
 //! Delivery of a flush job's batch to the shards its series belong to, each shard's rows in
 //! one insert through the embedded engine's `url()`, exactly once (the module's doc, and
-//! [`held`](super::held)).
+//! [`held`](crate::held)).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -11,7 +11,7 @@ use engine::quote_string;
 use engine::table::{coalesce, ColumnKind, Part, SERIES_ID};
 use engine::Engine;
 
-use super::{held, http, schema, Cluster, ClusterError, Delivered};
+use crate::{held, http, schema, Cluster, ClusterError, Delivered};
 
 impl Cluster {
     /// Delivers `parts` of `db`.`measurement` to the shards their series belong to, each

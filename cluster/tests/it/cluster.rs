@@ -6,12 +6,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use ::cluster::{Cluster, ClusterConfig, ClusterError, ShardMap};
 use engine::arrow::array::AsArray;
 use engine::table::Part;
-use flush::cluster::{Cluster, ClusterConfig, ClusterError, ShardMap};
 
+use crate::batch::{batch, Col};
 use crate::clickhouse_server::{free_ports, server_binary, Shard, CLUSTER};
-use crate::flusher::{batch, Col};
 use crate::{database_name, engine};
 
 /// Two separate servers (not one cluster) in a temporary dir of their own, with the binary
@@ -255,7 +255,7 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
             &db,
             weird_m,
             &columns,
-            flush::cluster::RowSelection {
+            ::cluster::RowSelection {
                 min: i64::MIN,
                 max: i64::MAX,
                 condition: None,
@@ -385,7 +385,7 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
         assert_eq!(left, want);
     }
     cluster
-        .confirm_database_drop(flush::cluster::DROP_DONE, &db, 10)
+        .confirm_database_drop(::cluster::DROP_DONE, &db, 10)
         .unwrap();
     assert_eq!(
         cluster.all_database_lives().unwrap().unfinished_drop(&db),

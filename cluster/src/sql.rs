@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use engine::sandbox::{engine_code, engine_sql_error, SqlCancel, SqlConfig, SqlError, SqlSummary};
 
-use super::{Cluster, ClusterError};
+use crate::{Cluster, ClusterError};
 
 /// The piece of an answer handed to the sink at a time.
 const BLOCK_BYTES: usize = 64 << 10;
@@ -102,7 +102,7 @@ impl Cluster {
 
 impl Cluster {
     /// The shards' reader of `db` (`[[storage.clickhouse.readers]]`), if one is configured.
-    pub fn reader(&self, db: &str) -> Option<&super::ShardReader> {
+    pub fn reader(&self, db: &str) -> Option<&crate::ShardReader> {
         self.config.readers.iter().find(|r| r.database == db)
     }
 }

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use flush::cluster::{Cluster, ClusterConfig, ClusterError};
+use ::cluster::{Cluster, ClusterConfig, ClusterError};
 
 use crate::clickhouse_server::{server_binary, Shard, ZooKeeper};
 use crate::cluster::{config, part, rows};
@@ -59,7 +59,7 @@ fn deliver_eventually(
     cluster: &Cluster,
     db: &str,
     parts: &[engine::table::Part],
-) -> flush::cluster::Delivered {
+) -> ::cluster::Delivered {
     let deadline = Instant::now() + Duration::from_secs(60);
     let up_to = parts.iter().map(|p| p.seq).max().unwrap();
     loop {

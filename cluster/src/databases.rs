@@ -21,8 +21,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use engine::{quote_ident, quote_string, unescape_tsv};
 
-use super::catalog::META_DATABASE;
-use super::{schema, Cluster, ClusterError};
+use crate::catalog::META_DATABASE;
+use crate::{schema, Cluster, ClusterError};
 
 /// Where creations are listed with their time.
 const CREATED_TABLE: &str = "__chingest.created";

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use engine::table::ColumnKind;
 use engine::{quote_ident, quote_string, unescape_tsv};
 
-use super::{schema, Cluster, ClusterError, DatabaseLives, RetentionSetting};
+use crate::{schema, Cluster, ClusterError, DatabaseLives, RetentionSetting};
 
 /// The database on every shard where chingest lists the databases created on any node.
 pub(crate) const META_DATABASE: &str = "__chingest";
@@ -31,7 +31,7 @@ pub struct ClusterCatalog {
     /// them; a column two shards disagree on keeps the first shard's type.
     pub tables: BTreeMap<(String, String), BTreeMap<String, ColumnKind>>,
     /// Each database's newest retention setting over the shards that answered
-    /// ([`super::retention`]).
+    /// ([`crate::retention`]).
     pub retention: BTreeMap<String, RetentionSetting>,
     /// Shards that answered without a database's newest retention setting (they were down
     /// when it was set): `(shard, db)`.
@@ -39,7 +39,7 @@ pub struct ClusterCatalog {
     /// The newest drop of each (`db`, `measurement`) over the shards that answered (ms,
     /// the dropping node's clock).
     pub drops: BTreeMap<(String, String), u64>,
-    /// Databases' dated creations and drops ([`super::databases`]): a dropped database is
+    /// Databases' dated creations and drops ([`crate::databases`]): a dropped database is
     /// in neither [`databases`](Self::databases) nor [`tables`](Self::tables).
     pub lives: DatabaseLives,
     /// Each live database's newest retention-policy document (`db` → (document, ms);
@@ -61,11 +61,11 @@ fn create_databases_table() -> String {
 pub(crate) fn meta_tables() -> [String; 6] {
     [
         create_databases_table(),
-        super::delete::create_drops_table(),
-        super::databases::create_created_table(),
-        super::databases::create_applied_table(),
-        super::databases::create_policies_table(),
-        super::retention::create_retention_table(),
+        crate::delete::create_drops_table(),
+        crate::databases::create_created_table(),
+        crate::databases::create_applied_table(),
+        crate::databases::create_policies_table(),
+        crate::retention::create_retention_table(),
     ]
 }
 
@@ -394,7 +394,7 @@ impl Cluster {
             .try_for_each(|create| self.make_meta_table(k, create))
     }
 
-    /// Lists `db`, created at `at` (ms, this node's clock; [`super::databases`]), on every
+    /// Lists `db`, created at `at` (ms, this node's clock; [`crate::databases`]), on every
     /// shard that answers (and creates it there), so every node learns it; `Ok(n)`: how
     /// many shards took it (0: none answered, retry later).
     pub fn create_database(&self, db: &str, at: u64) -> Result<usize, ClusterError> {
@@ -505,7 +505,7 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::ClusterConfig;
+    use crate::ClusterConfig;
 
     fn cluster(zookeeper_path: Option<&str>) -> Cluster {
         Cluster::connect(ClusterConfig {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use engine::table::ColumnKind;
 use engine::{quote_ident, quote_string, unescape_tsv};
 
-use super::{http, schema, Cluster, ClusterError};
+use crate::{http, schema, Cluster, ClusterError};
 
 impl Cluster {
     /// Forgets what this node knew of `db`.`measurement` on every shard (its columns, its

@@ -1,5 +1,5 @@
 //! Deleting rows on every shard (issue #25): `DELETE` and `DROP SERIES` on a cluster, once
-//! the fence ([`super::nodes`]) says every node delivered what it acknowledged before; and
+//! the fence ([`crate::nodes`]) says every node delivered what it acknowledged before; and
 //! `DROP MEASUREMENT`'s tables, with the drop listed for every node's catalog.
 //!
 //! 18.16 deletes with a mutation (`ALTER TABLE … DELETE WHERE`), which rewrites the parts
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use engine::{quote_string, unescape_tsv};
 
-use super::{schema, Cluster, ClusterError};
+use crate::{schema, Cluster, ClusterError};
 
 /// Where the measurement drops are listed, on every shard, for every node's catalog.
 const DROPS_TABLE: &str = "__chingest.drops";

@@ -1,8 +1,8 @@
 //! A shard's replicas (issue #25): servers that share the shard's tables as
-//! `ReplicatedMergeTree`s through their ZooKeeper ([`super::schema::engine`]).
+//! `ReplicatedMergeTree`s through their ZooKeeper ([`crate::schema::engine`]).
 //!
 //! What the replicas share (rows, columns, mutations, partitions) goes to one of them
-//! ([`super::http::Client::on_some_replica`]); what each server keeps for itself — its
+//! ([`crate::http::Client::on_some_replica`]); what each server keeps for itself — its
 //! databases, its replica of each table, the `Distributed` tables — is made on each. A
 //! replicated table's replicas must agree with its definition in ZooKeeper, so a replica
 //! that lacks a table gets the definition another replica has, not the one this node
@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use engine::{quote_ident, unescape_tsv};
 
-use super::{Cluster, ClusterError};
+use crate::{Cluster, ClusterError};
 
 /// chingest's tables on a server: its metadata, its shard tables and the `Distributed`
 /// tables over them, as (database, table) rows.

@@ -3,12 +3,12 @@
 //! tables partitioned by time, expired partitions dropped on every shard; and a write a
 //! shard holds in part (its insert spanned partitions) completed by a retry, exactly once.
 
+use ::cluster::{Cluster, RetentionSetting};
 use engine::table::Part;
-use flush::cluster::{Cluster, RetentionSetting};
 
+use crate::batch::{batch, Col};
 use crate::clickhouse_server::Shard;
 use crate::cluster::{config, two_shards};
-use crate::flusher::{batch, Col};
 use crate::{database_name, engine};
 
 const HOUR: i64 = 3_600_000_000_000;

@@ -5,7 +5,7 @@
 //! - **Agreed**: a node that sets a database's retention lists it on every shard that
 //!   answers, in `__chingest.retention` (`name`, `secs`, `set_at`: the setting node's
 //!   clock, ms); every node's catalog reads the newest setting of each database from all
-//!   shards ([`super::ClusterCatalog::retention`]) and refuses points older than it at the
+//!   shards ([`crate::ClusterCatalog::retention`]) and refuses points older than it at the
 //!   door, as on one node. A shard that missed the setting (it was down) is given it
 //!   again by the next refresh that finds it behind ([`Cluster::relist_retention`]).
 //! - **Enforced**: Debian's 18.16 has no `TTL`, and a row-by-row delete rewrites whole
@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use engine::{quote_ident, quote_string, unescape_tsv};
 
-use super::{schema, Cluster, ClusterError};
+use crate::{schema, Cluster, ClusterError};
 
 /// Where the retention settings are listed, on every shard.
 const RETENTION_TABLE: &str = "__chingest.retention";

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use reqwest::blocking::Client as Reqwest;
 use reqwest::Url;
 
-use super::{ClusterConfig, ClusterError, ShardReader};
+use crate::{ClusterConfig, ClusterError, ShardReader};
 
 /// What a shard's, or one of its replicas', last request showed (`/health`).
 #[derive(Debug, Clone, Default)]
@@ -42,7 +42,7 @@ pub(crate) struct Client {
     /// Per shard and replica, what its last request showed.
     pub(crate) replicas_seen: parking_lot::Mutex<Vec<Vec<Seen>>>,
     /// Per shard: a replica answered after not answering (or none was asked yet), so it may
-    /// lack tables made meanwhile ([`super::Cluster::repair_replicas`]).
+    /// lack tables made meanwhile ([`crate::Cluster::repair_replicas`]).
     returned: Vec<AtomicBool>,
     user: Option<String>,
     password: Option<String>,
@@ -209,7 +209,7 @@ impl Client {
 
     /// Runs `sql` (what each server keeps for itself: `CREATE …`) on every replica of shard
     /// `k` that answers; how many did (one not answering misses it until
-    /// [`super::Cluster::repair_replicas`]). None answering is its error.
+    /// [`crate::Cluster::repair_replicas`]). None answering is its error.
     pub(crate) fn every_replica(&self, k: usize, sql: &str) -> Result<usize, ClusterError> {
         self.on_every_replica(k, |r| self.statement_on(k, r, sql))
             .map(|done| done.len())

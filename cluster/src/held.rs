@@ -2,7 +2,7 @@
 //! attempt failed during or after its insert), so a retry sends exactly the rest.
 //!
 //! One shard's rows of one delivery go in one insert, which a shard stores as one part
-//! per partition it touches ([`super::schema::partition_span_secs`]): atomic within a
+//! per partition it touches ([`crate::schema::partition_span_secs`]): atomic within a
 //! partition, not across them. So a write (`__seq`) is held whole, not at all, or — when
 //! the server failed between two partitions' parts — in part; only then are its rows
 //! (`__row`) asked for one by one.
@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use engine::quote_string;
 
-use super::{schema, Cluster, ClusterError};
+use crate::{schema, Cluster, ClusterError};
 
 /// This node's rows of some writes that a shard holds.
 #[derive(Debug, Default)]

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use engine::{quote_string, unescape_tsv};
 
-use super::{Cluster, ClusterError};
+use crate::{Cluster, ClusterError};
 
 /// Where the nodes list what they delivered, on every shard.
 const NODES_TABLE: &str = "__chingest.nodes";

@@ -2,12 +2,12 @@
 //! loopback (Debian's 18.16): rows deleted on every shard and waited for, and the fence
 //! every ingest node publishes (what it has delivered) read back from the shards.
 
+use ::cluster::Cluster;
 use engine::table::Part;
-use flush::cluster::Cluster;
 
+use crate::batch::{batch, Col};
 use crate::clickhouse_server::Shard;
 use crate::cluster::{config, two_shards};
-use crate::flusher::{batch, Col};
 use crate::{database_name, engine};
 
 /// Write `seq`: hosts h0..h`n` at time `t` (ns).

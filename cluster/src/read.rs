@@ -19,7 +19,7 @@ use arrow::array::{
 use engine::quote_ident;
 use engine::table::{engine_schema, ColumnKind};
 
-use super::{schema, Cluster, ClusterError};
+use crate::{schema, Cluster, ClusterError};
 
 /// One column being built.
 enum Builder {
