@@ -23,13 +23,9 @@
 //!
 //! Layout under the data directory: `wal/` (RocksDB) and `chdb/` (the engine).
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
-mod cluster_catalog;
-mod cluster_delete;
-mod cluster_destination;
-mod cluster_drop;
-mod cluster_drop_database;
-mod cluster_retention;
+mod cluster;
 mod commit;
 pub mod config;
 mod dead_letter_delete;
@@ -53,7 +49,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-pub use cluster::ClusterError;
+pub use ::cluster::ClusterError;
 pub use config::{StorageConfig, WalCompression};
 pub use error::StorageError;
 pub use influxql::{InfluxqlError, InfluxqlRequest, StatementResult};
@@ -87,9 +83,9 @@ pub struct Storage {
     /// `[storage] wal_compression = "lz4"`.
     wal_lz4: bool,
     /// `[storage] engine = "clickhouse"`: flushed points go to this cluster's shards.
-    cluster: Option<Arc<cluster::Cluster>>,
-    /// Keeps the catalog in step with the cluster's (`cluster_catalog.rs`).
-    cluster_sync: Option<Arc<cluster_catalog::ClusterSync>>,
+    cluster: Option<Arc<::cluster::Cluster>>,
+    /// Keeps the catalog in step with the cluster's (`cluster/catalog.rs`).
+    cluster_sync: Option<Arc<cluster::catalog::ClusterSync>>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -123,7 +119,7 @@ impl Store for Storage {
     }
     fn refresh_catalog(&self) {
         if let Some(sync) = &self.cluster_sync {
-            sync.refresh_if_older(cluster_catalog::STATEMENT_AGE);
+            sync.refresh_if_older(cluster::catalog::STATEMENT_AGE);
         }
     }
     fn create_database(&self, db: &str, retention_secs: Option<u64>) -> Result<(), StorageError> {
@@ -305,7 +301,7 @@ fn answered_on_a_cluster(statement: &::influxql::ast::Statement) -> bool {
         S::ShowTagValues { .. } => true,
         // Read from the shards (`influxql/cluster.rs`).
         S::Select(_) => true,
-        // Deleted on every shard behind a cluster-wide fence (`cluster_delete.rs`).
+        // Deleted on every shard behind a cluster-wide fence (`cluster/delete.rs`).
         S::Delete(_) | S::DropSeries(_) => true,
         _ => false,
     }

@@ -120,7 +120,7 @@ impl Storage {
                 committed,
                 resume,
                 Arc::new(log),
-                Arc::new(crate::cluster_destination::ClusterDestination {
+                Arc::new(crate::cluster::destination::ClusterDestination {
                     cluster: cluster.clone(),
                     engine: engine.clone(),
                 }),
@@ -137,7 +137,7 @@ impl Storage {
         let catalog = Arc::new(catalog);
         // Before the first write is taken: another node's databases and field types.
         let cluster_sync = cluster.as_ref().map(|c| {
-            crate::cluster_catalog::ClusterSync::start(c.clone(), catalog.clone(), wal.clone())
+            crate::cluster::catalog::ClusterSync::start(c.clone(), catalog.clone(), wal.clone())
         });
         let storage = Arc::new(Storage {
             engine: RwLock::new(Some(engine)),

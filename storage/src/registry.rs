@@ -204,13 +204,13 @@ impl Storage {
         self.record_database(db, retention_secs)?;
         tracing::info!(db, retention_secs, "database created");
         // Every node learns it from the shards; one that is down gets it at a later
-        // refresh (`cluster_catalog.rs`).
+        // refresh (`cluster/catalog.rs`).
         // (A retention policy's database too: every node writes the policy's points.)
         if let Some(cluster) = &self.cluster {
             // Dated: newer than any drop of the name listed before it
-            // (`cluster_drop_database.rs`).
-            let at = crate::cluster_delete::now_ms();
-            crate::cluster_drop::record_lifecycle(&self.wal, db, at)?;
+            // (`cluster/drop_database.rs`).
+            let at = crate::cluster::delete::now_ms();
+            crate::cluster::drop_measurement::record_lifecycle(&self.wal, db, at)?;
             if let Err(e) = cluster.create_database(db, at) {
                 tracing::warn!(db, error = %e, "database not listed on the cluster yet");
             }

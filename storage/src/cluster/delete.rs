@@ -7,7 +7,7 @@
 //! 2. Wait until this node delivered everything up to `up_to` (as `series_delete.rs`
 //!    waits for the engine), and until every other node lists on the shards that it
 //!    delivered everything it acknowledged before `began` (`cluster`'s `nodes`
-//!    module; each node publishes this every [`crate::cluster_catalog::REFRESH`] from the
+//!    module; each node publishes this every [`crate::cluster::catalog::REFRESH`] from the
 //!    [`DeliveredClock`] below). Now every row the statement must delete is on a shard.
 //! 3. On every shard, delete the matching rows and wait for it (a mutation on 18.16). Rows
 //!    delivered after it began — written after the statement began — stay.

@@ -11,7 +11,7 @@
 //!   `SHOW` and `SELECT` see the measurements, tags and fields another node delivered.
 //!
 //! The same thread drops the shards' expired partitions every
-//! [`EXPIRE_EVERY`] (`cluster_retention.rs`).
+//! [`EXPIRE_EVERY`] (`cluster/retention.rs`).
 //!
 //! What is learned is applied to the in-memory catalog (schema) or recorded durably
 //! (databases and their retention, as `CREATE DATABASE` does, so replay after a crash finds the database of
@@ -34,10 +34,10 @@ use ingest::catalog::Record;
 use ingest::FieldType;
 use parking_lot::Mutex;
 
-use crate::cluster_delete::{now_ms, DeliveredClock};
-use crate::cluster_drop::{lifecycle_at, record_lifecycle};
-use crate::cluster_drop_database::drops_to_apply;
-use crate::cluster_retention::EXPIRE_EVERY;
+use crate::cluster::delete::{now_ms, DeliveredClock};
+use crate::cluster::drop_database::drops_to_apply;
+use crate::cluster::drop_measurement::{lifecycle_at, record_lifecycle};
+use crate::cluster::retention::EXPIRE_EVERY;
 use crate::{Storage, Wal};
 
 /// How often the background thread reads the cluster's catalog.
@@ -60,12 +60,12 @@ pub(crate) struct ClusterSync {
     /// when it ends, not at every refresh.
     unreachable: Mutex<Vec<usize>>,
     /// What this node has delivered, published on the shards at each refresh: the fence
-    /// a `DELETE` on any node waits on (`cluster_delete.rs`).
+    /// a `DELETE` on any node waits on (`cluster/delete.rs`).
     delivered: DeliveredClock,
     /// Every node's listed delivery time (ms, its clock), as the last refresh read it.
     nodes: Mutex<std::collections::BTreeMap<String, u64>>,
     /// The storage, once opened: a database drop learned from the cluster runs through it
-    /// (`cluster_drop_database.rs`).
+    /// (`cluster/drop_database.rs`).
     storage: OnceLock<Weak<Storage>>,
     /// Each database's retention-policy document as the last refresh read it (and as this
     /// node listed it since): what the server's policies follow.

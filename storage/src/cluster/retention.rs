@@ -8,7 +8,7 @@ use std::time::Duration;
 use cluster::Cluster;
 use ingest::catalog::Record;
 
-use crate::cluster_catalog::ClusterSync;
+use crate::cluster::catalog::ClusterSync;
 use crate::{Storage, StorageError};
 
 /// How often each node drops the shards' expired partitions. InfluxDB checks every 30

@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 
 use cluster::{Cluster, ClusterCatalog, DROP_DONE};
 
-use crate::cluster_catalog::ClusterSync;
-use crate::cluster_delete::now_ms;
-use crate::cluster_drop::{lifecycle_at, record_lifecycle};
+use crate::cluster::catalog::ClusterSync;
+use crate::cluster::delete::now_ms;
+use crate::cluster::drop_measurement::{lifecycle_at, record_lifecycle};
 use crate::{Storage, StorageError};
 
 impl Storage {

@@ -3,7 +3,7 @@
 //! shard, and its fields and tags forgotten by every node, so a later write may give a
 //! field another type, as in InfluxDB 1.x.
 //!
-//! 1. The fence of `cluster_delete.rs`: this node delivered everything up to its WAL
+//! 1. The fence of `cluster/delete.rs`: this node delivered everything up to its WAL
 //!    position, and every node lists a delivery through the statement's start.
 //! 2. This node drops the measurement as on one node (`measurement_drop.rs`: the write
 //!    gate drained, the catalog's records deleted and a fence stamped in one durable write;
@@ -22,7 +22,7 @@ use std::collections::HashSet;
 
 use cluster::Cluster;
 
-use crate::cluster_catalog::ClusterSync;
+use crate::cluster::catalog::ClusterSync;
 use crate::quarantine::lp;
 use crate::{Storage, StorageError, Wal};
 
@@ -50,7 +50,7 @@ fn applied(wal: &Wal, db: &str, measurement: &str) -> Result<u64, StorageError> 
 }
 
 /// The time (ms) of the newest event in `db`'s life this node knows on the cluster: its
-/// dated creation, or the newest drop of it applied here (`cluster_drop_database.rs`); 0:
+/// dated creation, or the newest drop of it applied here (`cluster/drop_database.rs`); 0:
 /// none (a database from before dated listings). A listed drop older than it is not
 /// applied: what this node holds of `db` was written after that drop.
 pub(crate) fn lifecycle_at(wal: &Wal, db: &str) -> Result<u64, StorageError> {
