@@ -40,17 +40,23 @@ pub(crate) fn config(shards: &[&Shard], node: &str) -> ClusterConfig {
 }
 
 /// Every row of `db`.`cpu` a shard holds (its shard table, `__shard_<db>`.`cpu`): (node, seq, row, series, time, host, usage).
+/// A failed query fails the test: it is not a shard without rows.
 pub(crate) fn rows(shard: &Shard, db: &str) -> Vec<String> {
+    try_rows(shard, db).unwrap_or_else(|e| panic!("{}: {e}", shard.url()))
+}
+
+/// [`rows`], or the shard's error (a wait tells a shard that lacks the table yet, or is
+/// down, from one without rows).
+pub(crate) fn try_rows(shard: &Shard, db: &str) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = shard
         .query(&format!(
             "SELECT __node, __seq, __row, series_id, time, host, usage, ok FROM `__shard_{db}`.cpu"
-        ))
-        .unwrap_or_default()
+        ))?
         .lines()
         .map(str::to_string)
         .collect();
     out.sort();
-    out
+    Ok(out)
 }
 
 /// A request's part: `n` points of series 0..n at time `seq`, usage = seq + series.

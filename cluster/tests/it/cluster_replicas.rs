@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use ::cluster::{Cluster, ClusterConfig, ClusterError};
 
 use crate::clickhouse_server::{server_binary, Shard, ZooKeeper};
-use crate::cluster::{config, part, rows};
+use crate::cluster::{config, part, rows, try_rows};
 use crate::{database_name, engine};
 
 const TEST: &str = "a_shard_s_replicas_take_its_rows_through_a_replica_or_zookeeper_down";
@@ -17,25 +17,33 @@ const TEST: &str = "a_shard_s_replicas_take_its_rows_through_a_replica_or_zookee
 /// part, readable, until its check finds it missing from ZooKeeper (minutes later) and
 /// detaches it, while the insert is retried: raw SQL on that replica sees those rows twice
 /// meanwhile, and chingest's reads one point. What chingest sent is asserted by the
-/// deliveries' counts.
+/// deliveries' counts. A failed query fails the test.
 fn distinct_rows(shard: &Shard, db: &str) -> Vec<String> {
     let mut out = rows(shard, db);
     out.dedup();
     out
 }
 
+/// [`distinct_rows`], or the shard's error (it may lack the table yet, or be down).
+fn try_distinct_rows(shard: &Shard, db: &str) -> Result<Vec<String>, String> {
+    let mut out = try_rows(shard, db)?;
+    out.dedup();
+    Ok(out)
+}
+
 /// Waits until `shard` holds `n` distinct rows of `db`.`cpu` (a replica fetches the
-/// others' parts in the background).
+/// others' parts in the background). A failed query is never `n` rows, not even none:
+/// the wait goes on, and fails with the error at the deadline.
 fn wait_rows(shard: &Shard, db: &str, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let have = distinct_rows(shard, db).len();
-        if have == n {
+        let have = try_distinct_rows(shard, db).map(|rows| rows.len());
+        if have == Ok(n) {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "{} holds {have} rows of {db}.cpu, not {n}",
+            "{} holds {have:?} rows of {db}.cpu, not {n}",
             shard.url()
         );
         std::thread::sleep(Duration::from_millis(100));
@@ -218,8 +226,9 @@ fn a_shard_s_replicas_take_its_rows_through_a_replica_or_zookeeper_down() {
     assert!(cluster.create_database(&other, 1).unwrap() >= 1);
     r1.spawn(&bin);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while distinct_rows(&r1, &other).len() != 10 {
-        assert!(Instant::now() < deadline, "{:?}", rows(&r1, &other));
+    // Until it answers with them (it may lack the tables yet: an error is not a row).
+    while try_distinct_rows(&r1, &other).map(|rows| rows.len()) != Ok(10) {
+        assert!(Instant::now() < deadline, "{:?}", try_rows(&r1, &other));
         cluster.repair_replicas();
         std::thread::sleep(Duration::from_millis(200));
     }
