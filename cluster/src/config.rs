@@ -10,7 +10,7 @@ pub struct ClusterConfig {
     /// not replicated), in shard order.
     pub shards: Vec<Vec<String>>,
     /// Where in ZooKeeper the shards' replicated tables live (`None`: tables are
-    /// `MergeTree`, one endpoint per shard): [`schema::zookeeper_path`].
+    /// `MergeTree`, one endpoint per shard): [`crate::schema::zookeeper_path`].
     pub zookeeper_path: Option<String>,
     /// How many replicas of a shard must hold an insert before the shard confirms it
     /// (`insert_quorum`; 0 or 1: one).
@@ -29,10 +29,10 @@ pub struct ClusterConfig {
     /// `/api/v1/sql`).
     pub distributed: Option<String>,
     /// How long a `DELETE` waits for the other ingest nodes to deliver the writes they
-    /// acknowledged before it ([`nodes`]).
+    /// acknowledged before it ([`crate::nodes`]).
     pub delete_wait: Duration,
     /// The shards' users that read one database each: a non-admin's `/api/v1/sql` runs as
-    /// the one of the database it reads ([`sql`]).
+    /// the one of the database it reads ([`crate::sql`]).
     pub readers: Vec<ShardReader>,
 }
 

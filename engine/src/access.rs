@@ -22,8 +22,8 @@
 //! (`SET ROLE`, session state); the statement itself may not (`SET ROLE` is a
 //! CONTROL statement, refused by classification).
 //!
-//! The files are written ([`write_engine_config`]) before the first connect,
-//! and the boot is checked ([`verify_boot`]) on it: a configuration that did
+//! The files are written (`write_engine_config`) before the first connect,
+//! and the boot is checked (`verify_boot`) on it: a configuration that did
 //! not apply would leave the engine on its defaults, with no access control.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -28,8 +28,8 @@
 //!   that outlived its time limit while blocked inside the engine.
 
 //!
-//! Its parts: [`config`] (the `[sql]` limits), `request` (who runs a
-//! statement, its cancel token, its summary), [`error`] (the engine's codes
+//! Its parts: `config` (the `[sql]` limits), `request` (who runs a
+//! statement, its cancel token, its summary), `error` (the engine's codes
 //! as [`SqlError`]), `connections` (opened, leased, given back), `execute`
 //! (streamed or whole), `watchdog` (kills), `gate` (the engine's parse
 //! checked), `format` (streamed blocks joined into one answer).
