@@ -114,16 +114,16 @@ mkdir -p "$RESULTS"
 RESULTS_ABS=$(cd "$RESULTS" && pwd)
 if [ "$SKIP_ENGINE" != 1 ] && [ -z "$ONLY" ]; then
   # Engine benches run before the server starts, so nothing else competes for the cores.
-  say "engine ceiling: cargo bench -p flush --bench chdb_raw"
-  CHDB_RAW_OUT="$RESULTS_ABS" cargo bench -p flush --bench chdb_raw || say "chdb_raw failed: the report will say 'not measured'"
+  say "engine ceiling: cargo bench -p engine --bench chdb_raw"
+  CHDB_RAW_OUT="$RESULTS_ABS" cargo bench -p engine --bench chdb_raw || say "chdb_raw failed: the report will say 'not measured'"
   if [ -f flush/benches/flush.rs ]; then
     say "flush: cargo bench -p flush --bench flush"
     FLUSH_BENCH_OUT="$RESULTS_ABS" cargo bench -p flush --bench flush || say "flush bench failed: the report will say 'not measured'"
   else
     say "no flush bench yet (flush/benches/flush.rs): skipped"
   fi
-  say "engine merges: cargo bench -p flush --bench merge_cost"
-  MERGE_COST_OUT="$RESULTS_ABS" cargo bench -p flush --bench merge_cost || say "merge_cost failed: the report will say 'not measured'"
+  say "engine merges: cargo bench -p engine --bench merge_cost"
+  MERGE_COST_OUT="$RESULTS_ABS" cargo bench -p engine --bench merge_cost || say "merge_cost failed: the report will say 'not measured'"
   say "front door: cargo run --release -p ingest --example stage_cpu"
   STAGE_CPU_OUT="$RESULTS_ABS" cargo run -q --release -p ingest --example stage_cpu \
     || say "stage_cpu failed: the report will say 'not measured'"

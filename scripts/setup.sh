@@ -51,10 +51,10 @@ APT_PACKAGES=(libclang-dev libssl-dev pkg-config)
 # (server/tests/http/influxql_diff.rs), which runs its own influxd on a temp dir and free
 # loopback ports; the packaged service is stopped when installed here (see ensure_test_deps).
 # clickhouse-server (18.16 on bookworm) is the peer of the cluster delivery test
-# (flush/tests/it/cluster.rs), which runs two servers of its own on free loopback ports; the
+# (cluster/tests/it/cluster.rs), which runs two servers of its own on free loopback ports; the
 # packaged service is stopped where systemd started it (it would hold :8123 and :9000).
 # zookeeper (3.8 on bookworm; no service of its own) is what the replica tests' servers
-# share their replicated tables through (flush/tests/it/cluster_replicas.rs): each test runs
+# share their replicated tables through (cluster/tests/it/cluster_replicas.rs): each test runs
 # its own on a free loopback port.
 # chromium and chromium-driver (headless, driven by Selenium from the venv) run the web
 # console's browser tests (server/tests/http/console.rs) against a server of their own.
@@ -145,7 +145,7 @@ target-dir = "$(target_dir)"
 
 [env]
 CHDB_LIB_DIR = "$ENGINE_DIR"
-CHDB_INCLUDE_DIR = "$ROOT/flush/include"
+CHDB_INCLUDE_DIR = "$ROOT/engine/include"
 CHINGEST_UPLOT_DIR = "$UPLOT_DIR"
 $rocksdb_env
 CONF

@@ -12,21 +12,19 @@
 //!
 //! Arguments (after `--`, or env): `--points N` / `FLUSH_BENCH_POINTS`
 //! (default 4,000,000), `--workers N` / `FLUSH_BENCH_WORKERS` (default: cores).
-//! Writes `test_results/flush.{md,json}`.
+//! Writes `test_results/latest/flush.{md,json}`.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use flush::arrow::array::{
+use engine::arrow::array::{
     ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
 };
-use flush::arrow::datatypes::{DataType, Field, Schema};
-use flush::table::{coalesce, Part};
-use flush::{
-    quote_ident, Engine, EngineConfig, FlushConfig, FlushWrite, FlushedLog, Flusher, MarkError,
-    Resume,
-};
+use engine::arrow::datatypes::{DataType, Field, Schema};
+use engine::table::{coalesce, Part};
+use engine::{quote_ident, Engine, EngineAccess, EngineConfig, SqlConfig};
+use flush::{FlushConfig, FlushWrite, FlushedLog, Flusher, MarkError, ReadState, Resume};
 
 const MEASUREMENTS: [&str; 4] = ["cpu", "mem", "disk", "net"];
 const HOSTS: usize = 1000;
@@ -111,10 +109,17 @@ fn main() {
     let requests = points / PER_REQUEST;
     let points = requests * PER_REQUEST;
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(&EngineConfig {
-        data_dir: dir.path().join("chdb"),
-        connections: workers,
-    })
+    let sql = SqlConfig::default();
+    let reads = ReadState::new(sql.last_point_cache_series);
+    let engine = Engine::open_with(
+        &EngineConfig {
+            data_dir: dir.path().join("chdb"),
+            connections: workers,
+        },
+        &EngineAccess::new([]),
+        sql,
+        reads.admin_writes(),
+    )
     .unwrap();
 
     eprintln!("flush bench: {points} points in {requests} requests of {PER_REQUEST}, up to {workers} connections");
@@ -130,7 +135,7 @@ fn main() {
         run_no += 1;
         let db = format!("raw_{run_no}");
         let mut jobs: Vec<(String, RecordBatch)> = Vec::new();
-        let mut tables = flush::table::TableCache::default();
+        let mut tables = engine::table::TableCache::default();
         for (mi, m) in MEASUREMENTS.iter().enumerate() {
             let parts: Vec<Part> = batches
                 .iter()
@@ -158,7 +163,7 @@ fn main() {
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some((t, b)) = jobs.get(i) else { break };
-                        let settings = flush::table::single_part_settings(
+                        let settings = engine::table::single_part_settings(
                             b.num_rows(),
                             FlushConfig::default().insert_threads,
                         );
@@ -182,6 +187,7 @@ fn main() {
         let (tx, rx) = crossbeam_channel::unbounded::<(u64, FlushWrite)>();
         let flusher = Flusher::start(
             engine.clone(),
+            reads.clone(),
             FlushConfig {
                 workers: conns,
                 max_age_ms: 100,
@@ -252,7 +258,7 @@ fn report(results: &[Row], workers: usize) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let out = std::env::var("FLUSH_BENCH_OUT")
         .map(Into::into)
-        .unwrap_or(root.join("test_results"));
+        .unwrap_or(root.join("test_results/latest"));
     std::fs::create_dir_all(&out).unwrap();
     let sh = |c: &str, a: &[&str]| {
         std::process::Command::new(c)

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::table::Part;
+use engine::table::Part;
 
 /// (database, measurement): what a buffer, a job and a replay check are kept per.
 pub(crate) type Key = (String, String);

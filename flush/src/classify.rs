@@ -10,7 +10,7 @@
 //! quarantine every table). Anything else is [`FailureClass::Unknown`]: retried, and treated as
 //! deterministic once it has failed the same way `quarantine_after_failures` times in a row.
 
-use crate::error::EngineError;
+use engine::EngineError;
 
 /// How a flush failure is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,6 +123,9 @@ pub fn classify(e: &EngineError) -> FailureClass {
         EngineError::ShutDown | EngineError::Open { .. } | EngineError::PathConflict { .. } => {
             FailureClass::Transient
         }
+        // `EngineError` is non-exhaustive (another crate's): a kind added there later is
+        // retried, and quarantined if it keeps failing the same way.
+        _ => FailureClass::Unknown,
     }
 }
 

@@ -2,7 +2,7 @@
 //! defaults, `validate()`.
 //!
 //! One section holds both the engine's setting (`connections`, in
-//! [`EngineConfig`], flattened) and the flusher's ([`FlushConfig`]), so a file
+//! [`engine::EngineConfig`], flattened) and the flusher's ([`FlushConfig`]), so a file
 //! reads:
 //!
 //! ```toml
@@ -14,59 +14,11 @@
 //! ```
 //!
 //! Runtime inputs are not settings: the engine's data directory is derived by
-//! the caller ([`EngineConfig::data_dir`] is never read from a file), and the
+//! the caller ([`engine::EngineConfig::data_dir`] is never read from a file), and the
 //! retention of the databases known at start-up comes in [`crate::Resume`].
 
-use std::path::PathBuf;
-
+use engine::{ConfigError, EngineConfig};
 use serde::{Deserialize, Serialize};
-
-use crate::error::FlushConfigError;
-
-/// How to open the [`crate::Engine`].
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct EngineConfig {
-    /// Directory the engine keeps its databases in. Not a file setting: the
-    /// caller derives it (the server from its data directory). Default:
-    /// `data/chdb`.
-    #[serde(skip)]
-    pub data_dir: PathBuf,
-    /// Connections in the pool; 0 means one per core. Default: 0.
-    pub connections: usize,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        Self {
-            data_dir: PathBuf::from("data/chdb"),
-            connections: 0,
-        }
-    }
-}
-
-impl EngineConfig {
-    /// The pool size this config resolves to.
-    pub fn pool_size(&self) -> usize {
-        if self.connections == 0 {
-            std::thread::available_parallelism().map_or(2, |n| n.get())
-        } else {
-            self.connections
-        }
-    }
-
-    /// Checks the settings make sense.
-    pub fn validate(&self) -> Result<(), FlushConfigError> {
-        if self.data_dir.as_os_str().is_empty() {
-            return Err(FlushConfigError::new(
-                "data_dir",
-                "\"\"",
-                "must not be empty",
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// The `[flush]` section: the engine's settings and the flusher's.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -74,7 +26,7 @@ impl EngineConfig {
 pub struct FlushConfig {
     /// The engine's settings, flattened into this section (`connections`).
     /// [`crate::Flusher::start`] takes an open engine and ignores these; pass
-    /// them (with a `data_dir`) to [`crate::Engine::open`].
+    /// them (with a `data_dir`) to [`engine::Engine::open`].
     #[serde(flatten)]
     pub engine: EngineConfig,
     /// A measurement's buffer is flushed once it holds this many points.
@@ -122,31 +74,31 @@ impl Default for FlushConfig {
 
 impl FlushConfig {
     /// Checks the settings make sense.
-    pub fn validate(&self) -> Result<(), FlushConfigError> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.engine.validate()?;
         if self.max_points_per_batch == 0 {
-            return Err(FlushConfigError::new(
+            return Err(ConfigError::new(
                 "max_points_per_batch",
                 0,
                 "must be at least 1",
             ));
         }
         if self.quarantine_after_failures == 0 {
-            return Err(FlushConfigError::new(
+            return Err(ConfigError::new(
                 "quarantine_after_failures",
                 0,
                 "must be at least 1",
             ));
         }
         if self.retry_initial_ms == 0 {
-            return Err(FlushConfigError::new(
+            return Err(ConfigError::new(
                 "retry_initial_ms",
                 0,
                 "must be at least 1",
             ));
         }
         if self.retry_max_ms < self.retry_initial_ms {
-            return Err(FlushConfigError::new(
+            return Err(ConfigError::new(
                 "retry_max_ms",
                 self.retry_max_ms,
                 format!(
@@ -161,6 +113,8 @@ impl FlushConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     #[test]

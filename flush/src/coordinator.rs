@@ -27,20 +27,21 @@ use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use crossbeam_channel::{select, Receiver, Sender};
+use engine::table::Part;
+use engine::EngineError;
 use parking_lot::Mutex;
 
 use crate::buffer::{Buffer, Key};
 use crate::classify::{classify, signature, FailureClass};
 use crate::config::FlushConfig;
 use crate::dead_letter::DeadLetter;
-use crate::error::EngineError;
 use crate::fence::{DropScope, Fences};
-use crate::flusher::{FlushStatus, FlushWrite};
 use crate::replay::Held;
-use crate::table::Part;
+use crate::status::FlushStatus;
 use crate::unflushed::Unflushed;
 use crate::watermark::{FlushedLog, Watermark};
 use crate::worker::{Job, JobDone};
+use crate::write::FlushWrite;
 
 /// Requests to the coordinator from other threads.
 pub(crate) enum Control {

@@ -8,8 +8,7 @@ use std::io::Cursor;
 use arrow::array::RecordBatch;
 use arrow::ipc::reader::StreamReader;
 use arrow::ipc::writer::StreamWriter;
-
-use crate::error::{EngineError, Result};
+use engine::{EngineError, Result};
 
 /// One part the flusher could not insert: (database, measurement, WAL sequence), its batch in
 /// ingest's layout, and why.
@@ -61,26 +60,26 @@ pub fn decode_batch(bytes: &[u8]) -> Result<RecordBatch> {
 /// evaluates it over the batch's key and tag columns only: a dead letter's fields may be
 /// what the engine refused.
 pub fn rows_not_matching(
-    engine: &crate::Engine,
+    engine: &engine::Engine,
     batch: &RecordBatch,
     seq: u64,
     tags: &[String],
     condition: &str,
 ) -> Result<RecordBatch> {
     let err = |e: arrow::error::ArrowError| EngineError::Arrow(e.to_string());
-    let columns: Vec<(String, crate::table::ColumnKind)> = tags
+    let columns: Vec<(String, engine::table::ColumnKind)> = tags
         .iter()
-        .map(|t| (t.clone(), crate::table::ColumnKind::Tag))
+        .map(|t| (t.clone(), engine::table::ColumnKind::Tag))
         .collect();
-    let schema = crate::table::engine_schema(&columns);
-    let keys = crate::table::align(batch, seq, &schema, &columns)?;
+    let schema = engine::table::engine_schema(&columns);
+    let keys = engine::table::align(batch, seq, &schema, &columns)?;
     let scan = engine.arrow_scan(keys)?;
     scan.register(1)?;
     let sql = format!(
         "SELECT `__row` FROM {} WHERE {condition}",
         scan.table_sql(0)
     );
-    let out = engine.query(&sql, crate::OutputFormat::TabSeparated)?;
+    let out = engine.query(&sql, engine::OutputFormat::TabSeparated)?;
     let matched: std::collections::HashSet<usize> = String::from_utf8_lossy(&out)
         .lines()
         .filter(|l| !l.is_empty())

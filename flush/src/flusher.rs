@@ -3,7 +3,9 @@
 //! [`Flusher::start`] first re-inserts what the [`Resume`] holds that the
 //! engine lacks (`replay`), then runs one coordinator thread (`coordinator`)
 //! that buffers per (database, measurement) and a pool of workers (`worker`)
-//! that create tables and insert. The WAL's flushed sequence advances through
+//! that write each job to the flusher's [`Destination`]: the engine's tables
+//! (`table_writer`: create tables, insert), or what [`Flusher::start_to`]
+//! is given. The WAL's flushed sequence advances through
 //! a [`FlushedLog`] over the contiguous prefix of entries all of whose parts
 //! are in the engine (`watermark`); tables set `fsync_after_insert`, so "in
 //! the engine" means durable there before the WAL forgets it.
@@ -12,67 +14,24 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use arrow::array::RecordBatch;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use engine::table::{Part, TableCache};
+use engine::Engine;
+use engine::{EngineError, Result};
 use parking_lot::Mutex;
 
-use crate::cluster::Cluster;
 use crate::config::FlushConfig;
 use crate::coordinator::{Control, Coordinator};
 use crate::dead_letter::DeadLetter;
-use crate::engine::Engine;
-use crate::error::{EngineError, Result};
+use crate::destination::{Destination, InsertSlots};
 use crate::fence::DropScope;
+use crate::read_state::ReadState;
 use crate::replay::{already_in_engine, held_seqs, Resume};
-use crate::table::{Part, TableCache};
+use crate::status::FlushStatus;
+use crate::table_writer::TableWriter;
 use crate::watermark::{FlushedLog, Watermark};
-use crate::worker::{insert_parts, Destination, Job, JobDone, Semaphore, Worker};
-
-/// One committed request as the flusher receives it: its database and one
-/// batch per measurement (ingest's layout: `time` Int64 ns, `series_id`,
-/// non-null Utf8 tags, nullable fields).
-#[derive(Debug, Clone, Default)]
-pub struct FlushWrite {
-    /// chingest database.
-    pub db: String,
-    /// (measurement, batch) pairs.
-    pub tables: Vec<(String, RecordBatch)>,
-}
-
-impl FlushWrite {
-    /// Points in all tables.
-    pub fn points(&self) -> u64 {
-        self.tables.iter().map(|(_, b)| b.num_rows() as u64).sum()
-    }
-
-    /// Memory the batches hold until their INSERT (what the unflushed budget must count when
-    /// the WAL payload is compressed smaller).
-    pub fn memory_bytes(&self) -> u64 {
-        self.tables
-            .iter()
-            .map(|(_, b)| b.get_array_memory_size() as u64)
-            .sum()
-    }
-}
-
-/// What the flusher is doing, for /health and metrics.
-#[derive(Debug, Clone, Default)]
-pub struct FlushStatus {
-    /// Points buffered or being inserted.
-    pub pending_points: u64,
-    /// Inserts running now.
-    pub jobs_in_flight: usize,
-    /// Failures since the last success.
-    pub consecutive_failures: u64,
-    /// The last failure's message, cleared by a success.
-    pub last_error: Option<String>,
-    /// Highest sequence whose whole prefix is in the engine.
-    pub flushed_seq: u64,
-    /// Points inserted since start.
-    pub points_flushed: u64,
-    /// Points set aside as dead letters (quarantined) since start.
-    pub quarantined_points: u64,
-}
+use crate::worker::{Job, JobDone, Worker};
+use crate::write::FlushWrite;
 
 /// What an operator retry of one dead letter came to ([`Flusher::retry`]).
 #[derive(Debug)]
@@ -93,9 +52,9 @@ pub struct Flusher {
     workers: Vec<JoinHandle<()>>,
     tables: Arc<Mutex<TableCache>>,
     engine: Engine,
-    insert_threads: usize,
+    reads: ReadState,
     stop_by: Arc<Mutex<Option<Instant>>>,
-    cluster: Option<Arc<Cluster>>,
+    destination: Arc<dyn Destination>,
 }
 
 impl Flusher {
@@ -103,9 +62,12 @@ impl Flusher {
     /// lacks, then consumes `committed` (each message converted into its
     /// sequence number and write, e.g. the WAL's `Committed<FlushWrite>`)
     /// until it disconnects, reporting the flushed watermark to `log`.
-    /// Messages must arrive in sequence order, gap-free.
+    /// Messages must arrive in sequence order, gap-free. `reads` is the
+    /// engine's [`ReadState`] (the one whose identity index the engine's
+    /// sandbox tells of admin writes), which the flusher keeps up to date.
     pub fn start<M>(
         engine: Engine,
+        reads: ReadState,
         config: FlushConfig,
         committed: Receiver<M>,
         resume: Resume,
@@ -114,19 +76,59 @@ impl Flusher {
     where
         M: Into<(u64, FlushWrite)> + Send + 'static,
     {
-        Flusher::start_to(engine, config, committed, resume, log, None)
+        let insert_threads = config.insert_threads;
+        let engine_tables = engine.clone();
+        let identity = reads.identity_handle();
+        Flusher::start_with(
+            engine,
+            reads,
+            config,
+            committed,
+            resume,
+            log,
+            move |tables| {
+                Arc::new(TableWriter {
+                    engine: engine_tables,
+                    identity,
+                    tables,
+                    insert_threads,
+                })
+            },
+        )
     }
 
-    /// [`Flusher::start`], delivering to a ClickHouse cluster instead of the engine's
-    /// tables when `cluster` is given (the engine is then the cluster's client). What
-    /// replay re-sends may be on a shard already: each shard is asked first.
+    /// [`Flusher::start`], writing to `destination` instead of the engine's tables
+    /// (storage passes a ClickHouse cluster, whose client the engine is). When the
+    /// destination verifies each write, what replay re-sends is written with every part
+    /// verified (a shard is asked what it holds first), not checked against the
+    /// engine's tables up front.
     pub fn start_to<M>(
         engine: Engine,
+        reads: ReadState,
         config: FlushConfig,
         committed: Receiver<M>,
         resume: Resume,
         log: Arc<dyn FlushedLog>,
-        cluster: Option<Arc<Cluster>>,
+        destination: Arc<dyn Destination>,
+    ) -> Result<Flusher>
+    where
+        M: Into<(u64, FlushWrite)> + Send + 'static,
+    {
+        Flusher::start_with(engine, reads, config, committed, resume, log, |_| {
+            destination
+        })
+    }
+
+    /// Starts the flusher writing to the destination `destination` makes of the
+    /// flusher's table cache.
+    fn start_with<M>(
+        engine: Engine,
+        reads: ReadState,
+        config: FlushConfig,
+        committed: Receiver<M>,
+        resume: Resume,
+        log: Arc<dyn FlushedLog>,
+        destination: impl FnOnce(Arc<Mutex<TableCache>>) -> Arc<dyn Destination>,
     ) -> Result<Flusher>
     where
         M: Into<(u64, FlushWrite)> + Send + 'static,
@@ -140,15 +142,15 @@ impl Flusher {
             cache.set_retention(db, *secs);
         }
         let tables = Arc::new(Mutex::new(cache));
+        let destination = destination(tables.clone());
         let inserts = insert_slots(&engine, &config);
         let (job_tx, job_rx) = bounded::<Job>(2 * inserts);
         let (done_tx, done_rx) = unbounded::<JobDone>();
         let (control_tx, control_rx) = unbounded::<Control>();
 
         let watermark = Watermark::resume(resume.flushed_seq, &resume.skip);
-        let insert_threads = config.insert_threads;
         let stop_by = Arc::new(Mutex::new(None));
-        let unflushed = engine.unflushed_handle();
+        let unflushed = reads.unflushed_handle();
         // Entries up to the watermark are in the engine; the rest arrive
         // below (replay) or from `committed`.
         unflushed.mark_received(resume.flushed_seq);
@@ -162,10 +164,11 @@ impl Flusher {
             unflushed,
         );
         coordinator.set_dropped(&resume.dropped);
-        let (mut held, unverifiable) = match cluster {
-            // The shards answer per job (`verify_all_up_to` below).
-            Some(_) => Default::default(),
-            None => already_in_engine(&engine, &resume.entries),
+        let (mut held, unverifiable) = if destination.verifies_each_write() {
+            // Each write asks (`verify_all_up_to` below).
+            Default::default()
+        } else {
+            already_in_engine(&engine, &resume.entries)
         };
         let replayed_up_to = resume
             .entries
@@ -215,19 +218,17 @@ impl Flusher {
         for (seq, write) in resume.entries {
             coordinator.add(seq, write, &held);
         }
-        if cluster.is_some() {
+        if destination.verifies_each_write() {
             coordinator.verify_all_up_to(replayed_up_to);
         }
         coordinator.advance();
 
         let workers = Worker {
-            engine: engine.clone(),
+            destination: destination.clone(),
             jobs: job_rx,
             done: done_tx,
             tables: tables.clone(),
-            inserts: Arc::new(Semaphore::new(inserts)),
-            insert_threads,
-            cluster: cluster.clone(),
+            inserts: Arc::new(InsertSlots::new(inserts)),
         }
         .spawn(2 * inserts);
         let coordinator = std::thread::Builder::new()
@@ -241,9 +242,9 @@ impl Flusher {
             workers,
             tables,
             engine,
-            insert_threads,
+            reads,
             stop_by,
-            cluster,
+            destination,
         })
     }
 
@@ -261,7 +262,7 @@ impl Flusher {
     /// Forgets cached table state of `db` (call after dropping it).
     pub fn forget_database(&self, db: &str) {
         self.tables.lock().forget_database(db);
-        self.engine.identity().forget_database(db);
+        self.reads.identity().forget_database(db);
     }
 
     /// `DROP DATABASE` support: discards every part of `db` with a sequence at
@@ -286,7 +287,7 @@ impl Flusher {
     /// queued): its next insert creates it anew.
     pub fn forget_table(&self, db: &str, measurement: &str) {
         self.tables.lock().forget_table(db, measurement);
-        self.engine.identity().forget_table(db, measurement);
+        self.reads.identity().forget_table(db, measurement);
     }
 
     fn drop_scope(&self, scope: DropScope, up_to_seq: u64) {
@@ -312,8 +313,7 @@ impl Flusher {
         Retrier {
             engine: self.engine.clone(),
             tables: self.tables.clone(),
-            insert_threads: self.insert_threads,
-            cluster: self.cluster.clone(),
+            destination: self.destination.clone(),
         }
     }
 
@@ -321,7 +321,7 @@ impl Flusher {
     /// (an error after a successful INSERT).
     #[doc(hidden)]
     pub fn inject_failure_after_inserts_for_tests(db: &str, n: u32) {
-        *crate::worker::FAIL_AFTER_INSERT
+        *crate::table_writer::FAIL_AFTER_INSERT
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((db.to_string(), n));
     }
@@ -376,8 +376,7 @@ impl Flusher {
 pub struct Retrier {
     engine: Engine,
     tables: Arc<Mutex<TableCache>>,
-    insert_threads: usize,
-    cluster: Option<Arc<Cluster>>,
+    destination: Arc<dyn Destination>,
 }
 
 impl std::fmt::Debug for Retrier {
@@ -394,12 +393,12 @@ impl Retrier {
     /// jobs. The caller removes the dead letters that come back `Inserted` or
     /// `AlreadyInEngine`.
     pub fn retry(&self, letters: &[DeadLetter]) -> Vec<RetryOutcome> {
+        let verifies = self.destination.verifies_each_write();
         letters
             .iter()
             .map(|l| {
-                let key = (l.db.clone(), l.measurement.clone());
-                // The cluster is asked per shard by the delivery itself.
-                if self.cluster.is_none() {
+                // A destination that verifies each write is asked by the write itself.
+                if !verifies {
                     let held = match held_seqs(&self.engine, &l.db, &l.measurement, &[l.seq]) {
                         Ok(h) => h,
                         Err(e) => return RetryOutcome::Failed(e),
@@ -412,17 +411,12 @@ impl Retrier {
                     seq: l.seq,
                     batch: l.batch.clone(),
                 };
-                let outcome = insert_parts(
-                    Destination {
-                        engine: &self.engine,
-                        cluster: self.cluster.as_deref(),
-                        tables: &self.tables,
-                    },
-                    None,
-                    self.insert_threads,
-                    &key,
+                let outcome = self.destination.write(
+                    &l.db,
+                    &l.measurement,
                     std::slice::from_ref(&part),
-                    if self.cluster.is_some() { l.seq } else { 0 },
+                    if verifies { l.seq } else { 0 },
+                    None,
                 );
                 match outcome {
                     Ok(()) => RetryOutcome::Inserted,

@@ -1,16 +1,7 @@
-//! # flush: chingest's engine side
+//! # flush: committed writes into the engine, and what reads need to know meanwhile
 //!
 //! Brief overview:
-//! - [`engine`]: the one chDB engine of this process (one data path), a pool of
-//!   connections, SQL, and Arrow `RecordBatch` inserts through the C Data
-//!   Interface. All FFI and `unsafe` of the crate is there.
-//! - [`sandbox`]: user SQL on connections of its own (readonly, limits the
-//!   statement cannot lift, the engine's classification and parse, engine roles
-//!   per read scope, streaming, cancellation); [`access`]: the engine
-//!   configuration and roles chingest boots the engine with.
-//! - [`table`]: databases and MergeTree tables created and widened on demand,
-//!   coalescing request batches, and the point-identity read form.
-//! - The [`Flusher`] (`flusher.rs`): committed WAL entries in, coalesced
+//! - The [`Flusher`] (`flusher.rs`): committed WAL entries ([`FlushWrite`]) in, coalesced
 //!   inserts out, the WAL's flushed sequence advanced only after the engine
 //!   holds the rows durably; exactly once across crashes. Its parts:
 //!   - `replay.rs`: the [`Resume`] it starts from, and which replayed parts
@@ -18,65 +9,62 @@
 //!   - `coordinator.rs`: one thread buffering per (database, measurement)
 //!     (`buffer.rs`), dispatching due buffers, retrying failures with
 //!     back-off, answering `DROP DATABASE`;
-//!   - `worker.rs`: coalesce a job's parts, create tables and columns, insert
-//!     one block;
-//!   - `classify.rs`: transient failures are retried, deterministic ones
+//!   - `worker.rs`: each job written to the flusher's [`Destination`]: the
+//!     engine's tables (`table_writer.rs`: coalesce a job's parts, create
+//!     tables and columns, insert one block), or what storage hands
+//!     [`Flusher::start_to`] (a ClickHouse cluster: flush does not know it);
+//!   - [`classify`]: transient failures are retried, deterministic ones
 //!     (the engine refuses the statement for what it is) are isolated and
-//!     quarantined as [`DeadLetter`]s (`dead_letter.rs`), never dropped;
+//!     quarantined as [`DeadLetter`]s ([`dead_letter`]), never dropped;
 //!   - `watermark.rs`: the contiguous flushed prefix, reported through the
 //!     [`FlushedLog`] trait (the WAL, implemented above this crate: flush does
-//!     not know the WAL).
+//!     not know the WAL);
+//!   - [`fence`]: `DROP DATABASE`/`DROP MEASUREMENT` fences.
+//! - What reads need from the flusher ([`ReadState`], one per engine):
+//!   [`identity`], which points of a table may have several rows (and the
+//!   last point of each series), and [`unflushed`], acknowledged points the
+//!   engine does not hold yet.
 //! - [`config`]: the `[flush]` section, [`FlushConfig`] with the engine's
-//!   [`EngineConfig`] flattened into it.
-//! - [`error`]: [`EngineError`] carrying the engine's own messages,
-//!   [`FlushConfigError`], [`MarkError`].
+//!   `EngineConfig` flattened into it; [`error`]: [`MarkError`].
 //!
-//! flush keeps no series registry of its own: the catalog's series records
-//! (ingest) are the one registry.
+//! The engine itself (connections, the table layout, SQL) is the `engine`
+//! crate below this one. flush keeps no series registry of its own: the
+//! catalog's series records (ingest) are the one registry.
+#![deny(unsafe_code)]
 
-pub mod access;
-pub mod cluster;
+pub mod classify;
 pub mod config;
-pub mod engine;
+pub mod dead_letter;
 pub mod error;
-pub mod exit;
 pub mod fence;
 pub mod identity;
-pub mod ingest_load;
-pub mod sandbox;
-mod sql_format;
-mod sql_gate;
-pub mod table;
 pub mod unflushed;
 
 mod buffer;
-pub mod classify;
 mod coordinator;
-pub mod dead_letter;
+mod destination;
 mod flusher;
+mod read_state;
 mod replay;
+mod status;
+mod table_writer;
 mod watermark;
 mod worker;
+mod write;
 
-pub use access::{EngineAccess, ReadScope};
-pub use config::{EngineConfig, FlushConfig};
+pub use config::FlushConfig;
 pub use dead_letter::DeadLetter;
-pub use engine::{
-    quote_ident, quote_string, unescape_tsv, ArrowScan, Engine, InsertStats, PooledConnection,
-};
-pub use error::{EngineError, FlushConfigError, MarkError};
+pub use destination::{Destination, InsertSlot, InsertSlots};
+pub use error::MarkError;
 pub use fence::{DropScope, Fences};
-pub use flusher::{FlushStatus, FlushWrite, Flusher, Retrier, RetryOutcome};
+pub use flusher::{Flusher, Retrier, RetryOutcome};
 pub use identity::{
     Cell, IdentityIndex, InsertGuard, LastPoint, LastPoints, Reader, Resolved, Rewrites, Snapshot,
     TableLasts,
 };
+pub use read_state::ReadState;
 pub use replay::Resume;
-pub use sandbox::{SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};
+pub use status::FlushStatus;
 pub use unflushed::{Unflushed, UnflushedPart};
 pub use watermark::FlushedLog;
-
-/// The Arrow crate this crate builds batches with (the version chdb-rust links).
-pub use arrow;
-/// Output formats the engine can answer in.
-pub use chdb_rust::format::OutputFormat;
+pub use write::FlushWrite;

@@ -17,11 +17,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::RangeInclusive;
 
+use engine::table::qualified;
+use engine::Result;
+use engine::{quote_string, Engine};
+
 use crate::buffer::Key;
-use crate::engine::{quote_string, Engine};
-use crate::error::Result;
-use crate::flusher::FlushWrite;
-use crate::table::qualified;
+use crate::write::FlushWrite;
 
 /// What the flusher resumes from at start-up: the WAL's recovery and the
 /// state of the databases known then.

@@ -22,11 +22,11 @@ use std::time::{Duration, Instant};
 
 use arrow::array::{AsArray, BooleanArray, RecordBatch};
 use arrow::datatypes::Int64Type;
+use engine::table::{align, engine_schema, ColumnKind, TIME};
+use engine::{EngineError, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::buffer::Key;
-use crate::error::{EngineError, Result};
-use crate::table::{align, engine_schema, ColumnKind, TIME};
 
 /// One request's rows of one table, with the span of their times.
 #[derive(Debug, Clone)]
@@ -266,7 +266,7 @@ mod tests {
     fn batch(times: &[i64]) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![
             Field::new(TIME, DataType::Int64, false),
-            Field::new(crate::table::SERIES_ID, DataType::UInt64, false),
+            Field::new(engine::table::SERIES_ID, DataType::UInt64, false),
         ]));
         RecordBatch::try_new(
             schema,

@@ -7,7 +7,7 @@
 //! default JSON.
 //!
 //! This module does not look inside the statement. Storage runs it in the
-//! engine's SQL sandbox (`flush::sandbox`, docs/security.md): the engine
+//! engine's SQL sandbox (`engine::sandbox`, docs/security.md): the engine
 //! classifies it, non-admins run it read-only (`readonly=1`) under the engine
 //! role of the databases they may read, with time, size and memory limits the
 //! statement cannot lift, on connections the flusher never uses. Here: who is
@@ -90,7 +90,7 @@ pub fn sql_access(id: &Identity) -> SqlAccess {
 /// reader role of every database, which is safe because the caller's READ on each database
 /// the statement reads was checked before (`query::authorize`, the remote-read handler) and
 /// the planner reads nothing else. Raw SQL has no such check: `/api/v1/sql` refuses that
-/// user until the restart (`flush::sandbox`: "no engine role").
+/// user until the restart (`engine::sandbox`: "no engine role").
 pub fn influxql_access<S: Store>(store: &S, id: &Identity) -> SqlAccess {
     match sql_access(id) {
         SqlAccess::Read(scope) if !store.has_read_role(&scope) => SqlAccess::Read(ReadScope::All),

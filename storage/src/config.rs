@@ -184,7 +184,7 @@ impl Default for ClickHouseConfig {
 impl ClickHouseConfig {
     /// The cluster's connection settings: the password from `CHINGEST_CLICKHOUSE_PASSWORD`
     /// when set, the node's name from the host name when not configured.
-    pub fn cluster(&self) -> flush::cluster::ClusterConfig {
+    pub fn cluster(&self) -> cluster::ClusterConfig {
         let password = std::env::var("CHINGEST_CLICKHOUSE_PASSWORD")
             .ok()
             .filter(|p| !p.is_empty())
@@ -196,7 +196,7 @@ impl ClickHouseConfig {
         } else {
             self.node.clone()
         };
-        flush::cluster::ClusterConfig {
+        cluster::ClusterConfig {
             shards: self.shards.iter().map(ShardEndpoints::endpoints).collect(),
             zookeeper_path: (!self.zookeeper_path.is_empty()).then(|| self.zookeeper_path.clone()),
             insert_quorum: self.insert_quorum,
@@ -209,7 +209,7 @@ impl ClickHouseConfig {
             readers: self
                 .readers
                 .iter()
-                .map(|r| flush::cluster::ShardReader {
+                .map(|r| cluster::ShardReader {
                     database: r.database.clone(),
                     user: r.user.clone(),
                     password: (!r.password.is_empty()).then(|| r.password.clone()),

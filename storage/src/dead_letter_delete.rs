@@ -11,8 +11,8 @@
 
 use std::collections::HashSet;
 
-use flush::arrow::array::{AsArray, RecordBatch};
-use flush::arrow::datatypes::UInt64Type;
+use engine::arrow::array::{AsArray, RecordBatch};
+use engine::arrow::datatypes::UInt64Type;
 
 use crate::quarantine::{encode, parse_key, parse_value, prefix};
 use crate::{Storage, StorageError};
@@ -103,7 +103,7 @@ impl Storage {
 /// The `series_id`s of an ingest batch.
 fn series_of(batch: &RecordBatch) -> HashSet<u64> {
     batch
-        .column_by_name(flush::table::SERIES_ID)
+        .column_by_name(engine::table::SERIES_ID)
         .and_then(|c| c.as_primitive_opt::<UInt64Type>())
         .map(|ids| ids.values().iter().copied().collect())
         .unwrap_or_default()

@@ -44,7 +44,7 @@ pub enum StorageError {
     Wal(#[source] wal::WalError),
     /// The engine refused or failed a statement.
     #[error(transparent)]
-    Engine(#[from] flush::EngineError),
+    Engine(#[from] engine::EngineError),
     /// Opening storage failed.
     #[error("{what}: {message}")]
     Open {
@@ -56,7 +56,7 @@ pub enum StorageError {
     /// The engine's SQL sandbox refused or failed a statement chingest generated for
     /// `SHOW TAG VALUES` (a limit, a busy sandbox).
     #[error("SHOW TAG VALUES: {0}")]
-    TagValues(#[source] flush::SqlError),
+    TagValues(#[source] engine::SqlError),
     /// A delete waited for the writes acknowledged before it to reach the engine, in vain
     /// (the engine is failing or far behind): nothing was deleted.
     #[error("the writes acknowledged before this statement did not reach the engine within {waited_secs} s (see /health); nothing was deleted, retry later")]
@@ -104,7 +104,7 @@ pub enum StorageError {
     },
     /// The ClickHouse cluster could not answer a read of its catalog or series.
     #[error("the ClickHouse cluster could not answer: {0}")]
-    Cluster(#[from] flush::cluster::ClusterError),
+    Cluster(#[from] cluster::ClusterError),
     /// An answer from the engine did not have the expected shape.
     #[error("unexpected engine answer for {what}: {message}")]
     EngineAnswer {

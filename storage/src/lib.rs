@@ -23,12 +23,9 @@
 //!
 //! Layout under the data directory: `wal/` (RocksDB) and `chdb/` (the engine).
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
-mod cluster_catalog;
-mod cluster_delete;
-mod cluster_drop;
-mod cluster_drop_database;
-mod cluster_retention;
+mod cluster;
 mod commit;
 pub mod config;
 mod dead_letter_delete;
@@ -52,9 +49,9 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
+pub use ::cluster::ClusterError;
 pub use config::{StorageConfig, WalCompression};
 pub use error::StorageError;
-pub use flush::cluster::ClusterError;
 pub use influxql::{InfluxqlError, InfluxqlRequest, StatementResult};
 pub use registry::POLICY_DATABASE_PREFIX;
 pub use store::{
@@ -68,7 +65,9 @@ type Wal = wal::Wal<flush::FlushWrite>;
 
 /// The storage engine of this process: engine, WAL, catalog and flusher.
 pub struct Storage {
-    engine: RwLock<Option<flush::Engine>>,
+    engine: RwLock<Option<engine::Engine>>,
+    /// What reads need from the flusher: the identity index, the unflushed rows.
+    reads: flush::ReadState,
     wal: Arc<Wal>,
     catalog: Arc<ingest::Catalog>,
     ingestor: ingest::Ingestor,
@@ -84,9 +83,9 @@ pub struct Storage {
     /// `[storage] wal_compression = "lz4"`.
     wal_lz4: bool,
     /// `[storage] engine = "clickhouse"`: flushed points go to this cluster's shards.
-    cluster: Option<Arc<flush::cluster::Cluster>>,
-    /// Keeps the catalog in step with the cluster's (`cluster_catalog.rs`).
-    cluster_sync: Option<Arc<cluster_catalog::ClusterSync>>,
+    cluster: Option<Arc<::cluster::Cluster>>,
+    /// Keeps the catalog in step with the cluster's (`cluster/catalog.rs`).
+    cluster_sync: Option<Arc<cluster::catalog::ClusterSync>>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -99,7 +98,7 @@ impl std::fmt::Debug for Storage {
 
 impl Storage {
     /// The engine, unless storage is shut down.
-    fn engine(&self) -> Result<flush::Engine, StorageError> {
+    fn engine(&self) -> Result<engine::Engine, StorageError> {
         self.engine.read().clone().ok_or(StorageError::ShuttingDown)
     }
 }
@@ -120,7 +119,7 @@ impl Store for Storage {
     }
     fn refresh_catalog(&self) {
         if let Some(sync) = &self.cluster_sync {
-            sync.refresh_if_older(cluster_catalog::STATEMENT_AGE);
+            sync.refresh_if_older(cluster::catalog::STATEMENT_AGE);
         }
     }
     fn create_database(&self, db: &str, retention_secs: Option<u64>) -> Result<(), StorageError> {
@@ -302,7 +301,7 @@ fn answered_on_a_cluster(statement: &::influxql::ast::Statement) -> bool {
         S::ShowTagValues { .. } => true,
         // Read from the shards (`influxql/cluster.rs`).
         S::Select(_) => true,
-        // Deleted on every shard behind a cluster-wide fence (`cluster_delete.rs`).
+        // Deleted on every shard behind a cluster-wide fence (`cluster/delete.rs`).
         S::Delete(_) | S::DropSeries(_) => true,
         _ => false,
     }
@@ -310,9 +309,9 @@ fn answered_on_a_cluster(statement: &::influxql::ast::Statement) -> bool {
 
 /// The write path reports here the time it held a core; the SQL sandbox's
 /// adaptive threads take what it leaves.
-pub use flush::ingest_load::INGEST_LOAD;
+pub use engine::ingest_load::INGEST_LOAD;
 /// The engine roles chingest boots the engine with (one per read scope).
-pub use flush::EngineAccess;
+pub use engine::EngineAccess;
 /// The configs of the crates below, which the server's configuration file nests.
 pub use flush::FlushConfig;
 pub use wal::{Durability, WalConfig};

@@ -159,11 +159,11 @@ impl Storage {
             f.drop_measurement(db, measurement, up_to_seq);
         }
         let engine = self.engine()?;
-        let table = flush::table::qualified(db, measurement);
+        let table = engine::table::qualified(db, measurement);
         if written_since {
             let exists = engine.query(
                 &format!("EXISTS TABLE {table}"),
-                flush::OutputFormat::TabSeparated,
+                engine::OutputFormat::TabSeparated,
             )?;
             if exists.starts_with(b"1") {
                 engine.execute(&format!("DELETE FROM {table} WHERE __seq <= {up_to_seq}"))?;

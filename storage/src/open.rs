@@ -21,40 +21,44 @@ impl Storage {
         flush: flush::FlushConfig,
         limits: ingest::Limits,
     ) -> Result<Arc<Storage>, StorageError> {
-        let access = flush::EngineAccess::new([]);
+        let access = engine::EngineAccess::new([]);
         Storage::open_with_sql(
             config,
             wal,
             flush,
             limits,
-            flush::SqlConfig::default(),
+            engine::SqlConfig::default(),
             &access,
         )
     }
 
     /// [`Storage::open`], with the SQL sandbox's limits and the engine roles of
-    /// the read scopes users will query with (`flush::access`: roles exist only
+    /// the read scopes users will query with (`engine::access`: roles exist only
     /// if the engine boots with them).
     pub fn open_with_sql(
         config: &StorageConfig,
         wal: wal::WalConfig,
         flush: flush::FlushConfig,
         limits: ingest::Limits,
-        sql: flush::SqlConfig,
-        access: &flush::EngineAccess,
+        sql: engine::SqlConfig,
+        access: &engine::EngineAccess,
     ) -> Result<Arc<Storage>, StorageError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| StorageError::Open {
             what: "creating the data directory",
             message: format!("{}: {e}", config.data_dir.display()),
         })?;
         crate::repair::move_aside_empty_metadata(&config.engine_dir());
-        let engine = flush::Engine::open_with(
-            &flush::EngineConfig {
+        // The flusher keeps it, reads ask it; the engine's sandbox tells its identity index
+        // of admin writes.
+        let reads = flush::ReadState::new(sql.last_point_cache_series);
+        let engine = engine::Engine::open_with(
+            &engine::EngineConfig {
                 data_dir: config.engine_dir(),
                 ..flush.engine.clone()
             },
             access,
             sql,
+            reads.admin_writes(),
         )?;
         let queue_capacity = wal.queue_capacity;
         let (wal, committed, recovery) = open_wal(config, wal)?;
@@ -80,13 +84,12 @@ impl Storage {
         let cluster = match config.engine {
             crate::config::StorageEngine::Embedded => None,
             crate::config::StorageEngine::Clickhouse => {
-                let c =
-                    flush::cluster::Cluster::connect(config.clickhouse.cluster()).map_err(|e| {
-                        StorageError::Open {
-                            what: "connecting to the ClickHouse cluster ([storage.clickhouse])",
-                            message: e.to_string(),
-                        }
-                    })?;
+                let c = cluster::Cluster::connect(config.clickhouse.cluster()).map_err(|e| {
+                    StorageError::Open {
+                        what: "connecting to the ClickHouse cluster ([storage.clickhouse])",
+                        message: e.to_string(),
+                    }
+                })?;
                 tracing::info!(
                     shards = config.clickhouse.shards.len(),
                     versions = ?c.versions(),
@@ -100,29 +103,45 @@ impl Storage {
                 Some(Arc::new(c))
             }
         };
-        let flusher = flush::Flusher::start_to(
-            engine.clone(),
-            flush,
-            committed,
-            resume,
-            Arc::new(log),
-            cluster.clone(),
-        )
+        let flusher = match &cluster {
+            None => flush::Flusher::start(
+                engine.clone(),
+                reads.clone(),
+                flush,
+                committed,
+                resume,
+                Arc::new(log),
+            ),
+            // The engine is the cluster's client: flushed rows go to the shards.
+            Some(cluster) => flush::Flusher::start_to(
+                engine.clone(),
+                reads.clone(),
+                flush,
+                committed,
+                resume,
+                Arc::new(log),
+                Arc::new(crate::cluster::destination::ClusterDestination {
+                    cluster: cluster.clone(),
+                    engine: engine.clone(),
+                }),
+            ),
+        }
         .map_err(|e| StorageError::Open {
             what: "starting the flusher",
             message: e.to_string(),
         })?;
         // Everything the WAL held at start is in the engine, replayed (now
         // readable as unflushed) or set aside: reads need not wait for it.
-        engine.unflushed().mark_received(wal.last_seq());
+        reads.unflushed().mark_received(wal.last_seq());
         crate::influxql::register_metrics();
         let catalog = Arc::new(catalog);
         // Before the first write is taken: another node's databases and field types.
         let cluster_sync = cluster.as_ref().map(|c| {
-            crate::cluster_catalog::ClusterSync::start(c.clone(), catalog.clone(), wal.clone())
+            crate::cluster::catalog::ClusterSync::start(c.clone(), catalog.clone(), wal.clone())
         });
         let storage = Arc::new(Storage {
             engine: RwLock::new(Some(engine)),
+            reads,
             wal,
             catalog,
             ingestor: ingest::Ingestor::default(),
@@ -198,19 +217,19 @@ fn load_catalog(wal: &Wal, limits: ingest::Limits) -> Result<ingest::Catalog, St
 /// registry is now the catalog's series records); it collided with a user measurement of that
 /// name. It is recognised by lacking `__seq`, which every measurement table has.
 fn drop_legacy_series_tables(
-    engine: &flush::Engine,
+    engine: &engine::Engine,
     catalog: &ingest::Catalog,
 ) -> Result<(), StorageError> {
     for db in catalog.databases() {
         let legacy = engine.query_text(&format!(
             "SELECT count() FROM system.tables WHERE database = {db} AND name = '__series' \
              AND name NOT IN (SELECT table FROM system.columns WHERE database = {db} AND name = '__seq')",
-            db = flush::quote_string(&db)
+            db = engine::quote_string(&db)
         ))?;
         if legacy.trim() != "0" {
             engine.execute(&format!(
                 "DROP TABLE IF EXISTS {}.`__series` SYNC",
-                flush::quote_ident(&db)
+                engine::quote_ident(&db)
             ))?;
             tracing::info!(
                 db,

@@ -96,7 +96,7 @@ pub(crate) fn parse_value(v: &[u8]) -> Option<Header<'_>> {
 pub(crate) fn encode(
     l: &flush::DeadLetter,
     at_ns: u64,
-) -> Result<wal::MetaRecord, flush::EngineError> {
+) -> Result<wal::MetaRecord, engine::EngineError> {
     let mut v = vec![VERSION];
     v.extend_from_slice(&l.points().to_be_bytes());
     v.extend_from_slice(&at_ns.to_be_bytes());

@@ -1,11 +1,11 @@
 //! What `SHOW` statements, `/api/v1/sql`, `/metrics` and `/health` read.
 //!
-//! User SQL goes to the engine's SQL sandbox (`flush::sandbox`), engine stats to
+//! User SQL goes to the engine's SQL sandbox (`engine::sandbox`), engine stats to
 //! a stats connection of their own; neither uses the flusher's connections.
 
 use std::sync::atomic::Ordering;
 
-use flush::arrow::array::AsArray;
+use engine::arrow::array::AsArray;
 
 use ingest::catalog::Record;
 
@@ -78,16 +78,17 @@ impl Storage {
         keys: &[String],
     ) -> Result<Vec<(String, String)>, StorageError> {
         let engine = self.engine()?;
-        let table = flush::table::qualified(db, measurement);
+        let table = engine::table::qualified(db, measurement);
         let mut keys: Vec<&String> = keys.iter().collect();
         keys.sort();
         keys.dedup();
         // Before the engine is asked: a part missing here is in the table then.
         let acked = self.wal.last_seq();
-        engine
+        self.reads
             .unflushed()
             .wait_received(acked, std::time::Duration::from_secs(5));
-        let unflushed = engine
+        let unflushed = self
+            .reads
             .unflushed()
             .parts(db, measurement, i64::MIN, i64::MAX);
         let mut out = Vec::new();
@@ -117,15 +118,15 @@ impl Storage {
                 out.extend(values.into_iter().map(|v| (k.clone(), v)));
                 continue;
             }
-            let col = flush::quote_ident(k);
+            let col = engine::quote_ident(k);
             let sql =
                 format!("SELECT DISTINCT {col} AS v FROM {table} WHERE {col} != '' ORDER BY v");
             let mut rows = Vec::new();
             let ran = engine.sql(
                 &sql,
-                flush::OutputFormat::JSONEachRow,
-                &flush::SqlAccess::Admin,
-                &flush::SqlCancel::new(),
+                engine::OutputFormat::JSONEachRow,
+                &engine::SqlAccess::Admin,
+                &engine::SqlCancel::new(),
                 &mut |chunk| {
                     rows.extend_from_slice(chunk);
                     true
@@ -134,7 +135,7 @@ impl Storage {
             match ran {
                 Ok(_) => {}
                 // Not flushed yet (no table or column): only unflushed values.
-                Err(flush::SqlError::Invalid(m)) if not_flushed_yet(&m) => rows.clear(),
+                Err(engine::SqlError::Invalid(m)) if not_flushed_yet(&m) => rows.clear(),
                 Err(e) => return Err(StorageError::TagValues(e)),
             }
             for line in rows.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
@@ -158,10 +159,10 @@ impl Storage {
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError> {
         let f = match req.format {
-            SqlFormat::Json => flush::OutputFormat::JSON,
-            SqlFormat::JsonEachRow => flush::OutputFormat::JSONEachRow,
-            SqlFormat::Csv => flush::OutputFormat::CSVWithNames,
-            SqlFormat::Arrow => flush::OutputFormat::ArrowStream,
+            SqlFormat::Json => engine::OutputFormat::JSON,
+            SqlFormat::JsonEachRow => engine::OutputFormat::JSONEachRow,
+            SqlFormat::Csv => engine::OutputFormat::CSVWithNames,
+            SqlFormat::Arrow => engine::OutputFormat::ArrowStream,
         };
         let engine = self
             .engine()
@@ -171,12 +172,12 @@ impl Storage {
 
     /// `/api/v1/sql` on the cluster: the statement runs on a shard over the
     /// `Distributed` tables, read-only and within the `[sql]` limits, enforced by that
-    /// server ([`flush::cluster::Cluster::sql`]). Admins, and everyone when auth is off,
+    /// server ([`cluster::Cluster::sql`]). Admins, and everyone when auth is off,
     /// run as chingest's user there (every database, and the servers' `system` tables);
     /// anyone else as the shards' reader of the one database they name ([`sql_reader`]).
     pub(crate) fn run_cluster_sql(
         &self,
-        cluster: &flush::cluster::Cluster,
+        cluster: &cluster::Cluster,
         req: SqlRequest<'_>,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError> {
@@ -194,7 +195,9 @@ impl Storage {
         let engine = self
             .engine()
             .map_err(|_| SqlError::Unavailable("the server is shutting down".into()))?;
-        engine.cluster_sql(cluster, req.sql, format, &req.cancel, sink, reader)
+        // Within the sandbox's concurrency bound and limits, as SQL in the engine.
+        engine
+            .sql_elsewhere(|limits| cluster.sql(req.sql, format, limits, &req.cancel, sink, reader))
     }
 
     /// Parts, merges and rows from the engine's system tables, read on a
@@ -267,12 +270,12 @@ impl Storage {
 /// names the database it reads (`db`), which it must be allowed to read and which must
 /// have a reader on the shards.
 fn sql_reader<'r>(
-    cluster: &flush::cluster::Cluster,
+    cluster: &cluster::Cluster,
     req: &SqlRequest<'r>,
 ) -> Result<Option<&'r str>, SqlError> {
     let dbs = match &req.access {
-        SqlAccess::Admin | SqlAccess::Read(flush::ReadScope::All) => return Ok(None),
-        SqlAccess::Read(flush::ReadScope::Databases(dbs)) => dbs,
+        SqlAccess::Admin | SqlAccess::Read(engine::ReadScope::All) => return Ok(None),
+        SqlAccess::Read(engine::ReadScope::Databases(dbs)) => dbs,
     };
     let Some(db) = req.db else {
         let named = match dbs.len() {
@@ -299,7 +302,7 @@ fn sql_reader<'r>(
     Ok(Some(db))
 }
 
-fn query_engine_stats(engine: &flush::Engine) -> Option<EngineStats> {
+fn query_engine_stats(engine: &engine::Engine) -> Option<EngineStats> {
     let text = |sql: &str| engine.stats_text(sql);
     let mut stats = EngineStats::default();
     let parts = text(&format!(

@@ -132,20 +132,24 @@ impl Storage {
             f.set_retention(db, retention_secs);
         }
         let engine = self.engine()?;
-        let quoted = flush::quote_string(db);
+        let quoted = engine::quote_string(db);
         let tables = engine.query_text(&format!(
             "SELECT DISTINCT table FROM system.columns WHERE database = {quoted} AND name = 'time' \
              AND table IN (SELECT name FROM system.tables WHERE database = {quoted} AND engine LIKE '%MergeTree')"
         ))?;
         for table in tables.lines().filter(|t| !t.is_empty()) {
-            let table = flush::unescape_tsv(table);
-            let target = format!("{}.{}", flush::quote_ident(db), flush::quote_ident(&table));
+            let table = engine::unescape_tsv(table);
+            let target = format!(
+                "{}.{}",
+                engine::quote_ident(db),
+                engine::quote_ident(&table)
+            );
             let sql = if retention_secs == 0 {
                 format!("ALTER TABLE {target} REMOVE TTL")
             } else {
                 format!(
                     "ALTER TABLE {target} MODIFY {}",
-                    flush::table::ttl_clause(retention_secs)
+                    engine::table::ttl_clause(retention_secs)
                 )
             };
             match engine.execute(&sql) {
@@ -190,7 +194,7 @@ impl Storage {
         let retention_secs = retention_secs.unwrap_or(0);
         self.engine()?.execute(&format!(
             "CREATE DATABASE IF NOT EXISTS {}",
-            flush::quote_ident(db)
+            engine::quote_ident(db)
         ))?;
         // The flusher learns the retention before the database can be written
         // to, so its first table is created with the TTL.
@@ -200,13 +204,13 @@ impl Storage {
         self.record_database(db, retention_secs)?;
         tracing::info!(db, retention_secs, "database created");
         // Every node learns it from the shards; one that is down gets it at a later
-        // refresh (`cluster_catalog.rs`).
+        // refresh (`cluster/catalog.rs`).
         // (A retention policy's database too: every node writes the policy's points.)
         if let Some(cluster) = &self.cluster {
             // Dated: newer than any drop of the name listed before it
-            // (`cluster_drop_database.rs`).
-            let at = crate::cluster_delete::now_ms();
-            crate::cluster_drop::record_lifecycle(&self.wal, db, at)?;
+            // (`cluster/drop_database.rs`).
+            let at = crate::cluster::delete::now_ms();
+            crate::cluster::drop_measurement::record_lifecycle(&self.wal, db, at)?;
             if let Err(e) = cluster.create_database(db, at) {
                 tracing::warn!(db, error = %e, "database not listed on the cluster yet");
             }
@@ -260,7 +264,7 @@ impl Storage {
         }
         self.engine()?.execute(&format!(
             "DROP DATABASE IF EXISTS {} SYNC",
-            flush::quote_ident(db)
+            engine::quote_ident(db)
         ))?;
         self.drop_dead_letters_of(db, None)?;
         self.wal

@@ -23,8 +23,8 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use flush::arrow::array::AsArray;
-use flush::arrow::datatypes::UInt64Type;
+use engine::arrow::array::AsArray;
+use engine::arrow::datatypes::UInt64Type;
 
 use crate::{Storage, StorageError};
 
@@ -82,10 +82,10 @@ impl Storage {
             let (tags, rows) = d.rows_up_to(&schema, up_to);
             let letters = self.delete_from_dead_letters(db, &d.measurement, &tags, &rows, up_to)?;
             let mut matched = letters.removed;
-            let table = flush::table::qualified(db, &d.measurement);
+            let table = engine::table::qualified(db, &d.measurement);
             let exists = engine.query(
                 &format!("EXISTS TABLE {table}"),
-                flush::OutputFormat::TabSeparated,
+                engine::OutputFormat::TabSeparated,
             )?;
             let exists = exists.starts_with(b"1");
             let in_table = if exists {
@@ -98,7 +98,7 @@ impl Storage {
             };
             if !in_table.is_empty() {
                 // Reads group every row and the last points reload meanwhile and after.
-                let identity = engine.identity();
+                let identity = self.reads.identity();
                 identity.admin_write_started();
                 let deleted = engine.execute(&format!("DELETE FROM {table} WHERE {rows}"));
                 identity.admin_write_done();
@@ -123,12 +123,13 @@ impl Storage {
     /// Step 2: waits until every entry up to `seq` is in the engine.
     pub(crate) fn wait_flushed(&self, seq: u64) -> Result<(), StorageError> {
         let deadline = Instant::now() + FLUSH_WAIT;
-        let engine = self.engine()?;
+        // Shut down: nothing is flushed any more.
+        self.engine()?;
         let mut hurried: Option<Instant> = None;
         while self.wal.flushed_seq() < seq {
             // Asked again now and then, for parts that arrived after the last ask.
             if hurried.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
-                engine.unflushed().hurry_all();
+                self.reads.unflushed().hurry_all();
                 hurried = Some(Instant::now());
             }
             if Instant::now() > deadline {
@@ -155,7 +156,7 @@ impl Storage {
         // Every write through the gate is submitted; this one is committed after them.
         let committed = self.wal.update_meta(Vec::new(), Vec::new())?.wait()?;
         let engine = self.engine()?;
-        let unflushed = engine.unflushed();
+        let unflushed = self.reads.unflushed();
         if !unflushed.wait_received(committed, FLUSH_WAIT) {
             return Err(StorageError::NotFlushed {
                 waited_secs: FLUSH_WAIT.as_secs(),
@@ -166,7 +167,7 @@ impl Storage {
         for part in unflushed.parts(db, measurement, i64::MIN, i64::MAX) {
             if let Some(ids) = part
                 .batch
-                .column_by_name(flush::table::SERIES_ID)
+                .column_by_name(engine::table::SERIES_ID)
                 .and_then(|c| c.as_primitive_opt::<UInt64Type>())
             {
                 alive.extend(ids.values().iter().filter(|id| matched.contains(id)));
@@ -175,7 +176,7 @@ impl Storage {
         // Every series the table has (a list of `matched` could pass the engine's statement
         // size; `series_id` leads the sort key).
         if exists {
-            let table = flush::table::qualified(db, measurement);
+            let table = engine::table::qualified(db, measurement);
             let in_table = series_ids(&engine, &format!("SELECT DISTINCT series_id FROM {table}"))?;
             alive.extend(matched.intersection(&in_table));
         }
@@ -206,8 +207,8 @@ impl Storage {
 }
 
 /// The `series_id`s `sql` answers (one UInt64 column).
-fn series_ids(engine: &flush::Engine, sql: &str) -> Result<HashSet<u64>, StorageError> {
-    let out = engine.query(sql, flush::OutputFormat::TabSeparated)?;
+fn series_ids(engine: &engine::Engine, sql: &str) -> Result<HashSet<u64>, StorageError> {
+    let out = engine.query(sql, engine::OutputFormat::TabSeparated)?;
     std::str::from_utf8(&out)
         .map_err(|e| e.to_string())
         .and_then(|s| {

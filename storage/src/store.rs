@@ -119,7 +119,7 @@ pub struct StorageStats {
     /// The last insert failure, cleared by a success.
     pub flush_last_error: Option<String>,
     /// With the points on a ClickHouse cluster: each shard as its last request showed it.
-    pub cluster: Vec<flush::cluster::ShardStatus>,
+    pub cluster: Vec<cluster::ShardStatus>,
     /// With the points on a ClickHouse cluster: every ingest node listed on the shards, and
     /// how long ago the time before which it delivered everything it acknowledged is (by
     /// this node's clock), as the last catalog refresh read it. A cluster `DELETE` or `DROP
@@ -250,7 +250,7 @@ pub trait Store: Send + Sync + 'static {
         keys: &[String],
     ) -> Result<Vec<(String, String)>, StorageError>;
     /// Runs one user SQL statement in the engine's SQL sandbox (its own
-    /// connections, limits, classification and roles: `flush::sandbox`),
+    /// connections, limits, classification and roles: `engine::sandbox`),
     /// handing each block of output to `sink` as it comes; `sink` returns false
     /// to stop. Blocking. Nothing reached `sink` if this fails before the
     /// first block.
@@ -319,4 +319,4 @@ pub trait Store: Send + Sync + 'static {
 
 use crate::influxql::{InfluxqlError, InfluxqlRequest, StatementResult};
 use crate::StorageError;
-pub use flush::{ReadScope, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};
+pub use engine::{ReadScope, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};

@@ -45,12 +45,12 @@ use arrow::datatypes::{
     UInt32Type, UInt64Type,
 };
 use arrow::ipc::reader::StreamReader;
+use engine::table::{qualified, ROW, SEQ, SERIES_ID, TIME};
+use engine::PooledConnection;
+use engine::{EngineError, Result};
 use parking_lot::Mutex;
 
 use super::{typed, BySeries};
-use crate::engine::PooledConnection;
-use crate::error::{EngineError, Result};
-use crate::table::{qualified, ROW, SEQ, SERIES_ID, TIME};
 
 /// A table that was too large to cache is tried again after this long.
 const TOO_LARGE_RETRY: Duration = Duration::from_secs(60);
@@ -530,7 +530,7 @@ fn load(
          output_format_arrow_string_as_string = 1",
         max_series.saturating_add(1)
     );
-    let out = match conn.query(&sql, chdb_rust::format::OutputFormat::ArrowStream) {
+    let out = match conn.query(&sql, engine::OutputFormat::ArrowStream) {
         Ok(out) => out,
         Err(e) if super::lookup::absent(&e) => return Ok(Some(Vec::new())),
         Err(e) if e.to_string().contains("TOO_MANY_ROWS") => return Ok(None),

@@ -3,10 +3,11 @@
 
 use std::collections::HashSet;
 
+use engine::table::qualified;
+use engine::PooledConnection;
+use engine::{EngineError, Result};
+
 use super::{BySeries, Known, Written};
-use crate::engine::PooledConnection;
-use crate::error::{EngineError, Result};
-use crate::table::qualified;
 
 /// Series per lookup statement (~60 bytes each, well within the engine's
 /// statement size).
@@ -35,7 +36,7 @@ pub(super) fn loaded<'a>(
          GROUP BY series_id SETTINGS optimize_aggregation_in_order = 1"
     );
     let rows = |sql: &str| -> Result<Vec<Vec<i128>>> {
-        match conn.query(sql, chdb_rust::format::OutputFormat::TabSeparated) {
+        match conn.query(sql, engine::OutputFormat::TabSeparated) {
             Ok(out) => Ok(String::from_utf8_lossy(&out)
                 .lines()
                 .map(|l| l.split('\t').filter_map(|v| v.parse().ok()).collect())
@@ -106,7 +107,7 @@ pub(super) fn present(
             bound(list(&|r| r.1.to_string()), i64::MAX),
             bound(list(&|r| r.2.to_string()), i64::MIN),
         );
-        let out = match conn.query(&sql, chdb_rust::format::OutputFormat::TabSeparated) {
+        let out = match conn.query(&sql, engine::OutputFormat::TabSeparated) {
             Ok(out) => out,
             Err(e) if absent(&e) => continue,
             Err(e) => return Err(e),

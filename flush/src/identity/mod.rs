@@ -44,11 +44,10 @@ use std::sync::Arc;
 
 use arrow::array::{AsArray, RecordBatch, TimestampNanosecondArray, UInt64Array};
 use arrow::datatypes::{TimestampNanosecondType, UInt64Type};
+use engine::table::{SERIES_ID, TIME};
+use engine::{AdminWriteObserver, PooledConnection};
+use engine::{EngineError, Result};
 use parking_lot::Mutex;
-
-use crate::engine::PooledConnection;
-use crate::error::{EngineError, Result};
-use crate::table::{SERIES_ID, TIME};
 
 mod last;
 mod lookup;
@@ -459,7 +458,8 @@ impl IdentityIndex {
 
     /// An admin statement that may change data starts: reads group
     /// everything until [`admin_write_done`](Self::admin_write_done), and
-    /// reads running now will not trust what they read.
+    /// reads running now will not trust what they read. (The engine's SQL
+    /// sandbox calls it through [`AdminWriteObserver`].)
     pub fn admin_write_started(&self) {
         self.admin_writes.fetch_add(1, SeqCst);
         self.admin_epoch.fetch_add(1, SeqCst);
@@ -477,5 +477,17 @@ impl IdentityIndex {
         self.admin_epoch.fetch_add(1, SeqCst);
         self.admin_writes.fetch_sub(1, SeqCst);
         self.last.admin_write_done();
+    }
+}
+
+/// The engine's SQL sandbox tells the index about admin statements that may
+/// change data ([`crate::ReadState::admin_writes`]).
+impl AdminWriteObserver for IdentityIndex {
+    fn admin_write_started(&self) {
+        IdentityIndex::admin_write_started(self);
+    }
+
+    fn admin_write_done(&self) {
+        IdentityIndex::admin_write_done(self);
     }
 }

@@ -6,16 +6,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::unbounded;
-use flush::arrow::array::{
+use engine::arrow::array::{
     ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
 };
-use flush::arrow::datatypes::{DataType, Field, Schema};
-use flush::arrow::ipc::{reader::StreamReader, writer::StreamWriter};
-use flush::table::{merged_select, table_columns};
-use flush::{quote_ident, FlushConfig, FlushWrite, FlushedLog, Flusher, MarkError, Resume};
+use engine::arrow::datatypes::{DataType, Field, Schema};
+use engine::arrow::ipc::{reader::StreamReader, writer::StreamWriter};
+use engine::quote_ident;
+use engine::table::{merged_select, table_columns};
+use flush::{FlushConfig, FlushWrite, FlushedLog, Flusher, MarkError, Resume};
 use wal::{Entry, Wal, WalConfig};
 
-use crate::{database_name, engine};
+use crate::{database_name, engine, reads};
 
 /// A column of a test batch.
 pub(crate) enum Col {
@@ -169,7 +170,8 @@ impl Stack {
             wal: wal.clone(),
             mark,
         });
-        let flusher = Flusher::start(engine().clone(), config, rx, resume, log).unwrap();
+        let flusher =
+            Flusher::start(engine().clone(), reads().clone(), config, rx, resume, log).unwrap();
         Stack {
             wal,
             flusher: Some(flusher),
@@ -662,7 +664,7 @@ fn the_identity_index_knows_every_point_written_twice() {
     let dir = tempfile::tempdir().unwrap();
     let db = database_name("identity");
     let stack = Stack::open(dir.path(), true, fast());
-    let index = engine().identity();
+    let index = reads().identity();
     // Nothing flushed yet: no table, nothing shares a point.
     assert_eq!(rewrites(index, &db).rewrites, Rewrites::None);
     // In time order per series: every row is its own point.
@@ -730,9 +732,9 @@ fn the_identity_index_knows_every_point_written_twice() {
     engine()
         .sql(
             &format!("INSERT INTO {table} (time, series_id, __seq, __row, f) VALUES (fromUnixTimestamp64Nano(toInt64(10)), 2, 999, 0, 1)"),
-            flush::OutputFormat::TabSeparated,
-            &flush::SqlAccess::Admin,
-            &flush::SqlCancel::new(),
+            engine::OutputFormat::TabSeparated,
+            &engine::SqlAccess::Admin,
+            &engine::SqlCancel::new(),
             &mut |_| true,
         )
         .expect("admin insert");
@@ -747,7 +749,7 @@ fn the_identity_index_knows_every_point_written_twice() {
 
 #[test]
 fn a_row_that_may_be_in_an_insert_still_in_flight_is_a_rewrite() {
-    use flush::arrow::array::TimestampNanosecondArray;
+    use engine::arrow::array::TimestampNanosecondArray;
     use flush::Rewrites;
     let dir = tempfile::tempdir().unwrap();
     let db = database_name("identity_flight");
@@ -755,7 +757,7 @@ fn a_row_that_may_be_in_an_insert_still_in_flight_is_a_rewrite() {
     // The table exists, with another series.
     let seq = stack.write(points(&db, &[(1, 1)]));
     stack.wait_flushed(seq);
-    let index = engine().identity();
+    let index = reads().identity();
     let conn = engine().connection();
     let rows = |sid: u64, ts: Vec<i64>| {
         let n = ts.len();
@@ -763,7 +765,7 @@ fn a_row_that_may_be_in_an_insert_still_in_flight_is_a_rewrite() {
             Arc::new(Schema::new(vec![
                 Field::new(
                     "time",
-                    DataType::Timestamp(flush::arrow::datatypes::TimeUnit::Nanosecond, None),
+                    DataType::Timestamp(engine::arrow::datatypes::TimeUnit::Nanosecond, None),
                     false,
                 ),
                 Field::new("series_id", DataType::UInt64, false),
@@ -804,6 +806,6 @@ fn the_identity_index_gives_up_listing_past_its_limit() {
     stack.write(points(&db, &once));
     let seq = stack.write(points(&db, &once));
     stack.wait_flushed(seq);
-    assert_eq!(rewrites(engine().identity(), &db).rewrites, Rewrites::All);
+    assert_eq!(rewrites(reads().identity(), &db).rewrites, Rewrites::All);
     stack.close();
 }

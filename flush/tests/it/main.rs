@@ -1,45 +1,49 @@
 //! flush's integration tests: one binary, one engine per process (chDB binds
 //! one data path per process); every test works in a database of its own.
 
-mod clickhouse_server;
-mod cluster;
-mod cluster_delete;
-mod cluster_replicas;
-mod cluster_retention;
-mod engine;
 mod flusher;
 mod quarantine;
-mod sandbox;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use flush::{quote_ident, Engine, EngineConfig};
+use engine::{quote_ident, Engine, EngineConfig};
+use flush::ReadState;
+
+/// The process's engine, on a temporary data path, and its read state (whose
+/// identity index the engine's SQL sandbox tells of admin writes).
+fn engine_and_reads() -> &'static (tempfile::TempDir, Engine, ReadState) {
+    static ENGINE: OnceLock<(tempfile::TempDir, Engine, ReadState)> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let sql = engine::SqlConfig {
+            max_execution_secs: 2,
+            max_result_rows: 500_000,
+            ..Default::default()
+        };
+        let reads = ReadState::new(sql.last_point_cache_series);
+        let engine = Engine::open_with(
+            &EngineConfig {
+                data_dir: dir.path().join("chdb"),
+                connections: 2,
+            },
+            &engine::EngineAccess::new([]),
+            sql,
+            reads.admin_writes(),
+        )
+        .expect("engine opens");
+        (dir, engine, reads)
+    })
+}
 
 /// The process's engine, on a temporary data path.
 pub fn engine() -> &'static Engine {
-    static ENGINE: OnceLock<(tempfile::TempDir, Engine)> = OnceLock::new();
-    &ENGINE
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().expect("temp dir");
-            // The SQL sandbox's tests (sandbox.rs) need a reader role for one
-            // database, and a short time limit.
-            let engine = Engine::open_with(
-                &EngineConfig {
-                    data_dir: dir.path().join("chdb"),
-                    connections: 2,
-                },
-                &flush::EngineAccess::new([flush::ReadScope::from_list(&[sandbox::READABLE_DB])]),
-                flush::SqlConfig {
-                    max_execution_secs: 2,
-                    max_result_rows: 500_000,
-                    ..Default::default()
-                },
-            )
-            .expect("engine opens");
-            (dir, engine)
-        })
-        .1
+    &engine_and_reads().1
+}
+
+/// The process engine's read state: every flusher of the process keeps it.
+pub fn reads() -> &'static ReadState {
+    &engine_and_reads().2
 }
 
 /// The process engine's SQL sandbox has two slots (`max_concurrent_queries`)

@@ -7,17 +7,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::unbounded;
-use flush::arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, UInt64Array};
-use flush::arrow::datatypes::{DataType, Field, Schema};
+use engine::arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, UInt64Array};
+use engine::arrow::datatypes::{DataType, Field, Schema};
+use engine::quote_ident;
 use flush::{
-    quote_ident, DeadLetter, FlushConfig, FlushWrite, FlushedLog, Flusher, MarkError, Resume,
-    RetryOutcome,
+    DeadLetter, FlushConfig, FlushWrite, FlushedLog, Flusher, MarkError, Resume, RetryOutcome,
 };
 use parking_lot::Mutex;
 use wal::{Entry, Wal, WalConfig};
 
 use crate::flusher::{batch, decode, encode, Col};
-use crate::{database_name, engine};
+use crate::{database_name, engine, reads};
 
 /// A WAL-backed log with an in-memory dead-letter store (the server keeps them in the WAL).
 struct Log {
@@ -76,7 +76,15 @@ impl Stack {
             letters: Mutex::new(Vec::new()),
             accept,
         });
-        let flusher = Flusher::start(engine().clone(), config, rx, resume, log.clone()).unwrap();
+        let flusher = Flusher::start(
+            engine().clone(),
+            reads().clone(),
+            config,
+            rx,
+            resume,
+            log.clone(),
+        )
+        .unwrap();
         Stack {
             wal,
             log,

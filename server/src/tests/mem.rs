@@ -195,7 +195,7 @@ impl Store for MemStore {
         req: storage::SqlRequest<'_>,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<storage::SqlSummary, storage::SqlError> {
-        // A double: the real refusals are the engine's (flush::sandbox).
+        // A double: the real refusals are the engine's (engine::sandbox).
         if req.sql.contains("syntax error") {
             return Err(storage::SqlError::Invalid(
                 "Syntax error: failed at position 1".into(),

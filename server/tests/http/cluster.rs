@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-#[path = "../../../flush/tests/it/clickhouse_server.rs"]
+#[path = "../../../cluster/tests/it/clickhouse_server.rs"]
 pub(crate) mod clickhouse_server;
 
 use clickhouse_server::{server_binary, Shard, CLUSTER, READER_OF_A};
@@ -42,12 +42,13 @@ fn config(shards: &[&Shard]) -> String {
 }
 
 /// Every stored point of `d.cpu` over both shards: (host, time) → times stored, value.
+/// A shard that cannot answer fails the test (it is not a shard without points).
 fn stored(shards: &[&Shard]) -> BTreeMap<(String, i64), (u32, f64)> {
     let mut out: BTreeMap<(String, i64), (u32, f64)> = BTreeMap::new();
     for s in shards {
         let text = s
             .query("SELECT host, time, v FROM __shard_d.cpu")
-            .unwrap_or_default();
+            .unwrap_or_else(|e| panic!("{}: {e}", s.url()));
         for line in text.lines() {
             let mut f = line.split('\t');
             let (host, time, v) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
@@ -86,12 +87,14 @@ pub(crate) fn statement_at(s: &Server, path: &str, q: &str) -> Value {
 }
 
 /// Polls until `s` answers `q` (POSTed to `path`) with `want` as its first series' values
-/// (`null`: no series).
+/// (`null`: no series). An answer with an error is never what is waited for (an error has
+/// no series either): the wait goes on, and fails with it at the deadline.
 pub(crate) fn wait_values(s: &Server, path: &str, q: &str, want: Value) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let r = statement_at(s, path, q);
-        if r["results"][0]["series"][0]["values"] == want {
+        if r["results"][0].get("error").is_none() && r["results"][0]["series"][0]["values"] == want
+        {
             return;
         }
         assert!(Instant::now() < deadline, "{q}: never {want}: {r}");

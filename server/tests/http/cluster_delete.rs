@@ -13,9 +13,11 @@ use crate::cluster::clickhouse_server::Shard;
 use crate::cluster::{cluster_config_named, two_shard_cluster, wait_delivered, wait_listed};
 use crate::util::*;
 
-/// `count(v)` of d.autogen.cpu as `s` answers it (0 when no series).
+/// `count(v)` of d.autogen.cpu as `s` answers it (0 when no series; a failed statement
+/// fails the test, never counts as none).
 fn count(s: &Server, filter: &str) -> u64 {
     let r = s.query(&format!("SELECT count(v) FROM d.autogen.cpu {filter}"));
+    assert!(r["results"][0].get("error").is_none(), "{filter}: {r}");
     r["results"][0]["series"][0]["values"][0][1]
         .as_u64()
         .unwrap_or(0)

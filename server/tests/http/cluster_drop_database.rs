@@ -41,8 +41,11 @@ fn tables_of(shards: [&Shard; 2], db: &str) -> u64 {
         .sum()
 }
 
+/// The databases `s` lists (`SHOW DATABASES`); a failed statement fails the test, never
+/// lists none.
 fn databases(s: &Server) -> Vec<String> {
     let r = s.query("SHOW DATABASES");
+    assert!(r["results"][0].get("error").is_none(), "{r}");
     r["results"][0]["series"][0]["values"]
         .as_array()
         .map(|v| {

@@ -27,9 +27,11 @@ fn wait_retention(s: &Server, db: &str, duration: &str) {
     }
 }
 
-/// `count(v)` of `db`.autogen.cpu as `s` answers it (0 when no series).
+/// `count(v)` of `db`.autogen.cpu as `s` answers it (0 when no series; a failed statement
+/// fails the test, never counts as none).
 fn count(s: &Server, db: &str) -> u64 {
     let r = s.query(&format!("SELECT count(v) FROM {db}.autogen.cpu"));
+    assert!(r["results"][0].get("error").is_none(), "{db}: {r}");
     r["results"][0]["series"][0]["values"][0][1]
         .as_u64()
         .unwrap_or(0)

@@ -884,8 +884,8 @@ fn influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_en
         let count = |s: &Shard, database: &str| -> u64 {
             let sql = format!(
                 "SELECT count() FROM {}.{}",
-                flush::quote_ident(database),
-                flush::quote_ident(m)
+                engine::quote_ident(database),
+                engine::quote_ident(m)
             );
             s.query(&sql)
                 .unwrap_or_else(|e| panic!("{sql}: {e}"))

@@ -643,7 +643,7 @@ fn sql_answers_stream_as_whole_documents() {
 /// compresses them with lz4): schema messages and record-batch rows, up to a
 /// single end marker at the very end.
 fn arrow_messages(stream: &[u8]) -> (usize, i64) {
-    use flush::arrow::ipc::{root_as_message, MessageHeader};
+    use engine::arrow::ipc::{root_as_message, MessageHeader};
     let (mut at, mut schemas, mut rows) = (0usize, 0usize, 0i64);
     loop {
         assert_eq!(

@@ -8,9 +8,9 @@
 //! columns the statement's plan reads, and only the rows of series that meet its
 //! tag-only conditions ([`shard_condition`]).
 
-use flush::cluster::Cluster;
-use flush::table::ColumnKind;
-use flush::{quote_ident, quote_string, ArrowScan};
+use cluster::Cluster;
+use engine::table::ColumnKind;
+use engine::{quote_ident, quote_string, ArrowScan};
 use influxql::ast::{BinaryOp, DataType, Expr, Literal};
 use ingest::MeasurementSchema;
 
@@ -22,7 +22,7 @@ use crate::Storage;
 /// The error of a read of `what` from the cluster that could not be done now.
 fn unavailable(what: String) -> impl Fn(String) -> InfluxqlError {
     move |e| {
-        InfluxqlError::from(flush::SqlError::Unavailable(format!(
+        InfluxqlError::from(engine::SqlError::Unavailable(format!(
             "cannot read {what} from the ClickHouse cluster: {e}"
         )))
     }
@@ -30,9 +30,9 @@ fn unavailable(what: String) -> impl Fn(String) -> InfluxqlError {
 
 impl Storage {
     /// The engine for a read, unless the server is shutting down.
-    fn read_engine(&self) -> Result<flush::Engine, InfluxqlError> {
+    fn read_engine(&self) -> Result<engine::Engine, InfluxqlError> {
         self.engine()
-            .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()).into())
+            .map_err(|_| engine::SqlError::Unavailable("the server is shutting down".into()).into())
     }
 
     /// The rows of `schema` in `range` (shards and not yet delivered) as an Arrow scan in
@@ -44,7 +44,7 @@ impl Storage {
         schema: &MeasurementSchema,
         probe: &Plan,
         condition: &[Expr],
-        cancel: &flush::SqlCancel,
+        cancel: &engine::SqlCancel,
     ) -> Result<Option<ArrowScan>, InfluxqlError> {
         let range = &probe.range;
         let engine = self.read_engine()?;
@@ -68,17 +68,26 @@ impl Storage {
         // Acknowledged before the rows are read: a row delivered meanwhile is in both, and
         // reads as one point.
         let acked = self.wal.last_seq();
-        let pending = acked_parts(&engine, db, &schema.name, min, max, acked, max_rows, cancel)?
-            .map(|parts| flush::unflushed::rows_in(&parts, &columns, min, max))
-            .transpose()
-            .map_err(|e| unavailable(e.to_string()))?
-            .flatten();
+        let pending = acked_parts(
+            self.reads.unflushed(),
+            db,
+            &schema.name,
+            min,
+            max,
+            acked,
+            max_rows,
+            cancel,
+        )?
+        .map(|parts| flush::unflushed::rows_in(&parts, &columns, min, max))
+        .transpose()
+        .map_err(|e| unavailable(e.to_string()))?
+        .flatten();
         let stored = cluster
             .read_rows(
                 db,
                 &schema.name,
                 &columns,
-                flush::cluster::RowSelection {
+                cluster::RowSelection {
                     min,
                     max,
                     condition: shard_condition(condition, schema).as_deref(),
@@ -90,8 +99,8 @@ impl Storage {
                 max_rows,
             )
             .map_err(|e| match e {
-                flush::cluster::ClusterError::TooManyRows { .. } => {
-                    InfluxqlError::from(flush::SqlError::LimitExceeded(e.to_string()))
+                cluster::ClusterError::TooManyRows { .. } => {
+                    InfluxqlError::from(engine::SqlError::LimitExceeded(e.to_string()))
                 }
                 other => unavailable(other.to_string()),
             })?;
@@ -99,7 +108,7 @@ impl Storage {
             (None, None) => return Ok(None),
             (Some(b), None) | (None, Some(b)) => b,
             (Some(a), Some(b)) => {
-                flush::arrow::compute::concat_batches(&a.schema(), &[a.clone(), b])
+                engine::arrow::compute::concat_batches(&a.schema(), &[a.clone(), b])
                     .map_err(|e| unavailable(e.to_string()))?
             }
         };
@@ -121,10 +130,10 @@ impl Storage {
         cluster: &Cluster,
         db: &str,
         schema: &MeasurementSchema,
-        cancel: &flush::SqlCancel,
+        cancel: &engine::SqlCancel,
     ) -> Result<Option<ArrowScan>, InfluxqlError> {
-        use flush::arrow::array::{ArrayRef, RecordBatch, StringArray};
-        use flush::arrow::datatypes::{DataType, Field, Schema};
+        use engine::arrow::array::{ArrayRef, RecordBatch, StringArray};
+        use engine::arrow::datatypes::{DataType, Field, Schema};
         let engine = self.read_engine()?;
         let unavailable = unavailable(format!("the series of {:?}", schema.name));
         let max_rows = self.row_limit();
@@ -133,7 +142,7 @@ impl Storage {
         let columns: Vec<(String, ColumnKind)> =
             keys.iter().map(|t| (t.clone(), ColumnKind::Tag)).collect();
         let pending = acked_parts(
-            &engine,
+            self.reads.unflushed(),
             db,
             &schema.name,
             i64::MIN,
@@ -149,8 +158,8 @@ impl Storage {
         let mut tuples = cluster
             .distinct_tags(db, &schema.name, keys, max_rows)
             .map_err(|e| match e {
-                flush::cluster::ClusterError::TooManyRows { .. } => {
-                    InfluxqlError::from(flush::SqlError::LimitExceeded(e.to_string()))
+                cluster::ClusterError::TooManyRows { .. } => {
+                    InfluxqlError::from(engine::SqlError::LimitExceeded(e.to_string()))
                 }
                 other => unavailable(other.to_string()),
             })?;
@@ -161,7 +170,7 @@ impl Storage {
                     let c = batch
                         .column_by_name(k)
                         .ok_or_else(|| unavailable(format!("no column {k:?}")))?;
-                    flush::arrow::compute::cast(c, &DataType::Utf8)
+                    engine::arrow::compute::cast(c, &DataType::Utf8)
                         .map_err(|e| unavailable(e.to_string()))
                 })
                 .collect::<Result<_, _>>()?;

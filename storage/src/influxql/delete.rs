@@ -1,10 +1,10 @@
 //! `DELETE` and `DROP SERIES` as InfluxDB 1.x reads them: the request's database, every
 //! measurement or those `FROM` names (a regex matches names), a `WHERE` of tag conditions
 //! (each measurement's tags; a field is an error) and, for `DELETE`, a time range. What
-//! happens to the data is `series_delete.rs`'s (`cluster_delete.rs`'s on a ClickHouse
+//! happens to the data is `series_delete.rs`'s (`cluster/delete.rs`'s on a ClickHouse
 //! cluster).
 
-use flush::{quote_ident, quote_string};
+use engine::{quote_ident, quote_string};
 use influxql::ast::{BinaryOp, DataType, Expr, Literal, SeriesDeletion};
 use ingest::MeasurementSchema;
 

@@ -37,7 +37,7 @@ pub enum InfluxqlError {
     /// Used if the engine's SQL sandbox refused or failed the statement chingest
     /// generated (no read access, a limit, a busy sandbox).
     #[error(transparent)]
-    Sql(#[from] flush::SqlError),
+    Sql(#[from] engine::SqlError),
     /// Used if storage failed a statement that changes data (`DELETE`, `DROP SERIES`).
     #[error(transparent)]
     Storage(#[from] Box<crate::StorageError>),

@@ -61,13 +61,13 @@ impl Storage {
             [Source::Subquery(inner)] => {
                 let inner = self.run_select(req, &subquery::with_outer_tags(inner, stmt))?;
                 let engine = self.engine().map_err(|_| {
-                    flush::SqlError::Unavailable("the server is shutting down".into())
+                    engine::SqlError::Unavailable("the server is shutting down".into())
                 })?;
                 let tables = subquery::materialize(&inner)?
                     .into_iter()
                     .map(|m| {
                         let scan = engine.arrow_scan(m.batch).map_err(|e| {
-                            flush::SqlError::Unavailable(format!(
+                            engine::SqlError::Unavailable(format!(
                                 "cannot hand a subquery's answer to the engine: {e}"
                             ))
                         })?;
@@ -89,7 +89,7 @@ impl Storage {
                 };
                 let resolved = schema::resolve(req.db, sources, &catalog)?;
                 let all = schema::union(&resolved.measurements);
-                let mut tables: Vec<(_, Option<(String, flush::ArrowScan)>)> = Vec::new();
+                let mut tables: Vec<(_, Option<(String, engine::ArrowScan)>)> = Vec::new();
                 for m in &resolved.measurements {
                     // Points on a ClickHouse cluster are read as a subquery's answer is
                     // (`cluster.rs`), over the range the plan reads (a transformation's
@@ -198,17 +198,25 @@ impl Storage {
     ) -> Result<Vec<Row>, InfluxqlError> {
         let engine = self
             .engine()
-            .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
+            .map_err(|_| engine::SqlError::Unavailable("the server is shutting down".into()))?;
         for _ in 0..FIRST_FLUSH_ATTEMPTS {
             let acked = self.wal.last_seq();
-            let scan = unflushed::scan(&engine, plan, schema, acked, self.row_limit(), req.cancel)?;
+            let scan = unflushed::scan(
+                &engine,
+                self.reads.unflushed(),
+                plan,
+                schema,
+                acked,
+                self.row_limit(),
+                req.cancel,
+            )?;
             match self.read_table(&engine, plan, req, scan.as_ref())? {
                 Ran::Rows(rows) => return Ok(rows),
                 Ran::NotFlushedYet(m) if scan.is_some() => {
                     tracing::debug!(measurement = %plan.measurement,
                         "InfluxQL read waits for a first flush: {m}");
                     unflushed::wait_first_flush(
-                        &engine,
+                        self.reads.unflushed(),
                         &plan.db,
                         &plan.measurement,
                         acked,
@@ -222,7 +230,7 @@ impl Storage {
                 }
             }
         }
-        Err(flush::SqlError::Unavailable(format!(
+        Err(engine::SqlError::Unavailable(format!(
             "the newest points of {:?} are not in the engine yet; try again",
             plan.measurement
         ))
@@ -237,7 +245,7 @@ impl Storage {
         plan: &Plan,
         req: &InfluxqlRequest<'_>,
         name: &str,
-        scan: &flush::ArrowScan,
+        scan: &engine::ArrowScan,
     ) -> Result<Vec<Row>, InfluxqlError> {
         let sql = sql::render_with(plan, &Rewrites::All, None);
         let mut parts = sql.split(name);
@@ -249,7 +257,7 @@ impl Storage {
             references += 1;
         }
         scan.register(references).map_err(|e| {
-            flush::SqlError::Unavailable(format!(
+            engine::SqlError::Unavailable(format!(
                 "cannot hand a subquery's answer to the engine: {e}"
             ))
         })?;
@@ -268,7 +276,7 @@ impl Storage {
     /// read: then it runs again, and after [`READ_ATTEMPTS`] groups every row.
     fn read_table(
         &self,
-        engine: &flush::Engine,
+        engine: &engine::Engine,
         plan: &Plan,
         req: &InfluxqlRequest<'_>,
         scan: Option<&unflushed::Scan>,
@@ -281,7 +289,7 @@ impl Storage {
             let sql = sql::render_with(plan, rewrites, refs.as_ref());
             if let (Some(s), Some(r)) = (scan, refs.as_ref()) {
                 s.arrow.register(r.used()).map_err(|e| {
-                    flush::SqlError::Unavailable(format!(
+                    engine::SqlError::Unavailable(format!(
                         "cannot read the points not flushed yet: {e}"
                     ))
                 })?;
@@ -289,12 +297,12 @@ impl Storage {
             tracing::debug!(measurement = %plan.measurement, "InfluxQL read: {sql}");
             self.engine_read(&sql, req, plan.group_tags.len(), as_arrow(plan))
         };
-        let index = engine.identity();
+        let index = self.reads.identity();
         for _ in 0..READ_ATTEMPTS {
             let snapshot = index
                 .snapshot(&|| engine.connection(), &plan.db, &plan.measurement)
                 .map_err(|e| {
-                    flush::SqlError::Unavailable(format!(
+                    engine::SqlError::Unavailable(format!(
                         "cannot read the table's point index: {e}"
                     ))
                 })?;
@@ -342,15 +350,15 @@ impl Storage {
     ) -> Result<Ran, InfluxqlError> {
         let engine = self
             .engine()
-            .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
+            .map_err(|_| engine::SqlError::Unavailable("the server is shutting down".into()))?;
         let mut answer = Vec::new();
         // Generated from the parsed statement, every name and literal quoted:
         // the sandbox's connections, limits and the caller's role, not the
         // gate for user SQL.
         let format = if arrow {
-            flush::OutputFormat::ArrowStream
+            engine::OutputFormat::ArrowStream
         } else {
-            flush::OutputFormat::JSONCompactEachRowWithNamesAndTypes
+            engine::OutputFormat::JSONCompactEachRowWithNamesAndTypes
         };
         let ran = engine.sql_generated(sql, format, req.access, req.cancel, &mut |block| {
             answer.extend_from_slice(block);
@@ -359,7 +367,7 @@ impl Storage {
         match ran {
             Ok(_) if arrow => rows::parse_arrow(&answer, groups).map(Ran::Rows),
             Ok(_) => rows::parse(&answer, groups).map(Ran::Rows),
-            Err(flush::SqlError::Invalid(m)) if crate::read::not_flushed_yet(&m) => {
+            Err(engine::SqlError::Invalid(m)) if crate::read::not_flushed_yet(&m) => {
                 Ok(Ran::NotFlushedYet(m))
             }
             Err(e) => Err(e.into()),

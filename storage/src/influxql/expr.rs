@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use flush::{quote_ident, quote_string};
+use engine::{quote_ident, quote_string};
 use influxql::ast::{BinaryOp, DataType, Expr, Literal};
 use ingest::{FieldType, MeasurementSchema};
 

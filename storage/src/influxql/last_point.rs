@@ -16,7 +16,8 @@
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
-use flush::{quote_ident, Cell, ReadScope, Reader, SqlAccess, TableLasts};
+use engine::{quote_ident, ReadScope, SqlAccess};
+use flush::{Cell, Reader, TableLasts};
 use ingest::catalog::MeasurementSchema;
 
 use super::error::InfluxqlError;
@@ -101,9 +102,9 @@ impl Storage {
         }
         let engine = self
             .engine()
-            .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
-        let unavailable = |e: flush::EngineError| {
-            InfluxqlError::from(flush::SqlError::Unavailable(format!(
+            .map_err(|_| engine::SqlError::Unavailable("the server is shutting down".into()))?;
+        let unavailable = |e: engine::EngineError| {
+            InfluxqlError::from(engine::SqlError::Unavailable(format!(
                 "cannot read the last points: {e}"
             )))
         };
@@ -111,7 +112,7 @@ impl Storage {
         // have it.
         let acked = self.wal.last_seq();
         let parts = unflushed::acked_parts(
-            &engine,
+            self.reads.unflushed(),
             &plan.db,
             &plan.measurement,
             i64::MIN,
@@ -130,7 +131,7 @@ impl Storage {
                 overlay.merge(&batch).map_err(unavailable)?;
             }
         }
-        let rows = engine.identity().last_points().read(
+        let rows = self.reads.identity().last_points().read(
             &|| engine.connection(),
             &plan.db,
             &plan.measurement,

@@ -42,7 +42,7 @@ pub use error::InfluxqlError;
 pub use schema::RETENTION_POLICY;
 pub use series::{Series, StatementResult, Value};
 
-use flush::{SqlAccess, SqlCancel};
+use engine::{SqlAccess, SqlCancel};
 use influxql::ast::Statement;
 
 /// One InfluxQL statement to answer.

@@ -7,8 +7,8 @@
 //! arrive quoted, NaN and infinities as strings or null, NULL as null), never guessed from
 //! its JSON form. Both give the same [`Row`]s.
 
-use flush::arrow::array::{self as dt_array, Array, ArrayRef, AsArray, RecordBatch};
-use flush::arrow::datatypes::{self as dt, DataType};
+use engine::arrow::array::{self as dt_array, Array, ArrayRef, AsArray, RecordBatch};
+use engine::arrow::datatypes::{self as dt, DataType};
 use serde_json::Value as Json;
 
 use super::error::InfluxqlError;
@@ -91,12 +91,12 @@ fn row(cells: &[Json], types: &[String], groups: usize) -> Result<Row, InfluxqlE
 /// Parses an `ArrowStream` answer (maybe several streams one after another); `groups`
 /// columns after the time are tag values.
 pub(crate) fn parse_arrow(answer: &[u8], groups: usize) -> Result<Vec<Row>, InfluxqlError> {
-    let bad = |e: flush::arrow::error::ArrowError| InfluxqlError::EngineAnswer(e.to_string());
+    let bad = |e: engine::arrow::error::ArrowError| InfluxqlError::EngineAnswer(e.to_string());
     let mut rows = Vec::new();
     let mut cursor = std::io::Cursor::new(answer);
     while (cursor.position() as usize) < answer.len() {
         let reader =
-            flush::arrow::ipc::reader::StreamReader::try_new(&mut cursor, None).map_err(bad)?;
+            engine::arrow::ipc::reader::StreamReader::try_new(&mut cursor, None).map_err(bad)?;
         for batch in reader {
             batch_rows(&batch.map_err(bad)?, groups, &mut rows)?;
         }
@@ -116,7 +116,7 @@ fn batch_rows(batch: &RecordBatch, groups: usize, out: &mut Vec<Row>) -> Result<
     let tags: Vec<ArrayRef> = columns[1..=groups]
         .iter()
         .map(|c| {
-            flush::arrow::compute::cast(c, &DataType::Utf8)
+            engine::arrow::compute::cast(c, &DataType::Utf8)
                 .map_err(|e| InfluxqlError::EngineAnswer(format!("a tag column: {e}")))
         })
         .collect::<Result<_, _>>()?;
@@ -124,7 +124,7 @@ fn batch_rows(batch: &RecordBatch, groups: usize, out: &mut Vec<Row>) -> Result<
     let values: Vec<ArrayRef> = columns[1 + groups..]
         .iter()
         .map(|c| match c.data_type() {
-            DataType::Dictionary(_, _) => flush::arrow::compute::cast(c, &DataType::Utf8)
+            DataType::Dictionary(_, _) => engine::arrow::compute::cast(c, &DataType::Utf8)
                 .map_err(|e| InfluxqlError::EngineAnswer(format!("a column: {e}"))),
             _ => Ok(c.clone()),
         })
@@ -361,11 +361,11 @@ mod tests {
 
     #[test]
     fn an_arrow_answer_reads_as_the_same_rows_as_its_json_form() {
-        use flush::arrow::array::{
+        use engine::arrow::array::{
             BinaryArray, BooleanArray, DictionaryArray, Float64Array, Int64Array, NullArray,
             StringArray, UInt64Array,
         };
-        use flush::arrow::datatypes::Int8Type;
+        use engine::arrow::datatypes::Int8Type;
         use std::sync::Arc;
         let tags: DictionaryArray<Int8Type> =
             vec![Some("a"), None, Some("b")].into_iter().collect();
@@ -404,8 +404,9 @@ mod tests {
         .unwrap();
         let mut ipc = Vec::new();
         {
-            let mut w = flush::arrow::ipc::writer::StreamWriter::try_new(&mut ipc, &batch.schema())
-                .unwrap();
+            let mut w =
+                engine::arrow::ipc::writer::StreamWriter::try_new(&mut ipc, &batch.schema())
+                    .unwrap();
             w.write(&batch).unwrap();
             w.finish().unwrap();
         }

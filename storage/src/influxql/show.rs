@@ -3,7 +3,7 @@
 //! tag columns per measurement, in the SQL sandbox with the caller's access);
 //! without `WHERE` the server answers from the catalog.
 
-use flush::quote_ident;
+use engine::quote_ident;
 use influxql::ast::{Expr, MeasurementName, NameMatch, ShowCommon, Statement, TagKeyMatch};
 use ingest::MeasurementSchema;
 
@@ -171,7 +171,7 @@ impl Storage {
                 }
                 group_order(&mut sql);
                 scan.register(1).map_err(|e| {
-                    flush::SqlError::Unavailable(format!("cannot read the cluster's series: {e}"))
+                    engine::SqlError::Unavailable(format!("cannot read the cluster's series: {e}"))
                 })?;
                 if let Ran::Rows(r) = self.engine_read(&sql, req, 0, true)? {
                     rows = r;
@@ -181,13 +181,14 @@ impl Storage {
         }
         let engine = self
             .engine()
-            .map_err(|_| flush::SqlError::Unavailable("the server is shutting down".into()))?;
+            .map_err(|_| engine::SqlError::Unavailable("the server is shutting down".into()))?;
         // The series of acknowledged points not flushed yet count too (as
         // `SELECT` sees them); a tag only they have waits for their flush.
         for attempt in 0..2 {
             let acked = self.wal.last_seq();
             let scan = unflushed::scan_tags(
                 &engine,
+                self.reads.unflushed(),
                 db,
                 &m.name,
                 &m.tag_keys,
@@ -195,7 +196,7 @@ impl Storage {
                 self.row_limit(),
                 req.cancel,
             )?;
-            let table = flush::table::qualified(db, &m.name);
+            let table = engine::table::qualified(db, &m.name);
             let table = match &scan {
                 Some(s) => {
                     let cols = std::iter::once("series_id")
@@ -217,7 +218,7 @@ impl Storage {
             group_order(&mut sql);
             if let Some(s) = &scan {
                 s.arrow.register(1).map_err(|e| {
-                    flush::SqlError::Unavailable(format!(
+                    engine::SqlError::Unavailable(format!(
                         "cannot read the points not flushed yet: {e}"
                     ))
                 })?;
@@ -228,7 +229,13 @@ impl Storage {
                     break;
                 }
                 Ran::NotFlushedYet(_) if scan.is_some() && attempt == 0 => {
-                    unflushed::wait_first_flush(&engine, db, &m.name, acked, req.cancel)?;
+                    unflushed::wait_first_flush(
+                        self.reads.unflushed(),
+                        db,
+                        &m.name,
+                        acked,
+                        req.cancel,
+                    )?;
                 }
                 Ran::NotFlushedYet(msg) => {
                     tracing::debug!(measurement = %m.name, "SHOW of unflushed data: {msg}");

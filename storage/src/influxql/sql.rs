@@ -8,12 +8,13 @@
 //!
 //! The answer's columns: `__iq_t` (ns), `__iq_g<i>` (the `GROUP BY` tags),
 //! `__iq_c<i>` (the output columns), in that order. Names and literals are
-//! quoted by `flush::quote_ident`/`quote_string`; nothing from the statement
+//! quoted by `engine::quote_ident`/`quote_string`; nothing from the statement
 //! is pasted.
 
 use std::cell::Cell;
 
-use flush::{quote_ident, Rewrites};
+use engine::quote_ident;
+use flush::Rewrites;
 
 use super::agg::T;
 use super::expr::SRC;
@@ -167,7 +168,7 @@ fn all_rows(
 fn table_of(plan: &Plan) -> String {
     match &plan.source {
         Some(t) => t.clone(),
-        None => flush::table::qualified(&plan.db, &plan.measurement),
+        None => engine::table::qualified(&plan.db, &plan.measurement),
     }
 }
 
@@ -493,7 +494,7 @@ fn bucket(w: &Window, rows_from: Option<i64>) -> String {
 /// interval). The engine knows the zone's offsets.
 fn bucket_in_zone(w: &Window, zone: &str) -> String {
     let (iv, off) = (w.interval, w.offset);
-    let z = flush::quote_string(zone);
+    let z = engine::quote_string(zone);
     let local = |x: &str| {
         format!("(toInt64(timeZoneOffset(toDateTime(intDiv({x}, 1000000000), {z}))) * 1000000000)")
     };

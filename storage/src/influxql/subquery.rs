@@ -3,18 +3,18 @@
 //! then its series become a table the outer statement is planned against like
 //! a measurement: the inner series' tags are tags, its columns fields, each
 //! row a point. The table is an Arrow batch in a measurement table's layout,
-//! handed to the engine (`flush::Engine::arrow_scan`, read as `ArrowStream`):
+//! handed to the engine (`engine::Engine::arrow_scan`, read as `ArrowStream`):
 //! no statement text grows with the inner answer (as literals it hit the
 //! engine's 256 KiB statement limit at a few thousand rows), and no value is
 //! ever written into SQL.
 
 use std::sync::Arc;
 
-use flush::arrow::array::{
+use engine::arrow::array::{
     ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
     TimestampNanosecondArray, UInt32Array, UInt64Array,
 };
-use flush::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use engine::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use influxql::ast::{Dimension, SelectStatement};
 use ingest::{FieldType, MeasurementSchema};
 
@@ -244,7 +244,7 @@ fn wider(a: FieldType, b: FieldType) -> FieldType {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flush::arrow::array::Array;
+    use engine::arrow::array::Array;
 
     #[test]
     fn inner_series_become_one_quoted_table() {

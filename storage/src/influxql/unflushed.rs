@@ -12,9 +12,9 @@
 
 use std::time::Duration;
 
-use flush::arrow::array::AsArray;
-use flush::arrow::datatypes::TimestampNanosecondType;
-use flush::table::ColumnKind;
+use engine::arrow::array::AsArray;
+use engine::arrow::datatypes::TimestampNanosecondType;
+use engine::table::ColumnKind;
 use ingest::catalog::MeasurementSchema;
 use ingest::FieldType;
 
@@ -39,7 +39,7 @@ pub(crate) fn register_metrics() {
 
 /// The unflushed rows of one plan, registered with the engine.
 pub(crate) struct Scan {
-    pub(crate) arrow: flush::ArrowScan,
+    pub(crate) arrow: engine::ArrowScan,
     /// The span of their times (ns).
     pub(crate) min: i64,
     pub(crate) max: i64,
@@ -52,19 +52,20 @@ pub(crate) struct Scan {
 /// the flusher insert them and reads the table (memory stays bounded by the
 /// same limit as an answer's rows).
 pub(crate) fn scan(
-    engine: &flush::Engine,
+    engine: &engine::Engine,
+    unflushed: &flush::Unflushed,
     plan: &Plan,
     schema: &MeasurementSchema,
     acked: u64,
     max_rows: u64,
-    cancel: &flush::SqlCancel,
+    cancel: &engine::SqlCancel,
 ) -> Result<Option<Scan>, InfluxqlError> {
     let (min, max) = (
         plan.range.min.unwrap_or(i64::MIN),
         plan.range.max.unwrap_or(i64::MAX),
     );
     let Some(parts) = acked_parts(
-        engine,
+        unflushed,
         &plan.db,
         &plan.measurement,
         min,
@@ -77,8 +78,8 @@ pub(crate) fn scan(
         return Ok(None);
     };
     let columns = columns(plan, schema);
-    let unavailable = |e: flush::EngineError| {
-        InfluxqlError::from(flush::SqlError::Unavailable(format!(
+    let unavailable = |e: engine::EngineError| {
+        InfluxqlError::from(engine::SqlError::Unavailable(format!(
             "cannot read the points not flushed yet: {e}"
         )))
     };
@@ -91,8 +92,8 @@ pub(crate) fn scan(
         .as_primitive_opt::<TimestampNanosecondType>()
         .expect("the engine layout starts with time");
     let (Some(lo), Some(hi)) = (
-        flush::arrow::compute::min(time),
-        flush::arrow::compute::max(time),
+        engine::arrow::compute::min(time),
+        engine::arrow::compute::max(time),
     ) else {
         return Ok(None);
     };
@@ -108,17 +109,19 @@ pub(crate) fn scan(
 /// Every unflushed row of `db`.`measurement` with the tag columns `tags`,
 /// registered with the engine (`SHOW … WHERE`); `None` when there is none.
 /// Bounded by `max_rows` as [`scan`] is.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_tags(
-    engine: &flush::Engine,
+    engine: &engine::Engine,
+    unflushed: &flush::Unflushed,
     db: &str,
     measurement: &str,
     tags: &[String],
     acked: u64,
     max_rows: u64,
-    cancel: &flush::SqlCancel,
+    cancel: &engine::SqlCancel,
 ) -> Result<Option<Scan>, InfluxqlError> {
     let Some(parts) = acked_parts(
-        engine,
+        unflushed,
         db,
         measurement,
         i64::MIN,
@@ -131,8 +134,8 @@ pub(crate) fn scan_tags(
         return Ok(None);
     };
     let columns: Vec<_> = tags.iter().map(|t| (t.clone(), ColumnKind::Tag)).collect();
-    let unavailable = |e: flush::EngineError| {
-        InfluxqlError::from(flush::SqlError::Unavailable(format!(
+    let unavailable = |e: engine::EngineError| {
+        InfluxqlError::from(engine::SqlError::Unavailable(format!(
             "cannot read the points not flushed yet: {e}"
         )))
     };
@@ -155,16 +158,15 @@ pub(crate) fn scan_tags(
 /// flusher has now inserted them (the table has them).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn acked_parts(
-    engine: &flush::Engine,
+    unflushed: &flush::Unflushed,
     db: &str,
     measurement: &str,
     min: i64,
     max: i64,
     acked: u64,
     max_rows: u64,
-    cancel: &flush::SqlCancel,
+    cancel: &engine::SqlCancel,
 ) -> Result<Option<Vec<flush::UnflushedPart>>, InfluxqlError> {
-    let unflushed = engine.unflushed();
     if !unflushed.wait_received(acked, RECEIVE_WAIT) {
         tracing::warn!(
             acked,
@@ -188,9 +190,9 @@ pub(crate) fn acked_parts(
         max_rows,
         "read: too many unflushed rows to copy; waiting for their flush"
     );
-    wait_first_flush(engine, db, measurement, acked, cancel)?;
+    wait_first_flush(unflushed, db, measurement, acked, cancel)?;
     if unflushed.holds_up_to(db, measurement, acked) {
-        return Err(flush::SqlError::Unavailable(format!(
+        return Err(engine::SqlError::Unavailable(format!(
             "the newest points of {measurement:?} are not in the engine yet; try again"
         ))
         .into());
@@ -202,20 +204,19 @@ pub(crate) fn acked_parts(
 /// part of `db`.`measurement` up to `acked`, having it insert them at once: a
 /// read found the table or a column only unflushed points have.
 pub(crate) fn wait_first_flush(
-    engine: &flush::Engine,
+    unflushed: &flush::Unflushed,
     db: &str,
     measurement: &str,
     acked: u64,
-    cancel: &flush::SqlCancel,
+    cancel: &engine::SqlCancel,
 ) -> Result<(), InfluxqlError> {
-    let unflushed = engine.unflushed();
     metrics::counter!(FLUSH_WAITS).increment(1);
     let deadline = std::time::Instant::now() + FIRST_FLUSH_WAIT;
     while unflushed.holds_up_to(db, measurement, acked) && std::time::Instant::now() < deadline {
         unflushed.hurry(db, measurement);
         std::thread::sleep(Duration::from_millis(10));
         if cancel.is_cancelled() {
-            return Err(flush::SqlError::Cancelled.into());
+            return Err(engine::SqlError::Cancelled.into());
         }
     }
     Ok(())

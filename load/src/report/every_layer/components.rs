@@ -11,12 +11,12 @@ use std::path::Path;
 const COMPONENTS: [(&str, &str); 6] = [
     (
         "chdb_raw.md",
-        "Engine ceiling (`cargo bench -p flush --bench chdb_raw`)",
+        "Engine ceiling (`cargo bench -p engine --bench chdb_raw`)",
     ),
     ("flush.md", "Flush (`cargo bench -p flush --bench flush`)"),
     (
         "merge_cost.md",
-        "Engine merges (`cargo bench -p flush --bench merge_cost`)",
+        "Engine merges (`cargo bench -p engine --bench merge_cost`)",
     ),
     (
         "wal_commit.md",

@@ -284,7 +284,7 @@ pub(crate) fn plan(
         && schema
             .fields
             .iter()
-            .all(|(f, _)| nonnull.contains(&flush::quote_ident(f)));
+            .all(|(f, _)| nonnull.contains(&engine::quote_ident(f)));
     Ok(Some(Plan {
         db: db.to_string(),
         measurement: schema.name.clone(),
@@ -384,7 +384,7 @@ fn keeps_only_shown(c: &Expr, scope: &Scope<'_>, nonnull: &[String]) -> bool {
         (None, Some(f)) if literal(lhs) => f,
         _ => return false,
     };
-    nonnull.contains(&flush::quote_ident(shown))
+    nonnull.contains(&engine::quote_ident(shown))
 }
 
 fn conditions(

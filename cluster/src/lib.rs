@@ -1,0 +1,160 @@
+//! # cluster: chingest's ClickHouse-cluster client (issue #25)
+//!
+//! Brief overview: delivery of flushed batches to a ClickHouse cluster (the shard map,
+//! the tables on each shard, exactly-once inserts through the embedded engine), and what
+//! else a node does there: reads (`read.rs`), `/api/v1/sql` ([`Cluster::sql`]), the
+//! catalog the nodes share, deletes, drops and retention. storage uses it; the flusher
+//! writes to it through `flush::Destination`, which storage implements over it (flush
+//! does not know the cluster, nor this crate the flusher).
+//!
+//! The embedded engine is the cluster's client: a batch in the embedded layout is handed to
+//! it as an Arrow scan and written to each shard with `INSERT INTO FUNCTION url(…, 'Native',
+//! …) SELECT … WHERE jumpConsistentHash(series_id, N) = k`, over the shard's HTTP interface
+//! (the only one a 26.x engine shares with older servers such as Debian's 18.16: its native
+//! `remote()` cannot talk to them). DDL and the delivery checks go over the same HTTP
+//! interface from Rust ([`http`]).
+//!
+//! Exactly once without `insert_deduplication_token` (22.2+): every row carries the writing
+//! node and its write's sequence (`__node`, `__seq`), and one shard's rows of one job go in
+//! one insert that the shard stores as one block, hence one part, atomically (the insert
+//! settings in the URL). A job that may have reached a shard before (an earlier attempt
+//! failed after, or during, its insert) first asks that shard which of its sequences it
+//! holds and sends only the others ([`Cluster::deliver`]; an insert whose rows span
+//! partitions is stored as one part per partition, so a shard may hold a write in part:
+//! [`held`]).
+
+#![deny(unsafe_code)]
+
+mod catalog;
+mod config;
+mod connect;
+mod databases;
+mod delete;
+mod deliver;
+mod error;
+mod held;
+mod http;
+mod nodes;
+mod read;
+mod replicas;
+mod retention;
+mod schema;
+pub mod shard;
+mod sql;
+mod status;
+mod tables;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use engine::table::ColumnKind;
+use parking_lot::Mutex;
+
+pub use catalog::ClusterCatalog;
+pub use config::{ClusterConfig, ShardReader};
+pub use databases::{DatabaseLives, DROP_DONE};
+pub use error::ClusterError;
+pub use read::RowSelection;
+pub use retention::{Expired, RetentionSetting};
+pub use shard::ShardMap;
+pub use status::{Delivered, ReplicaStatus, ShardStatus};
+
+/// A write's rows of one table a shard has not confirmed: (`db`, `measurement`, `__seq`).
+type Waiting = (String, String, u64);
+
+/// One shard's `Distributed` tables: (`db`, `measurement`) → their user columns, or when
+/// making one last failed.
+type DistributedTables = HashMap<(String, String), Result<usize, Instant>>;
+
+/// One shard's tables this node has checked: (`db`, `measurement`) → user columns.
+type ShardTables = HashMap<(String, String), HashMap<String, ColumnKind>>;
+
+/// A connected cluster.
+pub struct Cluster {
+    config: ClusterConfig,
+    map: ShardMap,
+    http: http::Client,
+    /// Per shard, the user columns known on each table.
+    known: Mutex<Vec<ShardTables>>,
+    /// Per shard, the writes with rows for it that it has not confirmed yet: (`db`,
+    /// `measurement`, `__seq`) → when this process first tried (`/health`'s per-shard lag).
+    waiting: Mutex<Vec<HashMap<Waiting, (Instant, u64)>>>,
+    /// Each shard's `version()` (`None`: it did not answer at connect).
+    versions: Vec<Option<String>>,
+    /// Per shard, the `Distributed` tables made and how many user columns each has, or
+    /// when making one last failed (tried again 30 s later, not on every delivery).
+    distributed_known: Mutex<Vec<DistributedTables>>,
+    /// The shard the next `/api/v1/sql` statement goes to first.
+    next_sql_shard: std::sync::atomic::AtomicUsize,
+    /// Each database's retention (seconds) as this node knows it: the partition span of
+    /// the tables it makes ([`retention`]).
+    retention: Mutex<HashMap<String, u64>>,
+}
+
+impl Cluster {
+    /// How long a `DELETE` waits for the other nodes' deliveries.
+    pub fn delete_wait(&self) -> Duration {
+        self.config.delete_wait
+    }
+
+    /// This ingest node's name (its rows' `__node`).
+    pub fn node(&self) -> &str {
+        &self.config.node
+    }
+
+    /// The cluster's name for its `Distributed` tables, when configured.
+    pub fn distributed(&self) -> Option<&str> {
+        self.config.distributed.as_deref()
+    }
+
+    /// The shard map in use.
+    pub fn map(&self) -> ShardMap {
+        self.map
+    }
+
+    /// What each shard's last request showed, in shard order (`/health`).
+    pub fn shard_statuses(&self) -> Vec<ShardStatus> {
+        let waiting = self.waiting.lock();
+        let replicas = self.http.replicas_seen.lock().clone();
+        self.http
+            .seen
+            .lock()
+            .iter()
+            .enumerate()
+            .zip(waiting.iter())
+            .map(|((k, s), waiting)| ShardStatus {
+                endpoint: self.http.endpoint(k),
+                replicas: replicas[k]
+                    .iter()
+                    .enumerate()
+                    .map(|(r, seen)| ReplicaStatus {
+                        endpoint: self.http.replica_endpoint(k, r),
+                        up: seen.up,
+                        last_error: seen.last_error.clone(),
+                        delay_secs: seen.delay_secs,
+                    })
+                    .collect(),
+                up: s.up,
+                last_error: s.last_error.clone(),
+                confirmed_secs_ago: s.confirmed.map(|t| t.elapsed().as_secs_f64()),
+                waiting_deliveries: waiting.len(),
+                waiting_rows: waiting.values().map(|(_, rows)| rows).sum(),
+                oldest_waiting_secs: waiting
+                    .values()
+                    .map(|(t, _)| t)
+                    .min()
+                    .map_or(0.0, |t| t.elapsed().as_secs_f64()),
+            })
+            .collect()
+    }
+
+    /// Each shard's server version at connect, in shard order (`None`: it did not answer).
+    pub fn versions(&self) -> &[Option<String>] {
+        &self.versions
+    }
+
+    /// Runs a statement on one shard; its text answer.
+    pub fn statement(&self, shard: usize, sql: &str) -> Result<String, ClusterError> {
+        self.http.statement(shard, sql)
+    }
+}
