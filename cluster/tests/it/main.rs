@@ -3,6 +3,8 @@
 //! ClickHouse 18.16 servers (and ZooKeeper) run by each test on free loopback
 //! ports; every test works in a database of its own.
 
+// Test batches in ingest's layout, shared with flush's tests.
+#[path = "../../../flush/tests/it/batch.rs"]
 mod batch;
 mod clickhouse_server;
 mod cluster;

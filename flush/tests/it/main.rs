@@ -1,6 +1,7 @@
 //! flush's integration tests: one binary, one engine per process (chDB binds
 //! one data path per process); every test works in a database of its own.
 
+mod batch;
 mod flusher;
 mod quarantine;
 

@@ -1,5 +1,6 @@
-//! Test batches in ingest's layout (`time` Int64 ns, `series_id`, tags, fields), as
-//! the flusher hands them to the cluster (flush's tests build theirs the same way).
+//! Test batches in ingest's layout (`time` Int64 ns, `series_id`, tags, fields), as the
+//! flusher takes them from the WAL and hands them to the engine or the cluster. One file for
+//! both crates' tests: the cluster tests include it by path (`cluster/tests/it/main.rs`).
 
 use std::sync::Arc;
 
@@ -8,11 +9,13 @@ use engine::arrow::array::{
 };
 use engine::arrow::datatypes::{DataType, Field, Schema};
 
-/// A column of a test batch.
+/// A column of a test batch (each crate's tests use a subset of the kinds).
+#[allow(dead_code)]
 pub(crate) enum Col {
     Tag(&'static str, Vec<&'static str>),
     F(&'static str, Vec<Option<f64>>),
     I(&'static str, Vec<Option<i64>>),
+    U(&'static str, Vec<Option<u64>>),
     S(&'static str, Vec<Option<&'static str>>),
     B(&'static str, Vec<Option<bool>>),
 }
@@ -40,6 +43,10 @@ pub(crate) fn batch(times: Vec<i64>, series: Vec<u64>, cols: Vec<Col>) -> Record
             Col::I(n, v) => (
                 Field::new(n, DataType::Int64, true),
                 Arc::new(Int64Array::from(v)),
+            ),
+            Col::U(n, v) => (
+                Field::new(n, DataType::UInt64, true),
+                Arc::new(UInt64Array::from(v)),
             ),
             Col::S(n, v) => (
                 Field::new(n, DataType::Utf8, true),
