@@ -28,6 +28,7 @@ mod grafana;
 mod influxql;
 mod influxql_diff;
 mod influxql_render;
+mod influxql_ties;
 mod into;
 mod last_point;
 mod limits;

@@ -79,12 +79,18 @@ pub(crate) fn is_selector(name: &str) -> bool {
 }
 
 /// How a selector orders points: the engine function and its key.
+///
+/// `first` and `last` of points that share the chosen time (several series
+/// without `GROUP BY`) take the largest value, as InfluxDB's reducers do
+/// (`p.Time == prev.Time && p.Value > prev.Value`); a time alone would leave
+/// the choice to the order the engine (or a cluster's shards) read the rows
+/// in, so one set of points could answer differently from run to run.
 fn selector_order(name: &str, q: &str) -> Option<(&'static str, String)> {
     Some(match name {
         "max" => ("argMaxIf", format!("({q}, -{T})")),
         "min" => ("argMinIf", format!("({q}, {T})")),
-        "first" => ("argMinIf", T.to_string()),
-        "last" => ("argMaxIf", T.to_string()),
+        "first" => ("argMaxIf", format!("(-{T}, {q})")),
+        "last" => ("argMaxIf", format!("({T}, {q})")),
         _ => return None,
     })
 }

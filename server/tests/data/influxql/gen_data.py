@@ -192,6 +192,13 @@ def main():
     for i in range(20):
         other.append("cpu,host=alpha usage_user=%s %d" % (f2(10 + i), BASE + 600 * i))
     emit("other", "s", other, "db other: fully qualified names")
+    # Twenty series with points at the same two times: first() and last() without GROUP BY
+    # must pick among them by a rule (the larger value), not by the order rows are read in.
+    tie = []
+    for i in range(20):
+        tie.append("tie,host=h%02d v=%d,f=%s %d" % (i, (i * 13) % 20 + 1, f2((i * 13) % 20 + 0.5), BASE))
+        tie.append("tie,host=h%02d v=%d,f=%s %d" % (i, (i * 7) % 20 + 1, f2((i * 7) % 20 + 0.5), BASE + 60))
+    emit("other", "s", tie, "db other: series that share their times")
     print("\n".join(out))
 
 
