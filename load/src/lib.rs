@@ -23,6 +23,8 @@
 //! * [`query`] benchmarks InfluxQL reads: it writes a data set to each
 //!   server, checks that their answers agree, then times Grafana's query shapes.
 //! * [`tsbs`] benchmarks TSBS's `cpu-only` query types the same way.
+//! * [`dashboard`] refreshes a wall of Grafana panels on each server while it
+//!   ingests, and times each refresh.
 //! * [`sink`] is a null endpoint (204 to everything) that measures the load
 //!   generator itself on the same machine.
 //!
@@ -33,6 +35,7 @@ pub mod chart;
 pub mod client;
 pub mod closed;
 pub mod cpu;
+pub mod dashboard;
 mod error;
 pub mod gen;
 pub mod host;

@@ -59,6 +59,66 @@ enum Cmd {
     TsbsFill(tsbs_cmd::TsbsFillArgs),
     /// TSBS benchmark, step 2: every query type on every server, answers compared, timed.
     TsbsQuery(tsbs_cmd::TsbsQueryArgs),
+    /// Dashboard benchmark: a wall of Grafana panels refreshed on each server while it ingests.
+    Dashboard(DashboardArgs),
+}
+
+#[derive(Args)]
+struct DashboardArgs {
+    /// A server, NAME=http://host:port (repeat); one at a time is loaded.
+    #[arg(long = "server", required = true)]
+    servers: Vec<load::query::bench::Server>,
+    /// The Grafana dashboard JSON whose InfluxQL panels are refreshed.
+    #[arg(
+        long,
+        default_value = "deploy/grafana/provisioning/dashboards/telegraf-hosts.json"
+    )]
+    dashboard: PathBuf,
+    /// Database of the Telegraf-shaped data.
+    #[arg(long, default_value = "telegraf")]
+    db: String,
+    /// Hosts reporting every 10 s.
+    #[arg(long, default_value_t = 100)]
+    hosts: usize,
+    /// Panels on the wall.
+    #[arg(long, default_value_t = 20)]
+    panels: usize,
+    /// Panel queries in flight at once per refresh.
+    #[arg(long, default_value_t = 6)]
+    concurrency: usize,
+    /// Seconds between refreshes.
+    #[arg(long, default_value_t = 10.0)]
+    refresh_secs: f64,
+    /// Seconds each server is loaded per round.
+    #[arg(long, default_value_t = 150.0)]
+    phase_secs: f64,
+    /// Rounds (each server once per round, the order alternating).
+    #[arg(long, default_value_t = 2)]
+    rounds: usize,
+    /// The dashboard's time range, seconds.
+    #[arg(long, default_value_t = 3600)]
+    range_secs: i64,
+    /// Background write requests per second (0: none); needs --payloads.
+    #[arg(long, default_value_t = 0.0)]
+    write_rate: f64,
+    /// `chingest-load gen` output for the background writes.
+    #[arg(long)]
+    payloads: Option<PathBuf>,
+    /// Database of the background writes.
+    #[arg(long, default_value = "load")]
+    write_db: String,
+    /// Per-request timeout, seconds.
+    #[arg(long, default_value_t = 60.0)]
+    timeout_secs: f64,
+    /// A line for the report; repeatable.
+    #[arg(long = "note")]
+    notes: Vec<String>,
+    /// Results directory.
+    #[arg(long, default_value = "test_results/latest")]
+    results: PathBuf,
+    /// Base name of the result files.
+    #[arg(long, default_value = "dashboard_bench")]
+    name: String,
 }
 
 #[derive(Args)]
@@ -374,6 +434,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Query(a) => query(a),
         Cmd::TsbsFill(a) => tsbs_cmd::tsbs_fill(a),
         Cmd::TsbsQuery(a) => tsbs_cmd::tsbs_query(a),
+        Cmd::Dashboard(a) => dashboard(a),
     }
 }
 
@@ -542,6 +603,38 @@ fn fill(a: FillArgs) -> anyhow::Result<()> {
         r.points_per_sec(),
         r.retries
     );
+    Ok(())
+}
+
+fn dashboard(a: DashboardArgs) -> anyhow::Result<()> {
+    let cfg = load::dashboard::DashboardConfig {
+        dashboard: a.dashboard,
+        db: a.db,
+        hosts: a.hosts,
+        panels: a.panels,
+        concurrency: a.concurrency,
+        refresh_secs: a.refresh_secs,
+        phase_secs: a.phase_secs,
+        rounds: a.rounds,
+        range_secs: a.range_secs,
+        write_rate: a.write_rate,
+        write_db: a.write_db,
+        timeout_secs: a.timeout_secs,
+    };
+    let payloads = match &a.payloads {
+        Some(dir) => Some(Arc::new(PayloadSet::load(dir).with_context(|| {
+            format!(
+                "loading payloads from {} (run `chingest-load gen` first)",
+                dir.display()
+            )
+        })?)),
+        None => None,
+    };
+    let run = runtime()?.block_on(load::dashboard::run(&cfg, &a.servers, payloads))?;
+    for p in load::dashboard::report::write_dashboard(&a.results, &a.name, &run, &a.notes)? {
+        eprintln!("wrote {}", p.display());
+    }
+    print!("{}", load::dashboard::report::markdown(&run, &a.notes));
     Ok(())
 }
 

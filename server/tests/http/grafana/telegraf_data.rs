@@ -97,16 +97,20 @@ pub(super) fn points(t0_ms: i64) -> Vec<Point> {
     for step in 0..GATHERS {
         let t = t0_ms + step * GATHER_MS;
         for (h, host) in HOSTS.iter().enumerate() {
-            let h = h as i64;
-            let host = host.to_string();
-            cpu(&mut out, h, &host, step, t);
-            mem(&mut out, h, &host, step, t);
-            disk(&mut out, h, &host, step, t);
-            net(&mut out, h, &host, step, t);
-            system(&mut out, h, &host, step, t);
+            gather(&mut out, h as i64, host, step, t);
         }
     }
     out
+}
+
+/// One gather of host number `h` named `host`: gather `step`, at `t` ms (the dashboard
+/// benchmark, `chingest-load dashboard`, gathers any number of hosts with it).
+pub(super) fn gather(out: &mut Vec<Point>, h: i64, host: &str, step: i64, t: i64) {
+    cpu(out, h, host, step, t);
+    mem(out, h, host, step, t);
+    disk(out, h, host, step, t);
+    net(out, h, host, step, t);
+    system(out, h, host, step, t);
 }
 
 fn cpu(out: &mut Vec<Point>, h: i64, host: &str, step: i64, t: i64) {
