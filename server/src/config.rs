@@ -64,6 +64,10 @@ pub struct ServerConfig {
     /// below the open-file limit (`ulimit -n`) less what the WAL and the
     /// engine hold. Default: 1024.
     pub max_connections: usize,
+    /// The web console at `/` (docs/console.md). Its files hold no data and every
+    /// request it makes is checked like any client's; off, `/` answers as any unknown
+    /// path does. Default: true.
+    pub console: bool,
 }
 
 impl Default for ServerConfig {
@@ -78,6 +82,7 @@ impl Default for ServerConfig {
             shutdown_grace_secs: 30,
             log: "info".into(),
             max_connections: 1024,
+            console: true,
         }
     }
 }
@@ -424,6 +429,8 @@ log = "info"
 # Open client connections at once; one more gets 503 + Retry-After and is closed.
 # Keep it below the open-file limit (ulimit -n) less what the WAL and engine hold.
 max_connections = 1024
+# The web console at / (docs/console.md); false: / answers 404 (401 with [auth] on).
+console = true
 
 [storage]
 # Root of all data: WAL in <data_dir>/wal, engine in <data_dir>/chdb.

@@ -123,7 +123,7 @@ impl<S: Store> AppState<S> {
 /// The router with every route and layer.
 pub fn app<S: Store>(state: AppState<S>) -> Router {
     let timeout = Duration::from_secs(state.config.server.request_timeout_secs);
-    Router::new()
+    let router = Router::new()
         .route("/write", post(write::write_v1::<S>))
         .route("/api/v2/write", post(write::write_v2::<S>))
         .route("/api/v1/prom/write", post(write::write_prom::<S>))
@@ -150,9 +150,13 @@ pub fn app<S: Store>(state: AppState<S>) -> Router {
         .layer(middleware::from_fn_with_state(
             state.auth.clone(),
             auth::require_auth,
-        ))
-        // After the authentication layer, so outside it: the console's files hold no data.
-        .merge(console::router())
+        ));
+    // After the authentication layer, so outside it: the console's files hold no data.
+    let router = match state.config.server.console {
+        true => router.merge(console::router()),
+        false => router,
+    };
+    router
         .layer(middleware::from_fn_with_state(
             timeout,
             limit::request_timeout,

@@ -243,6 +243,42 @@ fn console_files_need_no_credentials_and_carry_a_strict_policy() {
     assert_eq!(r.status(), 200);
 }
 
+/// `[server] console = false`: no page and no files, with and without authentication;
+/// the data endpoints answer as before.
+#[test]
+fn console_can_be_turned_off() {
+    let version = {
+        let dir = data_dir();
+        let s = Spawn::new(dir.path()).start();
+        let html = s.get("/").text().unwrap();
+        let at = html.find("\"/console/").expect("the page names its files") + 10;
+        html[at..at + html[at..].find('/').unwrap()].to_string()
+    };
+    let dir = data_dir();
+    let s = Spawn::new(dir.path())
+        .config("[server]\nconsole = false\n")
+        .start();
+    assert_eq!(s.get("/").status(), 404);
+    assert_eq!(s.get(&format!("/console/{version}/app.js")).status(), 404);
+    assert_eq!(s.get("/ping").status(), 204);
+    assert_eq!(s.get("/query?q=SHOW+DATABASES").status(), 200);
+    let dir = data_dir();
+    let config = format!(
+        "[server]\nconsole = false\n[auth]\nenabled = true\n[[auth.users]]\nname = \"root\"\npassword_hash = \"{}\"\nadmin = true\n",
+        hash("rootpw")
+    );
+    let s = Spawn::new(dir.path()).config(&config).start();
+    assert_eq!(s.get("/").status(), 401, "off, / is any unknown path");
+    assert_eq!(s.get(&format!("/console/{version}/app.js")).status(), 401);
+    let r = s
+        .client
+        .get(s.url("/"))
+        .basic_auth("root", Some("rootpw"))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 404);
+}
+
 #[test]
 fn console_in_chromium_queries_charts_browses_watches_and_writes() {
     let test = "console_in_chromium_queries_charts_browses_watches_and_writes";
@@ -260,8 +296,8 @@ fn console_in_chromium_queries_charts_browses_watches_and_writes() {
 }
 
 #[test]
-fn console_in_chromium_shows_a_user_only_the_databases_it_may_read() {
-    let test = "console_in_chromium_shows_a_user_only_the_databases_it_may_read";
+fn console_in_chromium_shows_a_user_only_its_own_databases() {
+    let test = "console_in_chromium_shows_a_user_only_its_own_databases";
     let Some(deps) = browser(test) else {
         return;
     };
@@ -269,13 +305,22 @@ fn console_in_chromium_shows_a_user_only_the_databases_it_may_read() {
     let config = format!(
         "[auth]\nenabled = true\n\
          [[auth.users]]\nname = \"root\"\npassword_hash = \"{}\"\nadmin = true\n\
-         [[auth.users]]\nname = \"reader\"\npassword_hash = \"{}\"\nread = [\"alpha\"]\nwrite = [\"alpha\"]\n",
+         [[auth.users]]\nname = \"reader\"\npassword_hash = \"{}\"\nread = [\"alpha\"]\nwrite = [\"alpha\", \"gamma\", \"delta\"]\n",
         hash("rootpw"),
         hash("readerpw")
     );
     let s = Spawn::new(dir.path()).config(&config).start();
     write_fixture(&s, "alpha", Some(("root", "rootpw")));
     write_fixture(&s, "beta", Some(("root", "rootpw")));
+    // Write-only for the user: listed (SHOW DATABASES lists what it may read or write).
+    let r = s
+        .client
+        .post(s.url("/query"))
+        .basic_auth("root", Some("rootpw"))
+        .form(&[("q", "CREATE DATABASE gamma")])
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
     let mut env = vec![
         ("CHINGEST_ADMIN", "root"),
         ("CHINGEST_ADMIN_PASSWORD", "rootpw"),
@@ -284,5 +329,5 @@ fn console_in_chromium_shows_a_user_only_the_databases_it_may_read() {
     ];
     let extra = screenshots_and_report();
     env.extend(extra.iter().map(|(k, v)| (*k, v.as_str())));
-    run_browser_tests(&deps, &s, "ConsoleWithAuth", &env, 3);
+    run_browser_tests(&deps, &s, "ConsoleWithAuth", &env, 4);
 }

@@ -12,6 +12,7 @@ the first result as JSON.
 
     python test_console.py -v OpenConsole        # or ConsoleWithAuth
 """
+import base64
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 import urllib.request
 
 from selenium import webdriver
@@ -257,7 +259,9 @@ class OpenConsole(ConsoleCase):
         with tempfile.NamedTemporaryFile("w", suffix=".lp", delete=False) as f:
             f.write("\n".join(lines) + "\n")
         self.open("write")
-        Select(self.el("#w-db")).select_by_value(self.db)
+        self.until(lambda: self.db in [o.get_attribute("value") for o in self.els("#w-dbs option")], "the databases")
+        self.el("#w-db").clear()
+        self.el("#w-db").send_keys(self.db)
         Select(self.el("#w-precision")).select_by_value("s")
         self.el("#w-file").send_keys(f.name)
         self.el("#w-send").click()
@@ -429,21 +433,22 @@ class ConsoleWithAuth(ConsoleCase):
         self.el("#login-password").clear()
         self.shot("login")
 
-    def test_a_user_sees_only_the_databases_it_may_read(self):
+    def test_a_user_sees_only_its_own_databases(self):
         user, password = os.environ["CHINGEST_USER"], os.environ["CHINGEST_PASSWORD"]
         self.sign_in(user, password)
         self.until(lambda: self.el("#view-query").is_displayed(), "the Query view")
         self.assertEqual(self.el("#who").text, f"signed in as {user}")
         self.until(lambda: self.db_names(), "the databases")
-        self.assertEqual(self.db_names(), ["alpha"])
-        self.assertEqual([o.get_attribute("value") for o in self.els("#w-db option")], ["alpha"])
+        # SHOW DATABASES lists those it may read or write (as InfluxDB 1.x): gamma it may only write.
+        self.assertEqual(self.db_names(), ["alpha", "gamma"])
+        self.assertEqual([o.get_attribute("value") for o in self.els("#w-dbs option")], ["alpha", "gamma"])
         self.open("browse")  # a reload forgets the credentials: sign in again
         self.until(lambda: self.el("#login").is_displayed(), "the sign-in form after a reload")
         self.sign_in(user, password)
         self.until(lambda: self.el("#who").text, "the sign-in")
         self.el("#tabs a[data-view=browse]").click()
         self.until(lambda: self.els("#b-tree details[data-kind=db]"), "the tree")
-        self.assertEqual([e.get_attribute("data-name") for e in self.els("#b-tree details[data-kind=db]")], ["alpha"])
+        self.assertEqual([e.get_attribute("data-name") for e in self.els("#b-tree details[data-kind=db]")], ["alpha", "gamma"])
         self.el("#tabs a[data-view=query]").click()
         self.run_query("influxql", "SELECT count(usage) FROM cpu")
         self.assertEqual(self.tables()[0]["rows"][0][1], "60")
@@ -459,10 +464,37 @@ class ConsoleWithAuth(ConsoleCase):
         self.el("#logout").click()
         self.until(lambda: self.el("#login").is_displayed(), "the sign-in form after signing out")
 
+    def admin_query(self, db, q):
+        """`q` on `db` as the admin, through the HTTP API (not the page): the JSON answer."""
+        auth = base64.b64encode(f"{os.environ['CHINGEST_ADMIN']}:{os.environ['CHINGEST_ADMIN_PASSWORD']}".encode()).decode()
+        req = urllib.request.Request(os.environ["CHINGEST_URL"] + "/query", method="POST",
+                                     data=urllib.parse.urlencode({"db": db, "q": q}).encode(),
+                                     headers={"Authorization": "Basic " + auth})
+        return json.load(urllib.request.urlopen(req))
+
+    def test_a_user_writes_to_a_database_made_after_the_page_loaded(self):
+        user, password = os.environ["CHINGEST_USER"], os.environ["CHINGEST_PASSWORD"]
+        self.sign_in(user, password)
+        self.until(lambda: self.db_names(), "the databases")
+        self.admin_query("", "CREATE DATABASE delta")
+        self.el("#tabs a[data-view=write]").click()
+        self.assertNotIn("delta", [o.get_attribute("value") for o in self.els("#w-dbs option")])
+        self.el("#w-db").clear()
+        self.el("#w-db").send_keys("delta")
+        self.el("#w-text").send_keys(f"typed,host=x v=1 {int(time.time())}")
+        Select(self.el("#w-precision")).select_by_value("s")
+        self.el("#w-send").click()
+        self.until(lambda: self.els("#w-result .note"), "the answer")
+        self.assertIn("Written.", self.el("#w-result .note").text)
+        body = self.admin_query("delta", "SELECT count(v) FROM typed")
+        self.assertEqual(body["results"][0]["series"][0]["values"][0][1], 1, body)
+
     def test_an_admin_sees_every_database(self):
         self.sign_in(os.environ["CHINGEST_ADMIN"], os.environ["CHINGEST_ADMIN_PASSWORD"])
         self.until(lambda: self.db_names(), "the databases")
-        self.assertEqual(self.db_names(), ["alpha", "beta"])
+        every = self.admin_query("", "SHOW DATABASES")["results"][0]["series"][0]["values"]
+        self.assertEqual(self.db_names(), sorted(v[0] for v in every))
+        self.assertTrue({"alpha", "beta", "gamma"} <= set(self.db_names()), self.db_names())
 
 
 if __name__ == "__main__":

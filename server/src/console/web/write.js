@@ -3,7 +3,7 @@
 // its line number and reason; the good lines are written).
 
 import * as api from "./api.js";
-import { byId, bytes, fill, h, note, options } from "./dom.js";
+import { byId, bytes, fill, h, note } from "./dom.js";
 
 let file = null;
 
@@ -75,11 +75,11 @@ function outcome(status, error, body) {
 }
 
 async function send() {
-  const db = byId("w-db").value;
+  const db = byId("w-db").value.trim();
   const status = byId("w-status");
   const out = byId("w-result");
   if (!db) {
-    fill(out, note("error", "Choose a database first (CREATE DATABASE in the Query view makes one)."));
+    fill(out, note("error", "Choose or type a database first (CREATE DATABASE in the Query view makes one)."));
     return;
   }
   const body = file ? await file.text() : byId("w-text").value;
@@ -121,5 +121,9 @@ export function init() {
 
 /** The databases the user may read (writes need WRITE; the server decides). */
 export function setDatabases(dbs) {
-  options(byId("w-db"), dbs);
+  // A name may be typed too: a user that may write to a database but not read it does not
+  // see it in SHOW DATABASES (InfluxDB lists only the readable ones), yet may write there.
+  fill(byId("w-dbs"), dbs.map((v) => h("option", { value: v })));
+  const input = byId("w-db");
+  if (input.value === "" && dbs.length > 0) input.value = dbs[0];
 }
