@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::DashboardRun;
-use crate::error::{Error, Result};
-use crate::report::files::write;
+use crate::error::Result;
+use crate::report::files::{write, write_json};
 
 /// Writes `DIR/NAME.json` and `DIR/NAME.md`; returns the paths.
 pub fn write_dashboard(
@@ -14,12 +14,7 @@ pub fn write_dashboard(
     run: &DashboardRun,
     notes: &[String],
 ) -> Result<Vec<PathBuf>> {
-    let json_path = dir.join(format!("{name}.json"));
-    let json = serde_json::to_vec_pretty(run).map_err(|source| Error::Json {
-        path: json_path.clone(),
-        source,
-    })?;
-    write(&json_path, &json)?;
+    let json_path = write_json(dir, name, run)?;
     let md_path = dir.join(format!("{name}.md"));
     write(&md_path, markdown(run, notes).as_bytes())?;
     Ok(vec![json_path, md_path])

@@ -16,6 +16,21 @@ pub(crate) fn write(path: &Path, data: &[u8]) -> Result<()> {
     std::fs::write(path, data).map_err(|e| Error::io(path, e))
 }
 
+/// Writes `value` as pretty JSON to `DIR/NAME.json`; returns the path.
+pub(crate) fn write_json<T: serde::Serialize>(
+    dir: &Path,
+    name: &str,
+    value: &T,
+) -> Result<PathBuf> {
+    let path = dir.join(format!("{name}.json"));
+    let json = serde_json::to_vec_pretty(value).map_err(|source| Error::Json {
+        path: path.clone(),
+        source,
+    })?;
+    write(&path, &json)?;
+    Ok(path)
+}
+
 /// Reads a JSON file; `None` when it is missing or unreadable (the caller says "not measured").
 pub(super) fn read_json(path: &Path) -> Option<Value> {
     let bytes = std::fs::read(path).ok()?;

@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::cells::{failed_cell, lat_cells, ms, opt_pct};
-use super::files::{read_json, write};
+use super::files::{read_json, write, write_json};
 use super::notes::client_lag_line;
 use crate::chart::si;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::overload::result::{OverloadResult, PhaseResult};
 use crate::stats::Latency;
 
@@ -30,12 +30,7 @@ const NOTES: &str = "What the numbers include and exclude:\n\n\
 
 /// Writes `DIR/NAME.json` and `DIR/NAME.md`. Returns the paths.
 pub fn write_overload(dir: &Path, name: &str, r: &OverloadResult) -> Result<Vec<PathBuf>> {
-    let json_path = dir.join(format!("{name}.json"));
-    let json = serde_json::to_vec_pretty(r).map_err(|source| Error::Json {
-        path: json_path.clone(),
-        source,
-    })?;
-    write(&json_path, &json)?;
+    let json_path = write_json(dir, name, r)?;
     let md_path = dir.join(format!("{name}.md"));
     write(&md_path, overload_markdown(r).as_bytes())?;
     Ok(vec![json_path, md_path])

@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::cells::ms;
-use super::files::{read_json, write};
+use super::files::{read_json, write, write_json};
 use crate::chart::si;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::host::rfc3339;
 use crate::query::fill::FillResult;
 use crate::query::result::{Phase, QueryBench, QueryResult};
@@ -28,12 +28,7 @@ const NOTES: &str = "What each latency includes and excludes:\n\n\
 
 /// Writes `DIR/NAME.json` and `DIR/NAME.md`. Returns the paths.
 pub fn write_query_bench(dir: &Path, name: &str, b: &QueryBench) -> Result<Vec<PathBuf>> {
-    let json_path = dir.join(format!("{name}.json"));
-    let json = serde_json::to_vec_pretty(b).map_err(|source| Error::Json {
-        path: json_path.clone(),
-        source,
-    })?;
-    write(&json_path, &json)?;
+    let json_path = write_json(dir, name, b)?;
     let md_path = dir.join(format!("{name}.md"));
     write(&md_path, query_bench_markdown(b).as_bytes())?;
     Ok(vec![json_path, md_path])

@@ -4,11 +4,11 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::files::write;
+use super::files::{write, write_json};
 use super::notes::notes;
 use super::tables::{closed_table, ramp_table, stage_step_table};
 use crate::chart::{ramp_svg, si};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::summary::{Pick, RunResult};
 
 /// A markdown page for one run.
@@ -79,12 +79,7 @@ fn pick_text(p: Option<&Pick>, none: &str) -> String {
 
 /// Writes `DIR/NAME.json`, `DIR/NAME.md` and, for a ramp, `DIR/NAME.svg`. Returns the paths.
 pub fn write_run(dir: &Path, name: &str, r: &RunResult) -> Result<Vec<PathBuf>> {
-    let json_path = dir.join(format!("{name}.json"));
-    let json = serde_json::to_vec_pretty(r).map_err(|source| Error::Json {
-        path: json_path.clone(),
-        source,
-    })?;
-    write(&json_path, &json)?;
+    let json_path = write_json(dir, name, r)?;
     let md_path = dir.join(format!("{name}.md"));
     let mut md = run_markdown(r);
     let mut paths = vec![json_path, md_path.clone()];

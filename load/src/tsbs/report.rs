@@ -5,10 +5,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::run::{TsbsBench, TsbsPhase, TypeResult};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::host::rfc3339;
 use crate::report::cells::ms;
-use crate::report::files::{load_or_default, write};
+use crate::report::files::{load_or_default, write, write_json};
 
 /// The base name of the TSBS benchmark's results.
 pub const TSBS_BENCH_NAME: &str = "tsbs_bench";
@@ -22,12 +22,7 @@ const NOTES: &str = "What each latency includes and excludes:\n\n\
 
 /// Writes `DIR/NAME.json` and `DIR/NAME.md`. Returns the paths.
 pub fn write_tsbs_bench(dir: &Path, name: &str, b: &TsbsBench) -> Result<Vec<PathBuf>> {
-    let json_path = dir.join(format!("{name}.json"));
-    let json = serde_json::to_vec_pretty(b).map_err(|source| Error::Json {
-        path: json_path.clone(),
-        source,
-    })?;
-    write(&json_path, &json)?;
+    let json_path = write_json(dir, name, b)?;
     let md_path = dir.join(format!("{name}.md"));
     write(&md_path, tsbs_markdown(b, "#").as_bytes())?;
     Ok(vec![json_path, md_path])
