@@ -490,6 +490,7 @@ impl Cluster {
                         endpoint: self.http.endpoint(k),
                         statement: "SELECT DISTINCT … FORMAT TabSeparated".into(),
                         message: format!("unexpected answer: row {line:?}"),
+                        code: None,
                     });
                 }
                 out.insert(values);

@@ -116,7 +116,12 @@ fn check_replicas(http: &http::Client, config: &ClusterConfig) -> Result<(), Clu
                 r,
                 "SELECT count() FROM system.zookeeper WHERE path = '/' FORMAT TabSeparated",
             ) {
-                if e.to_string().contains("Code: 225,") {
+                // 225 (NO_ZOOKEEPER); a server without `<zookeeper>` has no
+                // `system.zookeeper` either (18.16 and later: 60, UNKNOWN_TABLE).
+                if matches!(
+                    e.code(),
+                    Some(crate::code::NO_ZOOKEEPER | crate::code::UNKNOWN_TABLE)
+                ) {
                     return Err(ClusterError::Config(format!(
                         "{endpoint} has no <zookeeper> in its config: replicated tables need one"
                     )));

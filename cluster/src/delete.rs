@@ -172,6 +172,7 @@ impl Cluster {
                          the statement again to wait for it)",
                         MUTATION_WAIT.as_secs()
                     ),
+                    code: None,
                 });
             }
             std::thread::sleep(pause);

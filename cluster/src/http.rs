@@ -59,34 +59,25 @@ const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 const PROBE: &str = "SELECT toUInt64(max(absolute_delay)) FROM system.replicas \
      WHERE database = '__chingest' OR startsWith(database, '__shard_') FORMAT TabSeparated";
 
-/// Whether a shard's answer says the replica cannot serve now, though another may: its
-/// replicated tables are read-only (its ZooKeeper session is gone: code 242) or ZooKeeper
-/// fails (999, 225), or an insert quorum is not reached (285, 286, 319). Retried elsewhere,
-/// and waited for when every replica says so: never a refusal of the rows.
-pub(crate) fn replica_unavailable(message: &str) -> bool {
-    // 285, 286, 319: an insert quorum not reached (too few replicas answer; the previous
-    // quorum insert into the table is unfinished — 18.16 runs one at a time —; not known
-    // whether it was reached in time).
-    [
-        "Code: 242,",
-        "Code: 999,",
-        "Code: 225,",
-        "Code: 285,",
-        "Code: 286,",
-        "Code: 319,",
-    ]
-    .iter()
-    .any(|code| message.contains(code))
-        || [
-            "TABLE_IS_READ_ONLY",
-            "KEEPER_EXCEPTION",
-            "NO_ZOOKEEPER",
-            "TOO_FEW_LIVE_REPLICAS",
-            "UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE",
-            "UNKNOWN_STATUS_OF_INSERT",
-        ]
-        .iter()
-        .any(|name| message.contains(name))
+/// Whether a shard's error `code` ([`crate::code`]) says the replica cannot serve now,
+/// though another may: its replicated tables are read-only (its ZooKeeper session is gone:
+/// code 242) or ZooKeeper fails (999, 225), or an insert quorum is not reached (285, 286,
+/// 319: too few replicas answer; the previous quorum insert into the table is unfinished —
+/// 18.16 runs one at a time —; not known whether it was reached in time). Retried
+/// elsewhere, and waited for when every replica says so: never a refusal of the rows.
+pub(crate) fn replica_unavailable(code: Option<u32>) -> bool {
+    use crate::code::*;
+    matches!(
+        code,
+        Some(
+            TABLE_IS_READ_ONLY
+                | KEEPER_EXCEPTION
+                | NO_ZOOKEEPER
+                | TOO_FEW_LIVE_REPLICAS
+                | UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE
+                | UNKNOWN_STATUS_OF_INSERT
+        )
+    )
 }
 
 impl Client {
@@ -203,8 +194,9 @@ impl Client {
         let req = self.post(self.shards[k][r].clone(), sql);
         let answer = req.send().map_err(|e| self.unreachable(k, r, e))?;
         let status = answer.status();
+        let headers = answer.headers().clone();
         let text = answer.text().map_err(|e| self.unreachable(k, r, e))?;
-        self.answered(k, r, sql, status, text)
+        self.answered(k, r, sql, status, &headers, text)
     }
 
     /// Runs `sql` (what each server keeps for itself: `CREATE …`) on every replica of shard
@@ -297,6 +289,7 @@ impl Client {
                     shard: k,
                     endpoint,
                     statement: "the replica's probe".into(),
+                    code: crate::code::in_text(&text),
                     message: text.trim().to_string(),
                 };
                 self.saw_replica(k, r, Some(true), Some(&e));
@@ -327,11 +320,12 @@ impl Client {
                 .send()
                 .map_err(|e| self.unreachable(k, r, e))?;
             let status = answer.status();
+            let headers = answer.headers().clone();
             let body = answer.bytes().map_err(|e| self.unreachable(k, r, e))?;
             if !status.is_success() {
                 let text = String::from_utf8_lossy(&body).into_owned();
                 return self
-                    .answered(k, r, sql, status, text)
+                    .answered(k, r, sql, status, &headers, text)
                     .map(String::into_bytes);
             }
             self.saw(k, r, Some(true), None);
@@ -339,19 +333,22 @@ impl Client {
         })
     }
 
-    /// Replica `r` of shard `k`'s answer `text` with `status` to `sql`: the answer, or the
-    /// server's error (unavailable when it says the replica cannot serve now).
+    /// Replica `r` of shard `k`'s answer `text` with `status` and `headers` to `sql`: the
+    /// answer, or the server's error (unavailable when its code says the replica cannot
+    /// serve now).
     fn answered(
         &self,
         k: usize,
         r: usize,
         sql: &str,
         status: reqwest::StatusCode,
+        headers: &reqwest::header::HeaderMap,
         text: String,
     ) -> Result<String, ClusterError> {
         if !status.is_success() {
             let message = text.trim().to_string();
-            let e = if replica_unavailable(&message) {
+            let code = crate::code::of_answer(headers, &message);
+            let e = if replica_unavailable(code) {
                 ClusterError::Unreachable {
                     shard: k,
                     endpoint: self.shards[k][r].to_string(),
@@ -363,6 +360,7 @@ impl Client {
                     endpoint: self.shards[k][r].to_string(),
                     statement: sql.chars().take(200).collect(),
                     message,
+                    code,
                 }
             };
             self.saw(k, r, Some(true), Some(&e));
@@ -650,15 +648,34 @@ mod tests {
 
     #[test]
     fn zookeeper_and_quorum_failures_are_waited_for() {
+        // 18.16's form and the form of servers since 21.x alike.
         for m in [
             "Code: 242, e.displayText() = DB::Exception: Table is in readonly mode",
             "Code: 999, e.displayText() = Coordination::Exception: Connection loss",
             "Code: 319, Unknown status, client must retry",
             "Code: 285, Number of alive replicas (1) is less than requested quorum (2)",
+            "Code: 242. DB::Exception: Table is in readonly mode: replica_path=/c/0/a/b/\
+             replicas/r1. (TABLE_IS_READ_ONLY) (version 24.8.4.13 (official build))",
+            "Code: 999. Coordination::Exception: Connection loss, path /c. (KEEPER_EXCEPTION) \
+             (version 25.8.2.29 (official build))",
+            "Code: 225. DB::Exception: ZooKeeper is not configured. (NO_ZOOKEEPER) \
+             (version 23.8.16.40 (official build))",
+            "Code: 286. DB::Exception: Quorum for previous write has not been satisfied yet. \
+             (UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE) (version 24.3.1.2672 (official build))",
         ] {
-            assert!(replica_unavailable(m), "{m}");
+            assert!(replica_unavailable(crate::code::in_text(m)), "{m}");
         }
-        assert!(!replica_unavailable("Code: 60, Table x doesn't exist"));
-        assert!(!replica_unavailable("Code: 53, Type mismatch"));
+        for m in [
+            "Code: 60, e.displayText() = DB::Exception: Table x doesn't exist., e.what() = \
+             DB::Exception",
+            "Code: 53, Type mismatch",
+            "Code: 60. DB::Exception: Table default.x does not exist. (UNKNOWN_TABLE) \
+             (version 24.8.4.13 (official build))",
+            // A code's number inside another's text is not the code.
+            "Code: 62. DB::Exception: Syntax error: failed at position 1 (242): 242. \
+             (SYNTAX_ERROR) (version 24.8.4.13 (official build))",
+        ] {
+            assert!(!replica_unavailable(crate::code::in_text(m)), "{m}");
+        }
     }
 }

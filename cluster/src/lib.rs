@@ -26,6 +26,7 @@
 #![deny(unsafe_code)]
 
 mod catalog;
+mod code;
 mod config;
 mod connect;
 mod databases;
