@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use reqwest::blocking::Client as Reqwest;
 use reqwest::Url;
 
-use crate::{ClusterConfig, ClusterError, ShardReader};
+use crate::{ClusterConfig, ClusterError, ServerVersion, ShardReader};
 
 /// What a shard's, or one of its replicas', last request showed (`/health`).
 #[derive(Debug, Clone, Default)]
@@ -49,6 +49,10 @@ pub(crate) struct Client {
     timeout_secs: u64,
     /// `insert_quorum` of every insert (0: none).
     insert_quorum: u32,
+    /// Per shard and replica, its server's version once asked ([`server_version`](
+    /// Self::server_version); forgotten when it stops answering: it may come back
+    /// upgraded).
+    versions: parking_lot::Mutex<Vec<Vec<Option<ServerVersion>>>>,
 }
 
 /// How long [`Client::probe_replicas`] waits for a replica's answer.
@@ -127,6 +131,7 @@ impl Client {
                     .collect(),
             ),
             active: shards.iter().map(|_| AtomicUsize::new(0)).collect(),
+            versions: parking_lot::Mutex::new(shards.iter().map(|r| vec![None; r.len()]).collect()),
             returned: shards.iter().map(|_| AtomicBool::new(true)).collect(),
             shards,
             user: config.user.clone(),
@@ -229,11 +234,38 @@ impl Client {
         }
     }
 
-    /// Runs `sql` (`DROP …`) on every replica of shard `k`, each of which must answer (a
-    /// replica that kept a dropped replicated table would hold its place in ZooKeeper, and
-    /// a table made again under that name would take its old rows back from it).
-    pub(crate) fn all_replicas(&self, k: usize, sql: &str) -> Result<(), ClusterError> {
-        (0..self.shards[k].len()).try_for_each(|r| self.statement_on(k, r, sql).map(drop))
+    /// The version of replica `r` of shard `k`'s server (`SELECT version()`, asked once
+    /// while it answers).
+    pub(crate) fn server_version(&self, k: usize, r: usize) -> Result<ServerVersion, ClusterError> {
+        if let Some(v) = self.versions.lock()[k][r] {
+            return Ok(v);
+        }
+        let sql = "SELECT version()";
+        let text = self.statement_on(k, r, sql)?;
+        let v = ServerVersion::parse(&text).ok_or_else(|| ClusterError::Refused {
+            shard: k,
+            endpoint: self.shards[k][r].to_string(),
+            statement: sql.into(),
+            message: format!("not a version: {:?}", text.trim()),
+            code: None,
+        })?;
+        self.versions.lock()[k][r] = Some(v);
+        Ok(v)
+    }
+
+    /// Runs the statement `sql` makes for its server's version (`DROP …`) on every replica
+    /// of shard `k`, each of which must answer (a replica that kept a dropped replicated
+    /// table would hold its place in ZooKeeper, and a table made again under that name
+    /// would take its old rows back from it).
+    pub(crate) fn all_replicas(
+        &self,
+        k: usize,
+        sql: impl Fn(ServerVersion) -> String,
+    ) -> Result<(), ClusterError> {
+        (0..self.shards[k].len()).try_for_each(|r| {
+            let v = self.server_version(k, r)?;
+            self.statement_on(k, r, &sql(v)).map(drop)
+        })
     }
 
     /// Makes [`take_returned`](Self::take_returned) true again for shard `k` (its repair
@@ -534,6 +566,7 @@ impl Client {
         };
         self.saw(k, r, Some(false), Some(&e));
         self.pass_over(k, r);
+        self.versions.lock()[k][r] = None;
         e
     }
 
