@@ -520,6 +520,7 @@ mod tests {
             user: None,
             password: None,
             node: "n".into(),
+            incarnation: String::new(),
             timeout: std::time::Duration::from_millis(200),
             distributed: None,
             delete_wait: std::time::Duration::from_secs(1),

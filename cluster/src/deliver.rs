@@ -105,7 +105,7 @@ impl Cluster {
         let scan = engine.arrow_scan(batch)?;
         let mut references = 0;
         // The same columns go to every shard.
-        let (structure, names, select) = schema::insert_shape(&self.config.node, columns);
+        let (structure, names, select) = schema::insert_shape(&self.config.row_node(), columns);
         let insert = format!(
             "INSERT INTO {} ({names}) FORMAT Native",
             schema::table(db, measurement)

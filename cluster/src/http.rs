@@ -637,6 +637,7 @@ mod tests {
             user: None,
             password: None,
             node: "n".into(),
+            incarnation: String::new(),
             timeout: std::time::Duration::from_secs(1),
             distributed: None,
             delete_wait: std::time::Duration::from_secs(1),

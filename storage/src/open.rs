@@ -84,12 +84,15 @@ impl Storage {
         let cluster = match config.engine {
             crate::config::StorageEngine::Embedded => None,
             crate::config::StorageEngine::Clickhouse => {
-                let c = cluster::Cluster::connect(config.clickhouse.cluster()).map_err(|e| {
-                    StorageError::Open {
+                let cluster_config = cluster::ClusterConfig {
+                    incarnation: incarnation(&wal)?,
+                    ..config.clickhouse.cluster()
+                };
+                let c =
+                    cluster::Cluster::connect(cluster_config).map_err(|e| StorageError::Open {
                         what: "connecting to the ClickHouse cluster ([storage.clickhouse])",
                         message: e.to_string(),
-                    }
-                })?;
+                    })?;
                 tracing::info!(
                     shards = config.clickhouse.shards.len(),
                     versions = ?c.versions(),
@@ -195,6 +198,47 @@ fn open_wal(
         message: e.to_string(),
     })?;
     Ok((Arc::new(wal), rx, recovery))
+}
+
+/// The WAL metadata key of the data directory's incarnation ([`incarnation`]).
+const INCARNATION_KEY: &[u8] = b"cluster/incarnation";
+
+/// This data directory's incarnation (`cluster::ClusterConfig::incarnation`), kept in its
+/// WAL's metadata, so it goes with the WAL's sequences: made with the WAL (a random
+/// 64-bit id in hex); a WAL that took writes before incarnations existed keeps none (its
+/// rows on the shards carry the node's name alone, and a retry must find them so).
+fn incarnation(wal: &Wal) -> Result<String, StorageError> {
+    let failed = |e: wal::WalError| StorageError::Open {
+        what: "reading or recording the data directory's incarnation",
+        message: e.to_string(),
+    };
+    if let Some(id) = wal.meta_get(INCARNATION_KEY).map_err(failed)? {
+        return Ok(String::from_utf8_lossy(&id).into_owned());
+    }
+    let id = if wal.last_seq() == 0 {
+        new_incarnation()
+    } else {
+        String::new()
+    };
+    wal.put_meta(vec![(INCARNATION_KEY.to_vec(), id.clone().into_bytes())])
+        .and_then(|ticket| ticket.wait())
+        .map_err(failed)?;
+    tracing::info!(incarnation = %id, "the data directory's incarnation recorded");
+    Ok(id)
+}
+
+/// A random 64-bit id in hex: the OS-seeded keys of std's hasher, mixed with the time and
+/// the process id (no two directories made apart share one but by a 2^-64 chance).
+fn new_incarnation() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    format!("{:016x}", h.finish())
 }
 
 /// The catalog (schema, series, databases) from the WAL's metadata records.

@@ -13,6 +13,7 @@ mod cluster;
 mod cluster_delete;
 mod cluster_drop;
 mod cluster_drop_database;
+mod cluster_identity;
 mod cluster_policies;
 mod cluster_replicas;
 mod cluster_retention;
