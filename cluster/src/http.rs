@@ -331,7 +331,7 @@ impl Client {
                 let e = ClusterError::Unreachable {
                     shard: k,
                     endpoint,
-                    message: e.to_string(),
+                    message: why_unanswered(e),
                 };
                 self.saw_replica(k, r, Some(false), Some(&e));
                 self.pass_over(k, r);
@@ -562,7 +562,7 @@ impl Client {
         let e = ClusterError::Unreachable {
             shard: k,
             endpoint: self.shards[k][r].to_string(),
-            message: e.to_string(),
+            message: why_unanswered(e),
         };
         self.saw(k, r, Some(false), Some(&e));
         self.pass_over(k, r);
@@ -602,6 +602,27 @@ impl Client {
             _ => text.to_string(),
         }
     }
+}
+
+/// What a request that got no answer met, down to its cause (`connection refused`,
+/// `operation timed out`): reqwest's own text names only the request. Without the URL: the
+/// error names the endpoint, and an insert's URL would carry its statement.
+fn why_unanswered(e: reqwest::Error) -> String {
+    let timed_out = e.is_timeout();
+    let e = e.without_url();
+    let mut parts = vec![e.to_string()];
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if parts.last() != Some(&text) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    if timed_out {
+        parts.push("no answer in time".into());
+    }
+    parts.join(": ")
 }
 
 /// `chingest_cluster_shard_up{shard}`: whether the shard answered its last request.

@@ -17,6 +17,7 @@ mod cluster_identity;
 mod cluster_policies;
 mod cluster_replicas;
 mod cluster_retention;
+mod cluster_shard_down;
 mod console;
 mod cq;
 mod crash;
