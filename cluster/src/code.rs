@@ -41,6 +41,45 @@ pub(crate) const CANNOT_GET_CREATE_TABLE_QUERY: u32 = 390;
 /// `KEEPER_EXCEPTION` (18.16: `Coordination::Exception`).
 pub(crate) const KEEPER_EXCEPTION: u32 = 999;
 
+/// The name servers give `code` in their newer text form (`… (TOO_MANY_PARTS)`), for the
+/// codes the flusher's classification knows (`flush/src/classify.rs`, which reads a
+/// failure's name): 18.16 writes none, and the engine's relay of a shard's refusal ends
+/// with its own (`RECEIVED_ERROR_FROM_REMOTE_IO_SERVER`). Checked against 26.7's
+/// `errorCodeToName`.
+pub(crate) fn name(code: u32) -> Option<&'static str> {
+    Some(match code {
+        6 => "CANNOT_PARSE_TEXT",
+        8 => "THERE_IS_NO_COLUMN",
+        10 => "NOT_FOUND_COLUMN_IN_BLOCK",
+        15 => "DUPLICATE_COLUMN",
+        16 => "NO_SUCH_COLUMN_IN_TABLE",
+        36 => "BAD_ARGUMENTS",
+        43 => "ILLEGAL_TYPE_OF_ARGUMENT",
+        44 => "ILLEGAL_COLUMN",
+        47 => "UNKNOWN_IDENTIFIER",
+        49 => "LOGICAL_ERROR",
+        50 => "UNKNOWN_TYPE",
+        53 => "TYPE_MISMATCH",
+        60 => "UNKNOWN_TABLE",
+        62 => "SYNTAX_ERROR",
+        70 => "CANNOT_CONVERT_TYPE",
+        72 => "CANNOT_PARSE_NUMBER",
+        81 => "UNKNOWN_DATABASE",
+        122 => "INCOMPATIBLE_COLUMNS",
+        159 => "TIMEOUT_EXCEEDED",
+        173 => "CANNOT_ALLOCATE_MEMORY",
+        202 => "TOO_MANY_SIMULTANEOUS_QUERIES",
+        209 => "SOCKET_TIMEOUT",
+        218 => "TABLE_IS_DROPPED",
+        241 => "MEMORY_LIMIT_EXCEEDED",
+        242 => "TABLE_IS_READ_ONLY",
+        243 => "NOT_ENOUGH_SPACE",
+        252 => "TOO_MANY_PARTS",
+        394 => "QUERY_WAS_CANCELLED",
+        _ => return None,
+    })
+}
+
 /// The code of an error answer: its [`HEADER`] where sent, else the text's ([`in_text`]).
 pub(crate) fn of_answer(headers: &HeaderMap, body: &str) -> Option<u32> {
     headers
@@ -54,7 +93,7 @@ pub(crate) fn of_answer(headers: &HeaderMap, body: &str) -> Option<u32> {
 /// server's own message may quote a cause's code after it (`Code: 319, … Reason: Code:
 /// 159, …`) —, or in a relay of a shard's answer (`… body: 'Code: 319, …'`), the first of
 /// the shard's.
-pub(crate) fn in_text(text: &str) -> Option<u32> {
+pub fn in_text(text: &str) -> Option<u32> {
     let relayed = text.find(RELAYED_BODY).map(|at| &text[at..]);
     relayed.and_then(first_code).or_else(|| first_code(text))
 }

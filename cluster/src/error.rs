@@ -91,14 +91,19 @@ impl ClusterError {
 
     /// The error as the flusher's coordinator classifies it (`classify.rs`): a shard that
     /// cannot be reached is transient (retried until it is back, the WAL holding the rows), a
-    /// column of another type deterministic (quarantined), a refusal by its server's words.
+    /// column of another type deterministic (quarantined), a refusal by its server's code.
     pub fn into_engine_error(self) -> EngineError {
         let (statement, name) = match &self {
             ClusterError::Unreachable { .. } => ("cluster delivery", Some("CLUSTER_UNREACHABLE")),
             ClusterError::TypeConflict { .. } => ("cluster delivery", Some("TYPE_MISMATCH")),
             ClusterError::Config(_) => ("cluster delivery", Some("BAD_ARGUMENTS")),
             ClusterError::TooManyRows { .. } => ("cluster read", Some("TOO_MANY_ROWS")),
-            ClusterError::Refused { .. } => ("cluster delivery", None),
+            // Named by the shard's code (18.16 names none; a relay ends with the engine's
+            // RECEIVED_ERROR_FROM_REMOTE_IO_SERVER): a full or busy shard is retried, not
+            // quarantined as an unknown failure repeated.
+            ClusterError::Refused { code, .. } => {
+                ("cluster delivery", code.and_then(crate::code::name))
+            }
             ClusterError::Engine(_) => ("", None),
         };
         match (self, name) {

@@ -53,6 +53,7 @@ use engine::table::ColumnKind;
 use parking_lot::Mutex;
 
 pub use catalog::ClusterCatalog;
+pub use code::in_text as server_error_code;
 pub use config::{ClusterConfig, ShardReader};
 pub use databases::{DatabaseLives, DROP_DONE};
 pub use error::ClusterError;
