@@ -283,3 +283,59 @@ fn drop_legacy_series_tables(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(dir: &std::path::Path) -> (Wal, Committed) {
+        let (tx, rx) = crossbeam_channel::bounded(64);
+        let (wal, _) = Wal::open(wal::WalConfig::new(dir), tx).unwrap();
+        (wal, rx)
+    }
+
+    /// A data directory keeps the incarnation its WAL was made with; another directory
+    /// gets another; a WAL that took writes before incarnations existed keeps none.
+    #[test]
+    fn a_data_directory_keeps_the_incarnation_it_was_made_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wal, rx) = open(dir.path());
+        let id = incarnation(&wal).unwrap();
+        assert_eq!(id.len(), 16, "{id}");
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+        assert_eq!(incarnation(&wal).unwrap(), id);
+        wal.shutdown();
+        drop((wal, rx));
+        let (wal, rx) = open(dir.path());
+        assert_eq!(incarnation(&wal).unwrap(), id, "kept across a restart");
+        wal.shutdown();
+        drop((wal, rx));
+
+        let other = tempfile::tempdir().unwrap();
+        let (wal, rx) = open(other.path());
+        assert_ne!(incarnation(&wal).unwrap(), id);
+        wal.shutdown();
+        drop((wal, rx));
+
+        let older = tempfile::tempdir().unwrap();
+        let (wal, rx) = open(older.path());
+        wal.submit(wal::Entry {
+            payload: vec![1],
+            points: 1,
+            held_bytes: 0,
+            meta: Vec::new(),
+            attachment: flush::FlushWrite {
+                db: "d".into(),
+                tables: Vec::new(),
+            },
+        })
+        .unwrap()
+        .wait()
+        .unwrap();
+        assert_eq!(incarnation(&wal).unwrap(), "");
+        wal.shutdown();
+        drop((wal, rx));
+        let (wal, _rx) = open(older.path());
+        assert_eq!(incarnation(&wal).unwrap(), "");
+    }
+}
