@@ -16,12 +16,15 @@
 //!   answered as one whose ZooKeeper answers;
 //! - `system.macros` is read as sent, and answered with the replica macro a replica's
 //!   config would have;
-//! - the HTTP-only parameters (`query`, `wait_end_of_query`, `user`, `password`) are the
-//!   interface's; every other URL parameter is a setting, and must be one 26.7 has.
-//!
-//! Not covered here: `Distributed` tables (the engine knows no cluster of servers), a
-//! shard's several replicas (`SHOW CREATE TABLE` of another replica's definition), and
-//! `/api/v1/sql` (it reads the `Distributed` tables).
+//! - the engine knows no cluster of servers: `system.clusters` is read as sent and
+//!   answered as by a server whose `remote_servers` lists the cluster with one shard, and a
+//!   `Distributed` table's `CREATE` is parsed, then made as the `Merge` table over the one
+//!   shard table it names (what a one-shard `Distributed` table reads), so the columns
+//!   added to it and `/api/v1/sql` over it run;
+//! - the HTTP-only parameters (`query`, `wait_end_of_query`, `user`, `password`,
+//!   `database`, `default_format`: the last applied as the statement's `FORMAT`) are the
+//!   interface's; every other URL parameter is a setting, and must be one 26.7 has (their
+//!   values are not applied: `readonly` among them is the server's business).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -46,7 +49,14 @@ pub(crate) struct EngineShard {
 }
 
 /// URL parameters of the HTTP interface that are not settings.
-const INTERFACE_PARAMETERS: [&str; 4] = ["query", "wait_end_of_query", "user", "password"];
+const INTERFACE_PARAMETERS: [&str; 6] = [
+    "query",
+    "wait_end_of_query",
+    "user",
+    "password",
+    "database",
+    "default_format",
+];
 
 impl EngineShard {
     /// Listens on a free loopback port, one thread per connection (keep-alive), as the
@@ -169,7 +179,11 @@ fn answer(
             ));
         }
     }
-    let run = match statement_to_run(&sql, data.as_deref(), replica) {
+    let sql_to_run = match params.get("default_format") {
+        Some(f) if !sql.contains(" FORMAT ") => format!("{} FORMAT {f}", sql.trim_end()),
+        _ => sql.clone(),
+    };
+    let run = match statement_to_run(&sql_to_run, data.as_deref(), replica) {
         Ok(run) => run,
         Err(e) => return refuse(e),
     };
@@ -214,6 +228,21 @@ fn statement_to_run(sql: &str, data: Option<&[u8]>, replica: &str) -> Result<Run
             .query(sql, OutputFormat::TabSeparated)
             .map_err(engine_message)?;
         return Ok(Run::Answer(format!("{replica}\n")));
+    }
+    if sql.contains("system.clusters") {
+        engine()
+            .query(sql, OutputFormat::TabSeparated)
+            .map_err(engine_message)?;
+        return Ok(Run::Answer("1\n".into()));
+    }
+    if let Some(at) = sql.find("ENGINE = Distributed(") {
+        parse_only(sql)?;
+        let args: Vec<&str> = sql[at..].split('\'').skip(1).step_by(2).collect();
+        let (database, table) = (args[1], args[2]);
+        return Ok(Run::Sql(format!(
+            "{}ENGINE = Merge('{database}', '^{table}$')",
+            &sql[..at]
+        )));
     }
     if let Some(at) = sql.find("ENGINE = Replicated") {
         parse_only(sql)?;
@@ -295,6 +324,7 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
     let db = database_name("newer");
     let plain = ClusterConfig {
         shards: vec![vec![shard.url()]],
+        distributed: Some("newer".into()),
         ..config(&[], "newer-a")
     };
     let cluster = Cluster::connect(plain.clone()).unwrap();
@@ -377,6 +407,29 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         .unwrap();
     assert_eq!(hosts.len(), 20);
     assert!(cluster.has_rows(&db, "cpu").unwrap());
+    // `/api/v1/sql` over the `Distributed` table, within the shard's limits.
+    let mut answer = Vec::new();
+    cluster
+        .sql(
+            &format!("SELECT count() AS n, uniqExact(host) AS hosts FROM `{db}`.cpu"),
+            "JSONEachRow",
+            &engine::SqlConfig::default(),
+            &engine::SqlCancel::new(),
+            &mut |block| {
+                answer.extend_from_slice(block);
+                true
+            },
+            None,
+        )
+        .unwrap();
+    // 64-bit integers quoted or not, as the server's default has it.
+    let row: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+    let number = |k: &str| row[k].to_string().trim_matches('"').to_string();
+    assert_eq!(
+        (number("n"), number("hosts")),
+        ("60".into(), "20".into()),
+        "{row}"
+    );
 
     // Deletes, the nodes' progress, retention, drops.
     assert!(cluster
