@@ -490,6 +490,7 @@ impl Cluster {
                         endpoint: self.http.endpoint(k),
                         statement: "SELECT DISTINCT … FORMAT TabSeparated".into(),
                         message: format!("unexpected answer: row {line:?}"),
+                        code: None,
                     });
                 }
                 out.insert(values);
@@ -519,6 +520,7 @@ mod tests {
             user: None,
             password: None,
             node: "n".into(),
+            incarnation: String::new(),
             timeout: std::time::Duration::from_millis(200),
             distributed: None,
             delete_wait: std::time::Duration::from_secs(1),

@@ -19,8 +19,15 @@ pub struct ClusterConfig {
     pub user: Option<String>,
     /// The user's password.
     pub password: Option<String>,
-    /// This ingest node's name: its rows' `__node` (two nodes must not share one).
+    /// This ingest node's name (two nodes must not share one): its rows' `__node`, with
+    /// [`incarnation`](Self::incarnation).
     pub node: String,
+    /// The incarnation of this node's data directory: made with the directory, so a node
+    /// started again under the same name on a fresh one (its WAL's sequences from 1 again)
+    /// has rows the shards know apart from those of its earlier life, which a retried
+    /// delivery would otherwise take as already held. Empty: a directory made before
+    /// incarnations (its rows' `__node` is the name alone, as it always was).
+    pub incarnation: String,
     /// Limit of one HTTP request (a statement, an insert).
     pub timeout: Duration,
     /// The cluster's name in the servers' `remote_servers`, when chingest keeps a
@@ -34,6 +41,18 @@ pub struct ClusterConfig {
     /// The shards' users that read one database each: a non-admin's `/api/v1/sql` runs as
     /// the one of the database it reads ([`crate::sql`]).
     pub readers: Vec<ShardReader>,
+}
+
+impl ClusterConfig {
+    /// What this node's rows carry as `__node`, and a retried delivery asks a shard for:
+    /// `<node>@<incarnation>`, or the name alone for a directory older than incarnations.
+    pub fn row_node(&self) -> String {
+        if self.incarnation.is_empty() {
+            self.node.clone()
+        } else {
+            format!("{}@{}", self.node, self.incarnation)
+        }
+    }
 }
 
 /// A user on every shard that may read one database (its `allow_databases` in the
@@ -67,6 +86,7 @@ impl std::fmt::Debug for ClusterConfig {
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "[REDACTED]"))
             .field("node", &self.node)
+            .field("incarnation", &self.incarnation)
             .field("timeout", &self.timeout)
             .field("distributed", &self.distributed)
             .field("delete_wait", &self.delete_wait)

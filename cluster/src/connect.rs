@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use crate::config::ClusterConfig;
 use crate::error::ClusterError;
 use crate::shard::ShardMap;
-use crate::{http, schema, Cluster};
+use crate::{http, schema, Cluster, ServerVersion};
 
 /// Each shard that answered at connect must know `name` in its `remote_servers` with as
 /// many shards as chingest has (a `Distributed` table over fewer would miss rows).
@@ -18,7 +18,7 @@ fn check_cluster_name(
     http: &http::Client,
     name: &str,
     shards: usize,
-    versions: &[Option<String>],
+    versions: &[Option<ServerVersion>],
 ) -> Result<(), ClusterError> {
     for (k, _) in versions.iter().enumerate().filter(|(_, v)| v.is_some()) {
         let answer = http.statement(
@@ -116,7 +116,12 @@ fn check_replicas(http: &http::Client, config: &ClusterConfig) -> Result<(), Clu
                 r,
                 "SELECT count() FROM system.zookeeper WHERE path = '/' FORMAT TabSeparated",
             ) {
-                if e.to_string().contains("Code: 225,") {
+                // 225 (NO_ZOOKEEPER); a server without `<zookeeper>` has no
+                // `system.zookeeper` either (18.16 and later: 60, UNKNOWN_TABLE).
+                if matches!(
+                    e.code(),
+                    Some(crate::code::NO_ZOOKEEPER | crate::code::UNKNOWN_TABLE)
+                ) {
                     return Err(ClusterError::Config(format!(
                         "{endpoint} has no <zookeeper> in its config: replicated tables need one"
                     )));
@@ -143,16 +148,29 @@ impl Cluster {
             return Err(ClusterError::Config("the node needs a name".into()));
         }
         let http = http::Client::new(&config)?;
+        // Every replica's version, which decides the statements it is sent (`version.rs`);
+        // a shard's is its first answering replica's.
         let mut versions = Vec::with_capacity(config.shards.len());
         for k in 0..config.shards.len() {
-            versions.push(match http.statement(k, "SELECT version()") {
-                Ok(v) => Some(v.trim().to_string()),
-                Err(e @ ClusterError::Unreachable { .. }) => {
-                    tracing::warn!(error = %e, "a shard does not answer: its rows wait in the WAL");
-                    None
+            let mut shard = None;
+            let mut down = None;
+            for r in 0..http.replicas(k) {
+                match http.server_version(k, r) {
+                    Ok(v) => {
+                        if v < ServerVersion::OLDEST_TESTED {
+                            tracing::warn!(endpoint = %http.replica_endpoint(k, r), version = %v,
+                                "a shard server older than 18.16, the oldest tested");
+                        }
+                        shard.get_or_insert(v);
+                    }
+                    Err(e) if e.is_unavailable() => down = Some(e),
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
-            });
+            }
+            if let (None, Some(e)) = (shard, down) {
+                tracing::warn!(error = %e, "a shard does not answer: its rows wait in the WAL");
+            }
+            versions.push(shard);
         }
         if let Some(name) = &config.distributed {
             check_cluster_name(&http, name, config.shards.len(), &versions)?;

@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use engine::{quote_ident, quote_string, unescape_tsv};
+use engine::{quote_string, unescape_tsv};
 
 use crate::catalog::META_DATABASE;
 use crate::{schema, Cluster, ClusterError};
@@ -273,10 +273,8 @@ impl Cluster {
             self.drop_table(db, m)?;
         }
         for k in 0..self.config.shards.len() {
-            self.http.all_replicas(
-                k,
-                &format!("DROP DATABASE IF EXISTS {}", quote_ident(&shard_db)),
-            )?;
+            self.http
+                .all_replicas(k, |v| schema::drop_database(&shard_db, v))?;
         }
         self.forget_database(db);
         Ok(())

@@ -67,18 +67,13 @@ impl Cluster {
     /// running it again is harmless). A delivery of rows written since makes it again.
     pub fn drop_table(&self, db: &str, measurement: &str) -> Result<(), ClusterError> {
         for k in 0..self.config.shards.len() {
-            self.http.all_replicas(
-                k,
-                &format!("DROP TABLE IF EXISTS {}", schema::table(db, measurement)),
-            )?;
+            self.http.all_replicas(k, |v| {
+                schema::drop_table(&schema::table(db, measurement), v)
+            })?;
             if self.config.distributed.is_some() {
-                self.http.all_replicas(
-                    k,
-                    &format!(
-                        "DROP TABLE IF EXISTS {}",
-                        schema::distributed_table(db, measurement)
-                    ),
-                )?;
+                self.http.all_replicas(k, |v| {
+                    schema::drop_table(&schema::distributed_table(db, measurement), v)
+                })?;
             }
         }
         self.forget_table(db, measurement);
@@ -172,6 +167,7 @@ impl Cluster {
                          the statement again to wait for it)",
                         MUTATION_WAIT.as_secs()
                     ),
+                    code: None,
                 });
             }
             std::thread::sleep(pause);

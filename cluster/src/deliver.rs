@@ -105,7 +105,7 @@ impl Cluster {
         let scan = engine.arrow_scan(batch)?;
         let mut references = 0;
         // The same columns go to every shard.
-        let (structure, names, select) = schema::insert_shape(&self.config.node, columns);
+        let (structure, names, select) = schema::insert_shape(&self.config.row_node(), columns);
         let insert = format!(
             "INSERT INTO {} ({names}) FORMAT Native",
             schema::table(db, measurement)
@@ -159,7 +159,8 @@ impl Cluster {
                     engine::EngineError::Query { message, .. } => {
                         // The engine's message may quote the URL, password included.
                         let message = self.http.redact(&message);
-                        if http::replica_unavailable(&message) {
+                        let code = crate::code::in_text(&message);
+                        if http::replica_unavailable(code) {
                             ClusterError::Unreachable {
                                 shard: k,
                                 endpoint: self.http.replica_endpoint(k, r),
@@ -171,6 +172,7 @@ impl Cluster {
                                 endpoint: self.http.replica_endpoint(k, r),
                                 statement: "INSERT … FORMAT Native".into(),
                                 message,
+                                code,
                             }
                         }
                     }

@@ -148,7 +148,7 @@ impl Cluster {
         expected: &HashMap<u64, u64>,
     ) -> Result<Held, ClusterError> {
         let table = schema::table(db, measurement);
-        let node = quote_string(&self.config.node);
+        let node = quote_string(&self.config.row_node());
         let list: Vec<String> = suspects.iter().map(u64::to_string).collect();
         let counts = self.http.statement_on(
             k,

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use reqwest::blocking::Client as Reqwest;
 use reqwest::Url;
 
-use crate::{ClusterConfig, ClusterError, ShardReader};
+use crate::{ClusterConfig, ClusterError, ServerVersion, ShardReader};
 
 /// What a shard's, or one of its replicas', last request showed (`/health`).
 #[derive(Debug, Clone, Default)]
@@ -49,6 +49,10 @@ pub(crate) struct Client {
     timeout_secs: u64,
     /// `insert_quorum` of every insert (0: none).
     insert_quorum: u32,
+    /// Per shard and replica, its server's version once asked ([`server_version`](
+    /// Self::server_version); forgotten when it stops answering: it may come back
+    /// upgraded).
+    versions: parking_lot::Mutex<Vec<Vec<Option<ServerVersion>>>>,
 }
 
 /// How long [`Client::probe_replicas`] waits for a replica's answer.
@@ -59,34 +63,25 @@ const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 const PROBE: &str = "SELECT toUInt64(max(absolute_delay)) FROM system.replicas \
      WHERE database = '__chingest' OR startsWith(database, '__shard_') FORMAT TabSeparated";
 
-/// Whether a shard's answer says the replica cannot serve now, though another may: its
-/// replicated tables are read-only (its ZooKeeper session is gone: code 242) or ZooKeeper
-/// fails (999, 225), or an insert quorum is not reached (285, 286, 319). Retried elsewhere,
-/// and waited for when every replica says so: never a refusal of the rows.
-pub(crate) fn replica_unavailable(message: &str) -> bool {
-    // 285, 286, 319: an insert quorum not reached (too few replicas answer; the previous
-    // quorum insert into the table is unfinished — 18.16 runs one at a time —; not known
-    // whether it was reached in time).
-    [
-        "Code: 242,",
-        "Code: 999,",
-        "Code: 225,",
-        "Code: 285,",
-        "Code: 286,",
-        "Code: 319,",
-    ]
-    .iter()
-    .any(|code| message.contains(code))
-        || [
-            "TABLE_IS_READ_ONLY",
-            "KEEPER_EXCEPTION",
-            "NO_ZOOKEEPER",
-            "TOO_FEW_LIVE_REPLICAS",
-            "UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE",
-            "UNKNOWN_STATUS_OF_INSERT",
-        ]
-        .iter()
-        .any(|name| message.contains(name))
+/// Whether a shard's error `code` ([`crate::code`]) says the replica cannot serve now,
+/// though another may: its replicated tables are read-only (its ZooKeeper session is gone:
+/// code 242) or ZooKeeper fails (999, 225), or an insert quorum is not reached (285, 286,
+/// 319: too few replicas answer; the previous quorum insert into the table is unfinished —
+/// 18.16 runs one at a time —; not known whether it was reached in time). Retried
+/// elsewhere, and waited for when every replica says so: never a refusal of the rows.
+pub(crate) fn replica_unavailable(code: Option<u32>) -> bool {
+    use crate::code::*;
+    matches!(
+        code,
+        Some(
+            TABLE_IS_READ_ONLY
+                | KEEPER_EXCEPTION
+                | NO_ZOOKEEPER
+                | TOO_FEW_LIVE_REPLICAS
+                | UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE
+                | UNKNOWN_STATUS_OF_INSERT
+        )
+    )
 }
 
 impl Client {
@@ -136,6 +131,7 @@ impl Client {
                     .collect(),
             ),
             active: shards.iter().map(|_| AtomicUsize::new(0)).collect(),
+            versions: parking_lot::Mutex::new(shards.iter().map(|r| vec![None; r.len()]).collect()),
             returned: shards.iter().map(|_| AtomicBool::new(true)).collect(),
             shards,
             user: config.user.clone(),
@@ -203,8 +199,9 @@ impl Client {
         let req = self.post(self.shards[k][r].clone(), sql);
         let answer = req.send().map_err(|e| self.unreachable(k, r, e))?;
         let status = answer.status();
+        let headers = answer.headers().clone();
         let text = answer.text().map_err(|e| self.unreachable(k, r, e))?;
-        self.answered(k, r, sql, status, text)
+        self.answered(k, r, sql, status, &headers, text)
     }
 
     /// Runs `sql` (what each server keeps for itself: `CREATE …`) on every replica of shard
@@ -237,11 +234,38 @@ impl Client {
         }
     }
 
-    /// Runs `sql` (`DROP …`) on every replica of shard `k`, each of which must answer (a
-    /// replica that kept a dropped replicated table would hold its place in ZooKeeper, and
-    /// a table made again under that name would take its old rows back from it).
-    pub(crate) fn all_replicas(&self, k: usize, sql: &str) -> Result<(), ClusterError> {
-        (0..self.shards[k].len()).try_for_each(|r| self.statement_on(k, r, sql).map(drop))
+    /// The version of replica `r` of shard `k`'s server (`SELECT version()`, asked once
+    /// while it answers).
+    pub(crate) fn server_version(&self, k: usize, r: usize) -> Result<ServerVersion, ClusterError> {
+        if let Some(v) = self.versions.lock()[k][r] {
+            return Ok(v);
+        }
+        let sql = "SELECT version()";
+        let text = self.statement_on(k, r, sql)?;
+        let v = ServerVersion::parse(&text).ok_or_else(|| ClusterError::Refused {
+            shard: k,
+            endpoint: self.shards[k][r].to_string(),
+            statement: sql.into(),
+            message: format!("not a version: {:?}", text.trim()),
+            code: None,
+        })?;
+        self.versions.lock()[k][r] = Some(v);
+        Ok(v)
+    }
+
+    /// Runs the statement `sql` makes for its server's version (`DROP …`) on every replica
+    /// of shard `k`, each of which must answer (a replica that kept a dropped replicated
+    /// table would hold its place in ZooKeeper, and a table made again under that name
+    /// would take its old rows back from it).
+    pub(crate) fn all_replicas(
+        &self,
+        k: usize,
+        sql: impl Fn(ServerVersion) -> String,
+    ) -> Result<(), ClusterError> {
+        (0..self.shards[k].len()).try_for_each(|r| {
+            let v = self.server_version(k, r)?;
+            self.statement_on(k, r, &sql(v)).map(drop)
+        })
     }
 
     /// Makes [`take_returned`](Self::take_returned) true again for shard `k` (its repair
@@ -297,6 +321,7 @@ impl Client {
                     shard: k,
                     endpoint,
                     statement: "the replica's probe".into(),
+                    code: crate::code::in_text(&text),
                     message: text.trim().to_string(),
                 };
                 self.saw_replica(k, r, Some(true), Some(&e));
@@ -306,7 +331,7 @@ impl Client {
                 let e = ClusterError::Unreachable {
                     shard: k,
                     endpoint,
-                    message: e.to_string(),
+                    message: why_unanswered(e),
                 };
                 self.saw_replica(k, r, Some(false), Some(&e));
                 self.pass_over(k, r);
@@ -327,11 +352,12 @@ impl Client {
                 .send()
                 .map_err(|e| self.unreachable(k, r, e))?;
             let status = answer.status();
+            let headers = answer.headers().clone();
             let body = answer.bytes().map_err(|e| self.unreachable(k, r, e))?;
             if !status.is_success() {
                 let text = String::from_utf8_lossy(&body).into_owned();
                 return self
-                    .answered(k, r, sql, status, text)
+                    .answered(k, r, sql, status, &headers, text)
                     .map(String::into_bytes);
             }
             self.saw(k, r, Some(true), None);
@@ -339,19 +365,22 @@ impl Client {
         })
     }
 
-    /// Replica `r` of shard `k`'s answer `text` with `status` to `sql`: the answer, or the
-    /// server's error (unavailable when it says the replica cannot serve now).
+    /// Replica `r` of shard `k`'s answer `text` with `status` and `headers` to `sql`: the
+    /// answer, or the server's error (unavailable when its code says the replica cannot
+    /// serve now).
     fn answered(
         &self,
         k: usize,
         r: usize,
         sql: &str,
         status: reqwest::StatusCode,
+        headers: &reqwest::header::HeaderMap,
         text: String,
     ) -> Result<String, ClusterError> {
         if !status.is_success() {
             let message = text.trim().to_string();
-            let e = if replica_unavailable(&message) {
+            let code = crate::code::of_answer(headers, &message);
+            let e = if replica_unavailable(code) {
                 ClusterError::Unreachable {
                     shard: k,
                     endpoint: self.shards[k][r].to_string(),
@@ -363,6 +392,7 @@ impl Client {
                     endpoint: self.shards[k][r].to_string(),
                     statement: sql.chars().take(200).collect(),
                     message,
+                    code,
                 }
             };
             self.saw(k, r, Some(true), Some(&e));
@@ -532,10 +562,11 @@ impl Client {
         let e = ClusterError::Unreachable {
             shard: k,
             endpoint: self.shards[k][r].to_string(),
-            message: e.to_string(),
+            message: why_unanswered(e),
         };
         self.saw(k, r, Some(false), Some(&e));
         self.pass_over(k, r);
+        self.versions.lock()[k][r] = None;
         e
     }
 
@@ -573,6 +604,27 @@ impl Client {
     }
 }
 
+/// What a request that got no answer met, down to its cause (`connection refused`,
+/// `operation timed out`): reqwest's own text names only the request. Without the URL: the
+/// error names the endpoint, and an insert's URL would carry its statement.
+fn why_unanswered(e: reqwest::Error) -> String {
+    let timed_out = e.is_timeout();
+    let e = e.without_url();
+    let mut parts = vec![e.to_string()];
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if parts.last() != Some(&text) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    if timed_out {
+        parts.push("no answer in time".into());
+    }
+    parts.join(": ")
+}
+
 /// `chingest_cluster_shard_up{shard}`: whether the shard answered its last request.
 pub(crate) fn shard_up(k: usize, up: bool) {
     metrics::gauge!("chingest_cluster_shard_up", "shard" => k.to_string())
@@ -606,6 +658,7 @@ mod tests {
             user: None,
             password: None,
             node: "n".into(),
+            incarnation: String::new(),
             timeout: std::time::Duration::from_secs(1),
             distributed: None,
             delete_wait: std::time::Duration::from_secs(1),
@@ -650,15 +703,34 @@ mod tests {
 
     #[test]
     fn zookeeper_and_quorum_failures_are_waited_for() {
+        // 18.16's form and the form of servers since 21.x alike.
         for m in [
             "Code: 242, e.displayText() = DB::Exception: Table is in readonly mode",
             "Code: 999, e.displayText() = Coordination::Exception: Connection loss",
             "Code: 319, Unknown status, client must retry",
             "Code: 285, Number of alive replicas (1) is less than requested quorum (2)",
+            "Code: 242. DB::Exception: Table is in readonly mode: replica_path=/c/0/a/b/\
+             replicas/r1. (TABLE_IS_READ_ONLY) (version 24.8.4.13 (official build))",
+            "Code: 999. Coordination::Exception: Connection loss, path /c. (KEEPER_EXCEPTION) \
+             (version 25.8.2.29 (official build))",
+            "Code: 225. DB::Exception: ZooKeeper is not configured. (NO_ZOOKEEPER) \
+             (version 23.8.16.40 (official build))",
+            "Code: 286. DB::Exception: Quorum for previous write has not been satisfied yet. \
+             (UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE) (version 24.3.1.2672 (official build))",
         ] {
-            assert!(replica_unavailable(m), "{m}");
+            assert!(replica_unavailable(crate::code::in_text(m)), "{m}");
         }
-        assert!(!replica_unavailable("Code: 60, Table x doesn't exist"));
-        assert!(!replica_unavailable("Code: 53, Type mismatch"));
+        for m in [
+            "Code: 60, e.displayText() = DB::Exception: Table x doesn't exist., e.what() = \
+             DB::Exception",
+            "Code: 53, Type mismatch",
+            "Code: 60. DB::Exception: Table default.x does not exist. (UNKNOWN_TABLE) \
+             (version 24.8.4.13 (official build))",
+            // A code's number inside another's text is not the code.
+            "Code: 62. DB::Exception: Syntax error: failed at position 1 (242): 242. \
+             (SYNTAX_ERROR) (version 24.8.4.13 (official build))",
+        ] {
+            assert!(!replica_unavailable(crate::code::in_text(m)), "{m}");
+        }
     }
 }

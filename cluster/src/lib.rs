@@ -26,6 +26,7 @@
 #![deny(unsafe_code)]
 
 mod catalog;
+mod code;
 mod config;
 mod connect;
 mod databases;
@@ -43,6 +44,7 @@ pub mod shard;
 mod sql;
 mod status;
 mod tables;
+mod version;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -51,6 +53,7 @@ use engine::table::ColumnKind;
 use parking_lot::Mutex;
 
 pub use catalog::ClusterCatalog;
+pub use code::in_text as server_error_code;
 pub use config::{ClusterConfig, ShardReader};
 pub use databases::{DatabaseLives, DROP_DONE};
 pub use error::ClusterError;
@@ -58,6 +61,7 @@ pub use read::RowSelection;
 pub use retention::{Expired, RetentionSetting};
 pub use shard::ShardMap;
 pub use status::{Delivered, ReplicaStatus, ShardStatus};
+pub use version::ServerVersion;
 
 /// A write's rows of one table a shard has not confirmed: (`db`, `measurement`, `__seq`).
 type Waiting = (String, String, u64);
@@ -79,8 +83,9 @@ pub struct Cluster {
     /// Per shard, the writes with rows for it that it has not confirmed yet: (`db`,
     /// `measurement`, `__seq`) → when this process first tried (`/health`'s per-shard lag).
     waiting: Mutex<Vec<HashMap<Waiting, (Instant, u64)>>>,
-    /// Each shard's `version()` (`None`: it did not answer at connect).
-    versions: Vec<Option<String>>,
+    /// Each shard's server version (its first answering replica's) at connect (`None`: it
+    /// did not answer).
+    versions: Vec<Option<ServerVersion>>,
     /// Per shard, the `Distributed` tables made and how many user columns each has, or
     /// when making one last failed (tried again 30 s later, not on every delivery).
     distributed_known: Mutex<Vec<DistributedTables>>,
@@ -149,7 +154,7 @@ impl Cluster {
     }
 
     /// Each shard's server version at connect, in shard order (`None`: it did not answer).
-    pub fn versions(&self) -> &[Option<String>] {
+    pub fn versions(&self) -> &[Option<ServerVersion>] {
         &self.versions
     }
 

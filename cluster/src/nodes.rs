@@ -70,6 +70,7 @@ impl Cluster {
                         endpoint: self.http.endpoint(k),
                         statement: "ALTER TABLE __chingest.nodes DELETE".into(),
                         message: "not done within 60 s (it goes on; ask again)".into(),
+                        code: None,
                     });
                 }
                 std::thread::sleep(std::time::Duration::from_millis(50));

@@ -210,6 +210,7 @@ impl Cluster {
                 endpoint: self.http.endpoint(k),
                 statement: "SELECT … FORMAT RowBinary".into(),
                 message: format!("unexpected answer: {message}"),
+                code: None,
             };
             let mut r = RowBinary {
                 bytes: answer,

@@ -55,12 +55,14 @@ impl Cluster {
                 Err(e) if e.is_unavailable() => last = Some(e),
                 // ZooKeeper knows the table with other columns than `create`'s: only its
                 // replicas that do not answer have it. Waits for them.
-                Err(ClusterError::Refused { message, .. }) if message.contains("Code: 122,") => {
+                Err(e @ ClusterError::Refused { .. })
+                    if e.code() == Some(crate::code::INCOMPATIBLE_COLUMNS) =>
+                {
                     return Err(ClusterError::Unreachable {
                         shard: k,
                         endpoint: self.http.replica_endpoint(k, r),
                         message: format!(
-                            "the replicas that have {database}.{table} do not answer: {message}"
+                            "the replicas that have {database}.{table} do not answer: {e}"
                         ),
                     })
                 }

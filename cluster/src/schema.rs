@@ -10,6 +10,8 @@
 use engine::table::ColumnKind;
 use engine::{quote_ident, quote_string};
 
+use crate::ServerVersion;
+
 /// The key columns of every shard table: name, shard type, the engine's expression for
 /// it over a batch in the embedded layout (`node` is the writing node's name).
 pub(crate) fn key_columns(node: &str) -> [(&'static str, &'static str, String); 5] {
@@ -188,6 +190,22 @@ pub(crate) fn add_column(table: &str, name: &str, kind: ColumnKind) -> String {
     )
 }
 
+/// `DROP TABLE IF EXISTS` of `table` (quoted) on a server of version `v`: gone at once,
+/// and with it a replicated table's replica in ZooKeeper (` SYNC` on servers whose drops
+/// are otherwise deferred: [`ServerVersion::atomic_databases`]).
+pub(crate) fn drop_table(table: &str, v: ServerVersion) -> String {
+    format!("DROP TABLE IF EXISTS {table}{}", v.drop_suffix())
+}
+
+/// `DROP DATABASE IF EXISTS` of `database` on a server of version `v` ([`drop_table`]).
+pub(crate) fn drop_database(database: &str, v: ServerVersion) -> String {
+    format!(
+        "DROP DATABASE IF EXISTS {}{}",
+        quote_ident(database),
+        v.drop_suffix()
+    )
+}
+
 /// The `Distributed` table over every shard's `db`.`measurement`: `db`.`measurement`.
 pub(crate) fn distributed_table(db: &str, measurement: &str) -> String {
     format!("{}.{}", quote_ident(db), quote_ident(measurement))
@@ -262,6 +280,28 @@ mod tests {
         for bad in ["", "c", "/", "/a//b", "/a/./b", "/a'", "/a\\b", "/{shard}"] {
             assert!(check_zookeeper_path(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn drops_say_sync_only_where_a_drop_is_deferred() {
+        let v = |t| ServerVersion::parse(t).unwrap();
+        // 18.16 keeps the statements it always had.
+        assert_eq!(
+            drop_table("`__shard_a`.`m`", v("18.16.1")),
+            "DROP TABLE IF EXISTS `__shard_a`.`m`"
+        );
+        assert_eq!(
+            drop_database("__shard_a", v("18.16.1")),
+            "DROP DATABASE IF EXISTS `__shard_a`"
+        );
+        assert_eq!(
+            drop_table("`__shard_a`.`m`", v("24.8.4.13")),
+            "DROP TABLE IF EXISTS `__shard_a`.`m` SYNC"
+        );
+        assert_eq!(
+            drop_database("__shard_a", v("20.10.2.20")),
+            "DROP DATABASE IF EXISTS `__shard_a` SYNC"
+        );
     }
 
     #[test]

@@ -203,6 +203,8 @@ impl ClickHouseConfig {
             user: (!self.user.is_empty()).then(|| self.user.clone()),
             password,
             node,
+            // The data directory's, set where storage opens its WAL.
+            incarnation: String::new(),
             timeout: std::time::Duration::from_secs(self.timeout_secs.max(1)),
             distributed: (!self.distributed.is_empty()).then(|| self.distributed.clone()),
             delete_wait: std::time::Duration::from_secs(self.delete_wait_secs),

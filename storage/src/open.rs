@@ -84,12 +84,15 @@ impl Storage {
         let cluster = match config.engine {
             crate::config::StorageEngine::Embedded => None,
             crate::config::StorageEngine::Clickhouse => {
-                let c = cluster::Cluster::connect(config.clickhouse.cluster()).map_err(|e| {
-                    StorageError::Open {
+                let cluster_config = cluster::ClusterConfig {
+                    incarnation: incarnation(&wal)?,
+                    ..config.clickhouse.cluster()
+                };
+                let c =
+                    cluster::Cluster::connect(cluster_config).map_err(|e| StorageError::Open {
                         what: "connecting to the ClickHouse cluster ([storage.clickhouse])",
                         message: e.to_string(),
-                    }
-                })?;
+                    })?;
                 tracing::info!(
                     shards = config.clickhouse.shards.len(),
                     versions = ?c.versions(),
@@ -197,6 +200,47 @@ fn open_wal(
     Ok((Arc::new(wal), rx, recovery))
 }
 
+/// The WAL metadata key of the data directory's incarnation ([`incarnation`]).
+const INCARNATION_KEY: &[u8] = b"cluster/incarnation";
+
+/// This data directory's incarnation (`cluster::ClusterConfig::incarnation`), kept in its
+/// WAL's metadata, so it goes with the WAL's sequences: made with the WAL (a random
+/// 64-bit id in hex); a WAL that took writes before incarnations existed keeps none (its
+/// rows on the shards carry the node's name alone, and a retry must find them so).
+fn incarnation(wal: &Wal) -> Result<String, StorageError> {
+    let failed = |e: wal::WalError| StorageError::Open {
+        what: "reading or recording the data directory's incarnation",
+        message: e.to_string(),
+    };
+    if let Some(id) = wal.meta_get(INCARNATION_KEY).map_err(failed)? {
+        return Ok(String::from_utf8_lossy(&id).into_owned());
+    }
+    let id = if wal.last_seq() == 0 {
+        new_incarnation()
+    } else {
+        String::new()
+    };
+    wal.put_meta(vec![(INCARNATION_KEY.to_vec(), id.clone().into_bytes())])
+        .and_then(|ticket| ticket.wait())
+        .map_err(failed)?;
+    tracing::info!(incarnation = %id, "the data directory's incarnation recorded");
+    Ok(id)
+}
+
+/// A random 64-bit id in hex: the OS-seeded keys of std's hasher, mixed with the time and
+/// the process id (no two directories made apart share one but by a 2^-64 chance).
+fn new_incarnation() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    format!("{:016x}", h.finish())
+}
+
 /// The catalog (schema, series, databases) from the WAL's metadata records.
 fn load_catalog(wal: &Wal, limits: ingest::Limits) -> Result<ingest::Catalog, StorageError> {
     let records = wal.meta_scan().map_err(|e| StorageError::Open {
@@ -238,4 +282,60 @@ fn drop_legacy_series_tables(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(dir: &std::path::Path) -> (Wal, Committed) {
+        let (tx, rx) = crossbeam_channel::bounded(64);
+        let (wal, _) = Wal::open(wal::WalConfig::new(dir), tx).unwrap();
+        (wal, rx)
+    }
+
+    /// A data directory keeps the incarnation its WAL was made with; another directory
+    /// gets another; a WAL that took writes before incarnations existed keeps none.
+    #[test]
+    fn a_data_directory_keeps_the_incarnation_it_was_made_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wal, rx) = open(dir.path());
+        let id = incarnation(&wal).unwrap();
+        assert_eq!(id.len(), 16, "{id}");
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+        assert_eq!(incarnation(&wal).unwrap(), id);
+        wal.shutdown();
+        drop((wal, rx));
+        let (wal, rx) = open(dir.path());
+        assert_eq!(incarnation(&wal).unwrap(), id, "kept across a restart");
+        wal.shutdown();
+        drop((wal, rx));
+
+        let other = tempfile::tempdir().unwrap();
+        let (wal, rx) = open(other.path());
+        assert_ne!(incarnation(&wal).unwrap(), id);
+        wal.shutdown();
+        drop((wal, rx));
+
+        let older = tempfile::tempdir().unwrap();
+        let (wal, rx) = open(older.path());
+        wal.submit(wal::Entry {
+            payload: vec![1],
+            points: 1,
+            held_bytes: 0,
+            meta: Vec::new(),
+            attachment: flush::FlushWrite {
+                db: "d".into(),
+                tables: Vec::new(),
+            },
+        })
+        .unwrap()
+        .wait()
+        .unwrap();
+        assert_eq!(incarnation(&wal).unwrap(), "");
+        wal.shutdown();
+        drop((wal, rx));
+        let (wal, _rx) = open(older.path());
+        assert_eq!(incarnation(&wal).unwrap(), "");
+    }
 }

@@ -123,6 +123,24 @@ impl Shard {
         shard
     }
 
+    /// Starts a server with its data in `dir` that names itself replica `name` in its
+    /// `<macros>` but has no `<zookeeper>` (a replica's config missing its ZooKeeper).
+    #[allow(dead_code)]
+    pub(crate) fn start_replica_without_zookeeper(bin: &Path, dir: PathBuf, name: &str) -> Shard {
+        std::fs::create_dir_all(&dir).unwrap();
+        let ports = free_ports(2);
+        let mut shard = Shard {
+            dir,
+            port: ports[0],
+            tcp_port: ports[1],
+            remote_servers: String::new(),
+            replica: format!("<macros><replica>{name}</replica></macros>"),
+            child: None,
+        };
+        shard.spawn(bin);
+        shard
+    }
+
     /// Starts one server per dir, each knowing all of them as the shards of the cluster
     /// [`CLUSTER`] (`remote_servers`, over their native ports), so `Distributed` tables
     /// over it read every one.

@@ -361,3 +361,25 @@ fn an_insert_quorum_keeps_a_delivery_in_the_wal_until_that_many_replicas_hold_it
     wait_rows(&r0, &db, 40);
     assert!(same_rows(&r0, &r1, &db));
 }
+
+/// A replica's server without `<zookeeper>` is refused at connect, whatever its version
+/// answers to `system.zookeeper` (18.16 has no such table there: 60, not 225).
+#[test]
+fn a_replica_without_zookeeper_is_refused_at_connect() {
+    let Some(bin) = server_binary("a_replica_without_zookeeper_is_refused_at_connect") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let r0 = Shard::start_replica_without_zookeeper(&bin, tmp.path().join("r0"), "r0");
+    match Cluster::connect(ClusterConfig {
+        shards: vec![vec![r0.url()]],
+        zookeeper_path: Some("/chingest/test".into()),
+        ..config(&[], "node-z")
+    }) {
+        Err(e @ ClusterError::Config(_)) => {
+            assert!(e.to_string().contains("has no <zookeeper>"), "{e}")
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("connected to a replica without ZooKeeper"),
+    }
+}

@@ -56,3 +56,40 @@ impl Destination for ClusterDestination {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use flush::classify::{classify, FailureClass};
+
+    /// A shard's refusal, as 18.16 writes it (no name) relayed by the engine (whose own
+    /// name ends it), is classified by the shard's code: a shard with too many parts is
+    /// retried, never quarantined; a column the shard cannot take is quarantined.
+    #[test]
+    fn a_shard_s_refusal_is_classified_by_its_code() {
+        let relay = |body: &str| {
+            let message = format!(
+                "Code: 86. DB::HTTPException: Received error from remote server /?query=INSERT. \
+                 HTTP status code: 500 'Internal Server Error', body length: 100 bytes, body: \
+                 '{body}'. (RECEIVED_ERROR_FROM_REMOTE_IO_SERVER)"
+            );
+            cluster::ClusterError::Refused {
+                shard: 0,
+                endpoint: "http://127.0.0.1:8123/".into(),
+                statement: "INSERT … FORMAT Native".into(),
+                code: cluster::server_error_code(&message),
+                message,
+            }
+            .into_engine_error()
+        };
+        let busy = relay(
+            "Code: 252, e.displayText() = DB::Exception: Too many parts (300). Merges are \
+             processing significantly slower than inserts., e.what() = DB::Exception\n",
+        );
+        assert_eq!(classify(&busy), FailureClass::Transient, "{busy}");
+        let bad = relay(
+            "Code: 53. DB::Exception: Type mismatch for column usage. (TYPE_MISMATCH) \
+             (version 24.8.4.13 (official build))\n",
+        );
+        assert_eq!(classify(&bad), FailureClass::Deterministic, "{bad}");
+    }
+}

@@ -1,0 +1,514 @@
+//! Issue #43: what the client sends a newer server, run by one. No server newer than
+//! Debian's 18.16 can be installed here, but the embedded engine is ClickHouse 26.7: this
+//! module puts it behind an HTTP listener on loopback ([`EngineShard`]) that answers as a
+//! shard's HTTP interface does, and the test drives the real client through everything it
+//! does on a shard — connect, the metadata tables, deliveries and their retries' checks,
+//! reads, deletes, retention, drops — so every statement, insert and setting it would send
+//! a 26.7 server is run by 26.7, and one it does not accept fails the test.
+//!
+//! Where the engine alone cannot run what it is sent, and only there, the listener checks
+//! less, as documented at each place:
+//! - a `Replicated…MergeTree` table needs ZooKeeper: its `CREATE` is parsed by 26.7
+//!   (`EXPLAIN AST`), then made with the engine clause without its ZooKeeper arguments
+//!   (`ReplicatedMergeTree('/p', '{replica}')` → `MergeTree()`), so what follows runs on
+//!   a real table;
+//! - `system.zookeeper` exists only on a server with ZooKeeper: the read is parsed, and
+//!   answered as one whose ZooKeeper answers;
+//! - `system.macros` is read as sent, and answered with the replica macro a replica's
+//!   config would have;
+//! - the engine knows no cluster of servers: `system.clusters` is read as sent and
+//!   answered as by a server whose `remote_servers` lists the cluster with one shard, and a
+//!   `Distributed` table's `CREATE` is parsed, then made as the `Merge` table over the one
+//!   shard table it names (what a one-shard `Distributed` table reads), so the columns
+//!   added to it and `/api/v1/sql` over it run;
+//! - the HTTP-only parameters (`query`, `wait_end_of_query`, `user`, `password`,
+//!   `database`, `default_format`: the last applied as the statement's `FORMAT`) are the
+//!   interface's; every other URL parameter is a setting, and must be one 26.7 has (their
+//!   values are not applied: `readonly` among them is the server's business).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+use engine::OutputFormat;
+
+use crate::engine;
+
+/// What the listener saw: every statement as sent, and those 26.7 refused, with why.
+#[derive(Default)]
+pub(crate) struct Seen {
+    pub(crate) statements: Vec<String>,
+    pub(crate) refused: Vec<(String, String)>,
+}
+
+/// A shard whose server is the process's embedded engine (ClickHouse 26.7).
+pub(crate) struct EngineShard {
+    port: u16,
+    pub(crate) seen: Arc<Mutex<Seen>>,
+}
+
+/// URL parameters of the HTTP interface that are not settings.
+const INTERFACE_PARAMETERS: [&str; 6] = [
+    "query",
+    "wait_end_of_query",
+    "user",
+    "password",
+    "database",
+    "default_format",
+];
+
+impl EngineShard {
+    /// Listens on a free loopback port, one thread per connection (keep-alive), as the
+    /// server whose `<macros><replica>` is `replica`.
+    pub(crate) fn start(replica: &'static str) -> EngineShard {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let state = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let state = state.clone();
+                std::thread::spawn(move || serve(conn, &state, replica));
+            }
+        });
+        EngineShard { port, seen }
+    }
+
+    /// Its HTTP endpoint.
+    pub(crate) fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+}
+
+/// Answers the requests of one connection until it closes.
+fn serve(conn: TcpStream, seen: &Mutex<Seen>, replica: &str) {
+    let mut out = conn.try_clone().unwrap();
+    let mut r = BufReader::new(conn);
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let Some(target) = line.split_whitespace().nth(1).map(str::to_string) else {
+            return;
+        };
+        let (mut length, mut chunked) = (0usize, false);
+        loop {
+            let mut h = String::new();
+            r.read_line(&mut h).unwrap();
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            let (name, value) = h.split_once(':').unwrap_or((h, ""));
+            match name.to_ascii_lowercase().as_str() {
+                "content-length" => length = value.trim().parse().unwrap(),
+                "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
+                _ => {}
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                let mut size = String::new();
+                r.read_line(&mut size).unwrap();
+                let size =
+                    usize::from_str_radix(size.trim().split(';').next().unwrap(), 16).unwrap();
+                let mut chunk = vec![0; size + 2];
+                r.read_exact(&mut chunk).unwrap();
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..size]);
+            }
+        } else {
+            body.resize(length, 0);
+            r.read_exact(&mut body).unwrap();
+        }
+        let (status, code, answer) = answer(&target, body, seen, replica);
+        let mut head = format!(
+            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nContent-Type: text/plain\r\n",
+            answer.len()
+        );
+        if let Some(code) = code {
+            head.push_str(&format!("X-ClickHouse-Exception-Code: {code}\r\n"));
+        }
+        head.push_str("\r\n");
+        if out.write_all(head.as_bytes()).is_err() || out.write_all(&answer).is_err() {
+            return;
+        }
+    }
+}
+
+/// The answer to one request: (status line, error code, body).
+fn answer(
+    target: &str,
+    body: Vec<u8>,
+    seen: &Mutex<Seen>,
+    replica: &str,
+) -> (&'static str, Option<u32>, Vec<u8>) {
+    let url = reqwest::Url::parse(&format!("http://shard{target}")).unwrap();
+    let params: HashMap<String, String> = url.query_pairs().into_owned().collect();
+    let (sql, data) = match params.get("query") {
+        Some(q) => (q.clone(), Some(body)),
+        None => (String::from_utf8(body).unwrap(), None),
+    };
+    seen.lock().unwrap().statements.push(sql.clone());
+    let refuse = |why: String| {
+        seen.lock()
+            .unwrap()
+            .refused
+            .push((sql.clone(), why.clone()));
+        let code = error_code(&why);
+        ("500 Internal Server Error", code, why.into_bytes())
+    };
+    for name in params
+        .keys()
+        .filter(|k| !INTERFACE_PARAMETERS.contains(&k.as_str()))
+    {
+        let known = engine()
+            .query_text(&format!(
+                "SELECT count() FROM system.settings WHERE name = '{}'",
+                name.replace('\'', "")
+            ))
+            .unwrap();
+        if known.trim() != "1" {
+            return refuse(format!(
+                "Code: 115. DB::Exception: Unknown setting {name}. (UNKNOWN_SETTING)"
+            ));
+        }
+    }
+    let sql_to_run = match params.get("default_format") {
+        Some(f) if !sql.contains(" FORMAT ") => format!("{} FORMAT {f}", sql.trim_end()),
+        _ => sql.clone(),
+    };
+    let run = match statement_to_run(&sql_to_run, data.as_deref(), replica) {
+        Ok(run) => run,
+        Err(e) => return refuse(e),
+    };
+    let result = match run {
+        Run::Sql(sql) => engine().query(&sql, OutputFormat::TabSeparated),
+        Run::Answer(text) => Ok(text.into_bytes()),
+    };
+    match result {
+        Ok(bytes) => ("200 OK", None, bytes),
+        Err(e) => refuse(engine_message(e)),
+    }
+}
+
+/// What the listener runs for a statement.
+enum Run {
+    /// This SQL, in the engine.
+    Sql(String),
+    /// Nothing more: this answer (the statement was checked).
+    Answer(String),
+}
+
+/// The engine's statement for `sql` (with `data`, an insert's rows), checked as the module's
+/// doc says where the engine cannot run it as sent.
+fn statement_to_run(sql: &str, data: Option<&[u8]>, replica: &str) -> Result<Run, String> {
+    if let Some(data) = data {
+        // `INSERT INTO t (cols) FORMAT Native` and its rows, as a server takes them.
+        let insert = sql
+            .trim()
+            .strip_suffix("FORMAT Native")
+            .ok_or_else(|| format!("an insert's rows in another format: {sql}"))?;
+        return Ok(Run::Sql(format!(
+            "{insert} SELECT * FROM format(Native, '{}')",
+            escape_bytes(data)
+        )));
+    }
+    if sql.contains("system.zookeeper") {
+        parse_only(sql)?;
+        return Ok(Run::Answer("1\n".into()));
+    }
+    if sql.contains("system.macros") {
+        engine()
+            .query(sql, OutputFormat::TabSeparated)
+            .map_err(engine_message)?;
+        return Ok(Run::Answer(format!("{replica}\n")));
+    }
+    if sql.contains("system.clusters") {
+        engine()
+            .query(sql, OutputFormat::TabSeparated)
+            .map_err(engine_message)?;
+        return Ok(Run::Answer("1\n".into()));
+    }
+    if let Some(at) = sql.find("ENGINE = Distributed(") {
+        parse_only(sql)?;
+        let args: Vec<&str> = sql[at..].split('\'').skip(1).step_by(2).collect();
+        let (database, table) = (args[1], args[2]);
+        return Ok(Run::Sql(format!(
+            "{}ENGINE = Merge('{database}', '^{table}$')",
+            &sql[..at]
+        )));
+    }
+    if let Some(at) = sql.find("ENGINE = Replicated") {
+        parse_only(sql)?;
+        return Ok(Run::Sql(without_zookeeper(sql, at)));
+    }
+    Ok(Run::Sql(sql.to_string()))
+}
+
+/// 26.7 parses `sql` (`EXPLAIN AST`), or its error.
+fn parse_only(sql: &str) -> Result<(), String> {
+    let sql = sql.trim().trim_end_matches("FORMAT TabSeparated");
+    engine()
+        .query(&format!("EXPLAIN AST {sql}"), OutputFormat::TabSeparated)
+        .map(drop)
+        .map_err(engine_message)
+}
+
+/// `sql` with its `Replicated…(path, replica[, args])` engine (at `at`) made
+/// `…(args)`: the table without ZooKeeper.
+fn without_zookeeper(sql: &str, at: usize) -> String {
+    let start = at + "ENGINE = ".len();
+    let rest = &sql[start..];
+    let open = rest.find('(').unwrap();
+    let name = &rest["Replicated".len()..open];
+    let args = &rest[open + 1..];
+    // Skip the two quoted arguments (path, replica).
+    let mut quotes = 0;
+    let mut i = 0;
+    while quotes < 4 {
+        if args.as_bytes()[i] == b'\'' {
+            quotes += 1;
+        }
+        i += 1;
+    }
+    let tail = args[i..].trim_start_matches(", ").trim_start_matches(',');
+    format!("{}{name}({tail}", &sql[..start])
+}
+
+/// `data` as a ClickHouse string literal's body.
+fn escape_bytes(data: &[u8]) -> String {
+    data.iter()
+        .map(|b| match *b {
+            b'\\' | b'\'' => format!("\\x{b:02x}"),
+            0x20..=0x7e => (*b as char).to_string(),
+            _ => format!("\\x{b:02x}"),
+        })
+        .collect()
+}
+
+/// The engine's error text as a server writes it.
+fn engine_message(e: engine::EngineError) -> String {
+    match e {
+        engine::EngineError::Query { message, .. } => message,
+        other => other.to_string(),
+    }
+}
+
+/// The `Code: N.` of an error text.
+fn error_code(text: &str) -> Option<u32> {
+    let rest = &text[text.find("Code: ")? + "Code: ".len()..];
+    rest[..rest.find(|c: char| !c.is_ascii_digit())?]
+        .parse()
+        .ok()
+}
+
+/// Every statement the client sends a 26.7 server, run by 26.7 ([`EngineShard`]): the
+/// flows a node runs on a shard succeed, and no statement is refused but the missing
+/// tables the client asks about on purpose (it checks before it makes).
+#[test]
+fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
+    use ::cluster::{Cluster, ClusterConfig, RowSelection, ServerVersion};
+    use engine::table::ColumnKind;
+
+    use crate::cluster::{config, part};
+    use crate::database_name;
+
+    let shard = EngineShard::start("r0");
+    let e = engine();
+    let db = database_name("newer");
+    let plain = ClusterConfig {
+        shards: vec![vec![shard.url()]],
+        distributed: Some("newer".into()),
+        ..config(&[], "newer-a")
+    };
+    let cluster = Cluster::connect(plain.clone()).unwrap();
+    // A shard of two replicas (two listeners on the one engine) whose tables are
+    // replicated, with an insert quorum: connected first, while the engine holds no
+    // chingest table (a replica holding one of its own is refused).
+    let other = EngineShard::start("r1");
+    let replicated = Cluster::connect(ClusterConfig {
+        shards: vec![vec![shard.url(), other.url()]],
+        zookeeper_path: Some("/chingest/newer".into()),
+        insert_quorum: 2,
+        ..plain.clone()
+    })
+    .unwrap();
+    let version = cluster.versions()[0].expect("the engine answers its version");
+    assert!(
+        version >= ServerVersion::parse("24.1").unwrap(),
+        "{version}"
+    );
+    assert!(version.atomic_databases());
+
+    // The shared metadata, a database and its retention.
+    assert_eq!(cluster.create_database(&db, 1).unwrap(), 1);
+    assert_eq!(cluster.set_retention(&db, 3600).unwrap(), 1);
+    cluster.note_retention(&db, 3600);
+    assert_eq!(cluster.list_policies(&db, "{}", 2).unwrap(), 1);
+    let catalog = cluster.catalog().unwrap();
+    assert!(catalog.databases.contains(&db), "{catalog:?}");
+
+    // Deliveries: the table, its columns, the insert with its settings; a retry asks what
+    // the shard holds (the whole write, then a write held in part).
+    let done = cluster
+        .deliver(e, &db, "cpu", &[part(1, 20), part(2, 20)], 0)
+        .unwrap();
+    assert_eq!(done.rows, [40]);
+    let again = cluster
+        .deliver(e, &db, "cpu", &[part(2, 20), part(3, 20)], 3)
+        .unwrap();
+    assert_eq!((again.rows[0], again.already_held), (20, 20));
+    let table = format!("`__shard_{db}`.cpu");
+    e.execute(&format!(
+        "DELETE FROM {table} WHERE __seq = 3 AND __row >= 10"
+    ))
+    .unwrap();
+    let partial = cluster.deliver(e, &db, "cpu", &[part(3, 20)], 3).unwrap();
+    assert_eq!((partial.rows[0], partial.already_held), (10, 10));
+    assert_eq!(
+        e.query_text(&format!("SELECT count() FROM {table}"))
+            .unwrap()
+            .trim(),
+        "60"
+    );
+
+    // Reads.
+    let columns = [
+        ("host".to_string(), ColumnKind::Tag),
+        ("usage".to_string(), ColumnKind::Float),
+        ("ok".to_string(), ColumnKind::Boolean),
+    ];
+    for last_per_series in [false, true] {
+        let back = cluster
+            .read_rows(
+                &db,
+                "cpu",
+                &columns,
+                RowSelection {
+                    min: 0,
+                    max: i64::MAX,
+                    condition: Some("`host` != 'h0'"),
+                    last_per_series,
+                },
+                1000,
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(back.num_rows(), if last_per_series { 19 } else { 57 });
+    }
+    let hosts = cluster
+        .distinct_tags(&db, "cpu", &["host".to_string()], 100)
+        .unwrap();
+    assert_eq!(hosts.len(), 20);
+    assert!(cluster.has_rows(&db, "cpu").unwrap());
+    // `/api/v1/sql` over the `Distributed` table, within the shard's limits.
+    let mut answer = Vec::new();
+    cluster
+        .sql(
+            &format!("SELECT count() AS n, uniqExact(host) AS hosts FROM `{db}`.cpu"),
+            "JSONEachRow",
+            &engine::SqlConfig::default(),
+            &engine::SqlCancel::new(),
+            &mut |block| {
+                answer.extend_from_slice(block);
+                true
+            },
+            None,
+        )
+        .unwrap();
+    // 64-bit integers quoted or not, as the server's default has it.
+    let row: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+    let number = |k: &str| row[k].to_string().trim_matches('"').to_string();
+    assert_eq!(
+        (number("n"), number("hosts")),
+        ("60".into(), "20".into()),
+        "{row}"
+    );
+
+    // Deletes, the nodes' progress, retention, drops.
+    assert!(cluster
+        .delete_rows(&db, "cpu", Some("`host` = 'h3'"))
+        .unwrap());
+    assert_eq!(cluster.publish_delivered(7).unwrap(), 1);
+    assert_eq!(cluster.nodes_delivered().unwrap().get("newer-a"), Some(&7));
+    assert!(!cluster.forget_node("newer-gone").unwrap());
+    let now_ns = 10 * 86_400 * 1_000_000_000;
+    let expired = cluster.expire(&db, 3600, now_ns).unwrap();
+    assert_eq!(expired.partitions, 1, "{expired:?}");
+    assert_eq!(cluster.list_drop(&db, "cpu", 100).unwrap(), 1);
+    cluster.drop_table(&db, "cpu").unwrap();
+    assert!(!cluster.has_table(&db, "cpu").unwrap());
+    // Made again at once after its `DROP … SYNC`.
+    cluster.deliver(e, &db, "cpu", &[part(4, 5)], 0).unwrap();
+    assert_eq!(cluster.list_database_drop(&db, 200).unwrap(), 1);
+    assert_eq!(
+        cluster.confirm_database_drop("newer-a", &db, 200).unwrap(),
+        1
+    );
+    assert!(cluster
+        .all_database_lives()
+        .unwrap()
+        .unfinished_drop(&db)
+        .is_some());
+    cluster.drop_database_tables(&db).unwrap();
+    assert_eq!(
+        e.query_text(&format!(
+            "SELECT count() FROM system.databases WHERE name = '__shard_{db}'"
+        ))
+        .unwrap()
+        .trim(),
+        "0"
+    );
+
+    // The replicated shard: its tables' definitions, each replica's, the retry's check of
+    // what the replicas caught up with, the replicas' probe and repair.
+    let rdb = database_name("newer_replicated");
+    replicated
+        .deliver(e, &rdb, "cpu", &[part(1, 10)], 0)
+        .unwrap();
+    let again = replicated
+        .deliver(e, &rdb, "cpu", &[part(1, 10)], 1)
+        .unwrap();
+    assert_eq!(again.already_held, 10);
+    replicated.repair_replicas();
+    replicated.drop_database_tables(&rdb).unwrap();
+
+    let mut seen = shard.seen.lock().unwrap();
+    let theirs = other.seen.lock().unwrap();
+    seen.statements.extend(theirs.statements.iter().cloned());
+    seen.refused.extend(theirs.refused.iter().cloned());
+    assert!(seen.statements.iter().any(|s| s.ends_with(" SYNC")));
+    for sent in [
+        "ENGINE = ReplicatedMergeTree(",
+        "SHOW CREATE TABLE",
+        "system.replicas",
+    ] {
+        assert!(seen.statements.iter().any(|s| s.contains(sent)), "{sent}");
+    }
+    // Refused only where the client asks about a table it then makes.
+    let unexpected: Vec<&(String, String)> = seen
+        .refused
+        .iter()
+        .filter(|(_, why)| !matches!(error_code(why), Some(60 | 81)))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "refused by 26.7:\n{}",
+        unexpected
+            .iter()
+            .map(|(sql, why)| format!("{sql}\n  → {why}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    eprintln!(
+        "{} statements run by the embedded {version}; {} refused as expected",
+        seen.statements.len(),
+        seen.refused.len()
+    );
+}
