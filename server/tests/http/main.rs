@@ -14,6 +14,7 @@ mod cluster_delete;
 mod cluster_drop;
 mod cluster_drop_database;
 mod cluster_policies;
+mod cluster_pushdown;
 mod cluster_replicas;
 mod cluster_retention;
 mod console;

@@ -20,7 +20,7 @@ use super::unflushed::{acked_parts, kind};
 use crate::Storage;
 
 /// The error of a read of `what` from the cluster that could not be done now.
-fn unavailable(what: String) -> impl Fn(String) -> InfluxqlError {
+pub(crate) fn unavailable(what: String) -> impl Fn(String) -> InfluxqlError {
     move |e| {
         InfluxqlError::from(engine::SqlError::Unavailable(format!(
             "cannot read {what} from the ClickHouse cluster: {e}"
@@ -235,15 +235,36 @@ pub(crate) fn shard_condition(rest: &[Expr], schema: &MeasurementSchema) -> Opti
     (!pushed.is_empty()).then(|| pushed.join(" AND "))
 }
 
+/// The whole of a statement's condition (time taken out) as [`shard_condition`] writes it,
+/// every conjunct: what the shards apply for an aggregate they compute
+/// (`pushdown.rs`); `None` when a conjunct cannot be written so, `Some(None)` when there is
+/// no condition.
+pub(crate) fn strict_shard_condition(
+    rest: &[Expr],
+    schema: &MeasurementSchema,
+) -> Option<Option<String>> {
+    let pushed: Vec<String> = rest
+        .iter()
+        .map(|e| condition(e, schema, true))
+        .collect::<Option<_>>()?;
+    Some((!pushed.is_empty()).then(|| pushed.join(" AND ")))
+}
+
 fn tag_condition(e: &Expr, schema: &MeasurementSchema) -> Option<String> {
+    condition(e, schema, false)
+}
+
+/// `e` as SQL for the shards; `strict`: all of it, else the conjuncts that can be.
+fn condition(e: &Expr, schema: &MeasurementSchema, strict: bool) -> Option<String> {
+    let tag_condition = |e: &Expr, schema: &MeasurementSchema| condition(e, schema, strict);
     match e {
         Expr::Paren(inner) => tag_condition(inner, schema),
         Expr::Binary { op, lhs, rhs } => match op {
             BinaryOp::And => match (tag_condition(lhs, schema), tag_condition(rhs, schema)) {
                 (Some(l), Some(r)) => Some(format!("({l} AND {r})")),
                 // A conjunct left out widens the read, never narrows it.
-                (Some(one), None) | (None, Some(one)) => Some(one),
-                (None, None) => None,
+                (Some(one), None) | (None, Some(one)) if !strict => Some(one),
+                _ => None,
             },
             BinaryOp::Or => Some(format!(
                 "({} OR {})",
