@@ -108,6 +108,12 @@ const STATEMENTS: &[(&str, bool)] = &[
     ("SELECT stddev(n), count(v) FROM cpu", false),
     ("SELECT count(v) FROM cpu WHERE v > 10", false),
     ("SELECT max(v) FROM cpu", false),
+    // Raw reads with a limit: each series' first points only come to the node.
+    ("SELECT v, s FROM cpu GROUP BY dc LIMIT 3", false),
+    (
+        "SELECT v FROM cpu WHERE host != 'h2' ORDER BY time DESC LIMIT 2 OFFSET 1",
+        false,
+    ),
 ];
 
 fn on_d(s: &Server, q: &str) -> Value {
@@ -232,5 +238,55 @@ fn an_aggregate_over_more_points_than_max_result_rows_answers() {
         &node,
         "SELECT count(v) FROM cpu WHERE time >= 0s AND time < 5000s GROUP BY time(1s)",
     );
+    assert!(r["results"][0]["error"].is_string(), "{r}");
+}
+
+/// A raw read with `LIMIT` takes from the shards only each series' first points (in the
+/// statement's order) that show: over 5× `[sql] max_result_rows` points it answers, as the
+/// embedded engine does, rewrites and all.
+#[test]
+fn a_raw_read_with_a_limit_reads_each_series_first_points_only() {
+    const TEST: &str = "a_raw_read_with_a_limit_reads_each_series_first_points_only";
+    let Some((_dir, shards)) = two_shard_cluster(TEST) else {
+        return;
+    };
+    let (s0, s1) = (&shards[0], &shards[1]);
+    let (node_dir, embedded_dir) = (data_dir(), data_dir());
+    let limits = "\n[sql]\nmax_result_rows = 1000\n";
+    let node = Spawn::new(node_dir.path())
+        .config(&(cluster_config_named(&[s0, s1], "n1") + limits))
+        .start();
+    let embedded = Spawn::new(embedded_dir.path()).config(limits).start();
+    // 5,000 points over 10 hosts; v missing at host h3's first points, rewritten at h1's.
+    let body: String = (0..5_000i64)
+        .map(|i| {
+            let (h, t) = (i % 10, i / 10 * 1_000_000_000);
+            match h {
+                3 if t < 5_000_000_000 => format!("cpu,host=h{h},dc=dc{} n={i}i {t}\n", h % 2),
+                _ => format!("cpu,host=h{h},dc=dc{} v={i},n={i}i {t}\n", h % 2),
+            }
+        })
+        .collect();
+    let rewrite: String = (0..5i64)
+        .map(|t| format!("cpu,host=h1,dc=dc1 v=-{t} {}\n", t * 1_000_000_000))
+        .collect();
+    for s in [&node, &embedded] {
+        s.query("CREATE DATABASE d");
+        assert_eq!(s.post("/write?db=d", body.clone()).status(), 204);
+        assert_eq!(s.post("/write?db=d", rewrite.clone()).status(), 204);
+    }
+    wait_delivered(&[&node], Duration::from_secs(60));
+    for q in [
+        "SELECT v FROM cpu LIMIT 7",
+        "SELECT v, n FROM cpu WHERE host =~ /h[1-4]/ GROUP BY dc LIMIT 4 OFFSET 2",
+        "SELECT * FROM cpu GROUP BY host ORDER BY time DESC LIMIT 3",
+        "SELECT v FROM cpu WHERE time >= 100s AND time <= 300s GROUP BY * LIMIT 2",
+    ] {
+        let want = on_d(&embedded, q);
+        assert!(want["results"][0].get("error").is_none(), "{q}: {want}");
+        assert_eq!(on_d(&node, q), want, "{q}");
+    }
+    // Without a limit the rows still exceed the bound.
+    let r = on_d(&node, "SELECT v FROM cpu");
     assert!(r["results"][0]["error"].is_string(), "{r}");
 }

@@ -90,7 +90,9 @@ impl Storage {
                 cluster::RowSelection {
                     min,
                     max,
-                    condition: shard_condition(condition, schema).as_deref(),
+                    condition: first_points(probe, db, schema, condition, min, max)
+                        .or_else(|| shard_condition(condition, schema))
+                        .as_deref(),
                     // Each group's last point (Grafana's current value, TSBS lastpoint) is
                     // one of its series' last points: only those cross the network. Every
                     // point must show (a point without the selected fields would hide it).
@@ -219,6 +221,59 @@ impl Storage {
             .map(Some)
             .map_err(|e| unavailable(e.to_string()))
     }
+}
+
+/// A raw read with `LIMIT n` (and `OFFSET m`), ascending or descending, whose condition the
+/// shards evaluate whole (tags only): each group's first `m + n` points in the statement's
+/// order are among its series' first `m + n` points that show (a selected field set), so only
+/// those points' rows cross the network: the shard condition for them, `None` where that cut
+/// does not apply (a field condition could skip points, a transformation reads past the limit;
+/// the last point of each group has its own cut). A rewrite not delivered yet cannot move a
+/// point into them: it never unsets a field.
+fn first_points(
+    plan: &Plan,
+    db: &str,
+    schema: &MeasurementSchema,
+    condition: &[Expr],
+    min: i64,
+    max: i64,
+) -> Option<String> {
+    let n = plan.limit?.checked_add(plan.offset.unwrap_or(0))?;
+    if plan.aggregate.is_some()
+        || plan.source.is_some()
+        || !plan.outer_where.is_empty()
+        || plan.transforms()
+        || plan.asks_last_point()
+    {
+        return None;
+    }
+    // Each shown value one field's column: a point shows iff a row of it has one of them.
+    let shown: Vec<String> = plan
+        .nonnull
+        .iter()
+        .map(|c| {
+            let f = plan.fields.iter().find(|f| quote_ident(f) == *c)?;
+            Some(format!("isNotNull({})", quote_ident(f)))
+        })
+        .collect::<Option<_>>()?;
+    if shown.is_empty() {
+        return None;
+    }
+    let tags = strict_shard_condition(condition, schema)?;
+    let mut filter = vec![
+        format!("`time` >= {min}"),
+        format!("`time` <= {max}"),
+        format!("({})", shown.join(" OR ")),
+    ];
+    filter.extend(tags.map(|t| format!("({t})")));
+    let filter = filter.join(" AND ");
+    let table = Cluster::shard_table(db, &schema.name);
+    let dir = if plan.order_desc { " DESC" } else { "" };
+    Some(format!(
+        "{filter} AND (`series_id`, `time`) IN (SELECT `series_id`, `time` FROM \
+         (SELECT DISTINCT `series_id`, `time` FROM {table} WHERE {filter}) \
+         ORDER BY `series_id`, `time`{dir} LIMIT {n} BY `series_id`)"
+    ))
 }
 
 /// The conjuncts of a statement's condition (time taken out) that only compare tags of
