@@ -13,9 +13,10 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch, StringBuilder,
+    Array, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch, StringBuilder,
     TimestampNanosecondBuilder, UInt32Builder, UInt64Builder,
 };
+use arrow::datatypes::{Field, Schema};
 use engine::quote_ident;
 use engine::table::{engine_schema, ColumnKind};
 
@@ -243,6 +244,83 @@ impl Cluster {
         RecordBatch::try_new(engine_schema(columns), arrays)
             .map(Some)
             .map_err(|e| ClusterError::Engine(engine::EngineError::Arrow(e.to_string())))
+    }
+}
+
+impl Cluster {
+    /// The answer of `sql` — a `SELECT` whose columns are named `__p0`, `__p1`, … over
+    /// [`Cluster::shard_table`] of `db`.`measurement` — from every shard at once, every
+    /// shard's rows in one batch, column `i` read as `out[i]` says (cast to the kind's shard
+    /// type, so the binary answer's layout is known); `None` when no shard answers a row.
+    /// `columns` are made on a shard that lacks them first. More than `max_rows` rows over
+    /// all shards fail the read: what a pushed-down aggregate sends
+    /// (`storage/src/influxql/pushdown.rs`) is one row per group and interval.
+    pub fn read_partials(
+        &self,
+        db: &str,
+        measurement: &str,
+        columns: &[(String, ColumnKind)],
+        sql: &str,
+        out: &[(String, ColumnKind)],
+        max_rows: u64,
+    ) -> Result<Option<RecordBatch>, ClusterError> {
+        let list: Vec<String> = out
+            .iter()
+            .enumerate()
+            .map(|(i, (_, k))| format!("CAST(__p{i} AS {})", schema::shard_type(*k)))
+            .collect();
+        let sql = format!(
+            "SELECT {} FROM ({sql}) LIMIT {} FORMAT RowBinary",
+            list.join(", "),
+            max_rows.saturating_add(1)
+        );
+        let answers = self.read_table_everywhere(db, measurement, columns, |k| {
+            self.http.statement_bytes(k, &sql)
+        })?;
+        let mut cols: Vec<Builder> = out.iter().map(|(_, k)| Builder::new(*k)).collect();
+        let mut rows = 0u64;
+        for (k, answer) in answers.iter().enumerate() {
+            let bad = |message: String| ClusterError::Refused {
+                shard: k,
+                endpoint: self.http.endpoint(k),
+                statement: "SELECT … FORMAT RowBinary".into(),
+                message: format!("unexpected answer: {message}"),
+                code: None,
+            };
+            let mut r = RowBinary {
+                bytes: answer,
+                at: 0,
+            };
+            while !r.done() {
+                rows += 1;
+                if rows > max_rows {
+                    return Err(ClusterError::TooManyRows { max_rows });
+                }
+                for b in &mut cols {
+                    b.read(&mut r).map_err(bad)?;
+                }
+            }
+        }
+        if rows == 0 {
+            return Ok(None);
+        }
+        let arrays: Vec<ArrayRef> = cols.into_iter().map(Builder::finish).collect();
+        let fields: Vec<Field> = out
+            .iter()
+            .zip(&arrays)
+            .map(|((name, kind), a)| {
+                Field::new(name, a.data_type().clone(), *kind != ColumnKind::Tag)
+            })
+            .collect();
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+            .map(Some)
+            .map_err(|e| ClusterError::Engine(engine::EngineError::Arrow(e.to_string())))
+    }
+
+    /// The table of `db`.`measurement` on each shard, as [`Cluster::read_partials`]'
+    /// statements name it.
+    pub fn shard_table(db: &str, measurement: &str) -> String {
+        schema::table(db, measurement)
     }
 }
 

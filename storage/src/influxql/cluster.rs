@@ -20,7 +20,7 @@ use super::unflushed::{acked_parts, kind};
 use crate::Storage;
 
 /// The error of a read of `what` from the cluster that could not be done now.
-fn unavailable(what: String) -> impl Fn(String) -> InfluxqlError {
+pub(crate) fn unavailable(what: String) -> impl Fn(String) -> InfluxqlError {
     move |e| {
         InfluxqlError::from(engine::SqlError::Unavailable(format!(
             "cannot read {what} from the ClickHouse cluster: {e}"
@@ -90,7 +90,9 @@ impl Storage {
                 cluster::RowSelection {
                     min,
                     max,
-                    condition: shard_condition(condition, schema).as_deref(),
+                    condition: first_points(probe, db, schema, condition, min, max)
+                        .or_else(|| shard_condition(condition, schema))
+                        .as_deref(),
                     // Each group's last point (Grafana's current value, TSBS lastpoint) is
                     // one of its series' last points: only those cross the network. Every
                     // point must show (a point without the selected fields would hide it).
@@ -221,6 +223,59 @@ impl Storage {
     }
 }
 
+/// A raw read with `LIMIT n` (and `OFFSET m`), ascending or descending, whose condition the
+/// shards evaluate whole (tags only): each group's first `m + n` points in the statement's
+/// order are among its series' first `m + n` points that show (a selected field set), so only
+/// those points' rows cross the network: the shard condition for them, `None` where that cut
+/// does not apply (a field condition could skip points, a transformation reads past the limit;
+/// the last point of each group has its own cut). A rewrite not delivered yet cannot move a
+/// point into them: it never unsets a field.
+fn first_points(
+    plan: &Plan,
+    db: &str,
+    schema: &MeasurementSchema,
+    condition: &[Expr],
+    min: i64,
+    max: i64,
+) -> Option<String> {
+    let n = plan.limit?.checked_add(plan.offset.unwrap_or(0))?;
+    if plan.aggregate.is_some()
+        || plan.source.is_some()
+        || !plan.outer_where.is_empty()
+        || plan.transforms()
+        || plan.asks_last_point()
+    {
+        return None;
+    }
+    // Each shown value one field's column: a point shows iff a row of it has one of them.
+    let shown: Vec<String> = plan
+        .nonnull
+        .iter()
+        .map(|c| {
+            let f = plan.fields.iter().find(|f| quote_ident(f) == *c)?;
+            Some(format!("isNotNull({})", quote_ident(f)))
+        })
+        .collect::<Option<_>>()?;
+    if shown.is_empty() {
+        return None;
+    }
+    let tags = strict_shard_condition(condition, schema)?;
+    let mut filter = vec![
+        format!("`time` >= {min}"),
+        format!("`time` <= {max}"),
+        format!("({})", shown.join(" OR ")),
+    ];
+    filter.extend(tags.map(|t| format!("({t})")));
+    let filter = filter.join(" AND ");
+    let table = Cluster::shard_table(db, &schema.name);
+    let dir = if plan.order_desc { " DESC" } else { "" };
+    Some(format!(
+        "{filter} AND (`series_id`, `time`) IN (SELECT `series_id`, `time` FROM \
+         (SELECT DISTINCT `series_id`, `time` FROM {table} WHERE {filter}) \
+         ORDER BY `series_id`, `time`{dir} LIMIT {n} BY `series_id`)"
+    ))
+}
+
 /// The conjuncts of a statement's condition (time taken out) that only compare tags of
 /// `schema` with strings or regular expressions, as one condition every supported shard
 /// server evaluates as the embedded engine does (`=`, `!=`, `match()` over `String` tag
@@ -235,15 +290,36 @@ pub(crate) fn shard_condition(rest: &[Expr], schema: &MeasurementSchema) -> Opti
     (!pushed.is_empty()).then(|| pushed.join(" AND "))
 }
 
+/// The whole of a statement's condition (time taken out) as [`shard_condition`] writes it,
+/// every conjunct: what the shards apply for an aggregate they compute
+/// (`pushdown.rs`); `None` when a conjunct cannot be written so, `Some(None)` when there is
+/// no condition.
+pub(crate) fn strict_shard_condition(
+    rest: &[Expr],
+    schema: &MeasurementSchema,
+) -> Option<Option<String>> {
+    let pushed: Vec<String> = rest
+        .iter()
+        .map(|e| condition(e, schema, true))
+        .collect::<Option<_>>()?;
+    Some((!pushed.is_empty()).then(|| pushed.join(" AND ")))
+}
+
 fn tag_condition(e: &Expr, schema: &MeasurementSchema) -> Option<String> {
+    condition(e, schema, false)
+}
+
+/// `e` as SQL for the shards; `strict`: all of it, else the conjuncts that can be.
+fn condition(e: &Expr, schema: &MeasurementSchema, strict: bool) -> Option<String> {
+    let tag_condition = |e: &Expr, schema: &MeasurementSchema| condition(e, schema, strict);
     match e {
         Expr::Paren(inner) => tag_condition(inner, schema),
         Expr::Binary { op, lhs, rhs } => match op {
             BinaryOp::And => match (tag_condition(lhs, schema), tag_condition(rhs, schema)) {
                 (Some(l), Some(r)) => Some(format!("({l} AND {r})")),
                 // A conjunct left out widens the read, never narrows it.
-                (Some(one), None) | (None, Some(one)) => Some(one),
-                (None, None) => None,
+                (Some(one), None) | (None, Some(one)) if !strict => Some(one),
+                _ => None,
             },
             BinaryOp::Or => Some(format!(
                 "({} OR {})",

@@ -3,6 +3,8 @@
 //! the engine does not do (fill, `ORDER BY time DESC` of aggregates,
 //! `LIMIT`/`OFFSET` of filled intervals, `SLIMIT`/`SOFFSET`).
 
+use std::collections::HashMap;
+
 use flush::Rewrites;
 use influxql::ast::{Fill, SelectStatement, Source, Statement};
 
@@ -13,7 +15,7 @@ use super::range;
 use super::rows::{self, Row};
 use super::schema;
 use super::series::{Series, StatementResult, Value};
-use super::{integral, page, post, reduce, sql, subquery, unflushed, InfluxqlRequest};
+use super::{integral, page, post, pushdown, reduce, sql, subquery, unflushed, InfluxqlRequest};
 use crate::Storage;
 
 /// Reads of one table that a concurrent rewrite may invalidate before the
@@ -57,6 +59,9 @@ impl Storage {
         let shape = plan::check(stmt)?;
         let zone = plan::zone(stmt)?;
         let filter = range::split_in(stmt.condition.as_ref(), req.now_ns, zone.as_ref())?;
+        // The answer rows of measurements whose aggregate the shards computed, by index
+        // in `tables`.
+        let mut pushed: HashMap<usize, Vec<Row>> = HashMap::new();
         let (db, tables) = match stmt.sources.as_slice() {
             [Source::Subquery(inner)] => {
                 let inner = self.run_select(req, &subquery::with_outer_tags(inner, stmt))?;
@@ -90,6 +95,7 @@ impl Storage {
                 let resolved = schema::resolve(req.db, sources, &catalog)?;
                 let all = schema::union(&resolved.measurements);
                 let mut tables: Vec<(_, Option<(String, engine::ArrowScan)>)> = Vec::new();
+                let pushed = &mut pushed;
                 for m in &resolved.measurements {
                     // Points on a ClickHouse cluster are read as a subquery's answer is
                     // (`cluster.rs`), over the range the plan reads (a transformation's
@@ -107,6 +113,23 @@ impl Storage {
                             else {
                                 continue;
                             };
+                            // An aggregate the shards can compute comes back as the
+                            // answer's rows (`pushdown.rs`).
+                            let rows = self.cluster_pushdown(
+                                c,
+                                &resolved.db,
+                                m,
+                                stmt,
+                                &probe,
+                                &filter.rest,
+                                req,
+                            )?;
+                            if let Some(rows) = rows {
+                                pushed.insert(tables.len(), rows);
+                                tables.push((m.clone(), None));
+                                continue;
+                            }
+                            pushdown::count_read("rows");
                             let scan = self.cluster_scan(
                                 c,
                                 &resolved.db,
@@ -133,7 +156,7 @@ impl Storage {
         let schemas: Vec<_> = tables.iter().map(|(m, _)| m.clone()).collect();
         let all = schema::union(&schemas);
         let mut series = Vec::new();
-        for (m, table) in &tables {
+        for (i, (m, table)) in tables.iter().enumerate() {
             let target = plan::Target {
                 db: &db,
                 schema: m,
@@ -147,6 +170,7 @@ impl Storage {
                 continue;
             }
             let rows = match table {
+                _ if pushed.contains_key(&i) => pushed.remove(&i).unwrap_or_default(),
                 Some((name, scan)) => self.read_subquery(&plan, req, name, scan)?,
                 None => match self.read_last_points(&plan, req, m)? {
                     Some(rows) => rows,

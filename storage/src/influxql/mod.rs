@@ -25,6 +25,7 @@ mod integral;
 mod last_point;
 mod plan;
 mod post;
+mod pushdown;
 mod range;
 mod reduce;
 mod rows;
@@ -65,6 +66,7 @@ pub struct InfluxqlRequest<'a> {
 pub(crate) fn register_metrics() {
     unflushed::register_metrics();
     last_point::register_metrics();
+    pushdown::register_metrics();
 }
 
 /// `OFFSET`/`LIMIT` over rows, points or series (`LIMIT 0` is none).

@@ -484,7 +484,9 @@ fn bucket(w: &Window, rows_from: Option<i64>) -> String {
     if rows_from.is_some_and(|min| min >= off) {
         return format!("({T} - ({T} - {off}) % {iv})");
     }
-    format!("({T} - ((({T} - {off}) % {iv}) + {iv}) % {iv})")
+    // Signed literals: the engine computes `Int64 % UInt64` unsigned, which put a point
+    // before the offset (`T - off` negative) in a bucket of its own, off the grid.
+    format!("({T} - ((({T} - toInt64({off})) % toInt64({iv})) + toInt64({iv})) % toInt64({iv}))")
 }
 
 /// The start of a point's bucket in a `tz()` zone, as InfluxDB's `Window`
@@ -493,7 +495,8 @@ fn bucket(w: &Window, rows_from: Option<i64>) -> String {
 /// bucket's start has another offset (and the change is shorter than the
 /// interval). The engine knows the zone's offsets.
 fn bucket_in_zone(w: &Window, zone: &str) -> String {
-    let (iv, off) = (w.interval, w.offset);
+    // Signed literals, as in `bucket`.
+    let (iv, off) = (format!("toInt64({})", w.interval), w.offset);
     let z = engine::quote_string(zone);
     let local = |x: &str| {
         format!("(toInt64(timeZoneOffset(toDateTime(intDiv({x}, 1000000000), {z}))) * 1000000000)")
@@ -595,7 +598,7 @@ mod tests {
         for min in [Some(4), Some(-100), None] {
             p.range.min = min;
             let sql = render(&p, &Rewrites::All);
-            assert!(sql.starts_with("SELECT (toUnixTimestamp64Nano(`time`) - (((toUnixTimestamp64Nano(`time`) - 5) % 60) + 60) % 60) AS __iq_t"), "{min:?}: {sql}");
+            assert!(sql.starts_with("SELECT (toUnixTimestamp64Nano(`time`) - (((toUnixTimestamp64Nano(`time`) - toInt64(5)) % toInt64(60)) + toInt64(60)) % toInt64(60)) AS __iq_t"), "{min:?}: {sql}");
         }
     }
 

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Issue #43: three aggregates over POINTS points on two ClickHouse 18.16 shards, a previous
+# build (OLD_BIN, rows pulled to the node) against this one (NEW_BIN, aggregates pushed down
+# to the shards), both nodes reading the same shards, interleaved in one run
+# (scripts/cluster_pushdown_ab.py). The old build runs with [sql] max_result_rows raised to
+# 20M (at the default 1M its aggregates over >1M points fail; checked too), the new at the
+# default.
+#
+# Usage: OLD_BIN=/tmp/chingest-before NEW_BIN=target/release/chingest \
+#        [POINTS=5910000] [REPS=7] [OUT=test_results/latest/cluster_pushdown.md] \
+#        scripts/cluster_pushdown_bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OLD_BIN=${OLD_BIN:?the previous build}
+NEW_BIN=${NEW_BIN:-target/release/chingest}
+POINTS=${POINTS:-5910000}
+REPS=${REPS:-7}
+OUT=${OUT:-test_results/latest/cluster_pushdown.md}
+WORK=$(mktemp -d /tmp/cluster-pushdown.XXXXXX)
+CH=${CHINGEST_CLICKHOUSE_SERVER:-/usr/sbin/clickhouse-server}
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+shard() { # dir http tcp
+  local d=$1
+  mkdir -p "$d"
+  cat >"$d/users.xml" <<EOF
+<?xml version="1.0"?>
+<yandex><profiles><default></default></profiles><users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users><quotas><default></default></quotas></yandex>
+EOF
+  cat >"$d/config.xml" <<EOF
+<?xml version="1.0"?>
+<yandex><logger><level>warning</level><log>$d/server.log</log><errorlog>$d/error.log</errorlog></logger>
+<http_port>$2</http_port><tcp_port>$3</tcp_port><listen_host>127.0.0.1</listen_host>
+<path>$d/data/</path><tmp_path>$d/tmp/</tmp_path><user_files_path>$d/uf/</user_files_path><format_schema_path>$d/fs/</format_schema_path>
+<mark_cache_size>268435456</mark_cache_size><users_config>$d/users.xml</users_config><default_profile>default</default_profile><default_database>default</default_database></yandex>
+EOF
+  "$CH" --config-file="$d/config.xml" >/dev/null 2>&1 &
+  pids+=($!)
+}
+node() { # name bin port max_result_rows
+  local d=$WORK/$1
+  mkdir -p "$d"
+  cat >"$d/chingest.toml" <<EOF
+[storage]
+engine = "clickhouse"
+
+[storage.clickhouse]
+shards = ["http://127.0.0.1:18311", "http://127.0.0.1:18312"]
+node = "$1"
+timeout_secs = 120
+
+[sql]
+max_result_rows = $4
+EOF
+  CHINGEST_SERVER__LISTEN=127.0.0.1:$3 CHINGEST_STORAGE__DATA_DIR=$d/data RUST_LOG=warn \
+    "$2" serve --config "$d/chingest.toml" >"$d/log" 2>&1 &
+  pids+=($!)
+}
+wait_http() { for _ in $(seq 600); do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+
+shard "$WORK/s0" 18311 18321
+shard "$WORK/s1" 18312 18322
+wait_http 'http://127.0.0.1:18311/?query=SELECT%201'
+wait_http 'http://127.0.0.1:18312/?query=SELECT%201'
+node new "$NEW_BIN" 18301 1000000
+wait_http http://127.0.0.1:18301/ping
+curl -sf -XPOST http://127.0.0.1:18301/query --data-urlencode 'q=CREATE DATABASE bench' >/dev/null
+# 1,000 hosts in 10 dcs, a point every 10 s each: float v, integer n.
+python3 - "$POINTS" <<'EOF'
+import sys, urllib.request
+points = int(sys.argv[1]); hosts = 1000; batch = []
+def send():
+    body = "".join(batch).encode()
+    r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:18301/write?db=bench", data=body, method="POST"))
+    assert r.status == 204, r.status
+    batch.clear()
+for i in range(points):
+    h, t = i % hosts, i // hosts
+    batch.append(f"m,host=h{h},dc=dc{h % 10} v={(i % 977) * 0.5},n={i % 1013}i {1_600_000_000 + t * 10}000000000\n")
+    if len(batch) == 100_000: send()
+if batch: send()
+EOF
+for _ in $(seq 3000); do
+  [ "$(curl -sf http://127.0.0.1:18301/health | python3 -c 'import json,sys; print(json.load(sys.stdin)["wal"]["unflushed_points"])')" = 0 ] && break
+  sleep 0.2
+done
+node old "$OLD_BIN" 18302 20000000
+node olddefault "$OLD_BIN" 18303 1000000
+wait_http http://127.0.0.1:18302/ping
+wait_http http://127.0.0.1:18303/ping
+stored=$(for p in 18311 18312; do curl -sf "http://127.0.0.1:$p/" --data-binary 'SELECT count() FROM __shard_bench.m'; done | paste -sd+ | bc)
+echo "points on the shards: $stored"
+OLD=http://127.0.0.1:18302 NEW=http://127.0.0.1:18301 OLD_DEFAULT=http://127.0.0.1:18303 \
+  STORED=$stored python3 scripts/cluster_pushdown_ab.py "$REPS" | tee "$WORK/result.txt"
+{
+  echo "# Aggregates on a two-shard ClickHouse 18.16 cluster: pushed down vs rows pulled"
+  echo
+  echo "Issue #43. \`scripts/cluster_pushdown_bench.sh\` ($(date -u +%Y-%m-%dT%H:%MZ)): $stored points of \`m\`"
+  echo "(1,000 hosts in 10 dcs, a point every 10 s, float \`v\`, integer \`n\`) on two ClickHouse 18.16"
+  echo "servers on loopback, written through the new node; the old build (\`$(basename "$OLD_BIN")\`, every raw"
+  echo "row of the range pulled to the node) and this one (\`$(git rev-parse --short HEAD)\`, partial aggregates from"
+  echo "the shards) read the same shards, interleaved, $REPS rounds, wall time of one \`/query\` over HTTP"
+  echo "(everything: the shards' work, the transfer, the node's). The old node runs with"
+  echo "\`[sql] max_result_rows = 20000000\`; at the default 1,000,000 (\"old at max_result_rows 1M\") it refuses."
+  echo "Shards, nodes and the client share the host's cores."
+  echo
+  echo '```'
+  echo "date: $(date -u)"
+  lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket)'
+  free -g | head -2
+  uname -r
+  echo "load average at the end: $(cat /proc/loadavg)"
+  echo '```'
+  echo
+  cat "$WORK/result.txt"
+} >"$OUT"
+echo "written: $OUT"
