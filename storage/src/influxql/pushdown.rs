@@ -244,8 +244,8 @@ struct PartialColumn {
 
 impl Pushdown {
     /// Whether a call picks a point (`first`, `last`): then the shards compute each series'
-    /// partial first, so a tie between series at the picked time is broken by series
-    /// ([`tie`]).
+    /// partial first (its point at the picked time), and the group's is picked among them
+    /// ([`pick_key`]).
     fn picks(&self) -> bool {
         self.calls
             .iter()
@@ -342,12 +342,12 @@ impl Pushdown {
                     } else {
                         ("argMaxIf", "maxIf")
                     };
-                    let tie = tie(c.func, &format!("t{i}"), &format!("y{i}"));
+                    let key = pick_key(c.func, &format!("t{i}"), &format!("v{i}"));
                     col(
                         format!("v{i}"),
                         f.kind,
                         format!("{arg}({v}, __t, isNotNull({v}))"),
-                        format!("argMinIf(v{i}, {tie}, {n} > 0)"),
+                        format!("argMaxIf(v{i}, {key}, {n} > 0)"),
                     );
                     col(
                         format!("t{i}"),
@@ -359,7 +359,7 @@ impl Pushdown {
                         format!("y{i}"),
                         ColumnKind::Unsigned,
                         "any(__sid)".to_string(),
-                        format!("argMinIf(y{i}, {tie}, {n} > 0)"),
+                        format!("argMaxIf(y{i}, {key}, {n} > 0)"),
                     );
                 }
             }
@@ -374,15 +374,14 @@ impl Pushdown {
     }
 }
 
-/// The order `argMin` picks a `first` or `last` partial by: its time `t` (the latest first
-/// for `last`), then among series at that time the one with the lowest `series_id` (`y`), as
-/// the embedded engine does: it reads a table in `(series_id, time)` order and keeps the
-/// first point of the extreme time. (InfluxDB 1.x keeps the largest value among them.)
-fn tie(func: Func, t: &str, y: &str) -> String {
+/// The order `argMax` picks a `first` or `last` partial by: its time `t` (the earliest for
+/// `first`), then among series at that time the larger value `v`, the rule of the embedded
+/// path (`agg::selector_order`; InfluxDB 1.x has none: its merge order decides).
+fn pick_key(func: Func, t: &str, v: &str) -> String {
     if func == Func::First {
-        format!("({t}, {y})")
+        format!("(-{t}, assumeNotNull({v}))")
     } else {
-        format!("(-{t}, {y})")
+        format!("({t}, assumeNotNull({v}))")
     }
 }
 
@@ -555,8 +554,8 @@ impl Pushdown {
                 Func::Max => format!("max(x{i})"),
                 Func::Spread => format!("max(x{i}) - min(m{i})"),
                 Func::First | Func::Last => format!(
-                    "argMinIf(v{i}, {}, {n} > 0)",
-                    tie(c.func, &format!("assumeNotNull(t{i})"), &format!("y{i}"))
+                    "argMaxIf(v{i}, {}, {n} > 0)",
+                    pick_key(c.func, &format!("assumeNotNull(t{i})"), &format!("v{i}"))
                 ),
             };
             sql.push_str(&format!(", {col} AS __iq_c{i}"));
@@ -874,13 +873,13 @@ mod tests {
             combine.ends_with("GROUP BY b, __iq_g0, __iq_g1 ORDER BY __iq_g0, __iq_g1, __iq_t"),
             "{combine}"
         );
-        // A selector: each series' partial first, its key for ties.
+        // A selector: each series' partial first, then the group's by time and value.
         let p = pushed("SELECT first(v), last(s) FROM cpu GROUP BY dc").unwrap();
         let sql = p.partial_sql("t", None);
         assert!(sql.contains("any(__sid) AS y0"), "{sql}");
         assert!(
-            sql.contains("argMinIf(v0, (t0, y0), n0 > 0)")
-                && sql.contains("argMinIf(v1, (-t1, y1), n1 > 0)"),
+            sql.contains("argMaxIf(v0, (-t0, assumeNotNull(v0)), n0 > 0)")
+                && sql.contains("argMaxIf(v1, (t1, assumeNotNull(v1)), n1 > 0)"),
             "{sql}"
         );
         assert!(
