@@ -21,11 +21,13 @@ pub mod error;
 mod exec;
 mod expr;
 pub mod fill;
+mod hot;
 mod integral;
 mod last_point;
 mod plan;
 mod post;
 mod range;
+pub mod read_path;
 mod reduce;
 mod rows;
 pub mod schema;
@@ -65,6 +67,7 @@ pub struct InfluxqlRequest<'a> {
 pub(crate) fn register_metrics() {
     unflushed::register_metrics();
     last_point::register_metrics();
+    read_path::register_metrics();
 }
 
 /// `OFFSET`/`LIMIT` over rows, points or series (`LIMIT 0` is none).
