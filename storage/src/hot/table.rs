@@ -348,3 +348,143 @@ impl Table {
         self.complete_from = self.complete_from.max(cut);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use engine::arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt64Array};
+    use engine::arrow::datatypes::{Field, Schema};
+
+    use super::*;
+
+    /// Rows (series, host, time, f, i) as ingest lays them out.
+    fn batch(rows: &[(u64, &str, i64, Option<f64>, Option<i64>)]) -> RecordBatch {
+        let schema = Schema::new(vec![
+            Field::new("time", DataType::Int64, false),
+            Field::new("series_id", DataType::UInt64, false),
+            Field::new("host", DataType::Utf8, false),
+            Field::new("f", DataType::Float64, true),
+            Field::new("i", DataType::Int64, true),
+        ]);
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2))),
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
+            Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.3))),
+            Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.4))),
+        ];
+        RecordBatch::try_new(Arc::new(schema), cols).unwrap()
+    }
+
+    fn floats(s: &Series) -> Vec<Option<f64>> {
+        let c = s.columns[0].as_ref().unwrap();
+        let Values::Float(v) = &c.values else {
+            panic!("not floats")
+        };
+        v.iter()
+            .zip(&c.valid)
+            .map(|(x, ok)| ok.then_some(*x))
+            .collect()
+    }
+
+    #[test]
+    fn a_rewrite_overwrites_field_by_field_and_late_points_land_in_order() {
+        let mut t = Table::new();
+        assert!(t.insert(
+            &batch(&[
+                (1, "a", 20, Some(2.0), Some(20)),
+                (1, "a", 10, Some(1.0), None)
+            ]),
+            i64::MAX
+        ));
+        // Only `i` at 20: `f` stays; a point between the two.
+        assert!(t.insert(
+            &batch(&[(1, "a", 20, None, Some(21)), (1, "a", 15, Some(1.5), None)]),
+            i64::MAX
+        ));
+        let s = &t.series[&1];
+        assert_eq!(s.times, vec![10, 15, 20]);
+        assert_eq!(floats(s), vec![Some(1.0), Some(1.5), Some(2.0)]);
+        let c = s.columns[1].as_ref().unwrap();
+        assert_eq!(c.valid, vec![false, false, true]);
+        assert!(matches!(&c.values, Values::Integer(v) if v[2] == 21));
+        assert_eq!(s.tag("host"), "a");
+        assert_eq!(s.tag("region"), "");
+        assert_eq!(t.complete_from, i64::MIN);
+        assert_eq!(t.values, 3 * 3);
+        assert_eq!(t.bytes, 3 * (TIME_BYTES + 2 * VALUE_BYTES));
+    }
+
+    #[test]
+    fn eviction_raises_what_the_table_holds_completely() {
+        let mut t = Table::new();
+        let rows: Vec<_> = (0..100)
+            .map(|k| (7, "a", k * 10, Some(k as f64), None))
+            .collect();
+        // A window of 80: the first points go once they are a window and an eighth old.
+        assert!(t.insert(&batch(&rows), 80));
+        let s = &t.series[&7];
+        assert_eq!(s.times.first(), Some(&(990 - 80)));
+        assert_eq!(t.complete_from, 990 - 80);
+        // A point older than that is the engine's only.
+        assert!(t.insert(&batch(&[(7, "a", 5, Some(0.5), None)]), 80));
+        assert_eq!(t.series[&7].times.first(), Some(&(990 - 80)));
+        assert_eq!(t.values, t.series[&7].times.len() * 2);
+        // Emptied: complete again only after the newest time held.
+        t.empty();
+        assert_eq!(t.complete_from, 991);
+        assert!(t.insert(&batch(&[(7, "a", 995, Some(1.0), None)]), 80));
+        assert_eq!(t.series[&7].times, vec![995]);
+    }
+
+    /// `cargo test -p storage --release hot_insert_cost -- --ignored --nocapture`: the
+    /// coordinator's cost per point, TSBS's shape (200 hosts, 10 integer fields, 2,000
+    /// points per batch, times ascending per series).
+    #[test]
+    #[ignore]
+    fn hot_insert_cost() {
+        let fields = 10;
+        let mut schema = vec![
+            Field::new("time", DataType::Int64, false),
+            Field::new("series_id", DataType::UInt64, false),
+            Field::new("hostname", DataType::Utf8, false),
+        ];
+        for f in 0..fields {
+            schema.push(Field::new(format!("usage_{f}"), DataType::Int64, true));
+        }
+        let schema = Arc::new(Schema::new(schema));
+        let batches: Vec<RecordBatch> = (0..864)
+            .map(|b| {
+                let n = 2000usize;
+                let time = Int64Array::from_iter_values(
+                    (0..n).map(|r| (b * 10 + (r / 200) as i64) * 10_000_000_000),
+                );
+                let sid = UInt64Array::from_iter_values((0..n).map(|r| (r % 200) as u64));
+                let host =
+                    StringArray::from_iter_values((0..n).map(|r| format!("host_{}", r % 200)));
+                let mut cols: Vec<ArrayRef> = vec![Arc::new(time), Arc::new(sid), Arc::new(host)];
+                for f in 0..fields {
+                    cols.push(Arc::new(Int64Array::from_iter_values(
+                        (0..n).map(|r| (r as i64 * 7 + f) % 100),
+                    )));
+                }
+                RecordBatch::try_new(schema.clone(), cols).unwrap()
+            })
+            .collect();
+        let mut t = Table::new();
+        let started = std::time::Instant::now();
+        for b in &batches {
+            t.insert(b, 86_400_000_000_000);
+        }
+        let took = started.elapsed();
+        let points = 864 * 2000;
+        println!(
+            "{points} points in {took:?}: {:.0} ns per point, {:.1} bytes per value held ({} bytes, {} values)",
+            took.as_nanos() as f64 / points as f64,
+            t.bytes as f64 / t.values as f64,
+            t.bytes,
+            t.values
+        );
+    }
+}
