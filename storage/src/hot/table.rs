@@ -4,9 +4,64 @@
 //! engine's point merge reads it).
 
 use std::collections::HashMap;
+use std::hash::Hasher;
 
 use engine::arrow::array::{Array, AsArray, RecordBatch};
 use engine::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
+
+/// Series ids are hashes already (`ingest`'s xxh3 of the series key): mixed with
+/// a per-process seed by one multiply (SipHash was a third of the coordinator's
+/// cost per point), so a client cannot craft ids that collide here.
+#[derive(Clone)]
+pub(crate) struct SeededIds(u64);
+
+impl Default for SeededIds {
+    fn default() -> Self {
+        use std::hash::BuildHasher;
+        SeededIds(std::collections::hash_map::RandomState::new().hash_one(0x44u64) | 1)
+    }
+}
+
+impl std::hash::BuildHasher for SeededIds {
+    type Hasher = SeriesIdHasher;
+    fn build_hasher(&self) -> SeriesIdHasher {
+        SeriesIdHasher {
+            seed: self.0,
+            hash: 0,
+        }
+    }
+}
+
+pub(crate) struct SeriesIdHasher {
+    seed: u64,
+    hash: u64,
+}
+
+impl Hasher for SeriesIdHasher {
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(self.hash.rotate_left(8) ^ u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, id: u64) {
+        let h = (id ^ self.seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.hash = h ^ (h >> 29);
+    }
+}
+
+pub(crate) type SeriesMap = HashMap<u64, Series, SeededIds>;
+
+/// Grows `v` by a quarter when full, not by doubling: a series' columns hold a
+/// day of points, and doubling left up to half of them unused (RSS +254 MB for
+/// 169 MB of held points at TSBS's 200 hosts × 24 h). An eighth copied too much.
+fn room<T>(v: &mut Vec<T>) {
+    if v.len() == v.capacity() {
+        v.reserve_exact((v.len() / 4).max(16));
+    }
+}
 
 /// Values of one field of one series, as many as the series has times.
 #[derive(Debug, Clone)]
@@ -43,13 +98,29 @@ impl Column {
     }
 
     fn insert_null(&mut self, at: usize) {
+        room(&mut self.valid);
         self.valid.insert(at, false);
         match &mut self.values {
-            Values::Float(v) => v.insert(at, 0.0),
-            Values::Integer(v) => v.insert(at, 0),
-            Values::Unsigned(v) => v.insert(at, 0),
-            Values::Boolean(v) => v.insert(at, false),
-            Values::String(v) => v.insert(at, String::new()),
+            Values::Float(v) => {
+                room(v);
+                v.insert(at, 0.0)
+            }
+            Values::Integer(v) => {
+                room(v);
+                v.insert(at, 0)
+            }
+            Values::Unsigned(v) => {
+                room(v);
+                v.insert(at, 0)
+            }
+            Values::Boolean(v) => {
+                room(v);
+                v.insert(at, false)
+            }
+            Values::String(v) => {
+                room(v);
+                v.insert(at, String::new())
+            }
         }
     }
 
@@ -161,7 +232,7 @@ pub(crate) struct Table {
     pub(crate) newest: i64,
     /// Field names, by index (`Series::columns`).
     pub(crate) fields: Vec<String>,
-    pub(crate) series: HashMap<u64, Series>,
+    pub(crate) series: SeriesMap,
     /// What the held points take, bytes (`HotConfig::max_memory`).
     pub(crate) bytes: usize,
     /// Values held (times and fields).
@@ -179,7 +250,7 @@ impl Table {
             complete_from: i64::MIN,
             newest: i64::MIN,
             fields: Vec::new(),
-            series: HashMap::new(),
+            series: SeriesMap::default(),
             bytes: 0,
             values: 0,
         }
@@ -268,6 +339,7 @@ impl Table {
                 series.columns.resize_with(nfields, || None);
             }
             let len = series.times.len();
+            room(&mut series.times);
             let at = if series.times.last().is_none_or(|&last| t > last) {
                 series.times.push(t);
                 Err(len)
@@ -358,8 +430,11 @@ mod tests {
 
     use super::*;
 
-    /// Rows (series, host, time, f, i) as ingest lays them out.
-    fn batch(rows: &[(u64, &str, i64, Option<f64>, Option<i64>)]) -> RecordBatch {
+    /// A row: series, host, time, f, i.
+    type Point<'a> = (u64, &'a str, i64, Option<f64>, Option<i64>);
+
+    /// Rows as ingest lays them out.
+    fn batch(rows: &[Point<'_>]) -> RecordBatch {
         let schema = Schema::new(vec![
             Field::new("time", DataType::Int64, false),
             Field::new("series_id", DataType::UInt64, false),
