@@ -455,6 +455,7 @@ impl Coordinator {
                     error = %e, "flush refused deterministically: part quarantined as a dead letter");
                 // Set aside: reads stop showing it, as they do after a restart.
                 self.unflushed.remove(key, [part.seq]);
+                self.unflushed.set_aside(key);
                 self.watermark.part_done(part.seq);
                 let mut st = self.status.lock();
                 st.pending_points = st.pending_points.saturating_sub(points);

@@ -65,6 +65,6 @@ pub use identity::{
 pub use read_state::ReadState;
 pub use replay::Resume;
 pub use status::FlushStatus;
-pub use unflushed::{Unflushed, UnflushedPart};
+pub use unflushed::{PartsObserver, Unflushed, UnflushedPart};
 pub use watermark::FlushedLog;
 pub use write::FlushWrite;

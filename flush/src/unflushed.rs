@@ -52,6 +52,19 @@ pub struct Unflushed {
     /// Tables a read waits to see in the engine: flushed without waiting
     /// for `max_age_ms`.
     hurried: Mutex<HashSet<Key>>,
+    /// Told of every part added and set aside (storage's hot store).
+    observer: std::sync::OnceLock<std::sync::Arc<dyn PartsObserver>>,
+}
+
+/// Who else keeps the acknowledged parts the coordinator receives (storage's
+/// hot store, `storage/src/hot/`): told in sequence order, before the entry
+/// counts as received, of the same parts reads find here, and of a part set
+/// aside (a dead letter: no read of the engine shows it any more).
+pub trait PartsObserver: Send + Sync {
+    /// The kept parts of entry `seq` of `db` (a dropped table's are left out).
+    fn received(&self, db: &str, seq: u64, parts: &[(&str, &RecordBatch)]);
+    /// A part of `db`.`measurement` was set aside as a dead letter.
+    fn set_aside(&self, db: &str, measurement: &str);
 }
 
 impl std::fmt::Debug for Unflushed {
@@ -59,7 +72,7 @@ impl std::fmt::Debug for Unflushed {
         f.debug_struct("Unflushed")
             .field("received", &self.received.load(Ordering::Relaxed))
             .field("tables", &self.parts.read().len())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -89,11 +102,28 @@ impl Unflushed {
         if parts.is_empty() {
             return;
         }
+        if let Some(o) = self.observer.get() {
+            let seen: Vec<(&str, &RecordBatch)> =
+                parts.iter().map(|(m, p)| (*m, &p.batch)).collect();
+            o.received(db, seq, &seen);
+        }
         let mut all = self.parts.write();
         for (m, part) in parts {
             all.entry((db.to_string(), m.to_string()))
                 .or_default()
                 .insert(seq, part);
+        }
+    }
+
+    /// Tells `observer` of every part added from now on (once; a second is ignored).
+    pub fn observe(&self, observer: std::sync::Arc<dyn PartsObserver>) {
+        let _ = self.observer.set(observer);
+    }
+
+    /// A part of `key` became a dead letter: the observer forgets the table.
+    pub(crate) fn set_aside(&self, key: &Key) {
+        if let Some(o) = self.observer.get() {
+            o.set_aside(&key.0, &key.1);
         }
     }
 

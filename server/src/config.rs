@@ -23,6 +23,8 @@ pub struct Config {
     pub flush: storage::FlushConfig,
     /// Limits of `/api/v1/sql` statements (the engine's SQL sandbox).
     pub sql: storage::SqlConfig,
+    /// The hot store: recent points in memory for small reads (issue #44).
+    pub hot: storage::HotConfig,
     /// Back-pressure and schema limits.
     pub limits: LimitsConfig,
     /// Authentication and authorization.
@@ -324,6 +326,9 @@ impl Config {
         if self.storage.data_dir.as_os_str().is_empty() {
             return bad("storage.data_dir must not be empty".into());
         }
+        if let Err(e) = self.hot.window_ns() {
+            return bad(e);
+        }
         let mut seen = std::collections::HashSet::new();
         for u in &self.auth.users {
             if u.name.is_empty() {
@@ -525,6 +530,18 @@ max_memory_bytes = 1073741824
 # Engine threads per statement. 0 adapts: the cores the write path left idle
 # over the last second or two (all of them on an idle server), at least 1.
 max_threads = 0
+
+[hot]
+# Keep each series' recent points in memory and answer small InfluxQL aggregates
+# (a few series, the range held completely) from them instead of an engine statement.
+# Only with [storage] engine = "embedded".
+enabled = true
+# How far back from each series' newest point (not the wall clock) points are held.
+window = "24h"
+# Bytes the held points may take (2 GiB); past it the largest measurements are emptied.
+max_memory = 2147483648
+# Statements leaving more series than this per measurement go to the engine.
+max_series = 64
 
 [limits]
 # Body bytes (raw + decompressed) in memory across in-flight writes. 256 MiB.

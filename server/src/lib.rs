@@ -349,14 +349,16 @@ fn open_storage(
     // The engine boots with one role per read scope SQL will run under
     // (sql::sql_access): every non-admin user's (config file and InfluxQL), plus "all".
     let access = storage::EngineAccess::new(scopes);
-    Storage::open_with_sql(
+    let store = Storage::open_with_sql(
         &config.storage,
         config.wal.clone(),
         config.flush.clone(),
         config.limits.schema_limits(),
         config.sql.clone(),
         &access,
-    )
+    )?;
+    store.configure_hot(config.hot.clone())?;
+    Ok(store)
 }
 
 /// Serves HTTP/1.1 until `shutdown` resolves, then stops accepting and waits

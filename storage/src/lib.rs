@@ -32,6 +32,7 @@ mod dead_letter_delete;
 pub mod error;
 mod gate;
 mod health;
+mod hot;
 pub mod influxql;
 mod measurement_drop;
 mod open;
@@ -52,6 +53,7 @@ use parking_lot::{Mutex, RwLock};
 pub use ::cluster::ClusterError;
 pub use config::{StorageConfig, WalCompression};
 pub use error::StorageError;
+pub use hot::HotConfig;
 pub use influxql::{InfluxqlError, InfluxqlRequest, StatementResult};
 pub use registry::POLICY_DATABASE_PREFIX;
 pub use store::{
@@ -86,6 +88,8 @@ pub struct Storage {
     cluster: Option<Arc<::cluster::Cluster>>,
     /// Keeps the catalog in step with the cluster's (`cluster/catalog.rs`).
     cluster_sync: Option<Arc<cluster::catalog::ClusterSync>>,
+    /// The recent points of every series, for small reads (`hot/`, issue #44).
+    hot: Arc<hot::HotStore>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -97,6 +101,21 @@ impl std::fmt::Debug for Storage {
 }
 
 impl Storage {
+    /// Applies `[hot]` (call before the first write). With `[storage] engine =
+    /// "clickhouse"` the hot store stays off whatever it says.
+    pub fn configure_hot(&self, config: HotConfig) -> Result<(), StorageError> {
+        let config = HotConfig {
+            enabled: config.enabled && self.cluster.is_none(),
+            ..config
+        };
+        self.hot
+            .configure(config)
+            .map_err(|message| StorageError::Open {
+                what: "applying [hot]",
+                message,
+            })
+    }
+
     /// The engine, unless storage is shut down.
     fn engine(&self) -> Result<engine::Engine, StorageError> {
         self.engine.read().clone().ok_or(StorageError::ShuttingDown)

@@ -107,6 +107,7 @@ impl Storage {
         db: &str,
         measurement: &str,
     ) -> Result<bool, StorageError> {
+        self.hot.forget(db, measurement);
         if !self.catalog.measurement_exists(db, measurement.as_bytes()) {
             // An earlier drop of it that did not finish finishes now.
             if let Some((_, _, up_to)) = pending(&self.wal)?

@@ -51,6 +51,12 @@ impl Storage {
         // The flusher keeps it, reads ask it; the engine's sandbox tells its identity index
         // of admin writes.
         let reads = flush::ReadState::new(sql.last_point_cache_series);
+        // The hot store learns of admin writes too (it then serves nothing).
+        let hot = Arc::new(crate::hot::HotStore::new([]));
+        let admin_writes = Arc::new(crate::hot::AdminWrites {
+            identity: reads.admin_writes(),
+            hot: hot.clone(),
+        });
         let engine = engine::Engine::open_with(
             &engine::EngineConfig {
                 data_dir: config.engine_dir(),
@@ -58,7 +64,7 @@ impl Storage {
             },
             access,
             sql,
-            reads.admin_writes(),
+            admin_writes,
         )?;
         let queue_capacity = wal.queue_capacity;
         let (wal, committed, recovery) = open_wal(config, wal)?;
@@ -106,6 +112,19 @@ impl Storage {
                 Some(Arc::new(c))
             }
         };
+        // Before the flusher replays anything: what existed at start is in the
+        // engine, so never (until restart) complete in the hot store.
+        hot.existed(catalog.databases().into_iter().flat_map(|db| {
+            catalog
+                .schema(&db)
+                .into_iter()
+                .map(move |m| (db.clone(), m.name))
+        }));
+        if cluster.is_some() {
+            // Other nodes may write the same series: nothing here is complete.
+            hot.forget_all();
+        }
+        reads.unflushed().observe(hot.clone());
         let flusher = match &cluster {
             None => flush::Flusher::start(
                 engine.clone(),
@@ -157,6 +176,7 @@ impl Storage {
             wal_lz4: config.wal_compression == crate::WalCompression::Lz4,
             cluster,
             cluster_sync,
+            hot,
         });
         if let Some(sync) = &storage.cluster_sync {
             sync.attach(Arc::downgrade(&storage));

@@ -225,6 +225,7 @@ impl Storage {
 
     /// [`drop`](Self::drop), the admin lock held by the caller.
     pub(crate) fn drop_admin_held(&self, db: &str) -> Result<(), StorageError> {
+        self.hot.forget_database(db);
         let up_to_seq = {
             let _commits = self.lifecycle.commits.write();
             if !self.catalog.database_exists(db) {

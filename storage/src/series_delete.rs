@@ -74,6 +74,10 @@ impl Storage {
     ) -> Result<(), StorageError> {
         self.require(db)?;
         let _admin = self.lifecycle.admin.lock();
+        for d in deletes {
+            // The hot store cannot tell which of its points go: it serves none of them.
+            self.hot.forget(db, &d.measurement);
+        }
         let up_to = self.wal.last_seq();
         self.wait_flushed(up_to)?;
         let engine = self.engine()?;

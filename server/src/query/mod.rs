@@ -114,6 +114,8 @@ pub async fn query<S: Store>(
     );
     let mut results = Vec::with_capacity(parsed.len());
     let mut failed = false;
+    // Which paths the statements' reads took (`X-Chingest-Read-Path`).
+    let mut paths = storage::influxql::read_path::Paths::default();
     for st in parsed {
         let get_warning = (method == Method::GET)
             .then(|| read_only_warning(&st))
@@ -143,9 +145,15 @@ pub async fn query<S: Store>(
                 now_ns,
                 cancel: &cancel,
             };
-            execute::execute(&state, &cx, st)
+            storage::influxql::read_path::take();
+            let outcome = execute::execute(&state, &cx, st);
+            (outcome, storage::influxql::read_path::take())
         })
         .await
+        .map(|(outcome, seen)| {
+            paths.add(seen);
+            outcome
+        })
         .unwrap_or_else(|e| Err(ApiError::Internal(e.to_string())));
         // A killed query answers so, whatever its statement came to.
         let outcome = if registered.killed() {
@@ -173,8 +181,18 @@ pub async fn query<S: Store>(
             }
         }
     }
-    render::respond(results, format)
+    let mut response = render::respond(results, format);
+    if let Some(path) = paths.summary() {
+        response
+            .headers_mut()
+            .insert(READ_PATH_HEADER, axum::http::HeaderValue::from_static(path));
+    }
+    response
 }
+
+/// Which path answered the request's reads: `hot` (the hot store), `last_point`
+/// (the flusher's last points), `engine` (engine statements) or `mixed`.
+pub const READ_PATH_HEADER: &str = "x-chingest-read-path";
 
 /// A GET must not destroy data (a link or an <img> on any web page can send
 /// one). InfluxDB 1.x ran these with a deprecation warning; chingest refuses

@@ -28,6 +28,7 @@ mod deploy;
 mod door;
 mod drop_measurement;
 mod grafana;
+mod hot;
 mod influxql;
 mod influxql_diff;
 mod influxql_render;

@@ -141,6 +141,11 @@ pub(crate) fn exercise(s: &Server, round: u64) {
         ),
         21,
     );
+    // An InfluxQL read (its path's count and latency histogram).
+    let r = s.get(&format!(
+        "/query?db=obs&q=SELECT+count(*)+FROM+cpu+WHERE+time+>=+{t0}"
+    ));
+    assert_eq!(r.status(), 200);
     assert_eq!(s.get("/health").status(), 200);
 }
 

@@ -15,7 +15,9 @@ use super::range;
 use super::rows::{self, Row};
 use super::schema;
 use super::series::{Series, StatementResult, Value};
-use super::{integral, page, post, pushdown, reduce, sql, subquery, unflushed, InfluxqlRequest};
+use super::{
+    integral, page, post, pushdown, read_path, reduce, sql, subquery, unflushed, InfluxqlRequest,
+};
 use crate::Storage;
 
 /// Reads of one table that a concurrent rewrite may invalidate before the
@@ -172,10 +174,7 @@ impl Storage {
             let rows = match table {
                 _ if pushed.contains_key(&i) => pushed.remove(&i).unwrap_or_default(),
                 Some((name, scan)) => self.read_subquery(&plan, req, name, scan)?,
-                None => match self.read_last_points(&plan, req, m)? {
-                    Some(rows) => rows,
-                    None => self.read_points(&plan, req, m)?,
-                },
+                None => self.read_measurement(stmt, &filter.rest, &plan, req, m)?,
             };
             let rows = plan.drop_valueless(rows);
             let mut found = to_series(&plan, rows, &mut budget)?;
@@ -208,6 +207,28 @@ impl Storage {
         let mut answer = integral::answer(stmt, points, windows.as_ref(), start)?;
         answer.series = slimit(answer.series, stmt);
         Ok(answer)
+    }
+
+    /// The rows of `plan` from the hot store, the last points or the engine,
+    /// whichever may answer first, recorded by path (`read_path.rs`).
+    fn read_measurement(
+        &self,
+        stmt: &SelectStatement,
+        rest: &[influxql::ast::Expr],
+        plan: &Plan,
+        req: &InfluxqlRequest<'_>,
+        m: &ingest::MeasurementSchema,
+    ) -> Result<Vec<Row>, InfluxqlError> {
+        let started = std::time::Instant::now();
+        let (rows, path) = if let Some(rows) = self.read_last_points(plan, req, m)? {
+            (rows, read_path::Path::LastPoint)
+        } else if let Some(rows) = self.read_hot(stmt, rest, plan, req, m)? {
+            (rows, read_path::Path::Hot)
+        } else {
+            (self.read_points(plan, req, m)?, read_path::Path::Engine)
+        };
+        read_path::record(path, started.elapsed());
+        Ok(rows)
     }
 
     /// The engine's rows for `plan`: the table's and the acknowledged points

@@ -21,12 +21,14 @@ pub mod error;
 mod exec;
 mod expr;
 pub mod fill;
+mod hot;
 mod integral;
 mod last_point;
 mod plan;
 mod post;
 mod pushdown;
 mod range;
+pub mod read_path;
 mod reduce;
 mod rows;
 pub mod schema;
@@ -67,6 +69,7 @@ pub(crate) fn register_metrics() {
     unflushed::register_metrics();
     last_point::register_metrics();
     pushdown::register_metrics();
+    read_path::register_metrics();
 }
 
 /// `OFFSET`/`LIMIT` over rows, points or series (`LIMIT 0` is none).

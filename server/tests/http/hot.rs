@@ -1,0 +1,496 @@
+//! The hot store (issue #44): statements answered from it give the engine's
+//! answers value by value. Two servers get the same points, one with the hot
+//! store (the default) and one without (`[hot] enabled = false`); every statement
+//! goes to both, and the answers (JSON, `epoch=ns`) must be equal, while the
+//! `X-Chingest-Read-Path` header says which path answered on each. Values are
+//! multiples of 0.25 (and small integers), so every sum is exact in any order and
+//! equality is exact: the engine's own float sums follow its parts and threads.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::{data_dir, Server, Spawn};
+
+/// 2026-03-29T00:00:00Z: Europe/Paris moves to summer time at 01:00 UTC.
+const T0: i64 = 1_774_742_400_000_000_000;
+const S: i64 = 1_000_000_000;
+/// Six hours of points.
+const SPAN: i64 = 6 * 3600 * S;
+
+const OFF: &str = "[hot]\nenabled = false\n";
+
+fn write(s: &Server, db: &str, body: &str) {
+    let r = s
+        .client
+        .post(s.url("/write"))
+        .query(&[("db", db)])
+        .body(body.to_string())
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 204, "{:?}", r.text());
+}
+
+/// Runs a statement that changes data (POST), asserting it succeeded.
+fn exec(s: &Server, db: &str, q: &str) {
+    let r = s
+        .client
+        .post(s.url("/query"))
+        .query(&[("db", db), ("q", q)])
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200, "{q}");
+    let v: Value = r.json().unwrap();
+    assert!(v["results"][0].get("error").is_none(), "{q}: {v}");
+}
+
+/// The answer (status, JSON) and the read path header of `q`.
+fn ask(s: &Server, db: &str, q: &str) -> (u16, Value, String) {
+    let r = s
+        .client
+        .get(s.url("/query"))
+        .query(&[("db", db), ("q", q), ("epoch", "ns")])
+        .send()
+        .unwrap();
+    let status = r.status().as_u16();
+    let path = r
+        .headers()
+        .get("x-chingest-read-path")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (status, r.json().unwrap(), path)
+}
+
+/// A small deterministic generator (xorshift), so a failure replays.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+/// Five hosts (h4 without a region), a point every 10 s per host at its own
+/// offset (no two series share a time: `first`/`last` over several series are
+/// then one point), gaps, points without `f` or `i`, and rewrites of earlier
+/// points (some only `f`: the merge is field by field).
+fn points(seed: u64) -> Vec<String> {
+    let mut rng = Rng(seed);
+    let mut lines = Vec::new();
+    for k in 0..5i64 {
+        let tags = if k == 4 {
+            format!("host=h{k}")
+        } else {
+            format!("host=h{k},region=r{}", k % 2)
+        };
+        let mut t = T0 + k * S;
+        while t < T0 + SPAN {
+            // A gap of 20 minutes now and then: empty windows.
+            if rng.below(400) == 0 {
+                t += 1200 * S;
+            }
+            let f = (rng.below(4000) as f64 - 2000.0) / 4.0;
+            let i = rng.below(1000) as i64 - 500;
+            let line = match rng.below(10) {
+                0 => format!("m,{tags} f={f} {t}"),
+                1 => format!("m,{tags} i={i}i {t}"),
+                _ => format!("m,{tags} f={f},i={i}i {t}"),
+            };
+            lines.push(line);
+            t += 10 * S;
+        }
+    }
+    // Rewrites, after the first writes.
+    let n = lines.len();
+    for _ in 0..200 {
+        let line = lines[rng.below(n as u64) as usize].clone();
+        let (key, rest) = line.split_once(' ').unwrap();
+        let t = rest.rsplit_once(' ').unwrap().1;
+        let f = (rng.below(400) as f64) / 4.0;
+        lines.push(match rng.below(2) {
+            0 => format!("{key} f={f} {t}"),
+            _ => format!("{key} f={f},i={}i {t}", rng.below(100)),
+        });
+    }
+    lines
+}
+
+fn load(servers: &[&Server], db: &str, lines: &[String]) {
+    for s in servers {
+        s.query(&format!("CREATE DATABASE {db}"));
+        for chunk in lines.chunks(500) {
+            write(s, db, &chunk.join("\n"));
+        }
+    }
+}
+
+/// `q` answers the same on both, `hot` from the hot store and `engine` from the engine.
+fn same(hot: &Server, engine: &Server, db: &str, q: &str, want_hot: bool) {
+    let (hs, ha, hp) = ask(hot, db, q);
+    let (es, ea, ep) = ask(engine, db, q);
+    assert_eq!((hs, &ha), (es, &ea), "answers differ: {q}");
+    assert_eq!(ep, "engine", "{q}");
+    if want_hot {
+        assert_eq!(hp, "hot", "not answered from the hot store: {q}");
+    } else {
+        assert_ne!(hp, "hot", "answered from the hot store: {q}");
+    }
+}
+
+fn range(a: i64, b: i64) -> String {
+    format!("time >= {} AND time < {}", T0 + a, T0 + b)
+}
+
+/// One random statement the hot store covers.
+fn statement(rng: &mut Rng) -> String {
+    let funcs = [
+        "count", "sum", "mean", "min", "max", "first", "last", "spread",
+    ];
+    let n = 1 + rng.below(3);
+    let cols: Vec<String> = (0..n)
+        .map(|_| format!("{}({})", rng.pick(&funcs), rng.pick(&["f", "i"])))
+        .collect();
+    let a = rng.below(SPAN as u64 / S as u64 + 1200) as i64 * S - 600 * S;
+    let b = a + (1 + rng.below(3 * 3600)) as i64 * S;
+    let mut q = format!("SELECT {} FROM m WHERE {}", cols.join(", "), range(a, b));
+    let tag = rng.pick(&[
+        "",
+        " AND host = 'h1'",
+        " AND host != 'h1'",
+        " AND (host = 'h0' OR host = 'h4')",
+        " AND region = 'r1'",
+        " AND region = ''",
+        " AND 'h2' = host",
+    ]);
+    q.push_str(tag);
+    let window = rng.below(4) != 0;
+    let mut dims: Vec<String> = Vec::new();
+    if window {
+        let iv = rng.pick(&["10s", "1m", "5m", "7m", "1h", "90m"]);
+        dims.push(match rng.below(3) {
+            0 => format!("time({iv}, {}s)", rng.below(60)),
+            _ => format!("time({iv})"),
+        });
+    }
+    dims.extend(
+        rng.pick(&[&[][..], &["host"], &["region"], &["host", "region"], &["*"]])
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    if !dims.is_empty() {
+        q.push_str(&format!(" GROUP BY {}", dims.join(", ")));
+    }
+    if window {
+        let fills: [&str; 7] = [
+            "",
+            " fill(none)",
+            " fill(null)",
+            " fill(previous)",
+            " fill(linear)",
+            " fill(0)",
+            " fill(-1.5)",
+        ];
+        let fill = *rng.pick(&fills);
+        q.push_str(fill);
+    }
+    if rng.below(4) == 0 {
+        q.push_str(" ORDER BY time DESC");
+    }
+    if rng.below(4) == 0 {
+        q.push_str(&format!(" LIMIT {}", 1 + rng.below(5)));
+    }
+    if rng.below(6) == 0 {
+        q.push_str(&format!(" OFFSET {}", rng.below(3)));
+    }
+    if rng.below(6) == 0 {
+        q.push_str(&format!(" SLIMIT {}", 1 + rng.below(2)));
+    }
+    if window && rng.below(4) == 0 {
+        let zones: [&str; 2] = [" tz('Europe/Paris')", " tz('America/St_Johns')"];
+        let zone = *rng.pick(&zones);
+        q.push_str(zone);
+    }
+    q
+}
+
+#[test]
+fn hot_answers_equal_the_engines_value_by_value() {
+    let (dh, de) = (data_dir(), data_dir());
+    let hot = Spawn::new(dh.path()).start();
+    let engine = Spawn::new(de.path()).config(OFF).start();
+    load(&[&hot, &engine], "d", &points(7));
+    let fixed = [
+        // TSBS's single-groupby shapes.
+        format!(
+            "SELECT max(f) FROM m WHERE (host = 'h1') AND {} GROUP BY time(1m)",
+            range(0, 3600 * S)
+        ),
+        format!(
+            "SELECT max(f), max(i) FROM m WHERE (host = 'h1' OR host = 'h2' OR host = 'h3') AND {} GROUP BY time(1h)",
+            range(0, 6 * 3600 * S)
+        ),
+        // Range edges on point times (host h0 has points at T0 + 10 s * n).
+        format!(
+            "SELECT count(f), first(f), last(f) FROM m WHERE host = 'h0' AND time >= {} AND time <= {} GROUP BY time(10s)",
+            T0 + 600 * S,
+            T0 + 1200 * S
+        ),
+        // Before and after the data: empty windows filled.
+        format!(
+            "SELECT mean(f) FROM m WHERE host = 'h3' AND {} GROUP BY time(30m) fill(previous)",
+            range(-3600 * S, 8 * 3600 * S)
+        ),
+        format!(
+            "SELECT mean(i), spread(i) FROM m WHERE {} GROUP BY time(30m), * fill(linear)",
+            range(-3600 * S, 8 * 3600 * S)
+        ),
+        // Nothing in the range at all.
+        format!(
+            "SELECT count(f) FROM m WHERE {} GROUP BY time(1m) fill(0)",
+            range(-7200 * S, -3600 * S)
+        ),
+        // Lone selectors show their point's time.
+        format!("SELECT max(f) FROM m WHERE {}", range(0, SPAN)),
+        format!("SELECT min(i) FROM m WHERE {} GROUP BY host", range(0, SPAN)),
+        format!("SELECT first(f) FROM m WHERE {}", range(0, SPAN)),
+        format!(
+            "SELECT last(i) FROM m WHERE host != 'h0' AND {}",
+            range(0, SPAN)
+        ),
+        // Several aggregates without a window: the range's start.
+        format!(
+            "SELECT count(f), sum(i), mean(f) FROM m WHERE {} GROUP BY region",
+            range(0, SPAN)
+        ),
+        // A day window across the zone's change.
+        format!(
+            "SELECT sum(f) FROM m WHERE {} GROUP BY time(1h) fill(none) tz('Europe/Paris')",
+            range(0, SPAN)
+        ),
+        format!(
+            "SELECT last(f) FROM m WHERE {} GROUP BY time(5m), host ORDER BY time DESC LIMIT 3 SLIMIT 2",
+            range(0, SPAN)
+        ),
+    ];
+    for q in &fixed {
+        same(&hot, &engine, "d", q, true);
+    }
+    // What the evaluator does not cover goes to the engine, with the same answer.
+    for q in [
+        format!("SELECT f FROM m WHERE {}", range(0, 600 * S)),
+        format!("SELECT max(f) FROM m WHERE f > 0 AND {}", range(0, SPAN)),
+        format!("SELECT stddev(f) FROM m WHERE {}", range(0, SPAN)),
+        format!(
+            "SELECT max(f) FROM m WHERE host =~ /h[12]/ AND {}",
+            range(0, SPAN)
+        ),
+        format!(
+            "SELECT derivative(mean(f)) FROM m WHERE {} GROUP BY time(1h)",
+            range(0, SPAN)
+        ),
+    ] {
+        same(&hot, &engine, "d", &q, false);
+    }
+    // The seeded property test: random functions, windows, conditions, fills.
+    let mut rng = Rng(0x005e_ed44);
+    for _ in 0..300 {
+        let q = statement(&mut rng);
+        same(&hot, &engine, "d", &q, true);
+    }
+    // A point written now is in the next answer (and rewrites win).
+    let q = format!(
+        "SELECT count(f), sum(f), last(f) FROM m WHERE host = 'h0' AND {}",
+        range(0, SPAN)
+    );
+    for (i, f) in [1.5, 2.25, -3.0].iter().enumerate() {
+        let line = format!("m,host=h0,region=r0 f={f} {}", T0 + 5 + i as i64);
+        write(&hot, "d", &line);
+        write(&engine, "d", &line);
+        same(&hot, &engine, "d", &q, true);
+    }
+    // DELETE and DROP: served by the engine from then on, answers still equal.
+    let count = format!("SELECT count(f) FROM m WHERE {}", range(0, SPAN));
+    for s in [&hot, &engine] {
+        exec(
+            s,
+            "d",
+            &format!(
+                "DELETE FROM m WHERE host = 'h2' AND time < {}",
+                T0 + 3600 * S
+            ),
+        );
+    }
+    same(&hot, &engine, "d", &count, false);
+    for s in [&hot, &engine] {
+        exec(s, "d", "DROP MEASUREMENT m");
+        write(s, "d", &format!("m,host=h0 f=1 {}", T0 + 7));
+    }
+    same(&hot, &engine, "d", &count, false);
+    // Another measurement of a new database is served again.
+    load(&[&hot, &engine], "d2", &points(11)[..2000]);
+    same(
+        &hot,
+        &engine,
+        "d2",
+        &format!(
+            "SELECT sum(i) FROM m WHERE {} GROUP BY time(1h), host",
+            range(0, SPAN)
+        ),
+        true,
+    );
+    for s in [&hot, &engine] {
+        s.query("DROP DATABASE d2");
+        s.query("CREATE DATABASE d2");
+        write(s, "d2", &format!("m,host=h0 f=1 {}", T0 + 7));
+    }
+    same(
+        &hot,
+        &engine,
+        "d2",
+        &format!("SELECT sum(f) FROM m WHERE {}", range(0, SPAN)),
+        false,
+    );
+    let metrics = hot.get("/metrics").text().unwrap();
+    assert!(
+        metrics.contains("chingest_influxql_reads_total{path=\"hot\"}"),
+        "{metrics}"
+    );
+}
+
+/// A gauge or counter's value in `/metrics`.
+fn metric(s: &Server, name: &str) -> f64 {
+    let text = s.get("/metrics").text().unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} not in /metrics"))
+}
+
+#[test]
+fn hot_store_reads_its_writes_exactly() {
+    let d = data_dir();
+    let s = Spawn::new(d.path()).start();
+    s.query("CREATE DATABASE rw");
+    // Per host: time -> (f, i), as the merge sees them.
+    type Points = std::collections::BTreeMap<i64, (Option<i64>, Option<i64>)>;
+    let mut held: Vec<Points> = vec![Default::default(); 3];
+    let mut rng = Rng(44);
+    let started = Instant::now();
+    for round in 0..300 {
+        let h = rng.below(3) as usize;
+        let t = T0 + rng.below(600) as i64 * S;
+        let (f, i) = (rng.below(100) as i64, rng.below(100) as i64);
+        // Some writes carry one field only: it overwrites that one.
+        let (line, fv, iv) = match round % 5 {
+            0 => (format!("rw,host=h{h} f={f} {t}"), Some(f), None),
+            1 => (format!("rw,host=h{h} i={i}i {t}"), None, Some(i)),
+            _ => (format!("rw,host=h{h} f={f},i={i}i {t}"), Some(f), Some(i)),
+        };
+        write(&s, "rw", &line);
+        let e = held[h].entry(t).or_default();
+        e.0 = fv.or(e.0);
+        e.1 = iv.or(e.1);
+        let q = format!(
+            "SELECT count(f), sum(f), max(i), last(i) FROM rw WHERE host = 'h{h}' AND {}",
+            range(0, 600 * S)
+        );
+        let (status, v, path) = ask(&s, "rw", &q);
+        assert_eq!((status, path.as_str()), (200, "hot"), "{q}: {v}");
+        let fs: Vec<i64> = held[h].values().filter_map(|p| p.0).collect();
+        let is: Vec<(i64, i64)> = held[h]
+            .iter()
+            .filter_map(|(t, p)| p.1.map(|i| (*t, i)))
+            .collect();
+        let num = |x: Option<i64>| x.map_or(Value::Null, Value::from);
+        let want = [
+            Value::from(T0),
+            if fs.is_empty() {
+                Value::Null
+            } else {
+                Value::from(fs.len())
+            },
+            if fs.is_empty() {
+                Value::Null
+            } else {
+                Value::from(fs.iter().sum::<i64>() as f64)
+            },
+            num(is.iter().map(|p| p.1).max()),
+            num(is.last().map(|p| p.1)),
+        ];
+        // Numbers as f64 on both sides: JSON prints a float sum of 12.0 as 12.
+        let norm = |x: &Value| x.as_f64().map_or(x.clone(), Value::from);
+        let got: Vec<Value> = v["results"][0]["series"][0]["values"][0]
+            .as_array()
+            .unwrap_or_else(|| panic!("round {round}: {v}"))
+            .iter()
+            .map(norm)
+            .collect();
+        let want: Vec<Value> = want.iter().map(norm).collect();
+        assert_eq!(got, want, "round {round}: {q}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(600));
+    assert!(metric(&s, "chingest_hot_values") > 0.0);
+}
+
+#[test]
+fn hot_store_evicts_by_window_and_memory() {
+    let (dh, de) = (data_dir(), data_dir());
+    let max_memory = 200_000;
+    let hot = Spawn::new(dh.path())
+        .config(&format!(
+            "[hot]\nwindow = \"1h\"\nmax_memory = {max_memory}\n"
+        ))
+        .start();
+    let engine = Spawn::new(de.path()).config(OFF).start();
+    // Three hours of one series: only the last hour (and a little) stays.
+    let win: Vec<String> = (0..1080)
+        .map(|k| format!("win,host=a f={},i={k}i {}", k as f64 / 4.0, T0 + k * 10 * S))
+        .collect();
+    load(&[&hot, &engine], "w", &win);
+    let last = T0 + 1079 * 10 * S;
+    let recent = format!(
+        "SELECT count(f), sum(f), min(i) FROM win WHERE time >= {} AND time <= {last} GROUP BY time(10m)",
+        last - 3000 * S
+    );
+    same(&hot, &engine, "w", &recent, true);
+    let all = format!(
+        "SELECT count(f), sum(f), min(i) FROM win WHERE time >= {T0} AND time <= {last} GROUP BY time(10m)"
+    );
+    same(&hot, &engine, "w", &all, false);
+    // Far more than max_memory of another measurement: emptied, held again from
+    // its next points; reads of what it lost go to the engine.
+    // 10 ms apart: all of them inside the window.
+    let ms = S / 1000;
+    let mem: Vec<String> = (0..20_000)
+        .map(|k| format!("mem,host=b f={}.5,i={k}i {}", k % 97, T0 + k * 10 * ms))
+        .collect();
+    for s in [&hot, &engine] {
+        s.query("CREATE DATABASE w2");
+        for chunk in mem.chunks(1000) {
+            write(s, "w2", &chunk.join("\n"));
+        }
+    }
+    assert!(metric(&hot, "chingest_hot_memory_evictions_total") >= 1.0);
+    let bytes = metric(&hot, "chingest_hot_bytes");
+    assert!(bytes <= max_memory as f64, "{bytes} bytes held");
+    let whole = format!(
+        "SELECT count(f), sum(i), max(f) FROM mem WHERE time >= {T0} AND time < {} GROUP BY time(1m)",
+        T0 + 200 * S
+    );
+    same(&hot, &engine, "w2", &whole, false);
+    // The newest points were written after the last emptying: served again.
+    let newest = format!(
+        "SELECT count(f), sum(i) FROM mem WHERE time >= {} AND time < {}",
+        T0 + 19_990 * 10 * ms,
+        T0 + 200 * S
+    );
+    same(&hot, &engine, "w2", &newest, true);
+}

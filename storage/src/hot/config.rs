@@ -1,0 +1,79 @@
+//! `[hot]`: the in-memory recent window of every series (issue #44).
+
+use serde::{Deserialize, Serialize};
+
+/// `[hot]`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct HotConfig {
+    /// Keep each series' recent points in memory and answer small dashboard
+    /// statements from them instead of the engine. Default: true. Only with
+    /// `[storage] engine = "embedded"` (with a ClickHouse cluster other nodes
+    /// may write the same series: nothing is held or served then).
+    pub enabled: bool,
+    /// How far back from a series' newest point its points are held: a duration
+    /// (`30m`, `24h`, `7d`; units `s`, `m`, `h`, `d`, `w`). "Recent" is relative to
+    /// the series' newest point, not the wall clock, so a backfill of old data is
+    /// served as well as live data. Default `24h`.
+    pub window: String,
+    /// The most bytes the held points may take (times and values, 8 bytes each, a
+    /// validity byte per value, string bytes): past it the largest measurements are
+    /// emptied and held again from their next points on. Default 2 GiB (a twelfth
+    /// of a 24 GiB machine).
+    pub max_memory: u64,
+    /// A statement whose conditions leave more series than this (per measurement)
+    /// goes to the engine. Default 64.
+    pub max_series: usize,
+}
+
+impl Default for HotConfig {
+    fn default() -> Self {
+        HotConfig {
+            enabled: true,
+            window: "24h".to_string(),
+            max_memory: 2 << 30,
+            max_series: 64,
+        }
+    }
+}
+
+impl HotConfig {
+    /// [`HotConfig::window`] in ns; an error names what is wrong.
+    pub fn window_ns(&self) -> Result<i64, String> {
+        parse_duration(&self.window)
+            .ok_or_else(|| format!("hot.window: not a duration: {:?}", self.window))
+    }
+}
+
+/// `<integer><unit>` with unit `s`, `m`, `h`, `d` or `w`, positive.
+fn parse_duration(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = s.split_at(split);
+    let n: i64 = n.parse().ok()?;
+    let secs: i64 = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => return None,
+    };
+    let ns = n.checked_mul(secs)?.checked_mul(1_000_000_000)?;
+    (ns > 0).then_some(ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_parse_with_units_and_refuse_the_rest() {
+        assert_eq!(parse_duration("24h"), Some(86_400_000_000_000));
+        assert_eq!(parse_duration("30m"), Some(1_800_000_000_000));
+        assert_eq!(parse_duration("2w"), Some(1_209_600_000_000_000));
+        for bad in ["", "h", "0h", "10", "1.5h", "-1h", "1y", "99999999999999w"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+    }
+}

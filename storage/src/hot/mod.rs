@@ -1,0 +1,245 @@
+//! The hot store (issue #44): the recent points of every series in memory, so
+//! that a dashboard statement over a few series (one engine statement costs 3–4 ms
+//! of planning however small: docs/influxql.md) is answered in Rust
+//! (`influxql/hot.rs`).
+//!
+//! Fed by the flusher's coordinator (`flush::PartsObserver`), in WAL sequence
+//! order, with the very parts reads of unflushed points see, before the entry
+//! counts as received: a read that waits until the coordinator received the WAL's
+//! last acknowledged sequence (as every read does) finds every acknowledged point
+//! here, and a write the WAL refused is never here. Sequence order makes the last
+//! write win, field by field, as the engine's point merge does.
+//!
+//! What it holds completely, per measurement: every point with a time at or after
+//! `Table::complete_from`. A measurement first written after start-up is complete
+//! from the beginning of time; eviction by window (relative to each series' newest
+//! point, not the wall clock) or by memory only raises that bound. Measurements
+//! that existed when the process started (their older points are in the engine
+//! only), and those a `DELETE`, `DROP SERIES`, `DROP MEASUREMENT`, `DROP
+//! DATABASE`, a dead letter or an admin's SQL write touched, are never served
+//! until the next start: reads go to the engine there.
+
+mod config;
+pub(crate) mod table;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use engine::arrow::array::RecordBatch;
+use parking_lot::{RwLock, RwLockReadGuard};
+
+pub use config::HotConfig;
+use table::Table;
+
+/// Bytes the hot store holds.
+pub(crate) const HOT_BYTES: &str = "chingest_hot_bytes";
+/// Values (times and field values) the hot store holds.
+pub(crate) const HOT_VALUES: &str = "chingest_hot_values";
+/// Measurements the store emptied because it held more than `max_memory`.
+pub(crate) const HOT_EVICTIONS: &str = "chingest_hot_memory_evictions_total";
+
+type Key = (String, String);
+
+/// The held points of every measurement, and what may never be served.
+#[derive(Debug, Default)]
+pub(crate) struct Tables {
+    pub(crate) tables: HashMap<Key, Table>,
+    /// Measurements whose points are not all here (they existed at start, or
+    /// something removed points the store cannot tell).
+    never: HashSet<Key>,
+    /// Databases of which no measurement is served (dropped).
+    never_db: HashSet<String>,
+    bytes: usize,
+}
+
+impl Tables {
+    /// The table of `db`.`measurement` if the store may answer from it.
+    pub(crate) fn get(&self, db: &str, measurement: &str) -> Option<&Table> {
+        self.tables.get(&(db.to_string(), measurement.to_string()))
+    }
+}
+
+/// See the module's documentation.
+#[derive(Debug)]
+pub(crate) struct HotStore {
+    enabled: AtomicBool,
+    config: RwLock<(HotConfig, i64)>,
+    tables: RwLock<Tables>,
+}
+
+impl HotStore {
+    /// An empty store; `existing` are the measurements (database, name) the
+    /// catalog knows at start: their older points are in the engine only.
+    pub(crate) fn new(existing: impl IntoIterator<Item = (String, String)>) -> HotStore {
+        let config = HotConfig::default();
+        let window = config.window_ns().unwrap_or(i64::MAX);
+        metrics::gauge!(HOT_BYTES).set(0.0);
+        metrics::gauge!(HOT_VALUES).set(0.0);
+        metrics::counter!(HOT_EVICTIONS).increment(0);
+        HotStore {
+            enabled: AtomicBool::new(config.enabled),
+            config: RwLock::new((config, window)),
+            tables: RwLock::new(Tables {
+                never: existing.into_iter().collect(),
+                ..Tables::default()
+            }),
+        }
+    }
+
+    /// `existing` are the measurements (database, name) the catalog knows at
+    /// start: their older points are in the engine only.
+    pub(crate) fn existed(&self, existing: impl IntoIterator<Item = (String, String)>) {
+        self.tables.write().never.extend(existing);
+    }
+
+    /// Applies `[hot]` (before the first write: a store switched off forgets all).
+    pub(crate) fn configure(&self, config: HotConfig) -> Result<(), String> {
+        let window = config.window_ns()?;
+        self.enabled.store(config.enabled, Ordering::Release);
+        if !config.enabled {
+            self.forget_all();
+        }
+        *self.config.write() = (config, window);
+        Ok(())
+    }
+
+    /// Whether reads may be answered here at all.
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
+    }
+
+    /// `[hot] max_series`.
+    pub(crate) fn max_series(&self) -> usize {
+        self.config.read().0.max_series
+    }
+
+    /// The held tables, read-locked (writes wait: keep it short).
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Tables> {
+        self.tables.read()
+    }
+
+    /// Never serve `db`.`measurement` again (until restart).
+    pub(crate) fn forget(&self, db: &str, measurement: &str) {
+        let mut t = self.tables.write();
+        let key = (db.to_string(), measurement.to_string());
+        if let Some(table) = t.tables.remove(&key) {
+            t.bytes = t.bytes.saturating_sub(table.bytes);
+        }
+        t.never.insert(key);
+        publish(&t);
+    }
+
+    /// Never serve a measurement of `db` again (until restart).
+    pub(crate) fn forget_database(&self, db: &str) {
+        let mut t = self.tables.write();
+        t.never_db.insert(db.to_string());
+        let gone: Vec<Key> = t.tables.keys().filter(|k| k.0 == db).cloned().collect();
+        for k in gone {
+            if let Some(table) = t.tables.remove(&k) {
+                t.bytes = t.bytes.saturating_sub(table.bytes);
+            }
+        }
+        publish(&t);
+    }
+
+    /// Serve nothing again (until restart): an admin's SQL may have changed any table.
+    pub(crate) fn forget_all(&self) {
+        self.enabled.store(false, Ordering::Release);
+        let mut t = self.tables.write();
+        t.tables.clear();
+        t.bytes = 0;
+        publish(&t);
+    }
+
+    fn add(&self, db: &str, parts: &[(&str, &RecordBatch)]) {
+        if !self.enabled() {
+            return;
+        }
+        let (window, max_memory) = {
+            let c = self.config.read();
+            (c.1, usize::try_from(c.0.max_memory).unwrap_or(usize::MAX))
+        };
+        let mut guard = self.tables.write();
+        let t = &mut *guard;
+        if t.never_db.contains(db) {
+            return;
+        }
+        for (m, batch) in parts {
+            let key = (db.to_string(), m.to_string());
+            if t.never.contains(&key) {
+                continue;
+            }
+            let table = t.tables.entry(key.clone()).or_insert_with(Table::new);
+            let before = table.bytes;
+            if !table.insert(batch, window) {
+                tracing::warn!(db, measurement = %m, "hot store: a batch not in ingest's layout; the measurement is read from the engine");
+                t.tables.remove(&key);
+                t.never.insert(key);
+                t.bytes = t.bytes.saturating_sub(before);
+                continue;
+            }
+            t.bytes = (t.bytes + table.bytes).saturating_sub(before);
+        }
+        if t.bytes > max_memory {
+            shrink(t, max_memory);
+        }
+        publish(t);
+    }
+}
+
+/// Empties the largest tables until the store holds at most 3/4 of `max_memory`
+/// (so it does not empty one per write at the bound).
+fn shrink(t: &mut Tables, max_memory: usize) {
+    let target = max_memory / 4 * 3;
+    let mut sizes: Vec<(usize, Key)> = t
+        .tables
+        .iter()
+        .map(|(k, table)| (table.bytes, k.clone()))
+        .collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    for (bytes, key) in sizes {
+        if t.bytes <= target {
+            break;
+        }
+        if let Some(table) = t.tables.get_mut(&key) {
+            table.empty();
+            t.bytes = t.bytes.saturating_sub(bytes);
+            metrics::counter!(HOT_EVICTIONS).increment(1);
+            tracing::debug!(db = %key.0, measurement = %key.1, bytes,
+                "hot store over max_memory: measurement emptied");
+        }
+    }
+}
+
+fn publish(t: &Tables) {
+    metrics::gauge!(HOT_BYTES).set(t.bytes as f64);
+    metrics::gauge!(HOT_VALUES).set(t.tables.values().map(|t| t.values).sum::<usize>() as f64);
+}
+
+impl flush::PartsObserver for HotStore {
+    fn received(&self, db: &str, _seq: u64, parts: &[(&str, &RecordBatch)]) {
+        self.add(db, parts);
+    }
+
+    fn set_aside(&self, db: &str, measurement: &str) {
+        self.forget(db, measurement);
+    }
+}
+
+/// Tells both the flusher's identity index and the hot store of an admin's SQL
+/// that may change data.
+pub(crate) struct AdminWrites {
+    pub(crate) identity: std::sync::Arc<dyn engine::AdminWriteObserver>,
+    pub(crate) hot: std::sync::Arc<HotStore>,
+}
+
+impl engine::AdminWriteObserver for AdminWrites {
+    fn admin_write_started(&self) {
+        self.identity.admin_write_started();
+        self.hot.forget_all();
+    }
+
+    fn admin_write_done(&self) {
+        self.identity.admin_write_done();
+    }
+}

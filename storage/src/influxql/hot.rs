@@ -1,0 +1,494 @@
+//! Aggregates of a few series answered from the hot store (`crate::hot`, issue
+//! #44) instead of an engine statement (3–4 ms of planning however small).
+//!
+//! It produces the rows the engine's statement would (`sql.rs`'s `aggregate`:
+//! one per group tag set and bucket, ordered by group then time, a bucket only
+//! where a point has one of the aggregated fields), so fill, `ORDER BY time
+//! DESC`, `LIMIT`/`OFFSET` and `SLIMIT` stay `exec.rs`'s, as for the engine's rows.
+//!
+//! Covered: `count`, `sum`, `mean`, `min`, `max`, `first`, `last`, `spread` of
+//! float and integer fields as written (no cast, no wildcard), with or without
+//! `GROUP BY time(interval[, offset])` (any `fill`, `tz()`), `GROUP BY` tags,
+//! `WHERE` time and tag `=`/`!=` string comparisons joined by `AND`/`OR`. The
+//! engine answers everything else, and any statement whose conditions leave more
+//! than `[hot] max_series` series, whose range starts before what the store holds
+//! completely, of a database with a retention, or of a caller that may not read
+//! the database.
+
+use std::collections::BTreeMap;
+
+use engine::{ReadScope, SqlAccess};
+use influxql::ast::{BinaryOp, Expr, Literal, SelectStatement};
+use ingest::{FieldType, MeasurementSchema};
+
+use super::error::InfluxqlError;
+use super::expr::strip_parens;
+use super::fill::window_start_in;
+use super::plan::Plan;
+use super::rows::Row;
+use super::series::Value;
+use crate::hot::table::{Column, Series, Values};
+use crate::Storage;
+
+/// How long a read waits for the coordinator to receive every acknowledged write.
+const RECEIVE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Func {
+    Count,
+    Sum,
+    Mean,
+    Min,
+    Max,
+    First,
+    Last,
+    Spread,
+}
+
+impl Func {
+    fn of(name: &str) -> Option<Func> {
+        Some(match name {
+            "count" => Func::Count,
+            "sum" => Func::Sum,
+            "mean" => Func::Mean,
+            "min" => Func::Min,
+            "max" => Func::Max,
+            "first" => Func::First,
+            "last" => Func::Last,
+            "spread" => Func::Spread,
+            _ => return None,
+        })
+    }
+}
+
+/// One output column: a function of one field (`None`: a name the measurement
+/// does not have, null as in the engine's answer).
+struct Spec {
+    func: Func,
+    field: String,
+    kind: Option<FieldType>,
+}
+
+/// The columns of `stmt` when each is a covered function of one float or
+/// integer field of `schema`, as written.
+fn specs(stmt: &SelectStatement, schema: &MeasurementSchema) -> Option<Vec<Spec>> {
+    stmt.fields
+        .iter()
+        .map(|f| {
+            let Expr::Call { name, args } = strip_parens(&f.expr) else {
+                return None;
+            };
+            let func = Func::of(name)?;
+            let [arg] = args.as_slice() else {
+                return None;
+            };
+            let Expr::VarRef {
+                name: field,
+                data_type: None,
+            } = strip_parens(arg)
+            else {
+                return None;
+            };
+            if schema.tag_keys.contains(field) {
+                return None;
+            }
+            let kind = schema
+                .fields
+                .iter()
+                .find(|(n, _)| n == field)
+                .map(|(_, t)| *t);
+            matches!(kind, None | Some(FieldType::Float | FieldType::Integer)).then(|| Spec {
+                func,
+                field: field.clone(),
+                kind,
+            })
+        })
+        .collect()
+}
+
+/// A tag condition the evaluator can test on a series' tags.
+enum Cond {
+    Eq(String, String, bool),
+    And(Box<Cond>, Box<Cond>),
+    Or(Box<Cond>, Box<Cond>),
+}
+
+impl Cond {
+    fn of(e: &Expr, schema: &MeasurementSchema) -> Option<Cond> {
+        match strip_parens(e) {
+            Expr::Binary { op, lhs, rhs } => match op {
+                BinaryOp::And => Some(Cond::And(
+                    Box::new(Cond::of(lhs, schema)?),
+                    Box::new(Cond::of(rhs, schema)?),
+                )),
+                BinaryOp::Or => Some(Cond::Or(
+                    Box::new(Cond::of(lhs, schema)?),
+                    Box::new(Cond::of(rhs, schema)?),
+                )),
+                BinaryOp::Eq | BinaryOp::NotEq => {
+                    let tag = |e: &Expr| match strip_parens(e) {
+                        Expr::VarRef { name, data_type }
+                            if schema.tag_keys.contains(name)
+                                && !schema.fields.iter().any(|(f, _)| f == name)
+                                && matches!(
+                                    data_type,
+                                    None | Some(influxql::ast::DataType::Tag)
+                                ) =>
+                        {
+                            Some(name.clone())
+                        }
+                        _ => None,
+                    };
+                    let text = |e: &Expr| match strip_parens(e) {
+                        Expr::Literal(Literal::String(s)) => Some(s.clone()),
+                        _ => None,
+                    };
+                    let (t, v) = match (tag(lhs), text(rhs)) {
+                        (Some(t), Some(v)) => (t, v),
+                        _ => (tag(rhs)?, text(lhs)?),
+                    };
+                    Some(Cond::Eq(t, v, *op == BinaryOp::Eq))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn holds(&self, s: &Series) -> bool {
+        match self {
+            Cond::Eq(t, v, eq) => (s.tag(t) == v) == *eq,
+            Cond::And(a, b) => a.holds(s) && b.holds(s),
+            Cond::Or(a, b) => a.holds(s) || b.holds(s),
+        }
+    }
+}
+
+/// One column's aggregate of one group and bucket.
+#[derive(Clone, Copy)]
+struct Acc {
+    n: u64,
+    float: f64,
+    int: i64,
+    /// Integer sums for `mean`, exact.
+    wide: i128,
+    min: f64,
+    max: f64,
+    imin: i64,
+    imax: i64,
+    /// (time, value) of `first`/`last`.
+    at: i64,
+    pick: f64,
+    ipick: i64,
+}
+
+impl Acc {
+    const EMPTY: Acc = Acc {
+        n: 0,
+        float: 0.0,
+        int: 0,
+        wide: 0,
+        min: f64::INFINITY,
+        max: f64::NEG_INFINITY,
+        imin: i64::MAX,
+        imax: i64::MIN,
+        at: 0,
+        pick: 0.0,
+        ipick: 0,
+    };
+
+    fn add_float(&mut self, func: Func, t: i64, v: f64) {
+        self.n += 1;
+        match func {
+            Func::Count => {}
+            Func::Sum | Func::Mean => self.float += v,
+            Func::Min | Func::Max | Func::Spread => {
+                if v < self.min {
+                    self.min = v;
+                }
+                if v > self.max {
+                    self.max = v;
+                }
+            }
+            Func::First => {
+                if self.n == 1 || t < self.at {
+                    (self.at, self.pick) = (t, v);
+                }
+            }
+            Func::Last => {
+                if self.n == 1 || t > self.at {
+                    (self.at, self.pick) = (t, v);
+                }
+            }
+        }
+    }
+
+    fn add_int(&mut self, func: Func, t: i64, v: i64) {
+        self.n += 1;
+        match func {
+            Func::Count => {}
+            Func::Sum => self.int = self.int.wrapping_add(v),
+            Func::Mean => self.wide += i128::from(v),
+            Func::Min | Func::Max | Func::Spread => {
+                self.imin = self.imin.min(v);
+                self.imax = self.imax.max(v);
+            }
+            Func::First => {
+                if self.n == 1 || t < self.at {
+                    (self.at, self.ipick) = (t, v);
+                }
+            }
+            Func::Last => {
+                if self.n == 1 || t > self.at {
+                    (self.at, self.ipick) = (t, v);
+                }
+            }
+        }
+    }
+
+    fn value(&self, spec: &Spec) -> Value {
+        if self.n == 0 || spec.kind.is_none() {
+            return Value::Null;
+        }
+        let float = spec.kind == Some(FieldType::Float);
+        let f = |x: f64| {
+            if x.is_finite() {
+                Value::Float(x)
+            } else {
+                Value::Null
+            }
+        };
+        match (spec.func, float) {
+            (Func::Count, _) => Value::Integer(i64::try_from(self.n).unwrap_or(i64::MAX)),
+            (Func::Sum, true) => f(self.float),
+            (Func::Sum, false) => Value::Integer(self.int),
+            (Func::Mean, true) => f(self.float / self.n as f64),
+            (Func::Mean, false) => f(self.wide as f64 / self.n as f64),
+            (Func::Min, true) => f(self.min),
+            (Func::Min, false) => Value::Integer(self.imin),
+            (Func::Max, true) => f(self.max),
+            (Func::Max, false) => Value::Integer(self.imax),
+            (Func::Spread, true) => f(self.max - self.min),
+            (Func::Spread, false) => Value::Integer(self.imax.wrapping_sub(self.imin)),
+            (Func::First | Func::Last, true) => f(self.pick),
+            (Func::First | Func::Last, false) => Value::Integer(self.ipick),
+        }
+    }
+}
+
+/// A lone selector without a window shows its picked point's time: the
+/// earliest point of the extreme value (`min`, `max`), the earliest or latest
+/// point (`first`, `last`).
+#[derive(Clone, Copy)]
+struct Picked {
+    time: i64,
+    value: f64,
+    ivalue: i64,
+    any: bool,
+}
+
+fn may_read(access: &SqlAccess, db: &str) -> bool {
+    match access {
+        SqlAccess::Admin | SqlAccess::Read(ReadScope::All) => true,
+        SqlAccess::Read(ReadScope::Databases(dbs)) => dbs.contains(db),
+    }
+}
+
+impl Storage {
+    /// The engine's rows for `plan` computed from the hot store; `None` when the
+    /// engine must answer (see the module's documentation).
+    pub(crate) fn read_hot(
+        &self,
+        stmt: &SelectStatement,
+        rest: &[Expr],
+        plan: &Plan,
+        req: &super::InfluxqlRequest<'_>,
+        schema: &MeasurementSchema,
+    ) -> Result<Option<Vec<Row>>, InfluxqlError> {
+        if !self.hot.enabled()
+            || self.cluster.is_some()
+            || plan.source.is_some()
+            || !plan.outer_where.is_empty()
+            || plan.transforms()
+            || plan
+                .columns
+                .iter()
+                .any(|c| c.reducer.is_some() || c.companion.is_some())
+            || !may_read(req.access, &plan.db)
+            || self.catalog.retention_secs(&plan.db) > 0
+        {
+            return Ok(None);
+        }
+        let Some(agg) = &plan.aggregate else {
+            return Ok(None);
+        };
+        let Some(specs) = specs(stmt, schema) else {
+            return Ok(None);
+        };
+        if specs.len() != plan.columns.len() || specs.is_empty() {
+            return Ok(None);
+        }
+        let lone = match &agg.point_time {
+            None => false,
+            Some(_) => match specs.as_slice() {
+                [s] if matches!(s.func, Func::Min | Func::Max | Func::First | Func::Last) => true,
+                _ => return Ok(None),
+            },
+        };
+        let conds: Option<Vec<Cond>> = rest.iter().map(|e| Cond::of(e, schema)).collect();
+        let Some(conds) = conds else {
+            return Ok(None);
+        };
+        // Every acknowledged write is in the store once the coordinator received it.
+        let acked = self.wal.last_seq();
+        if !self.reads.unflushed().wait_received(acked, RECEIVE_WAIT) {
+            return Ok(None);
+        }
+        let (min, max) = (
+            plan.range.min.unwrap_or(i64::MIN),
+            plan.range.max.unwrap_or(i64::MAX),
+        );
+        let max_series = self.hot.max_series();
+        let tables = self.hot.read();
+        let Some(table) = tables.get(&plan.db, &plan.measurement) else {
+            return Ok(None);
+        };
+        if min < table.complete_from {
+            return Ok(None);
+        }
+        let mut chosen: Vec<(&u64, &Series)> = table
+            .series
+            .iter()
+            .filter(|(_, s)| conds.iter().all(|c| c.holds(s)))
+            .collect();
+        if chosen.len() > max_series {
+            return Ok(None);
+        }
+        // Ties (first/last of one time in two series) in one order every time.
+        chosen.sort_unstable_by_key(|(id, _)| **id);
+        let index: Vec<Option<usize>> = specs
+            .iter()
+            .map(|s| {
+                s.kind?;
+                table.fields.iter().position(|f| *f == s.field)
+            })
+            .collect();
+        let window = agg.window;
+        let zone = agg.zone.as_ref();
+        let fixed = plan.range.min.unwrap_or(0);
+        type Buckets = BTreeMap<i64, (Vec<Acc>, Picked)>;
+        let mut groups: BTreeMap<Vec<String>, Buckets> = BTreeMap::new();
+        for (_, s) in chosen {
+            let span = s.span(min, max);
+            if span.is_empty() {
+                continue;
+            }
+            let cols: Vec<Option<&Column>> = index
+                .iter()
+                .map(|i| i.and_then(|i| s.columns.get(i)).and_then(Option::as_ref))
+                .collect();
+            if cols.iter().all(Option::is_none) {
+                continue;
+            }
+            let key: Vec<String> = plan
+                .group_tags
+                .iter()
+                .map(|t| s.tag(t).to_string())
+                .collect();
+            let buckets = groups.entry(key).or_default();
+            for i in span {
+                if !cols.iter().flatten().any(|c| c.valid[i]) {
+                    // No aggregated field at this point: no bucket from it.
+                    continue;
+                }
+                let t = s.times[i];
+                let b = match window {
+                    Some(w) => window_start_in(t, w.interval, w.offset, zone),
+                    None => fixed,
+                };
+                let (accs, picked) = buckets.entry(b).or_insert_with(|| {
+                    (
+                        vec![Acc::EMPTY; specs.len()],
+                        Picked {
+                            time: 0,
+                            value: 0.0,
+                            ivalue: 0,
+                            any: false,
+                        },
+                    )
+                });
+                for ((spec, col), acc) in specs.iter().zip(&cols).zip(accs.iter_mut()) {
+                    let Some(c) = col else { continue };
+                    if !c.valid[i] {
+                        continue;
+                    }
+                    match &c.values {
+                        Values::Float(v) => acc.add_float(spec.func, t, v[i]),
+                        Values::Integer(v) => acc.add_int(spec.func, t, v[i]),
+                        _ => return Ok(None),
+                    }
+                }
+                if lone {
+                    pick(picked, specs[0].func, &cols[0], i, t);
+                }
+            }
+        }
+        drop(tables);
+        let mut rows = Vec::new();
+        for (group, buckets) in groups {
+            for (time, (accs, picked)) in buckets {
+                let values: Vec<Value> = accs.iter().zip(&specs).map(|(a, s)| a.value(s)).collect();
+                let time = if lone {
+                    if !picked.any {
+                        continue;
+                    }
+                    picked.time
+                } else {
+                    time
+                };
+                rows.push(Row {
+                    time: Some(time),
+                    group: group.clone(),
+                    values,
+                });
+            }
+        }
+        if rows.len() as u64 > self.row_limit() {
+            // The engine's answer would be refused by its row limit: let it say so.
+            return Ok(None);
+        }
+        Ok(Some(rows))
+    }
+}
+
+/// Moves `p` to point `i` (time `t`) of `col` when `func` picks it over `p`.
+fn pick(p: &mut Picked, func: Func, col: &Option<&Column>, i: usize, t: i64) {
+    let Some(c) = col else { return };
+    if !c.valid[i] {
+        return;
+    }
+    let (v, iv) = match &c.values {
+        Values::Float(v) => (v[i], 0),
+        Values::Integer(v) => (v[i] as f64, v[i]),
+        _ => return,
+    };
+    let int = matches!(c.values, Values::Integer(_));
+    let better = !p.any
+        || match func {
+            Func::First => t < p.time,
+            Func::Last => t > p.time,
+            Func::Max if int => iv > p.ivalue || (iv == p.ivalue && t < p.time),
+            Func::Min if int => iv < p.ivalue || (iv == p.ivalue && t < p.time),
+            Func::Max => v > p.value || (v == p.value && t < p.time),
+            Func::Min => v < p.value || (v == p.value && t < p.time),
+            _ => false,
+        };
+    if better {
+        *p = Picked {
+            time: t,
+            value: v,
+            ivalue: iv,
+            any: true,
+        };
+    }
+}
