@@ -73,15 +73,18 @@ fn check(s: &Server, db: &str) {
 
 #[test]
 fn first_and_last_break_ties_between_series_by_the_larger_value() {
-    let dir = data_dir();
-    let s = Spawn::new(dir.path()).start();
-    s.query("CREATE DATABASE t");
-    let r = s.post("/write?db=t&precision=s", points());
-    assert_eq!(r.status(), 204, "{:?}", r.text());
-    // Unflushed and flushed: the rule holds on both reads.
-    check(&s, "t");
-    wait_delivered(&[&s], Duration::from_secs(120));
-    check(&s, "t");
+    // The hot store's evaluator and the engine's statements (`[hot] enabled = false`).
+    for config in ["", "[hot]\nenabled = false\n"] {
+        let dir = data_dir();
+        let s = Spawn::new(dir.path()).config(config).start();
+        s.query("CREATE DATABASE t");
+        let r = s.post("/write?db=t&precision=s", points());
+        assert_eq!(r.status(), 204, "{:?}", r.text());
+        // Unflushed and flushed: the rule holds on both reads.
+        check(&s, "t");
+        wait_delivered(&[&s], Duration::from_secs(120));
+        check(&s, "t");
+    }
 }
 
 #[test]

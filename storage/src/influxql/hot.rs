@@ -210,13 +210,14 @@ impl Acc {
                     self.max = v;
                 }
             }
+            // Points of several series at the picked time: the larger value (`agg.rs`).
             Func::First => {
-                if self.n == 1 || t < self.at {
+                if self.n == 1 || t < self.at || (t == self.at && v > self.pick) {
                     (self.at, self.pick) = (t, v);
                 }
             }
             Func::Last => {
-                if self.n == 1 || t > self.at {
+                if self.n == 1 || t > self.at || (t == self.at && v > self.pick) {
                     (self.at, self.pick) = (t, v);
                 }
             }
@@ -234,12 +235,12 @@ impl Acc {
                 self.imax = self.imax.max(v);
             }
             Func::First => {
-                if self.n == 1 || t < self.at {
+                if self.n == 1 || t < self.at || (t == self.at && v > self.ipick) {
                     (self.at, self.ipick) = (t, v);
                 }
             }
             Func::Last => {
-                if self.n == 1 || t > self.at {
+                if self.n == 1 || t > self.at || (t == self.at && v > self.ipick) {
                     (self.at, self.ipick) = (t, v);
                 }
             }
@@ -364,7 +365,7 @@ impl Storage {
         if chosen.len() > max_series {
             return Ok(None);
         }
-        // Ties (first/last of one time in two series) in one order every time.
+        // Series in one order every time (first/last ties are broken by value, `Acc`).
         chosen.sort_unstable_by_key(|(id, _)| **id);
         let index: Vec<Option<usize>> = specs
             .iter()
@@ -475,8 +476,10 @@ fn pick(p: &mut Picked, func: Func, col: &Option<&Column>, i: usize, t: i64) {
     let int = matches!(c.values, Values::Integer(_));
     let better = !p.any
         || match func {
-            Func::First => t < p.time,
-            Func::Last => t > p.time,
+            Func::First if int => t < p.time || (t == p.time && iv > p.ivalue),
+            Func::Last if int => t > p.time || (t == p.time && iv > p.ivalue),
+            Func::First => t < p.time || (t == p.time && v > p.value),
+            Func::Last => t > p.time || (t == p.time && v > p.value),
             Func::Max if int => iv > p.ivalue || (iv == p.ivalue && t < p.time),
             Func::Min if int => iv < p.ivalue || (iv == p.ivalue && t < p.time),
             Func::Max => v > p.value || (v == p.value && t < p.time),
