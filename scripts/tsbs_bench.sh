@@ -124,7 +124,7 @@ phase() { # hosts
     --queries "$QUERIES" --warmup "$WARMUP" --query-seed "$QUERY_SEED" --results "$RESULTS" \
     --note "InfluxDB $("$INFLUXD" version 2>/dev/null | sed 's/^InfluxDB //'), default settings (temp dir, loopback; reporting, monitor store, query log and continuous queries off); written first, then chingest; both ran throughout." \
     --note "Queryable: chingest's /health showed every acknowledged point in the engine ${lag} s after its last write; then both settled ${SETTLE_SECS} s (background compaction and merges may still run during the queries)." \
-    --note "chingest's settings: [server] request_timeout_secs = $REQUEST_TIMEOUT_SECS; [sql] $(echo "$SQL_CONFIG" | tr '\n' ';' | sed 's/;$//; s/;/, /g'); everything else default." \
+    --note "chingest's settings: [server] request_timeout_secs = $REQUEST_TIMEOUT_SECS; [sql] $(echo "$SQL_CONFIG" | tr '\n' ';' | sed 's/;$//; s/;/, /g'); everything else default${SERVER_CONFIG_EXTRA:+; added: $(echo "$SERVER_CONFIG_EXTRA" | tr '\n' ' ')}." \
     >/dev/null || say "a query type stopped or differs ($hosts hosts): see $RESULTS/tsbs_bench.md"
   [ -z "$ramp_pid" ] || wait "$ramp_pid" || say "the ramp beside the queries failed"
   stop "$CH_PID"

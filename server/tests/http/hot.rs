@@ -1,6 +1,6 @@
 //! The hot store (issue #44): statements answered from it give the engine's
 //! answers value by value. Two servers get the same points, one with the hot
-//! store (the default) and one without (`[hot] enabled = false`); every statement
+//! store (`[hot] enabled = true`) and one without (the default); every statement
 //! goes to both, and the answers (JSON, `epoch=ns`) must be equal, while the
 //! `X-Chingest-Read-Path` header says which path answered on each. Values are
 //! multiples of 0.25 (and small integers), so every sum is exact in any order and
@@ -19,6 +19,7 @@ const S: i64 = 1_000_000_000;
 const SPAN: i64 = 6 * 3600 * S;
 
 const OFF: &str = "[hot]\nenabled = false\n";
+const ON: &str = "[hot]\nenabled = true\n";
 
 fn write(s: &Server, db: &str, body: &str) {
     let r = s
@@ -225,7 +226,7 @@ fn statement(rng: &mut Rng) -> String {
 #[test]
 fn hot_answers_equal_the_engines_value_by_value() {
     let (dh, de) = (data_dir(), data_dir());
-    let hot = Spawn::new(dh.path()).start();
+    let hot = Spawn::new(dh.path()).config(ON).start();
     let engine = Spawn::new(de.path()).config(OFF).start();
     load(&[&hot, &engine], "d", &points(7));
     let fixed = [
@@ -377,7 +378,7 @@ fn metric(s: &Server, name: &str) -> f64 {
 #[test]
 fn hot_store_reads_its_writes_exactly() {
     let d = data_dir();
-    let s = Spawn::new(d.path()).start();
+    let s = Spawn::new(d.path()).config(ON).start();
     s.query("CREATE DATABASE rw");
     // Per host: time -> (f, i), as the merge sees them.
     type Points = std::collections::BTreeMap<i64, (Option<i64>, Option<i64>)>;
@@ -446,7 +447,7 @@ fn hot_store_evicts_by_window_and_memory() {
     let max_memory = 200_000;
     let hot = Spawn::new(dh.path())
         .config(&format!(
-            "[hot]\nwindow = \"1h\"\nmax_memory = {max_memory}\n"
+            "[hot]\nenabled = true\nwindow = \"1h\"\nmax_memory = {max_memory}\n"
         ))
         .start();
     let engine = Spawn::new(de.path()).config(OFF).start();

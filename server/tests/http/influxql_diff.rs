@@ -360,7 +360,7 @@ fn wait_flushed(s: &Server) {
 
 /// One server's answer: status and the body as JSON values (one per chunk
 /// with `chunked=true`), or its text if it is not JSON.
-#[derive(PartialEq)]
+#[derive(PartialEq, Clone)]
 struct Answer {
     status: u16,
     body: Result<Vec<Value>, String>,
@@ -700,6 +700,14 @@ fn influxql_answers_match_influxdb_1x() {
     load(&http, &oracle.base, "influxd");
     load(&http, &s.base, "chingest");
     wait_flushed(&s);
+    // The same points on a server with the hot store on (off by default): what it answers
+    // from memory must be InfluxDB's answer too.
+    let hot_dir = data_dir();
+    let hot = Spawn::new(hot_dir.path())
+        .config("[hot]\nenabled = true\n")
+        .start();
+    load(&http, &hot.base, "chingest with [hot] on");
+    wait_flushed(&hot);
 
     // Which queries chingest answered from its last points, not the engine.
     let last_point_reads = || metric(&s, "chingest_influxql_last_point_reads_total").unwrap_or(0.0);
@@ -730,23 +738,51 @@ fn influxql_answers_match_influxdb_1x() {
         );
     }
 
+    let hot_reads = || {
+        hot.get("/metrics")
+            .text()
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("chingest_influxql_reads_total{path=\"hot\"} "))
+            .map_or(0.0, |v| v.trim().parse::<f64>().unwrap())
+    };
+    let before = hot_reads();
+    let hot_outcomes: Vec<Outcome> = outcomes
+        .iter()
+        .map(|o| judge(o.case, o.oracle.clone(), ask(&http, &hot.base, o.case), &listed))
+        .collect();
+    let from_hot = hot_reads() - before;
+    assert!(
+        from_hot >= 50.0,
+        "only {from_hot} reads of the corpus were answered from the hot store"
+    );
+
     if let Some(path) = std::env::var_os("CHINGEST_INFLUXQL_REPORT") {
         write_report(Path::new(&path), &outcomes, &listed);
     }
     let snapshot_stale = check_snapshot(&outcomes);
     let summary = summary(&outcomes);
     eprintln!("{summary}");
-    let bad: Vec<&Outcome> = outcomes
+    let failed = |o: &&Outcome| matches!(o.verdict, Verdict::Fails | Verdict::Stale);
+    let bad: Vec<(&Outcome, &str)> = outcomes
         .iter()
-        .filter(|o| matches!(o.verdict, Verdict::Fails | Verdict::Stale))
+        .filter(failed)
+        .map(|o| (o, ""))
+        .chain(
+            hot_outcomes
+                .iter()
+                .filter(failed)
+                .map(|o| (o, " (with [hot] on)")),
+        )
         .collect();
     let mut shown = String::new();
-    for o in bad.iter().take(PRINTED_FAILURES) {
+    for (o, on) in bad.iter().take(PRINTED_FAILURES) {
         let what = if o.verdict == Verdict::Stale {
             "matches InfluxDB but is listed in deviations.txt: remove it"
         } else {
             "differs from InfluxDB"
         };
+        let what = format!("{what}{on}");
         let _ = writeln!(
             shown,
             "--- {} {what}\n{}",
