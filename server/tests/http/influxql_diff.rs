@@ -749,7 +749,14 @@ fn influxql_answers_match_influxdb_1x() {
     let before = hot_reads();
     let hot_outcomes: Vec<Outcome> = outcomes
         .iter()
-        .map(|o| judge(o.case, o.oracle.clone(), ask(&http, &hot.base, o.case), &listed))
+        .map(|o| {
+            judge(
+                o.case,
+                o.oracle.clone(),
+                ask(&http, &hot.base, o.case),
+                &listed,
+            )
+        })
         .collect();
     let from_hot = hot_reads() - before;
     assert!(

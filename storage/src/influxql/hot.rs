@@ -23,6 +23,7 @@ use ingest::{FieldType, MeasurementSchema};
 
 use super::error::InfluxqlError;
 use super::expr::strip_parens;
+use super::field_call::{field_call, Func};
 use super::fill::window_start_in;
 use super::plan::Plan;
 use super::rows::Row;
@@ -32,34 +33,6 @@ use crate::Storage;
 
 /// How long a read waits for the coordinator to receive every acknowledged write.
 const RECEIVE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Func {
-    Count,
-    Sum,
-    Mean,
-    Min,
-    Max,
-    First,
-    Last,
-    Spread,
-}
-
-impl Func {
-    fn of(name: &str) -> Option<Func> {
-        Some(match name {
-            "count" => Func::Count,
-            "sum" => Func::Sum,
-            "mean" => Func::Mean,
-            "min" => Func::Min,
-            "max" => Func::Max,
-            "first" => Func::First,
-            "last" => Func::Last,
-            "spread" => Func::Spread,
-            _ => return None,
-        })
-    }
-}
 
 /// One output column: a function of one field (`None`: a name the measurement
 /// does not have, null as in the engine's answer).
@@ -75,23 +48,7 @@ fn specs(stmt: &SelectStatement, schema: &MeasurementSchema) -> Option<Vec<Spec>
     stmt.fields
         .iter()
         .map(|f| {
-            let Expr::Call { name, args } = strip_parens(&f.expr) else {
-                return None;
-            };
-            let func = Func::of(name)?;
-            let [arg] = args.as_slice() else {
-                return None;
-            };
-            let Expr::VarRef {
-                name: field,
-                data_type: None,
-            } = strip_parens(arg)
-            else {
-                return None;
-            };
-            if schema.tag_keys.contains(field) {
-                return None;
-            }
+            let (func, field) = field_call(&f.expr, schema)?;
             let kind = schema
                 .fields
                 .iter()

@@ -20,6 +20,7 @@ mod delete;
 pub mod error;
 mod exec;
 mod expr;
+mod field_call;
 pub mod fill;
 mod hot;
 mod integral;

@@ -29,7 +29,7 @@ use ingest::{FieldType, MeasurementSchema};
 
 use super::cluster::strict_shard_condition;
 use super::error::InfluxqlError;
-use super::expr::strip_parens;
+use super::field_call::{field_call, Func};
 use super::plan::{Plan, Presence, Window};
 use super::rows::Row;
 use super::sql::TIME_ALIAS;
@@ -44,39 +44,6 @@ const MAX_PENDING_SERIES: usize = 2_000;
 /// `__seq` values the partial statements pack with `__row` into one `UInt64` (the order of
 /// a point's writes; 18.16 has no `UInt128`, and comparing tuples there is 4× slower).
 const PACKED_SEQ_LIMIT: u64 = 1 << 32;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Func {
-    Count,
-    Sum,
-    Mean,
-    Min,
-    Max,
-    Spread,
-    First,
-    Last,
-}
-
-impl Func {
-    fn of(name: &str) -> Option<Func> {
-        Some(match name {
-            "count" => Func::Count,
-            "sum" => Func::Sum,
-            "mean" => Func::Mean,
-            "min" => Func::Min,
-            "max" => Func::Max,
-            "spread" => Func::Spread,
-            "first" => Func::First,
-            "last" => Func::Last,
-            _ => return None,
-        })
-    }
-
-    /// Whether it reads the field's values (else only whether a point has one).
-    fn reads_values(self) -> bool {
-        self != Func::Count
-    }
-}
 
 /// One output column: a function of one field.
 #[derive(Debug, Clone, Copy)]
@@ -137,23 +104,7 @@ pub(crate) fn decompose(
     let mut fields: Vec<FieldUse> = Vec::new();
     let mut calls = Vec::new();
     for f in &stmt.fields {
-        let Expr::Call { name, args } = strip_parens(&f.expr) else {
-            return None;
-        };
-        let func = Func::of(name)?;
-        let [arg] = args.as_slice() else {
-            return None;
-        };
-        let Expr::VarRef {
-            name: field,
-            data_type: None,
-        } = strip_parens(arg)
-        else {
-            return None;
-        };
-        if schema.tag_keys.contains(field) {
-            return None;
-        }
+        let (func, field) = field_call(&f.expr, schema)?;
         let ty = schema.fields.iter().find(|(n, _)| n == field)?.1;
         let numeric = matches!(
             ty,
