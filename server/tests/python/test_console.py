@@ -24,6 +24,7 @@ import urllib.parse
 import urllib.request
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -101,7 +102,20 @@ class ConsoleCase(unittest.TestCase):
 
     # -- helpers ---------------------------------------------------------------------
     def until(self, cond, what):
-        return WebDriverWait(self.d, WAIT, poll_frequency=0.05).until(lambda _: cond(), f"waiting for {what}")
+        # A view that re-renders (Watch, every 2 s) may replace an element between its
+        # lookup and its read: that is "not yet", not a failure.
+        return WebDriverWait(self.d, WAIT, poll_frequency=0.05,
+                             ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda _: cond(), f"waiting for {what}")
+
+    def text_now(self, css):
+        """The text of the element `css` selects, read again if a re-render replaced it."""
+        for _ in range(100):
+            try:
+                return self.el(css).text
+            except StaleElementReferenceException:
+                time.sleep(0.02)
+        return self.el(css).text
 
     def open(self, view=""):
         """Loads the page afresh (a fragment alone would not reload it) on `view`."""
@@ -302,12 +316,12 @@ class OpenConsole(ConsoleCase):
             self.open("watch")
             tiles = {e.get_attribute("data-metric") for e in self.until(lambda: self.els("#w-tiles .tile"), "the tiles")}
             self.assertEqual(tiles, {"health", "ingest", "p95", "unflushed", "wal", "lag", "refusals", "quarantine"})
-            value = lambda m: self.el(f"#w-tiles .tile[data-metric={m}] .value").text
+            value = lambda m: self.text_now(f"#w-tiles .tile[data-metric={m}] .value")
             self.until(lambda: value("ingest").endswith("pts/s") and value("ingest") != "0 pts/s", "an ingest rate")
             self.until(lambda: value("p95").endswith("ms") or value("p95").endswith(" s"), "a p95 write latency")
             self.assertEqual(value("health"), "pass")
             self.assertEqual(value("quarantine"), "0 pts")
-            accepted = lambda: self.el("#w-tiles .tile[data-metric=ingest] .sub").text
+            accepted = lambda: self.text_now("#w-tiles .tile[data-metric=ingest] .sub")
             first = accepted()
             self.until(lambda: accepted() != first, "the next refresh")
             self.until(lambda: self.els("#w-chart-rate canvas") and self.els("#w-chart-p95 canvas"), "the charts")
