@@ -19,8 +19,9 @@
 #   WRITE_RATE (80)  PORT (18096)  INFLUX_PORT (18196)  INFLUX_RPC_PORT (18197)
 #   SQL_CONFIG, REQUEST_TIMEOUT_SECS, SERVER_CONFIG_EXTRA, SERVER_CMD, LOAD, INFLUXD: as in
 #     scripts/query_bench.sh
-#   PREV_SERVER_CMD (unset): another chingest build, loaded as "chingest-prev" on PREV_PORT
-#     (18098): a same-run before/after of a read-path change
+#   PREV_SERVER_CMD (unset): another chingest build (or the same one), loaded as "chingest-prev"
+#     on PREV_PORT (18098): a same-run before/after of a read-path change; PREV_CONFIG_EXTRA
+#     (default: SERVER_CONFIG_EXTRA) is its extra TOML, e.g. the same build with [hot] off
 #   RESULTS (test_results/latest)  NAME (dashboard_bench)  KEEP_TMP=1  SKIP_BUILD=1
 #
 # Results: $RESULTS/$NAME.{json,md}.
@@ -63,7 +64,8 @@ start_influxd
 start_chingest dashboard
 servers=(--server "chingest=http://127.0.0.1:$PORT" --server "influxdb=http://127.0.0.1:$INFLUX_PORT")
 if [ -n "${PREV_SERVER_CMD:-}" ]; then
-  start_chingest dashboard-prev "$PREV_PORT" "$PREV_SERVER_CMD"
+  SERVER_CONFIG_EXTRA=${PREV_CONFIG_EXTRA-${SERVER_CONFIG_EXTRA:-}} \
+    start_chingest dashboard-prev "$PREV_PORT" "$PREV_SERVER_CMD"
   servers+=(--server "chingest-prev=http://127.0.0.1:$PREV_PORT")
 fi
 writes=()
@@ -74,7 +76,7 @@ fi
 say "load average before: $(loadavg)"
 "$LOAD" dashboard "${servers[@]}" --hosts "$HOSTS" --panels "$PANELS" --concurrency "$CONCURRENCY" \
   --refresh-secs "$REFRESH_SECS" --phase-secs "$PHASE_SECS" --rounds "$ROUNDS" "${writes[@]}" \
-  --note "chingest: \`$SERVER_CMD\`, [sql] as in scripts/lib/bench_env.sh; InfluxDB $("$INFLUXD" version 2>/dev/null || echo '?'), default settings" \
+  --note "chingest: \`$SERVER_CMD\`, [sql] as in scripts/lib/bench_env.sh${SERVER_CONFIG_EXTRA:+, and $(echo "$SERVER_CONFIG_EXTRA" | tr '\n' ' ')}${PREV_SERVER_CMD:+; chingest-prev: \`$PREV_SERVER_CMD\`${PREV_CONFIG_EXTRA:+, and $(echo "$PREV_CONFIG_EXTRA" | tr '\n' ' ')}}; InfluxDB $("$INFLUXD" version 2>/dev/null || echo '?'), default settings" \
   --results "$RESULTS" --name "$NAME"
 echo "
 Load average at the end: $(loadavg)." >> "$RESULTS/$NAME.md"
