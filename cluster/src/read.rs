@@ -161,6 +161,17 @@ pub struct RowSelection<'a> {
 }
 
 impl Cluster {
+    /// Shard `k`'s `RowBinary` answer could not be read as the statement's columns.
+    fn unexpected_answer(&self, k: usize, message: String) -> ClusterError {
+        ClusterError::Refused {
+            shard: k,
+            endpoint: self.http.endpoint(k),
+            statement: "SELECT … FORMAT RowBinary".into(),
+            message: format!("unexpected answer: {message}"),
+            code: None,
+        }
+    }
+
     /// The rows of `db`.`measurement` on every shard that `rows` selects, in the embedded
     /// layout of `columns` (`table::engine_schema`: a column a shard's rows lack reads as
     /// `''` or null); `None` when there is none. More than `max_rows` rows fail
@@ -206,13 +217,7 @@ impl Cluster {
             self.http.statement_bytes(k, &sql)
         })?;
         for (k, answer) in answers.iter().enumerate() {
-            let bad = |message: String| ClusterError::Refused {
-                shard: k,
-                endpoint: self.http.endpoint(k),
-                statement: "SELECT … FORMAT RowBinary".into(),
-                message: format!("unexpected answer: {message}"),
-                code: None,
-            };
+            let bad = |message: String| self.unexpected_answer(k, message);
             let mut r = RowBinary {
                 bytes: answer,
                 at: 0,
@@ -280,13 +285,7 @@ impl Cluster {
         let mut cols: Vec<Builder> = out.iter().map(|(_, k)| Builder::new(*k)).collect();
         let mut rows = 0u64;
         for (k, answer) in answers.iter().enumerate() {
-            let bad = |message: String| ClusterError::Refused {
-                shard: k,
-                endpoint: self.http.endpoint(k),
-                statement: "SELECT … FORMAT RowBinary".into(),
-                message: format!("unexpected answer: {message}"),
-                code: None,
-            };
+            let bad = |message: String| self.unexpected_answer(k, message);
             let mut r = RowBinary {
                 bytes: answer,
                 at: 0,

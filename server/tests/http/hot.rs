@@ -18,19 +18,10 @@ const S: i64 = 1_000_000_000;
 /// Six hours of points.
 const SPAN: i64 = 6 * 3600 * S;
 
+use crate::read_your_writes::write;
+
 const OFF: &str = "[hot]\nenabled = false\n";
 const ON: &str = "[hot]\nenabled = true\n";
-
-fn write(s: &Server, db: &str, body: &str) {
-    let r = s
-        .client
-        .post(s.url("/write"))
-        .query(&[("db", db)])
-        .body(body.to_string())
-        .send()
-        .unwrap();
-    assert_eq!(r.status(), 204, "{:?}", r.text());
-}
 
 /// Runs a statement that changes data (POST), asserting it succeeded.
 fn exec(s: &Server, db: &str, q: &str) {

@@ -12,7 +12,8 @@ use crate::util::{data_dir, Server, Spawn};
 
 const T0: i64 = 1_700_000_000_000_000_000;
 
-fn write(s: &Server, db: &str, body: &str) {
+/// POSTs `body` to `/write?db=<db>`, asserting a 204.
+pub(crate) fn write(s: &Server, db: &str, body: &str) {
     let r = s
         .client
         .post(s.url("/write"))
