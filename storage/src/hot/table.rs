@@ -63,6 +63,13 @@ fn room<T>(v: &mut Vec<T>) {
     }
 }
 
+/// Makes room for `n` more in `v`, growing by at least a quarter (`room`).
+fn grow<T>(v: &mut Vec<T>, n: usize) {
+    if v.capacity() - v.len() < n {
+        v.reserve_exact(n.max(v.len() / 4).max(16));
+    }
+}
+
 /// Values of one field of one series, as many as the series has times.
 #[derive(Debug, Clone)]
 pub(crate) enum Values {
@@ -147,6 +154,66 @@ impl Column {
         0
     }
 
+    /// Appends `rows` of `src` (null where a row has none); the string bytes added.
+    fn extend(&mut self, src: &Src<'_>, rows: &[u32]) -> isize {
+        let n = rows.len();
+        grow(&mut self.valid, n);
+        match src.nulls() {
+            None => self.valid.extend(std::iter::repeat_n(true, n)),
+            Some(nulls) => self
+                .valid
+                .extend(rows.iter().map(|&r| nulls.is_valid(r as usize))),
+        }
+        fn put<T: Copy, A: Fn(usize) -> T>(v: &mut Vec<T>, rows: &[u32], at: A) {
+            grow(v, rows.len());
+            v.extend(rows.iter().map(|&r| at(r as usize)));
+        }
+        match (&mut self.values, src) {
+            (Values::Float(v), Src::Float(a)) => put(v, rows, |r| a.values()[r]),
+            (Values::Integer(v), Src::Integer(a)) => put(v, rows, |r| a.values()[r]),
+            (Values::Unsigned(v), Src::Unsigned(a)) => put(v, rows, |r| a.values()[r]),
+            (Values::Boolean(v), Src::Boolean(a)) => put(v, rows, |r| a.value(r)),
+            (Values::String(v), Src::String(a)) => {
+                grow(v, n);
+                let mut bytes = 0;
+                for &r in rows {
+                    let s = if a.is_null(r as usize) {
+                        ""
+                    } else {
+                        a.value(r as usize)
+                    };
+                    bytes += s.len();
+                    v.push(s.to_string());
+                }
+                return bytes as isize;
+            }
+            // A field's type never changes (first write wins at the door).
+            _ => {
+                let from = self.valid.len() - n;
+                self.valid[from..].fill(false);
+                self.extend_nulls_values(n);
+            }
+        }
+        0
+    }
+
+    /// Appends `n` points without this field.
+    fn extend_nulls(&mut self, n: usize) {
+        grow(&mut self.valid, n);
+        self.valid.extend(std::iter::repeat_n(false, n));
+        self.extend_nulls_values(n);
+    }
+
+    fn extend_nulls_values(&mut self, n: usize) {
+        match &mut self.values {
+            Values::Float(v) => v.resize(v.len() + n, 0.0),
+            Values::Integer(v) => v.resize(v.len() + n, 0),
+            Values::Unsigned(v) => v.resize(v.len() + n, 0),
+            Values::Boolean(v) => v.resize(v.len() + n, false),
+            Values::String(v) => v.resize(v.len() + n, String::new()),
+        }
+    }
+
     fn drain_front(&mut self, n: usize) -> usize {
         self.valid.drain(..n);
         match &mut self.values {
@@ -179,6 +246,16 @@ impl Src<'_> {
             DataType::Utf8 => Src::String(a.as_string_opt()?),
             _ => return None,
         })
+    }
+
+    fn nulls(&self) -> Option<&engine::arrow::buffer::NullBuffer> {
+        match self {
+            Src::Float(a) => a.nulls(),
+            Src::Integer(a) => a.nulls(),
+            Src::Unsigned(a) => a.nulls(),
+            Src::Boolean(a) => a.nulls(),
+            Src::String(a) => a.nulls(),
+        }
     }
 
     fn is_null(&self, row: usize) -> bool {
@@ -312,18 +389,25 @@ impl Table {
                 tags.push((name, s));
             }
         }
-        let nfields = self.fields.len();
-        let mut touched: Vec<u64> = Vec::new();
+        // Rows by series, in batch order: a series' rows are then appended
+        // column by column (one type dispatch per field and series, not per
+        // value), which is what ingest sends nearly always.
+        let mut groups: HashMap<u64, Vec<u32>, SeededIds> =
+            HashMap::with_capacity_and_hasher(64, self.series.hasher().clone());
         for row in 0..batch.num_rows() {
             if time.is_null(row) || sid.is_null(row) {
                 continue;
             }
-            let (t, id) = (time.value(row), sid.value(row));
-            if t < self.complete_from {
-                // Older than what the table holds completely: the engine has it.
-                continue;
+            // Older than what the table holds completely: the engine has it.
+            if time.value(row) >= self.complete_from {
+                groups.entry(sid.value(row)).or_default().push(row as u32);
             }
-            let series = self.series.entry(id).or_insert_with(|| {
+        }
+        let nfields = self.fields.len();
+        let times = time.values();
+        for (id, rows) in &groups {
+            let series = self.series.entry(*id).or_insert_with(|| {
+                let row = rows[0] as usize;
                 let mut tags: Vec<(String, String)> = tags
                     .iter()
                     .filter(|(_, a)| !a.value(row).is_empty())
@@ -338,57 +422,28 @@ impl Table {
             if series.columns.len() < nfields {
                 series.columns.resize_with(nfields, || None);
             }
-            let len = series.times.len();
-            room(&mut series.times);
-            let at = if series.times.last().is_none_or(|&last| t > last) {
-                series.times.push(t);
-                Err(len)
+            let appends = rows
+                .iter()
+                .map(|&r| times[r as usize])
+                .is_sorted_by(|a, b| a < b)
+                && series
+                    .times
+                    .last()
+                    .is_none_or(|&last| times[rows[0] as usize] > last);
+            let (added, values) = if appends {
+                append(series, rows, times, &fields)
             } else {
-                series.times.binary_search(&t)
+                rows.iter()
+                    .map(|&r| merge_row(series, r as usize, times[r as usize], &fields))
+                    .fold((0, 0), |(a, v), (x, y)| (a + x, v + y))
             };
-            let mut added = 0isize;
-            let mut values = 0usize;
-            if let Err(at) = at {
-                if at < len {
-                    // `push` above appends; a time inside the series is inserted.
-                    series.times.insert(at, t);
-                }
-                values += 1;
-                added += TIME_BYTES as isize;
-                for c in series.columns.iter_mut().flatten() {
-                    c.insert_null(at);
-                    values += 1;
-                    added += VALUE_BYTES as isize;
-                }
-            }
-            let at = at.unwrap_or_else(|e| e);
-            for (fi, src, kind) in &fields {
-                if src.is_null(row) {
-                    continue;
-                }
-                let slot = &mut series.columns[*fi];
-                if slot.is_none() {
-                    let Some(c) = Column::nulls(kind, series.times.len()) else {
-                        continue;
-                    };
-                    values += series.times.len();
-                    added += (VALUE_BYTES * series.times.len()) as isize;
-                    *slot = Some(c);
-                }
-                if let Some(c) = slot {
-                    added += c.set(at, src, row);
-                }
-            }
             self.bytes = (self.bytes as isize + added).max(0) as usize;
             self.values += values;
-            self.newest = self.newest.max(t);
-            if touched.last() != Some(&id) {
-                touched.push(id);
+            if let Some(&last) = series.times.last() {
+                self.newest = self.newest.max(last);
             }
         }
-        touched.sort_unstable();
-        touched.dedup();
-        for id in touched {
+        for id in groups.into_keys() {
             self.evict(id, window);
         }
         true
@@ -419,6 +474,100 @@ impl Table {
             .saturating_sub(n * (TIME_BYTES + VALUE_BYTES * cells) + strings);
         self.complete_from = self.complete_from.max(cut);
     }
+}
+
+/// A batch's field: the table's field index, its column, its type.
+type BatchField<'a> = (usize, Src<'a>, DataType);
+
+/// Appends `rows` (times ascending, all after the series' newest) to `series`;
+/// the bytes and values added.
+fn append(
+    series: &mut Series,
+    rows: &[u32],
+    times: &[i64],
+    fields: &[BatchField<'_>],
+) -> (isize, usize) {
+    let old = series.times.len();
+    let n = rows.len();
+    grow(&mut series.times, n);
+    series.times.extend(rows.iter().map(|&r| times[r as usize]));
+    let mut added = (TIME_BYTES * n) as isize;
+    let mut values = n;
+    let mut filled = vec![false; series.columns.len()];
+    for (fi, src, kind) in fields {
+        let slot = &mut series.columns[*fi];
+        if slot.is_none() {
+            if rows.iter().all(|&r| src.is_null(r as usize)) {
+                continue;
+            }
+            let Some(c) = Column::nulls(kind, old) else {
+                continue;
+            };
+            values += old;
+            added += (VALUE_BYTES * old) as isize;
+            *slot = Some(c);
+        }
+        if let Some(c) = slot {
+            added += c.extend(src, rows);
+            filled[*fi] = true;
+        }
+    }
+    for (c, done) in series.columns.iter_mut().zip(filled) {
+        if let (Some(c), false) = (c, done) {
+            c.extend_nulls(n);
+        }
+    }
+    let cells = series.cells();
+    values += n * cells;
+    added += (VALUE_BYTES * n * cells) as isize;
+    (added, values)
+}
+
+/// Merges row `row` (at time `t`) into `series`, a point at a time it holds
+/// overwritten field by field; the bytes and values added.
+fn merge_row(series: &mut Series, row: usize, t: i64, fields: &[BatchField<'_>]) -> (isize, usize) {
+    let len = series.times.len();
+    room(&mut series.times);
+    let at = if series.times.last().is_none_or(|&last| t > last) {
+        series.times.push(t);
+        Err(len)
+    } else {
+        series.times.binary_search(&t)
+    };
+    let mut added = 0isize;
+    let mut values = 0usize;
+    if let Err(at) = at {
+        if at < len {
+            // `push` above appends; a time inside the series is inserted.
+            series.times.insert(at, t);
+        }
+        values += 1;
+        added += TIME_BYTES as isize;
+        for c in series.columns.iter_mut().flatten() {
+            c.insert_null(at);
+            values += 1;
+            added += VALUE_BYTES as isize;
+        }
+    }
+    let at = at.unwrap_or_else(|e| e);
+    for (fi, src, kind) in fields {
+        if src.is_null(row) {
+            continue;
+        }
+        let slot = &mut series.columns[*fi];
+        if slot.is_none() {
+            let Some(c) = Column::nulls(kind, series.times.len()) else {
+                continue;
+            };
+            values += series.times.len();
+            added += (VALUE_BYTES * series.times.len()) as isize;
+            *slot = Some(c);
+        }
+        if let Some(c) = slot {
+            added += c.set(at, src, row);
+        }
+    }
+    (added, values)
 }
 
 #[cfg(test)]
@@ -511,6 +660,80 @@ mod tests {
         assert_eq!(t.complete_from, 991);
         assert!(t.insert(&batch(&[(7, "a", 995, Some(1.0), None)]), 80));
         assert_eq!(t.series[&7].times, vec![995]);
+    }
+
+    /// Random batches (appends, late points, rewrites, fields coming and
+    /// going) against a model: per series, time → last value of each field.
+    #[test]
+    fn inserts_agree_with_a_model_of_last_write_wins() {
+        use std::collections::BTreeMap;
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        type Model = BTreeMap<u64, BTreeMap<i64, (Option<f64>, Option<i64>)>>;
+        let mut model: Model = BTreeMap::new();
+        let mut t = Table::new();
+        let mut clock = [0i64; 4];
+        for _ in 0..300 {
+            let rows: Vec<Point<'_>> = (0..1 + next(40))
+                .map(|_| {
+                    let s = next(4);
+                    let time = match next(10) {
+                        0 => next(clock[s as usize] as u64 + 1) as i64,
+                        _ => {
+                            clock[s as usize] += 1 + next(3) as i64;
+                            clock[s as usize]
+                        }
+                    };
+                    let f = (next(4) > 0).then(|| next(100) as f64);
+                    let i = (next(3) == 0).then(|| next(100) as i64);
+                    (s, ["a", "b", "c", "d"][s as usize], time, f, i)
+                })
+                .collect();
+            assert!(t.insert(&batch(&rows), i64::MAX));
+            for &(s, _, time, f, i) in &rows {
+                let p = model.entry(s).or_default().entry(time).or_default();
+                p.0 = f.or(p.0);
+                p.1 = i.or(p.1);
+            }
+        }
+        let mut values = 0;
+        for (s, points) in &model {
+            let held = &t.series[s];
+            assert_eq!(held.times, points.keys().copied().collect::<Vec<_>>());
+            let column = |k: usize| held.columns.get(k).and_then(|c| c.as_ref());
+            let f: Vec<Option<f64>> = match column(0) {
+                Some(_) => floats(held),
+                None => vec![None; held.times.len()],
+            };
+            assert_eq!(
+                f,
+                points.values().map(|p| p.0).collect::<Vec<_>>(),
+                "series {s}"
+            );
+            let i: Vec<Option<i64>> = match column(1) {
+                Some(Column {
+                    values: Values::Integer(v),
+                    valid,
+                }) => v
+                    .iter()
+                    .zip(valid)
+                    .map(|(x, ok)| ok.then_some(*x))
+                    .collect(),
+                _ => vec![None; held.times.len()],
+            };
+            assert_eq!(
+                i,
+                points.values().map(|p| p.1).collect::<Vec<_>>(),
+                "series {s}"
+            );
+            values += held.times.len() * (1 + held.cells());
+        }
+        assert_eq!(t.values, values);
     }
 
     /// `cargo test -p storage --release hot_insert_cost -- --ignored --nocapture`: the
