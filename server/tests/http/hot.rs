@@ -486,3 +486,141 @@ fn hot_store_evicts_by_window_and_memory() {
     );
     same(&hot, &engine, "w2", &newest, true);
 }
+
+/// Waits until the refill after start has ended (`chingest_hot_refill_pending`
+/// 0 and its duration recorded).
+fn wait_refilled(s: &Server) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while metric(s, "chingest_hot_refill_pending") > 0.0
+        || metric(s, "chingest_hot_refill_seconds") == 0.0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the refill did not end; log:\n{}",
+            s.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Rewrites of `base`'s points (same series and time, other field values,
+/// some one field only) and new points 5 s after them (no other host has a
+/// point at such a time: see [`points`]).
+fn later(base: &[String], seed: u64, n: usize) -> Vec<String> {
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|_| {
+            let line = &base[rng.below(base.len() as u64) as usize];
+            let (key, rest) = line.split_once(' ').unwrap();
+            let t: i64 = rest.rsplit_once(' ').unwrap().1.parse().unwrap();
+            let f = rng.below(400) as f64 / 4.0;
+            let i = rng.below(100);
+            match rng.below(3) {
+                0 => format!("{key} f={f} {t}"),
+                1 => format!("{key} i={i}i {t}"),
+                _ => format!("{key} f={f},i={i}i {}", t + 5 * S),
+            }
+        })
+        .collect()
+}
+
+/// Issue #44: after a restart the hot store refills the measurements that
+/// existed (from the engine and the WAL's unflushed rows) and serves them,
+/// with the answers of a server without it: points rewritten before and
+/// after the restart, rows still only in the WAL at a `kill -9`, writes
+/// during the refill. A measurement deleted from right after the restart
+/// stays with the engine. Without the refill no statement of `m` is answered
+/// from the hot store after the restart.
+#[test]
+fn hot_store_refills_after_a_restart() {
+    let (dh, de) = (data_dir(), data_dir());
+    let engine = Spawn::new(de.path()).config(OFF).start();
+    let base = points(7);
+    let other: Vec<String> = points(13)[..1500]
+        .iter()
+        .map(|l| l.replacen("m,", "m2,", 1))
+        .collect();
+    {
+        let mut hot = Spawn::new(dh.path()).config(ON).start();
+        load(&[&hot, &engine], "d", &base);
+        for s in [&hot, &engine] {
+            for chunk in other.chunks(500) {
+                write(s, "d", &chunk.join("\n"));
+            }
+        }
+        hot.terminate();
+    }
+    // Rewrites and new points the engine will not have been given at the
+    // kill: only the WAL has them (the flusher waits 10 minutes).
+    {
+        let mut hot = Spawn::new(dh.path())
+            .config(ON)
+            .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
+            .start();
+        for chunk in later(&base, 21, 600).chunks(200) {
+            write(&hot, "d", &chunk.join("\n"));
+            write(&engine, "d", &chunk.join("\n"));
+        }
+        hot.signal("KILL");
+        hot.terminate_wait();
+    }
+    let hot = Spawn::new(dh.path()).config(ON).start();
+    // Right after the restart: a DELETE, and writes while the refill runs.
+    let delete = format!(
+        "DELETE FROM m2 WHERE host = 'h1' AND time < {}",
+        T0 + 3600 * S
+    );
+    exec(&hot, "d", &delete);
+    exec(&engine, "d", &delete);
+    for chunk in later(&base, 33, 600).chunks(100) {
+        write(&hot, "d", &chunk.join("\n"));
+        write(&engine, "d", &chunk.join("\n"));
+    }
+    wait_refilled(&hot);
+    assert!(
+        hot.log_text().contains("hot store refilled after start"),
+        "{}",
+        hot.log_text()
+    );
+    let mut rng = Rng(0x0044_4e57);
+    for _ in 0..150 {
+        let q = statement(&mut rng);
+        same(&hot, &engine, "d", &q, true);
+    }
+    same(
+        &hot,
+        &engine,
+        "d",
+        &format!(
+            "SELECT count(f), sum(i), last(f) FROM m WHERE {} GROUP BY host",
+            range(0, SPAN)
+        ),
+        true,
+    );
+    // After the refill, writes go on landing: a rewrite of an old point.
+    let line = later(&base, 44, 1)[0].clone();
+    write(&hot, "d", &line);
+    write(&engine, "d", &line);
+    same(
+        &hot,
+        &engine,
+        "d",
+        &format!(
+            "SELECT count(f), sum(f), max(i) FROM m WHERE {}",
+            range(0, SPAN)
+        ),
+        true,
+    );
+    // The deleted measurement is the engine's until the next start.
+    same(
+        &hot,
+        &engine,
+        "d",
+        &format!(
+            "SELECT count(f), sum(i) FROM m2 WHERE {} GROUP BY host",
+            range(0, SPAN)
+        ),
+        false,
+    );
+    assert!(metric(&hot, "chingest_hot_refill_points_total") > 0.0);
+}
