@@ -55,7 +55,7 @@ use crate::Storage;
 
 /// Rows one refill read aims at (the engine's answer and its batches are in
 /// memory at once: about 100 bytes a row for ten fields).
-const SLICE_ROWS: i128 = 200_000;
+const SLICE_ROWS: i128 = 50_000;
 /// How long a read waits for a free SQL slot (`[sql] max_concurrent_queries`)
 /// before the measurement is given up.
 const BUSY_WAIT: Duration = Duration::from_secs(60);
