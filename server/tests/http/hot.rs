@@ -543,10 +543,23 @@ fn hot_store_refills_after_a_restart() {
     {
         let mut hot = Spawn::new(dh.path()).config(ON).start();
         load(&[&hot, &engine], "d", &base);
+        // Every field type: the refill reads them all back in ingest's layout.
+        let typed: Vec<String> = (0..300)
+            .map(|k| {
+                format!(
+                    "m3,host=h{} f={}.25,s=\"v{k}\",b={} {}",
+                    k % 3,
+                    k % 7,
+                    k % 2 == 0,
+                    T0 + k * 10 * S
+                )
+            })
+            .collect();
         for s in [&hot, &engine] {
             for chunk in other.chunks(500) {
                 write(s, "d", &chunk.join("\n"));
             }
+            write(s, "d", &typed.join("\n"));
         }
         hot.terminate();
     }
@@ -561,6 +574,12 @@ fn hot_store_refills_after_a_restart() {
             write(&hot, "d", &chunk.join("\n"));
             write(&engine, "d", &chunk.join("\n"));
         }
+        // A measurement whose every point is only in the WAL: no table yet.
+        let fresh: Vec<String> = (0..200)
+            .map(|k| format!("m4,host=h{} f={}.5 {}", k % 2, k % 9, T0 + k * S))
+            .collect();
+        write(&hot, "d", &fresh.join("\n"));
+        write(&engine, "d", &fresh.join("\n"));
         hot.signal("KILL");
         hot.terminate_wait();
     }
@@ -607,6 +626,26 @@ fn hot_store_refills_after_a_restart() {
         "d",
         &format!(
             "SELECT count(f), sum(f), max(i) FROM m WHERE {}",
+            range(0, SPAN)
+        ),
+        true,
+    );
+    same(
+        &hot,
+        &engine,
+        "d",
+        &format!(
+            "SELECT count(f), sum(f) FROM m3 WHERE {} GROUP BY time(10m), host",
+            range(0, SPAN)
+        ),
+        true,
+    );
+    same(
+        &hot,
+        &engine,
+        "d",
+        &format!(
+            "SELECT count(f), max(f) FROM m4 WHERE {} GROUP BY time(1m), host",
             range(0, SPAN)
         ),
         true,
