@@ -663,3 +663,39 @@ fn hot_store_refills_after_a_restart() {
     );
     assert!(metric(&hot, "chingest_hot_refill_points_total") > 0.0);
 }
+
+/// A measurement whose window would take the store past 3/4 of `[hot]
+/// max_memory` is not refilled: it is read from the engine (logged), and the
+/// store holds nothing of it.
+#[test]
+fn hot_store_refill_past_max_memory_leaves_the_measurement_to_the_engine() {
+    let d = data_dir();
+    // 5,000 points of one field: 85,000 bytes, under 100,000 but over 3/4 of it.
+    let config = "[hot]\nenabled = true\nmax_memory = 100000\n";
+    let lines: Vec<String> = (0..5000)
+        .map(|k| format!("big,host=a f={k} {}", T0 + k * S))
+        .collect();
+    let q = format!("SELECT count(f) FROM big WHERE {}", range(0, 5000 * S));
+    {
+        let mut s = Spawn::new(d.path()).config(config).start();
+        s.query("CREATE DATABASE b");
+        for chunk in lines.chunks(1000) {
+            write(&s, "b", &chunk.join("\n"));
+        }
+        let (status, v, path) = ask(&s, "b", &q);
+        assert_eq!((status, path.as_str()), (200, "hot"), "{v}");
+        s.terminate();
+    }
+    let s = Spawn::new(d.path()).config(config).start();
+    wait_refilled(&s);
+    let (status, v, path) = ask(&s, "b", &q);
+    assert_eq!((status, path.as_str()), (200, "engine"), "{v}");
+    assert_eq!(v["results"][0]["series"][0]["values"][0][1], 5000, "{v}");
+    assert!(
+        s.log_text()
+            .contains("does not fit in 3/4 of [hot] max_memory"),
+        "{}",
+        s.log_text()
+    );
+    assert_eq!(metric(&s, "chingest_hot_bytes"), 0.0);
+}

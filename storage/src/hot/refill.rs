@@ -98,8 +98,14 @@ impl HotStore {
         if !t.pending.contains(key) || t.never.contains(key) || t.never_db.contains(&key.0) {
             return Merge::Gone;
         }
-        // At most this much more (a point the table holds adds less).
-        let fields = batch.num_columns().saturating_sub(2);
+        // At most this much more (a point the table holds adds less). Fields
+        // are the nullable columns (ingest's layout).
+        let fields = batch
+            .schema()
+            .fields()
+            .iter()
+            .filter(|f| f.is_nullable())
+            .count();
         let more =
             batch.num_rows() * (super::table::TIME_BYTES + super::table::VALUE_BYTES * fields);
         if t.bytes + more > max_memory / 4 * 3 {
