@@ -101,9 +101,11 @@ impl std::fmt::Debug for Storage {
 }
 
 impl Storage {
-    /// Applies `[hot]` (call before the first write). With `[storage] engine =
+    /// Applies `[hot]` (call before the first write) and, when it is on,
+    /// starts refilling it with the recent points of the measurements that
+    /// existed at start (`hot/refill.rs`). With `[storage] engine =
     /// "clickhouse"` the hot store stays off whatever it says.
-    pub fn configure_hot(&self, config: HotConfig) -> Result<(), StorageError> {
+    pub fn configure_hot(self: &Arc<Self>, config: HotConfig) -> Result<(), StorageError> {
         let config = HotConfig {
             enabled: config.enabled && self.cluster.is_none(),
             ..config
@@ -113,7 +115,9 @@ impl Storage {
             .map_err(|message| StorageError::Open {
                 what: "applying [hot]",
                 message,
-            })
+            })?;
+        self.start_hot_refill();
+        Ok(())
     }
 
     /// The engine, unless storage is shut down.

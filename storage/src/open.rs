@@ -113,7 +113,8 @@ impl Storage {
             }
         };
         // Before the flusher replays anything: what existed at start is in the
-        // engine, so never (until restart) complete in the hot store.
+        // engine, so not served by the hot store until refilled (`hot/refill.rs`,
+        // started by `configure_hot`).
         hot.existed(catalog.databases().into_iter().flat_map(|db| {
             catalog
                 .schema(&db)

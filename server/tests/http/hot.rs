@@ -486,3 +486,216 @@ fn hot_store_evicts_by_window_and_memory() {
     );
     same(&hot, &engine, "w2", &newest, true);
 }
+
+/// Waits until the refill after start has ended (`chingest_hot_refill_pending`
+/// 0 and its duration recorded).
+fn wait_refilled(s: &Server) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while metric(s, "chingest_hot_refill_pending") > 0.0
+        || metric(s, "chingest_hot_refill_seconds") == 0.0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the refill did not end; log:\n{}",
+            s.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Rewrites of `base`'s points (same series and time, other field values,
+/// some one field only) and new points 5 s after them (no other host has a
+/// point at such a time: see [`points`]).
+fn later(base: &[String], seed: u64, n: usize) -> Vec<String> {
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|_| {
+            let line = &base[rng.below(base.len() as u64) as usize];
+            let (key, rest) = line.split_once(' ').unwrap();
+            let t: i64 = rest.rsplit_once(' ').unwrap().1.parse().unwrap();
+            let f = rng.below(400) as f64 / 4.0;
+            let i = rng.below(100);
+            match rng.below(3) {
+                0 => format!("{key} f={f} {t}"),
+                1 => format!("{key} i={i}i {t}"),
+                _ => format!("{key} f={f},i={i}i {}", t + 5 * S),
+            }
+        })
+        .collect()
+}
+
+/// Issue #44: after a restart the hot store refills the measurements that
+/// existed (from the engine and the WAL's unflushed rows) and serves them,
+/// with the answers of a server without it: points rewritten before and
+/// after the restart, rows still only in the WAL at a `kill -9`, writes
+/// during the refill. A measurement deleted from right after the restart
+/// stays with the engine. Without the refill no statement of `m` is answered
+/// from the hot store after the restart.
+#[test]
+fn hot_store_refills_after_a_restart() {
+    let (dh, de) = (data_dir(), data_dir());
+    let engine = Spawn::new(de.path()).config(OFF).start();
+    let base = points(7);
+    let other: Vec<String> = points(13)[..1500]
+        .iter()
+        .map(|l| l.replacen("m,", "m2,", 1))
+        .collect();
+    {
+        let mut hot = Spawn::new(dh.path()).config(ON).start();
+        load(&[&hot, &engine], "d", &base);
+        // Every field type: the refill reads them all back in ingest's layout.
+        let typed: Vec<String> = (0..300)
+            .map(|k| {
+                format!(
+                    "m3,host=h{} f={}.25,s=\"v{k}\",b={} {}",
+                    k % 3,
+                    k % 7,
+                    k % 2 == 0,
+                    T0 + k * 10 * S
+                )
+            })
+            .collect();
+        for s in [&hot, &engine] {
+            for chunk in other.chunks(500) {
+                write(s, "d", &chunk.join("\n"));
+            }
+            write(s, "d", &typed.join("\n"));
+        }
+        hot.terminate();
+    }
+    // Rewrites and new points the engine will not have been given at the
+    // kill: only the WAL has them (the flusher waits 10 minutes).
+    {
+        let mut hot = Spawn::new(dh.path())
+            .config(ON)
+            .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
+            .start();
+        for chunk in later(&base, 21, 600).chunks(200) {
+            write(&hot, "d", &chunk.join("\n"));
+            write(&engine, "d", &chunk.join("\n"));
+        }
+        // A measurement whose every point is only in the WAL: no table yet.
+        let fresh: Vec<String> = (0..200)
+            .map(|k| format!("m4,host=h{} f={}.5 {}", k % 2, k % 9, T0 + k * S))
+            .collect();
+        write(&hot, "d", &fresh.join("\n"));
+        write(&engine, "d", &fresh.join("\n"));
+        hot.signal("KILL");
+        hot.terminate_wait();
+    }
+    let hot = Spawn::new(dh.path()).config(ON).start();
+    // Right after the restart: a DELETE, and writes while the refill runs.
+    let delete = format!(
+        "DELETE FROM m2 WHERE host = 'h1' AND time < {}",
+        T0 + 3600 * S
+    );
+    exec(&hot, "d", &delete);
+    exec(&engine, "d", &delete);
+    for chunk in later(&base, 33, 600).chunks(100) {
+        write(&hot, "d", &chunk.join("\n"));
+        write(&engine, "d", &chunk.join("\n"));
+    }
+    wait_refilled(&hot);
+    assert!(
+        hot.log_text().contains("hot store refilled after start"),
+        "{}",
+        hot.log_text()
+    );
+    let mut rng = Rng(0x0044_4e57);
+    for _ in 0..150 {
+        let q = statement(&mut rng);
+        same(&hot, &engine, "d", &q, true);
+    }
+    same(
+        &hot,
+        &engine,
+        "d",
+        &format!(
+            "SELECT count(f), sum(i), last(f) FROM m WHERE {} GROUP BY host",
+            range(0, SPAN)
+        ),
+        true,
+    );
+    // After the refill, writes go on landing: a rewrite of an old point.
+    let line = later(&base, 44, 1)[0].clone();
+    write(&hot, "d", &line);
+    write(&engine, "d", &line);
+    same(
+        &hot,
+        &engine,
+        "d",
+        &format!(
+            "SELECT count(f), sum(f), max(i) FROM m WHERE {}",
+            range(0, SPAN)
+        ),
+        true,
+    );
+    same(
+        &hot,
+        &engine,
+        "d",
+        &format!(
+            "SELECT count(f), sum(f) FROM m3 WHERE {} GROUP BY time(10m), host",
+            range(0, SPAN)
+        ),
+        true,
+    );
+    same(
+        &hot,
+        &engine,
+        "d",
+        &format!(
+            "SELECT count(f), max(f) FROM m4 WHERE {} GROUP BY time(1m), host",
+            range(0, SPAN)
+        ),
+        true,
+    );
+    // The deleted measurement is the engine's until the next start.
+    same(
+        &hot,
+        &engine,
+        "d",
+        &format!(
+            "SELECT count(f), sum(i) FROM m2 WHERE {} GROUP BY host",
+            range(0, SPAN)
+        ),
+        false,
+    );
+    assert!(metric(&hot, "chingest_hot_refill_points_total") > 0.0);
+}
+
+/// A measurement whose window would take the store past 3/4 of `[hot]
+/// max_memory` is not refilled: it is read from the engine (logged), and the
+/// store holds nothing of it.
+#[test]
+fn hot_store_refill_past_max_memory_leaves_the_measurement_to_the_engine() {
+    let d = data_dir();
+    // 5,000 points of one field: 85,000 bytes, under 100,000 but over 3/4 of it.
+    let config = "[hot]\nenabled = true\nmax_memory = 100000\n";
+    let lines: Vec<String> = (0..5000)
+        .map(|k| format!("big,host=a f={k} {}", T0 + k * S))
+        .collect();
+    let q = format!("SELECT count(f) FROM big WHERE {}", range(0, 5000 * S));
+    {
+        let mut s = Spawn::new(d.path()).config(config).start();
+        s.query("CREATE DATABASE b");
+        for chunk in lines.chunks(1000) {
+            write(&s, "b", &chunk.join("\n"));
+        }
+        let (status, v, path) = ask(&s, "b", &q);
+        assert_eq!((status, path.as_str()), (200, "hot"), "{v}");
+        s.terminate();
+    }
+    let s = Spawn::new(d.path()).config(config).start();
+    wait_refilled(&s);
+    let (status, v, path) = ask(&s, "b", &q);
+    assert_eq!((status, path.as_str()), (200, "engine"), "{v}");
+    assert_eq!(v["results"][0]["series"][0]["values"][0][1], 5000, "{v}");
+    assert!(
+        s.log_text()
+            .contains("does not fit in 3/4 of [hot] max_memory"),
+        "{}",
+        s.log_text()
+    );
+    assert_eq!(metric(&s, "chingest_hot_bytes"), 0.0);
+}

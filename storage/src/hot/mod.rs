@@ -14,12 +14,20 @@
 //! `Table::complete_from`. A measurement first written after start-up is complete
 //! from the beginning of time; eviction by window (relative to each series' newest
 //! point, not the wall clock) or by memory only raises that bound. Measurements
-//! that existed when the process started (their older points are in the engine
-//! only), and those a `DELETE`, `DROP SERIES`, `DROP MEASUREMENT`, `DROP
-//! DATABASE`, a dead letter or an admin's SQL write touched, are never served
-//! until the next start: reads go to the engine there.
+//! that existed when the process started are *pending*: the coordinator feeds
+//! their tables as any other, but they are not served until the background
+//! refill (`refill.rs`) has merged in their points from their newest point −
+//! `window` on, read through the normal read path (engine and unflushed WAL
+//! rows), filling only what the table's own newer writes left empty; then they
+//! are complete from that cutoff. One whose refill fails or does not fit in
+//! `max_memory`, one of a database with a retention (the evaluator refuses
+//! those), and those a `DELETE`, `DROP SERIES`, `DROP MEASUREMENT`, `DROP
+//! DATABASE`, a dead letter or an admin's SQL write touched (before, during or
+//! after the refill) are never served until the next start: reads go to the
+//! engine there.
 
 mod config;
+mod refill;
 pub(crate) mod table;
 
 use std::collections::{HashMap, HashSet};
@@ -37,6 +45,12 @@ pub(crate) const HOT_BYTES: &str = "chingest_hot_bytes";
 pub(crate) const HOT_VALUES: &str = "chingest_hot_values";
 /// Measurements the store emptied because it held more than `max_memory`.
 pub(crate) const HOT_EVICTIONS: &str = "chingest_hot_memory_evictions_total";
+/// Measurements that existed at start and wait for their refill (`refill.rs`).
+pub(crate) const HOT_REFILL_PENDING: &str = "chingest_hot_refill_pending";
+/// How long the refill after start took (0 until it ended).
+pub(crate) const HOT_REFILL_SECONDS: &str = "chingest_hot_refill_seconds";
+/// Points the refill merged into the store.
+pub(crate) const HOT_REFILL_POINTS: &str = "chingest_hot_refill_points_total";
 
 type Key = (String, String);
 
@@ -44,9 +58,13 @@ type Key = (String, String);
 #[derive(Debug, Default)]
 pub(crate) struct Tables {
     pub(crate) tables: HashMap<Key, Table>,
-    /// Measurements whose points are not all here (they existed at start, or
-    /// something removed points the store cannot tell).
+    /// Measurements whose points are not all here (something removed points
+    /// the store cannot tell, or their refill failed or did not fit).
     never: HashSet<Key>,
+    /// Measurements that existed at start: held (from the writes received
+    /// since) but not served until their refill merged the older points in
+    /// (`refill.rs`).
+    pending: HashSet<Key>,
     /// Databases of which no measurement is served (dropped).
     never_db: HashSet<String>,
     bytes: usize,
@@ -55,7 +73,11 @@ pub(crate) struct Tables {
 impl Tables {
     /// The table of `db`.`measurement` if the store may answer from it.
     pub(crate) fn get(&self, db: &str, measurement: &str) -> Option<&Table> {
-        self.tables.get(&(db.to_string(), measurement.to_string()))
+        let key = (db.to_string(), measurement.to_string());
+        if self.pending.contains(&key) {
+            return None;
+        }
+        self.tables.get(&key)
     }
 }
 
@@ -63,33 +85,41 @@ impl Tables {
 #[derive(Debug)]
 pub(crate) struct HotStore {
     enabled: AtomicBool,
+    /// The refill after start was started (`refill.rs`).
+    refill_started: AtomicBool,
     config: RwLock<(HotConfig, i64)>,
     tables: RwLock<Tables>,
 }
 
 impl HotStore {
     /// An empty store; `existing` are the measurements (database, name) the
-    /// catalog knows at start: their older points are in the engine only.
+    /// catalog knows at start: their older points are in the engine only, so
+    /// they are served only once refilled.
     pub(crate) fn new(existing: impl IntoIterator<Item = (String, String)>) -> HotStore {
         let config = HotConfig::default();
         let window = config.window_ns().unwrap_or(i64::MAX);
         metrics::gauge!(HOT_BYTES).set(0.0);
         metrics::gauge!(HOT_VALUES).set(0.0);
         metrics::counter!(HOT_EVICTIONS).increment(0);
-        HotStore {
+        metrics::gauge!(HOT_REFILL_SECONDS).set(0.0);
+        metrics::counter!(HOT_REFILL_POINTS).increment(0);
+        let store = HotStore {
             enabled: AtomicBool::new(config.enabled),
+            refill_started: AtomicBool::new(false),
             config: RwLock::new((config, window)),
-            tables: RwLock::new(Tables {
-                never: existing.into_iter().collect(),
-                ..Tables::default()
-            }),
-        }
+            tables: RwLock::new(Tables::default()),
+        };
+        store.existed(existing);
+        store
     }
 
     /// `existing` are the measurements (database, name) the catalog knows at
-    /// start: their older points are in the engine only.
+    /// start: their older points are in the engine only, so they are served
+    /// only once refilled.
     pub(crate) fn existed(&self, existing: impl IntoIterator<Item = (String, String)>) {
-        self.tables.write().never.extend(existing);
+        let mut t = self.tables.write();
+        t.pending.extend(existing);
+        publish(&t);
     }
 
     /// Applies `[hot]` (before the first write: a store switched off forgets all).
@@ -101,6 +131,12 @@ impl HotStore {
         }
         *self.config.write() = (config, window);
         Ok(())
+    }
+
+    /// `(window in ns, max_memory)`.
+    fn limits(&self) -> (i64, usize) {
+        let c = self.config.read();
+        (c.1, usize::try_from(c.0.max_memory).unwrap_or(usize::MAX))
     }
 
     /// Whether reads may be answered here at all.
@@ -125,6 +161,7 @@ impl HotStore {
         if let Some(table) = t.tables.remove(&key) {
             t.bytes = t.bytes.saturating_sub(table.bytes);
         }
+        t.pending.remove(&key);
         t.never.insert(key);
         publish(&t);
     }
@@ -139,6 +176,7 @@ impl HotStore {
                 t.bytes = t.bytes.saturating_sub(table.bytes);
             }
         }
+        t.pending.retain(|k| k.0 != db);
         publish(&t);
     }
 
@@ -147,6 +185,7 @@ impl HotStore {
         self.enabled.store(false, Ordering::Release);
         let mut t = self.tables.write();
         t.tables.clear();
+        t.pending.clear();
         t.bytes = 0;
         publish(&t);
     }
@@ -155,10 +194,7 @@ impl HotStore {
         if !self.enabled() {
             return;
         }
-        let (window, max_memory) = {
-            let c = self.config.read();
-            (c.1, usize::try_from(c.0.max_memory).unwrap_or(usize::MAX))
-        };
+        let (window, max_memory) = self.limits();
         let mut guard = self.tables.write();
         let t = &mut *guard;
         if t.never_db.contains(db) {
@@ -212,6 +248,7 @@ fn shrink(t: &mut Tables, max_memory: usize) {
 }
 
 fn publish(t: &Tables) {
+    metrics::gauge!(HOT_REFILL_PENDING).set(t.pending.len() as f64);
     metrics::gauge!(HOT_BYTES).set(t.bytes as f64);
     metrics::gauge!(HOT_VALUES).set(t.tables.values().map(|t| t.values).sum::<usize>() as f64);
 }

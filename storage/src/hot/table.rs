@@ -131,9 +131,10 @@ impl Column {
         }
     }
 
-    /// Sets value `at` from row `row` of `src` when it has one; the bytes added.
-    fn set(&mut self, at: usize, src: &Src<'_>, row: usize) -> isize {
-        if src.is_null(row) {
+    /// Sets value `at` from row `row` of `src` when it has one (and, unless
+    /// `overwrite`, when `at` has none yet); the bytes added.
+    fn set(&mut self, at: usize, src: &Src<'_>, row: usize, overwrite: bool) -> isize {
+        if src.is_null(row) || (!overwrite && self.valid[at]) {
             return 0;
         }
         self.valid[at] = true;
@@ -317,8 +318,8 @@ pub(crate) struct Table {
 }
 
 /// Bytes per held time and per held field value (plus its validity byte).
-const TIME_BYTES: usize = 8;
-const VALUE_BYTES: usize = 9;
+pub(crate) const TIME_BYTES: usize = 8;
+pub(crate) const VALUE_BYTES: usize = 9;
 
 impl Table {
     /// A measurement first seen now: nothing of it was written before.
@@ -358,6 +359,18 @@ impl Table {
     /// move once per eighth of a window, not per point). False when the batch
     /// is not in that layout (the caller forgets the table).
     pub(crate) fn insert(&mut self, batch: &RecordBatch, window: i64) -> bool {
+        self.merge(batch, window, true)
+    }
+
+    /// [`Table::insert`], but a value the table holds already stays: only
+    /// slots (series, time, field) without a value are filled. The refill's
+    /// merge (`refill.rs`): what the table holds came from writes at least as
+    /// new as the refill's snapshot saw.
+    pub(crate) fn fill(&mut self, batch: &RecordBatch, window: i64) -> bool {
+        self.merge(batch, window, false)
+    }
+
+    fn merge(&mut self, batch: &RecordBatch, window: i64, overwrite: bool) -> bool {
         let schema = batch.schema();
         let (Some(time), Some(sid)) = (
             batch
@@ -434,7 +447,7 @@ impl Table {
                 append(series, rows, times, &fields)
             } else {
                 rows.iter()
-                    .map(|&r| merge_row(series, r as usize, times[r as usize], &fields))
+                    .map(|&r| merge_row(series, r as usize, times[r as usize], &fields, overwrite))
                     .fold((0, 0), |(a, v), (x, y)| (a + x, v + y))
             };
             self.bytes = (self.bytes as isize + added).max(0) as usize;
@@ -524,8 +537,15 @@ fn append(
 }
 
 /// Merges row `row` (at time `t`) into `series`, a point at a time it holds
-/// overwritten field by field; the bytes and values added.
-fn merge_row(series: &mut Series, row: usize, t: i64, fields: &[BatchField<'_>]) -> (isize, usize) {
+/// overwritten field by field (unless `overwrite` is false: then only its
+/// fields without a value are set); the bytes and values added.
+fn merge_row(
+    series: &mut Series,
+    row: usize,
+    t: i64,
+    fields: &[BatchField<'_>],
+    overwrite: bool,
+) -> (isize, usize) {
     let len = series.times.len();
     room(&mut series.times);
     let at = if series.times.last().is_none_or(|&last| t > last) {
@@ -564,7 +584,7 @@ fn merge_row(series: &mut Series, row: usize, t: i64, fields: &[BatchField<'_>])
             *slot = Some(c);
         }
         if let Some(c) = slot {
-            added += c.set(at, src, row);
+            added += c.set(at, src, row, overwrite);
         }
     }
     (added, values)
@@ -637,6 +657,32 @@ mod tests {
         assert_eq!(s.tag("region"), "");
         assert_eq!(t.complete_from, i64::MIN);
         assert_eq!(t.values, 3 * 3);
+        assert_eq!(t.bytes, 3 * (TIME_BYTES + 2 * VALUE_BYTES));
+    }
+
+    #[test]
+    fn a_fill_sets_only_slots_without_a_value() {
+        let mut t = Table::new();
+        // Newer writes the coordinator gave: f at 20, i at 30.
+        assert!(t.insert(
+            &batch(&[(1, "a", 20, Some(2.0), None), (1, "a", 30, None, Some(3))]),
+            i64::MAX
+        ));
+        // The refill's older snapshot of the same points, and one more.
+        assert!(t.fill(
+            &batch(&[
+                (1, "a", 10, Some(1.0), Some(1)),
+                (1, "a", 20, Some(-2.0), Some(2)),
+                (1, "a", 30, Some(3.5), Some(-3))
+            ]),
+            i64::MAX
+        ));
+        let s = &t.series[&1];
+        assert_eq!(s.times, vec![10, 20, 30]);
+        assert_eq!(floats(s), vec![Some(1.0), Some(2.0), Some(3.5)]);
+        let c = s.columns[1].as_ref().unwrap();
+        assert_eq!(c.valid, vec![true, true, true]);
+        assert!(matches!(&c.values, Values::Integer(v) if v == &vec![1, 2, 3]));
         assert_eq!(t.bytes, 3 * (TIME_BYTES + 2 * VALUE_BYTES));
     }
 

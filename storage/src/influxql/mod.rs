@@ -31,6 +31,7 @@ mod pushdown;
 mod range;
 pub mod read_path;
 mod reduce;
+pub(crate) mod refill;
 mod rows;
 pub mod schema;
 pub mod selector;

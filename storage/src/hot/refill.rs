@@ -1,0 +1,460 @@
+//! The refill after start (issue #44): the measurements that existed when the
+//! process started have their older points in the engine only. A background
+//! thread reads each one's recent points through the storage's normal read
+//! path (`influxql/refill.rs`: table and unflushed rows, merged into points)
+//! and merges them into its table; the table is served only once that is
+//! done, complete from the refill's cutoff. Until then reads go to the engine.
+//!
+//! Order and bounds: measurements newest first (by their newest point), each
+//! from its newest point − `window` on (the cutoff), read oldest slice first
+//! (points land at the end of their series' columns), a slice sized to about
+//! [`SLICE_ROWS`] rows (smaller again when the engine's `[sql]` result limits
+//! refuse it). Before a slice is merged the store checks it fits in 3/4 of
+//! `max_memory` (what `shrink` empties down to): one that does not leaves the
+//! measurement unserved (logged), never emptying a served one. Measurements
+//! of a database with a retention are skipped: the evaluator refuses those.
+//!
+//! Why a refilled table answers as the engine does. While a measurement is
+//! pending the coordinator keeps inserting its writes into the table (in WAL
+//! order, overwriting field by field) exactly as for a served one, so for
+//! every time at or after the table's `complete_from` the table holds every
+//! write received since the store was switched on (eviction raises
+//! `complete_from` past what it drops). A slice is read only after the
+//! coordinator has received every write the WAL acknowledged (as every read
+//! waits), so the read sees every write before start and any number of later
+//! ones; whatever it sees was received before it could be seen (the
+//! coordinator hands a part to the store before reads find it unflushed or
+//! flushed). It is then merged with "fill only slots without a value"
+//! ([`super::table::Table::fill`]), under the store's lock, after the read:
+//! - a slot (series, time, field) the table holds a value for got it from the
+//!   newest write received to it so far, at least as new as any the read saw
+//!   for that slot: the table's value is right, and stays;
+//! - a slot without a value had no write received since start (a value is
+//!   never unset but by a `DELETE`/`DROP`, which forget the measurement), so
+//!   its newest write is one from before start, which the read saw: filling it
+//!   from the read is right;
+//! - a time below the table's `complete_from` is skipped (an emptied or
+//!   evicted span is the engine's).
+//!
+//! Later writes go on overwriting. When every slice is merged the table is
+//! complete from `max(complete_from, cutoff)` and served. A `DELETE`, `DROP`
+//! or admin SQL at any moment forgets the measurement (it stays unserved until
+//! the next start), and a merge or the completion of a forgotten one does
+//! nothing.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use engine::arrow::array::RecordBatch;
+
+use super::table::Table;
+use super::{publish, shrink, HotStore, Key, HOT_REFILL_POINTS, HOT_REFILL_SECONDS};
+use crate::influxql::refill::Refilled;
+use crate::Storage;
+
+/// Rows one refill read aims at (the engine's answer and its batches are in
+/// memory at once: about 100 bytes a row for ten fields).
+const SLICE_ROWS: i128 = 50_000;
+/// How long a read waits for a free SQL slot (`[sql] max_concurrent_queries`)
+/// before the measurement is given up.
+const BUSY_WAIT: Duration = Duration::from_secs(60);
+
+/// What a refill merge came to.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Merge {
+    /// Merged, this many points.
+    Merged(usize),
+    /// The measurement was forgotten meanwhile (or the store switched off).
+    Gone,
+    /// It would not fit in the store's memory: now forgotten.
+    OverBudget,
+}
+
+impl HotStore {
+    /// The measurements waiting for their refill.
+    pub(crate) fn pending(&self) -> Vec<Key> {
+        self.tables.read().pending.iter().cloned().collect()
+    }
+
+    /// The newest time `key`'s table holds (writes since start).
+    pub(crate) fn held_newest(&self, key: &Key) -> Option<i64> {
+        let t = self.tables.read();
+        t.tables
+            .get(key)
+            .map(|table| table.newest)
+            .filter(|&n| n != i64::MIN)
+    }
+
+    /// Merges `batch` (ingest's layout) into pending `key`'s table, filling
+    /// only slots without a value (the module's documentation).
+    pub(crate) fn refill_merge(&self, key: &Key, batch: &RecordBatch) -> Merge {
+        if !self.enabled() {
+            return Merge::Gone;
+        }
+        let (window, max_memory) = self.limits();
+        let mut guard = self.tables.write();
+        let t = &mut *guard;
+        if !t.pending.contains(key) || t.never.contains(key) || t.never_db.contains(&key.0) {
+            return Merge::Gone;
+        }
+        // At most this much more (a point the table holds adds less). Fields
+        // are the nullable columns (ingest's layout).
+        let fields = batch
+            .schema()
+            .fields()
+            .iter()
+            .filter(|f| f.is_nullable())
+            .count();
+        let more =
+            batch.num_rows() * (super::table::TIME_BYTES + super::table::VALUE_BYTES * fields);
+        if t.bytes + more > max_memory / 4 * 3 {
+            drop(guard);
+            self.forget(&key.0, &key.1);
+            return Merge::OverBudget;
+        }
+        let table = t.tables.entry(key.clone()).or_insert_with(Table::new);
+        let before = table.bytes;
+        if !table.fill(batch, window) {
+            drop(guard);
+            tracing::warn!(db = %key.0, measurement = %key.1,
+                "hot store refill: a batch not in ingest's layout; the measurement is read from the engine");
+            self.forget(&key.0, &key.1);
+            return Merge::Gone;
+        }
+        t.bytes = (t.bytes + table.bytes).saturating_sub(before);
+        if t.bytes > max_memory {
+            shrink(t, max_memory);
+        }
+        publish(t);
+        Merge::Merged(batch.num_rows())
+    }
+
+    /// `key`'s refill merged everything from `cutoff` on: served from now,
+    /// complete from `cutoff` (or later). False when it was forgotten meanwhile.
+    pub(crate) fn refill_done(&self, key: &Key, cutoff: i64) -> bool {
+        if !self.enabled() {
+            return false;
+        }
+        let mut t = self.tables.write();
+        if !t.pending.remove(key) || t.never.contains(key) || t.never_db.contains(&key.0) {
+            publish(&t);
+            return false;
+        }
+        let table = t.tables.entry(key.clone()).or_insert_with(Table::new);
+        table.complete_from = table.complete_from.max(cutoff);
+        publish(&t);
+        true
+    }
+}
+
+impl Storage {
+    /// Starts the refill of the measurements that existed at start (once, when
+    /// the hot store is on).
+    pub(crate) fn start_hot_refill(self: &Arc<Self>) {
+        if !self.hot.enabled() || self.hot.refill_started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let storage = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name("hot-refill".into())
+            .spawn(move || refill_all(&storage));
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "hot store: cannot start the refill; existing measurements are read from the engine");
+            for (db, m) in self.hot.pending() {
+                self.hot.forget(&db, &m);
+            }
+        }
+    }
+}
+
+/// Counts of one refill, for its log line.
+#[derive(Default)]
+struct Tally {
+    served: usize,
+    unserved: usize,
+    points: usize,
+}
+
+fn refill_all(storage: &Weak<Storage>) {
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    // Newest first: the measurements dashboards read now are served first.
+    let mut order: Vec<(Option<i64>, Key)> = Vec::new();
+    let Some(pending) = storage.upgrade().map(|s| s.hot.pending()) else {
+        return;
+    };
+    for key in pending {
+        let Some(s) = live(storage) else { break };
+        if s.catalog.retention_secs(&key.0) > 0 {
+            // The evaluator refuses them: nothing to hold.
+            s.hot.forget(&key.0, &key.1);
+            tally.unserved += 1;
+            continue;
+        }
+        match busy_retry(|| s.newest_point(&key.0, &key.1)) {
+            Ok(newest) => order.push((newest.max(s.hot.held_newest(&key)), key)),
+            Err(e) => {
+                tracing::warn!(db = %key.0, measurement = %key.1, error = %e,
+                    "hot store refill: cannot read the newest point; the measurement is read from the engine");
+                s.hot.forget(&key.0, &key.1);
+                tally.unserved += 1;
+            }
+        }
+    }
+    order.sort_by_key(|o| std::cmp::Reverse(o.0));
+    for (newest, key) in order {
+        let Some(s) = live(storage) else { break };
+        match refill_one(&s, &key, newest) {
+            Ok(Some(points)) => {
+                tally.served += 1;
+                tally.points += points;
+            }
+            Ok(None) => tally.unserved += 1,
+            Err(e) => {
+                tracing::warn!(db = %key.0, measurement = %key.1, error = %e,
+                    "hot store refill failed; the measurement is read from the engine");
+                s.hot.forget(&key.0, &key.1);
+                tally.unserved += 1;
+            }
+        }
+    }
+    let took = started.elapsed();
+    metrics::gauge!(HOT_REFILL_SECONDS).set(took.as_secs_f64());
+    if let Some(s) = storage.upgrade() {
+        let bytes = s.hot.read().bytes;
+        tracing::info!(
+            served = tally.served,
+            unserved = tally.unserved,
+            points = tally.points,
+            bytes,
+            seconds = took.as_secs_f64(),
+            "hot store refilled after start"
+        );
+    }
+}
+
+/// The storage, unless it is gone, shutting down or its hot store switched
+/// off (an admin's SQL write: nothing is served until restart).
+fn live(storage: &Weak<Storage>) -> Option<Arc<Storage>> {
+    storage
+        .upgrade()
+        .filter(|s| !s.closed.load(Ordering::Acquire) && s.hot.enabled())
+}
+
+/// `f`, again while the SQL sandbox is busy with other statements (at most [`BUSY_WAIT`]).
+fn busy_retry<T>(
+    mut f: impl FnMut() -> Result<T, crate::InfluxqlError>,
+) -> Result<T, crate::InfluxqlError> {
+    let deadline = Instant::now() + BUSY_WAIT;
+    loop {
+        match f() {
+            Err(crate::InfluxqlError::Sql(engine::SqlError::Busy { .. }))
+                if Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Refills `key` from its newest point − `window` on: the points merged, or
+/// `None` when it ends unserved (forgotten meanwhile, over the memory budget).
+fn refill_one(
+    s: &Storage,
+    key: &Key,
+    newest: Option<i64>,
+) -> Result<Option<usize>, crate::InfluxqlError> {
+    let (db, name) = (&key.0, &key.1);
+    let (window, max_memory) = s.hot.limits();
+    let Some(newest) = newest else {
+        // No point at all: complete from the beginning of time.
+        return Ok(s.hot.refill_done(key, i64::MIN).then_some(0));
+    };
+    let Some(schema) = s.catalog.schema(db).into_iter().find(|m| &m.name == name) else {
+        s.hot.forget(db, name);
+        return Ok(None);
+    };
+    let cutoff = newest.saturating_sub(window);
+    let started = Instant::now();
+    let mut step: i128 = ((i128::from(newest) - i128::from(cutoff)) / 16).max(1);
+    let mut from = cutoff;
+    let mut points = 0;
+    loop {
+        if s.closed.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let end = i128::from(from) + step - 1;
+        let to = if end >= i128::from(newest) {
+            // The last slice: whatever is newer too (written meanwhile).
+            i64::MAX
+        } else {
+            end as i64
+        };
+        let batches = match busy_retry(|| s.refill_points(db, &schema, from, to))? {
+            Refilled::Points(b) => b,
+            Refilled::TooLarge if step > 1 => {
+                step = (step / 4).max(1);
+                continue;
+            }
+            Refilled::TooLarge => {
+                tracing::warn!(db, measurement = name,
+                    "hot store refill: one instant's points exceed the [sql] result limits; read from the engine");
+                s.hot.forget(db, name);
+                return Ok(None);
+            }
+        };
+        let mut rows = 0;
+        for b in &batches {
+            match s.hot.refill_merge(key, b) {
+                Merge::Merged(n) => rows += n,
+                Merge::Gone => return Ok(None),
+                Merge::OverBudget => {
+                    tracing::warn!(db, measurement = name, max_memory,
+                        "hot store refill: the measurement's window does not fit in 3/4 of [hot] max_memory; read from the engine");
+                    return Ok(None);
+                }
+            }
+        }
+        points += rows;
+        metrics::counter!(HOT_REFILL_POINTS).increment(rows as u64);
+        if to == i64::MAX {
+            break;
+        }
+        from = to + 1;
+        // About SLICE_ROWS rows next time, changing by at most 8× per slice.
+        let want = step * SLICE_ROWS / (rows as i128).max(1);
+        step = want.clamp((step / 8).max(1), step.saturating_mul(8));
+    }
+    if !s.hot.refill_done(key, cutoff) {
+        return Ok(None);
+    }
+    tracing::debug!(
+        db,
+        measurement = name,
+        points,
+        cutoff,
+        seconds = started.elapsed().as_secs_f64(),
+        "hot store: measurement refilled"
+    );
+    Ok(Some(points))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use engine::arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt64Array};
+    use engine::arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+    use crate::hot::table::Values;
+    use crate::HotConfig;
+
+    /// Rows (series, time, f) as ingest lays them out.
+    fn batch(rows: &[(u64, i64, f64)]) -> RecordBatch {
+        let schema = Schema::new(vec![
+            Field::new("time", DataType::Int64, false),
+            Field::new("series_id", DataType::UInt64, false),
+            Field::new("host", DataType::Utf8, false),
+            Field::new("f", DataType::Float64, true),
+        ]);
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| format!("h{}", r.0)),
+            )),
+            Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
+        ];
+        RecordBatch::try_new(Arc::new(schema), cols).unwrap()
+    }
+
+    fn store(max_memory: u64) -> HotStore {
+        let s = HotStore::new([("d".to_string(), "m".to_string())]);
+        s.configure(HotConfig {
+            enabled: true,
+            window: "1h".into(),
+            max_memory,
+            max_series: 64,
+        })
+        .unwrap();
+        s
+    }
+
+    fn key() -> Key {
+        ("d".to_string(), "m".to_string())
+    }
+
+    fn floats(s: &HotStore) -> Vec<(i64, f64)> {
+        let t = s.read();
+        let table = t.get("d", "m").expect("served");
+        let series = &table.series[&1];
+        let Some(Some(c)) = series.columns.first() else {
+            panic!("no f")
+        };
+        let Values::Float(v) = &c.values else {
+            panic!("not floats")
+        };
+        series
+            .times
+            .iter()
+            .copied()
+            .zip(v.iter().copied())
+            .collect()
+    }
+
+    #[test]
+    fn a_pending_measurement_is_served_only_once_refilled_and_newer_writes_win() {
+        let s = store(1 << 30);
+        assert!(s.read().get("d", "m").is_none());
+        assert_eq!(s.pending(), vec![key()]);
+        // A write arriving during the refill: newer than the refill's snapshot.
+        s.add("d", &[("m", &batch(&[(1, 20, 2.0), (1, 40, 4.0)]))]);
+        assert!(s.read().get("d", "m").is_none(), "served before its refill");
+        assert_eq!(s.held_newest(&key()), Some(40));
+        // The snapshot saw the older value at 20, and points before.
+        assert_eq!(
+            s.refill_merge(&key(), &batch(&[(1, 10, 1.0), (1, 20, -2.0), (1, 30, 3.0)])),
+            Merge::Merged(3)
+        );
+        assert!(s.read().get("d", "m").is_none());
+        assert!(s.refill_done(&key(), 5));
+        assert!(s.pending().is_empty());
+        assert_eq!(s.read().get("d", "m").unwrap().complete_from, 5);
+        assert_eq!(floats(&s), vec![(10, 1.0), (20, 2.0), (30, 3.0), (40, 4.0)]);
+        // Later writes overwrite as usual.
+        s.add("d", &[("m", &batch(&[(1, 10, 9.0)]))]);
+        assert_eq!(floats(&s)[0], (10, 9.0));
+    }
+
+    #[test]
+    fn a_delete_during_the_refill_leaves_the_measurement_unserved() {
+        let s = store(1 << 30);
+        assert_eq!(
+            s.refill_merge(&key(), &batch(&[(1, 10, 1.0)])),
+            Merge::Merged(1)
+        );
+        s.forget("d", "m");
+        assert_eq!(s.refill_merge(&key(), &batch(&[(1, 20, 1.0)])), Merge::Gone);
+        assert!(!s.refill_done(&key(), 0));
+        s.add("d", &[("m", &batch(&[(1, 30, 3.0)]))]);
+        assert!(s.read().get("d", "m").is_none());
+        // And a dropped database likewise.
+        let s = store(1 << 30);
+        s.forget_database("d");
+        assert!(!s.refill_done(&key(), 0));
+        assert!(s.read().get("d", "m").is_none());
+    }
+
+    #[test]
+    fn a_refill_over_the_memory_budget_leaves_the_measurement_unserved() {
+        let s = store(1000);
+        let rows: Vec<_> = (0..100).map(|k| (1, k, k as f64)).collect();
+        assert_eq!(s.refill_merge(&key(), &batch(&rows)), Merge::OverBudget);
+        assert!(!s.refill_done(&key(), 0));
+        assert!(s.read().get("d", "m").is_none());
+        assert_eq!(s.read().bytes, 0);
+    }
+}
