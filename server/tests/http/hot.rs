@@ -162,6 +162,17 @@ fn statement(rng: &mut Rng) -> String {
         " AND region = 'r1'",
         " AND region = ''",
         " AND 'h2' = host",
+        // Regexes: Grafana's expansions (value sets) and general ones.
+        " AND host =~ /^(h1|h3)$/",
+        " AND host =~ /^h2$/",
+        " AND host =~ /.*/",
+        " AND host !~ /^(h0|h4)$/",
+        " AND region =~ /^$/",
+        " AND region !~ /^$/",
+        " AND host =~ /h[0-2]/",
+        " AND (host =~ /^h1$/ OR region = 'r0')",
+        " AND host =~ /(?i)^H3$/ AND region != 'r0'",
+        " AND (\"host\" =~ /^(h0|h2|h4)$/)",
     ]);
     q.push_str(tag);
     let window = rng.below(4) != 0;
@@ -272,6 +283,20 @@ fn hot_answers_equal_the_engines_value_by_value() {
             "SELECT last(f) FROM m WHERE {} GROUP BY time(5m), host ORDER BY time DESC LIMIT 3 SLIMIT 2",
             range(0, SPAN)
         ),
+        // Grafana's panels: a template variable expanded into a regex.
+        format!(
+            "SELECT mean(\"f\") AS \"user\", mean(\"i\") AS \"int\" FROM \"m\" WHERE (\"host\" =~ /^(h1|h2)$/) AND time >= {}ms and time <= {}ms GROUP BY time(30s), \"host\" fill(null)",
+            (T0 + 3600 * S) / 1_000_000,
+            (T0 + 7200 * S) / 1_000_000
+        ),
+        format!(
+            "SELECT last(\"i\") FROM \"m\" WHERE (\"host\" =~ /^h3$/) AND {} GROUP BY \"host\"",
+            range(0, SPAN)
+        ),
+        format!(
+            "SELECT max(f) FROM m WHERE host =~ /h[12]/ AND {}",
+            range(0, SPAN)
+        ),
     ];
     for q in &fixed {
         same(&hot, &engine, "d", q, true);
@@ -281,8 +306,13 @@ fn hot_answers_equal_the_engines_value_by_value() {
         format!("SELECT f FROM m WHERE {}", range(0, 600 * S)),
         format!("SELECT max(f) FROM m WHERE f > 0 AND {}", range(0, SPAN)),
         format!("SELECT stddev(f) FROM m WHERE {}", range(0, SPAN)),
+        // Regexes the two dialects might read differently (`pattern.rs`).
         format!(
-            "SELECT max(f) FROM m WHERE host =~ /h[12]/ AND {}",
+            "SELECT max(f) FROM m WHERE host =~ /h\\d/ AND {}",
+            range(0, SPAN)
+        ),
+        format!(
+            "SELECT max(f) FROM m WHERE host =~ /[[h]]1/ AND {}",
             range(0, SPAN)
         ),
         format!(
@@ -292,6 +322,7 @@ fn hot_answers_equal_the_engines_value_by_value() {
     ] {
         same(&hot, &engine, "d", &q, false);
     }
+    regexes_match_as_the_engines(&hot, &engine);
     // The seeded property test: random functions, windows, conditions, fills.
     let mut rng = Rng(0x005e_ed44);
     for _ in 0..300 {
@@ -356,6 +387,70 @@ fn hot_answers_equal_the_engines_value_by_value() {
         metrics.contains("chingest_influxql_reads_total{path=\"hot\"}"),
         "{metrics}"
     );
+}
+
+/// Tag regexes on values with regex metacharacters, case, a two-byte character
+/// and a missing tag: the hot store matches what the engine's `match()` does.
+fn regexes_match_as_the_engines(hot: &Server, engine: &Server) {
+    let hosts = [
+        "host=a.b",
+        "host=axb",
+        "host=a|b",
+        "host=web.2/a",
+        "host=x(1)",
+        "host=Caps",
+        "host=hé",
+        "host=k",
+        "host=a\\ b",
+        "other=1",
+    ];
+    let lines: Vec<String> = hosts
+        .iter()
+        .enumerate()
+        .map(|(k, tags)| format!("g,{tags} f={k} {}", T0 + k as i64 * S))
+        .collect();
+    for s in [hot, engine] {
+        write(s, "d", &lines.join("\n"));
+    }
+    let covered = [
+        r"^(a\.b|a\|b)$",
+        r"^(web\.2\/a|x\(1\))$",
+        r"^a.b$",
+        "^$",
+        ".*",
+        "",
+        "(?i)^caps$",
+        "^caps$",
+        "^h.$",
+        "^h..$",
+        "b",
+        "^[a-c]",
+        r"a\.b|^k$",
+        r"^(a\.b|)$",
+        "[[:upper:]]",
+        r"^\x6b$",
+        "^(?:k|Caps)$",
+    ];
+    let q = |op: &str, re: &str| {
+        format!(
+            "SELECT count(f) FROM g WHERE host {op} /{re}/ AND {} GROUP BY host",
+            range(0, SPAN)
+        )
+    };
+    for re in covered {
+        same(hot, engine, "d", &q("=~", re), true);
+        same(hot, engine, "d", &q("!~", re), true);
+    }
+    // A value set that must find the escaped values, not a regex's reading of them.
+    let (_, v, _) = ask(hot, "d", &q("=~", r"^(a\.b|a\|b|web\.2\/a|x\(1\))$"));
+    assert_eq!(
+        v["results"][0]["series"].as_array().map(Vec::len),
+        Some(4),
+        "{v}"
+    );
+    for re in [r"\w", r"^h\S$", r"[[a]]"] {
+        same(hot, engine, "d", &q("=~", re), false);
+    }
 }
 
 /// A gauge or counter's value in `/metrics`.

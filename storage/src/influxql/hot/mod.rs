@@ -9,7 +9,9 @@
 //! Covered: `count`, `sum`, `mean`, `min`, `max`, `first`, `last`, `spread` of
 //! float and integer fields as written (no cast, no wildcard), with or without
 //! `GROUP BY time(interval[, offset])` (any `fill`, `tz()`), `GROUP BY` tags,
-//! `WHERE` time and tag `=`/`!=` string comparisons joined by `AND`/`OR`. The
+//! `WHERE` time and tag conditions joined by `AND`/`OR`: `=`/`!=` a string,
+//! `=~`/`!~` a regex as the engine's `match()` reads it (`cond.rs`,
+//! `pattern.rs`: Grafana's `/^(a|b)$/` a set of values). The
 //! engine answers everything else, and any statement whose conditions leave more
 //! than `[hot] max_series` series, whose range starts before what the store holds
 //! completely, of a database with a retention, or of a caller that may not read
@@ -18,11 +20,10 @@
 use std::collections::BTreeMap;
 
 use engine::{ReadScope, SqlAccess};
-use influxql::ast::{BinaryOp, Expr, Literal, SelectStatement};
+use influxql::ast::{Expr, SelectStatement};
 use ingest::{FieldType, MeasurementSchema};
 
 use super::error::InfluxqlError;
-use super::expr::strip_parens;
 use super::field_call::{field_call, Func};
 use super::fill::window_start_in;
 use super::plan::Plan;
@@ -30,6 +31,11 @@ use super::rows::Row;
 use super::series::Value;
 use crate::hot::table::{Column, Series, Values};
 use crate::Storage;
+
+mod cond;
+mod pattern;
+
+use cond::Cond;
 
 /// How long a read waits for the coordinator to receive every acknowledged write.
 const RECEIVE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -61,64 +67,6 @@ fn specs(stmt: &SelectStatement, schema: &MeasurementSchema) -> Option<Vec<Spec>
             })
         })
         .collect()
-}
-
-/// A tag condition the evaluator can test on a series' tags.
-enum Cond {
-    Eq(String, String, bool),
-    And(Box<Cond>, Box<Cond>),
-    Or(Box<Cond>, Box<Cond>),
-}
-
-impl Cond {
-    fn of(e: &Expr, schema: &MeasurementSchema) -> Option<Cond> {
-        match strip_parens(e) {
-            Expr::Binary { op, lhs, rhs } => match op {
-                BinaryOp::And => Some(Cond::And(
-                    Box::new(Cond::of(lhs, schema)?),
-                    Box::new(Cond::of(rhs, schema)?),
-                )),
-                BinaryOp::Or => Some(Cond::Or(
-                    Box::new(Cond::of(lhs, schema)?),
-                    Box::new(Cond::of(rhs, schema)?),
-                )),
-                BinaryOp::Eq | BinaryOp::NotEq => {
-                    let tag = |e: &Expr| match strip_parens(e) {
-                        Expr::VarRef { name, data_type }
-                            if schema.tag_keys.contains(name)
-                                && !schema.fields.iter().any(|(f, _)| f == name)
-                                && matches!(
-                                    data_type,
-                                    None | Some(influxql::ast::DataType::Tag)
-                                ) =>
-                        {
-                            Some(name.clone())
-                        }
-                        _ => None,
-                    };
-                    let text = |e: &Expr| match strip_parens(e) {
-                        Expr::Literal(Literal::String(s)) => Some(s.clone()),
-                        _ => None,
-                    };
-                    let (t, v) = match (tag(lhs), text(rhs)) {
-                        (Some(t), Some(v)) => (t, v),
-                        _ => (tag(rhs)?, text(lhs)?),
-                    };
-                    Some(Cond::Eq(t, v, *op == BinaryOp::Eq))
-                }
-                _ => None,
-            },
-            _ => None,
-        }
-    }
-
-    fn holds(&self, s: &Series) -> bool {
-        match self {
-            Cond::Eq(t, v, eq) => (s.tag(t) == v) == *eq,
-            Cond::And(a, b) => a.holds(s) && b.holds(s),
-            Cond::Or(a, b) => a.holds(s) || b.holds(s),
-        }
-    }
 }
 
 /// One column's aggregate of one group and bucket.
