@@ -1,21 +1,23 @@
-//! Aggregates of a few series answered from the hot store (`crate::hot`, issue
-//! #44) instead of an engine statement (3–4 ms of planning however small).
+//! Statements over a few series answered from the hot store (`crate::hot`,
+//! issue #44) instead of an engine statement (3–4 ms of planning however small).
 //!
 //! It produces the rows the engine's statement would (`sql.rs`'s `aggregate`:
 //! one per group tag set and bucket, ordered by group then time, a bucket only
-//! where a point has one of the aggregated fields), so fill, `ORDER BY time
-//! DESC`, `LIMIT`/`OFFSET` and `SLIMIT` stay `exec.rs`'s, as for the engine's rows.
+//! where a point has one of the aggregated fields; `sql.rs`'s `raw`: `raw.rs`),
+//! so fill, `ORDER BY time DESC`, `LIMIT`/`OFFSET` and `SLIMIT` stay
+//! `exec.rs`'s, as for the engine's rows.
 //!
 //! Covered: `count`, `sum`, `mean`, `min`, `max`, `first`, `last`, `spread` of
 //! float and integer fields as written (no cast, no wildcard), with or without
-//! `GROUP BY time(interval[, offset])` (any `fill`, `tz()`), `GROUP BY` tags,
-//! `WHERE` time and tag conditions joined by `AND`/`OR`: `=`/`!=` a string,
-//! `=~`/`!~` a regex as the engine's `match()` reads it (`cond.rs`,
-//! `pattern.rs`: Grafana's `/^(a|b)$/` a set of values). The
-//! engine answers everything else, and any statement whose conditions leave more
-//! than `[hot] max_series` series, whose range starts before what the store holds
-//! completely, of a database with a retention, or of a caller that may not read
-//! the database.
+//! `GROUP BY time(interval[, offset])` (any `fill`, `tz()`), `GROUP BY` tags;
+//! raw fields and tags (`*` included: time, then fields and tags by name);
+//! `WHERE` time and conditions joined by `AND`/`OR` (`cond.rs`): a tag `=`/`!=`
+//! a string or `=~`/`!~` a regex as the engine's `match()` reads it
+//! (`pattern.rs`: Grafana's `/^(a|b)$/` a set of values), a field compared
+//! with a literal. The engine answers everything else, and any statement whose
+//! conditions leave more than `[hot] max_series` series, whose range starts
+//! before what the store holds completely, of a database with a retention, or
+//! of a caller that may not read the database.
 
 use std::collections::BTreeMap;
 
@@ -26,7 +28,7 @@ use ingest::{FieldType, MeasurementSchema};
 use super::error::InfluxqlError;
 use super::field_call::{field_call, Func};
 use super::fill::window_start_in;
-use super::plan::Plan;
+use super::plan::{Aggregate, Plan};
 use super::rows::Row;
 use super::series::Value;
 use crate::hot::table::{Column, Series, Values};
@@ -34,6 +36,7 @@ use crate::Storage;
 
 mod cond;
 mod pattern;
+mod raw;
 
 use cond::Cond;
 
@@ -214,7 +217,6 @@ impl Storage {
         if !self.hot.enabled()
             || self.cluster.is_some()
             || plan.source.is_some()
-            || !plan.outer_where.is_empty()
             || plan.transforms()
             || plan
                 .columns
@@ -225,24 +227,36 @@ impl Storage {
         {
             return Ok(None);
         }
-        let Some(agg) = &plan.aggregate else {
-            return Ok(None);
-        };
-        let Some(specs) = specs(stmt, schema) else {
-            return Ok(None);
-        };
-        if specs.len() != plan.columns.len() || specs.is_empty() {
-            return Ok(None);
-        }
-        let lone = match &agg.point_time {
-            None => false,
-            Some(_) => match specs.as_slice() {
-                [s] if matches!(s.func, Func::Min | Func::Max | Func::First | Func::Last) => true,
-                _ => return Ok(None),
+        let shape = match &plan.aggregate {
+            Some(agg) => {
+                let Some(specs) = specs(stmt, schema) else {
+                    return Ok(None);
+                };
+                if specs.len() != plan.columns.len() || specs.is_empty() {
+                    return Ok(None);
+                }
+                let lone = match &agg.point_time {
+                    None => false,
+                    Some(_) => match specs.as_slice() {
+                        [s] if matches!(
+                            s.func,
+                            Func::Min | Func::Max | Func::First | Func::Last
+                        ) =>
+                        {
+                            true
+                        }
+                        _ => return Ok(None),
+                    },
+                };
+                Shape::Aggregate { agg, specs, lone }
+            }
+            None => match raw::Shown::of(plan, schema) {
+                Some(shown) => Shape::Raw(shown),
+                None => return Ok(None),
             },
         };
         let conds: Option<Vec<Cond>> = rest.iter().map(|e| Cond::of(e, schema)).collect();
-        let Some(conds) = conds else {
+        let Some(mut conds) = conds else {
             return Ok(None);
         };
         // Every acknowledged write is in the store once the coordinator received it.
@@ -262,109 +276,176 @@ impl Storage {
         if min < table.complete_from {
             return Ok(None);
         }
-        let mut chosen: Vec<(&u64, &Series)> = table
-            .series
-            .iter()
-            .filter(|(_, s)| conds.iter().all(|c| c.holds(s)))
-            .collect();
-        if chosen.len() > max_series {
-            return Ok(None);
+        for c in &mut conds {
+            c.bind(&table.fields);
+        }
+        let mut series: Vec<(u64, &Series, bool)> = Vec::new();
+        'series: for (id, s) in table.series.iter() {
+            let mut every_point = true;
+            for c in &conds {
+                match c.on_series(s) {
+                    Some(false) => continue 'series,
+                    Some(true) => {}
+                    None => every_point = false,
+                }
+            }
+            series.push((*id, s, every_point));
+            if series.len() > max_series {
+                return Ok(None);
+            }
         }
         // Series in one order every time (first/last ties are broken by value, `Acc`).
-        chosen.sort_unstable_by_key(|(id, _)| **id);
-        let index: Vec<Option<usize>> = specs
-            .iter()
-            .map(|s| {
-                s.kind?;
-                table.fields.iter().position(|f| *f == s.field)
-            })
-            .collect();
-        let window = agg.window;
-        let zone = agg.zone.as_ref();
-        let fixed = plan.range.min.unwrap_or(0);
-        type Buckets = BTreeMap<i64, (Vec<Acc>, Picked)>;
-        let mut groups: BTreeMap<Vec<String>, Buckets> = BTreeMap::new();
-        for (_, s) in chosen {
-            let span = s.span(min, max);
-            if span.is_empty() {
-                continue;
+        series.sort_unstable_by_key(|c| c.0);
+        let chosen = Chosen {
+            series,
+            conds: &conds,
+            min,
+            max,
+        };
+        let rows = match shape {
+            Shape::Aggregate { agg, specs, lone } => {
+                aggregate_rows(plan, agg, &specs, lone, &table.fields, &chosen)
             }
-            let cols: Vec<Option<&Column>> = index
-                .iter()
-                .map(|i| i.and_then(|i| s.columns.get(i)).and_then(Option::as_ref))
-                .collect();
-            if cols.iter().all(Option::is_none) {
-                continue;
-            }
-            let key: Vec<String> = plan
-                .group_tags
-                .iter()
-                .map(|t| s.tag(t).to_string())
-                .collect();
-            let buckets = groups.entry(key).or_default();
-            for i in span {
-                if !cols.iter().flatten().any(|c| c.valid[i]) {
-                    // No aggregated field at this point: no bucket from it.
-                    continue;
-                }
-                let t = s.times[i];
-                let b = match window {
-                    Some(w) => window_start_in(t, w.interval, w.offset, zone),
-                    None => fixed,
-                };
-                let (accs, picked) = buckets.entry(b).or_insert_with(|| {
-                    (
-                        vec![Acc::EMPTY; specs.len()],
-                        Picked {
-                            time: 0,
-                            value: 0.0,
-                            ivalue: 0,
-                            any: false,
-                        },
-                    )
-                });
-                for ((spec, col), acc) in specs.iter().zip(&cols).zip(accs.iter_mut()) {
-                    let Some(c) = col else { continue };
-                    if !c.valid[i] {
-                        continue;
-                    }
-                    match &c.values {
-                        Values::Float(v) => acc.add_float(spec.func, t, v[i]),
-                        Values::Integer(v) => acc.add_int(spec.func, t, v[i]),
-                        _ => return Ok(None),
-                    }
-                }
-                if lone {
-                    pick(picked, specs[0].func, &cols[0], i, t);
-                }
-            }
-        }
+            Shape::Raw(shown) => Some(raw::rows(plan, &shown, &table.fields, &chosen)),
+        };
         drop(tables);
-        let mut rows = Vec::new();
-        for (group, buckets) in groups {
-            for (time, (accs, picked)) in buckets {
-                let values: Vec<Value> = accs.iter().zip(&specs).map(|(a, s)| a.value(s)).collect();
-                let time = if lone {
-                    if !picked.any {
-                        continue;
-                    }
-                    picked.time
-                } else {
-                    time
-                };
-                rows.push(Row {
-                    time: Some(time),
-                    group: group.clone(),
-                    values,
-                });
-            }
-        }
+        let Some(rows) = rows else {
+            return Ok(None);
+        };
         if rows.len() as u64 > self.row_limit() {
             // The engine's answer would be refused by its row limit: let it say so.
             return Ok(None);
         }
         Ok(Some(rows))
     }
+}
+
+/// What a statement computes from its points.
+enum Shape<'p> {
+    Aggregate {
+        agg: &'p Aggregate,
+        specs: Vec<Spec>,
+        lone: bool,
+    },
+    Raw(raw::Shown),
+}
+
+/// The series a statement reads (id, series, whether every point passes
+/// the conditions), in id order, and the time range (inclusive).
+struct Chosen<'t> {
+    series: Vec<(u64, &'t Series, bool)>,
+    conds: &'t [Cond],
+    min: i64,
+    max: i64,
+}
+
+impl Chosen<'_> {
+    /// Whether point `i` of `s` passes the field conditions.
+    fn passes(&self, s: &Series, every_point: bool, i: usize) -> bool {
+        every_point || self.conds.iter().all(|c| c.on_point(s, i))
+    }
+}
+
+/// The aggregate's rows (`None`: a column the evaluator cannot read).
+fn aggregate_rows(
+    plan: &Plan,
+    agg: &Aggregate,
+    specs: &[Spec],
+    lone: bool,
+    fields: &[String],
+    chosen: &Chosen<'_>,
+) -> Option<Vec<Row>> {
+    let (min, max) = (chosen.min, chosen.max);
+    let index: Vec<Option<usize>> = specs
+        .iter()
+        .map(|s| {
+            s.kind?;
+            fields.iter().position(|f| *f == s.field)
+        })
+        .collect();
+    let window = agg.window;
+    let zone = agg.zone.as_ref();
+    let fixed = plan.range.min.unwrap_or(0);
+    type Buckets = BTreeMap<i64, (Vec<Acc>, Picked)>;
+    let mut groups: BTreeMap<Vec<String>, Buckets> = BTreeMap::new();
+    for &(_, s, every_point) in &chosen.series {
+        let span = s.span(min, max);
+        if span.is_empty() {
+            continue;
+        }
+        let cols: Vec<Option<&Column>> = index
+            .iter()
+            .map(|i| i.and_then(|i| s.columns.get(i)).and_then(Option::as_ref))
+            .collect();
+        if cols.iter().all(Option::is_none) {
+            continue;
+        }
+        let key: Vec<String> = plan
+            .group_tags
+            .iter()
+            .map(|t| s.tag(t).to_string())
+            .collect();
+        let buckets = groups.entry(key).or_default();
+        for i in span {
+            if !chosen.passes(s, every_point, i) {
+                continue;
+            }
+            if !cols.iter().flatten().any(|c| c.valid[i]) {
+                // No aggregated field at this point: no bucket from it.
+                continue;
+            }
+            let t = s.times[i];
+            let b = match window {
+                Some(w) => window_start_in(t, w.interval, w.offset, zone),
+                None => fixed,
+            };
+            let (accs, picked) = buckets.entry(b).or_insert_with(|| {
+                (
+                    vec![Acc::EMPTY; specs.len()],
+                    Picked {
+                        time: 0,
+                        value: 0.0,
+                        ivalue: 0,
+                        any: false,
+                    },
+                )
+            });
+            for ((spec, col), acc) in specs.iter().zip(&cols).zip(accs.iter_mut()) {
+                let Some(c) = col else { continue };
+                if !c.valid[i] {
+                    continue;
+                }
+                match &c.values {
+                    Values::Float(v) => acc.add_float(spec.func, t, v[i]),
+                    Values::Integer(v) => acc.add_int(spec.func, t, v[i]),
+                    _ => return None,
+                }
+            }
+            if lone {
+                pick(picked, specs[0].func, &cols[0], i, t);
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (group, buckets) in groups {
+        for (time, (accs, picked)) in buckets {
+            let values: Vec<Value> = accs.iter().zip(specs).map(|(a, s)| a.value(s)).collect();
+            let time = if lone {
+                if !picked.any {
+                    continue;
+                }
+                picked.time
+            } else {
+                time
+            };
+            rows.push(Row {
+                time: Some(time),
+                group: group.clone(),
+                values,
+            });
+        }
+    }
+    Some(rows)
 }
 
 /// Moves `p` to point `i` (time `t`) of `col` when `func` picks it over `p`.
