@@ -206,11 +206,31 @@ fn raw_statement(rng: &mut Rng) -> String {
 /// One random statement the hot store covers.
 fn statement(rng: &mut Rng) -> String {
     let funcs = [
-        "count", "sum", "mean", "min", "max", "first", "last", "spread",
+        "count",
+        "sum",
+        "mean",
+        "min",
+        "max",
+        "first",
+        "last",
+        "spread",
+        "stddev",
+        "median",
+        "percentile:50",
+        "percentile:90",
+        "percentile:33.3",
+        "percentile:100",
     ];
     let n = 1 + rng.below(3);
     let cols: Vec<String> = (0..n)
-        .map(|_| format!("{}({})", rng.pick(&funcs), rng.pick(&["f", "i"])))
+        .map(|_| {
+            let field = rng.pick(&["f", "i"]);
+            let func = rng.pick(&funcs);
+            match func.split_once(':') {
+                Some((func, p)) => format!("{func}({field}, {p})"),
+                None => format!("{func}({field})"),
+            }
+        })
         .collect();
     let a = rng.below(SPAN as u64 / S as u64 + 1200) as i64 * S - 600 * S;
     let b = a + (1 + rng.below(3 * 3600)) as i64 * S;
@@ -362,6 +382,29 @@ fn hot_answers_equal_the_engines_value_by_value() {
             "SELECT max(f) FROM m WHERE host =~ /h[12]/ AND {}",
             range(0, SPAN)
         ),
+        // stddev, median, percentile (a lone percentile shows its point's time).
+        format!(
+            "SELECT stddev(f), median(f), median(i), stddev(i) FROM m WHERE {} GROUP BY time(10m), host",
+            range(0, SPAN)
+        ),
+        format!("SELECT percentile(f, 90) FROM m WHERE {}", range(0, SPAN)),
+        format!(
+            "SELECT percentile(i, 5) FROM m WHERE {} GROUP BY host",
+            range(0, SPAN)
+        ),
+        format!(
+            "SELECT percentile(f, 50), percentile(i, 99.9) FROM m WHERE {} GROUP BY time(1h)",
+            range(0, SPAN)
+        ),
+        format!(
+            "SELECT percentile(f, 0), percentile(i, 1), max(f) FROM m WHERE {} GROUP BY time(1h)",
+            range(0, SPAN)
+        ),
+        // A bucket of one point: stddev null, the median the point.
+        format!(
+            "SELECT stddev(f), median(f), count(f) FROM m WHERE host = 'h0' AND {} GROUP BY time(10s)",
+            range(0, 120 * S)
+        ),
     ];
     for q in &fixed {
         same(&hot, &engine, "d", q, true);
@@ -375,7 +418,9 @@ fn hot_answers_equal_the_engines_value_by_value() {
             "SELECT max(f) FROM m WHERE f + 1 > 0 AND {}",
             range(0, SPAN)
         ),
-        format!("SELECT stddev(f) FROM m WHERE {}", range(0, SPAN)),
+        format!("SELECT mode(f) FROM m WHERE {}", range(0, SPAN)),
+        // A lone percentile without a point (rank 0): no time to show.
+        format!("SELECT percentile(f, 0) FROM m WHERE {}", range(0, SPAN)),
         // Regexes the two dialects might read differently (`pattern.rs`).
         format!(
             "SELECT max(f) FROM m WHERE host =~ /h\\d/ AND {}",

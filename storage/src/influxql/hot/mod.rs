@@ -7,8 +7,9 @@
 //! so fill, `ORDER BY time DESC`, `LIMIT`/`OFFSET` and `SLIMIT` stay
 //! `exec.rs`'s, as for the engine's rows.
 //!
-//! Covered: `count`, `sum`, `mean`, `min`, `max`, `first`, `last`, `spread` of
-//! float and integer fields as written (no cast, no wildcard), with or without
+//! Covered: `count`, `sum`, `mean`, `min`, `max`, `first`, `last`, `spread`,
+//! `stddev`, `median`, `percentile` (`acc.rs`) of float and integer fields as
+//! written (no cast, no wildcard), with or without
 //! `GROUP BY time(interval[, offset])` (any `fill`, `tz()`), `GROUP BY` tags;
 //! raw fields and tags (`*` included: time, then fields and tags by name);
 //! `WHERE` time and conditions joined by `AND`/`OR` (`cond.rs`): a tag `=`/`!=`
@@ -23,10 +24,9 @@ use std::collections::BTreeMap;
 
 use engine::{ReadScope, SqlAccess};
 use influxql::ast::{Expr, SelectStatement};
-use ingest::{FieldType, MeasurementSchema};
+use ingest::MeasurementSchema;
 
 use super::error::InfluxqlError;
-use super::field_call::{field_call, Func};
 use super::fill::window_start_in;
 use super::plan::{Aggregate, Plan};
 use super::rows::Row;
@@ -34,167 +34,16 @@ use super::series::Value;
 use crate::hot::table::{Column, Series, Values};
 use crate::Storage;
 
+mod acc;
 mod cond;
 mod pattern;
 mod raw;
 
+use acc::{pick, specs, Acc, Agg, Picked, Spec};
 use cond::Cond;
 
 /// How long a read waits for the coordinator to receive every acknowledged write.
 const RECEIVE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// One output column: a function of one field (`None`: a name the measurement
-/// does not have, null as in the engine's answer).
-struct Spec {
-    func: Func,
-    field: String,
-    kind: Option<FieldType>,
-}
-
-/// The columns of `stmt` when each is a covered function of one float or
-/// integer field of `schema`, as written.
-fn specs(stmt: &SelectStatement, schema: &MeasurementSchema) -> Option<Vec<Spec>> {
-    stmt.fields
-        .iter()
-        .map(|f| {
-            let (func, field) = field_call(&f.expr, schema)?;
-            let kind = schema
-                .fields
-                .iter()
-                .find(|(n, _)| n == field)
-                .map(|(_, t)| *t);
-            matches!(kind, None | Some(FieldType::Float | FieldType::Integer)).then(|| Spec {
-                func,
-                field: field.clone(),
-                kind,
-            })
-        })
-        .collect()
-}
-
-/// One column's aggregate of one group and bucket.
-#[derive(Clone, Copy)]
-struct Acc {
-    n: u64,
-    float: f64,
-    int: i64,
-    /// Integer sums for `mean`, exact.
-    wide: i128,
-    min: f64,
-    max: f64,
-    imin: i64,
-    imax: i64,
-    /// (time, value) of `first`/`last`.
-    at: i64,
-    pick: f64,
-    ipick: i64,
-}
-
-impl Acc {
-    const EMPTY: Acc = Acc {
-        n: 0,
-        float: 0.0,
-        int: 0,
-        wide: 0,
-        min: f64::INFINITY,
-        max: f64::NEG_INFINITY,
-        imin: i64::MAX,
-        imax: i64::MIN,
-        at: 0,
-        pick: 0.0,
-        ipick: 0,
-    };
-
-    fn add_float(&mut self, func: Func, t: i64, v: f64) {
-        self.n += 1;
-        match func {
-            Func::Count => {}
-            Func::Sum | Func::Mean => self.float += v,
-            Func::Min | Func::Max | Func::Spread => {
-                if v < self.min {
-                    self.min = v;
-                }
-                if v > self.max {
-                    self.max = v;
-                }
-            }
-            // Points of several series at the picked time: the larger value (`agg.rs`).
-            Func::First => {
-                if self.n == 1 || t < self.at || (t == self.at && v > self.pick) {
-                    (self.at, self.pick) = (t, v);
-                }
-            }
-            Func::Last => {
-                if self.n == 1 || t > self.at || (t == self.at && v > self.pick) {
-                    (self.at, self.pick) = (t, v);
-                }
-            }
-        }
-    }
-
-    fn add_int(&mut self, func: Func, t: i64, v: i64) {
-        self.n += 1;
-        match func {
-            Func::Count => {}
-            Func::Sum => self.int = self.int.wrapping_add(v),
-            Func::Mean => self.wide += i128::from(v),
-            Func::Min | Func::Max | Func::Spread => {
-                self.imin = self.imin.min(v);
-                self.imax = self.imax.max(v);
-            }
-            Func::First => {
-                if self.n == 1 || t < self.at || (t == self.at && v > self.ipick) {
-                    (self.at, self.ipick) = (t, v);
-                }
-            }
-            Func::Last => {
-                if self.n == 1 || t > self.at || (t == self.at && v > self.ipick) {
-                    (self.at, self.ipick) = (t, v);
-                }
-            }
-        }
-    }
-
-    fn value(&self, spec: &Spec) -> Value {
-        if self.n == 0 || spec.kind.is_none() {
-            return Value::Null;
-        }
-        let float = spec.kind == Some(FieldType::Float);
-        let f = |x: f64| {
-            if x.is_finite() {
-                Value::Float(x)
-            } else {
-                Value::Null
-            }
-        };
-        match (spec.func, float) {
-            (Func::Count, _) => Value::Integer(i64::try_from(self.n).unwrap_or(i64::MAX)),
-            (Func::Sum, true) => f(self.float),
-            (Func::Sum, false) => Value::Integer(self.int),
-            (Func::Mean, true) => f(self.float / self.n as f64),
-            (Func::Mean, false) => f(self.wide as f64 / self.n as f64),
-            (Func::Min, true) => f(self.min),
-            (Func::Min, false) => Value::Integer(self.imin),
-            (Func::Max, true) => f(self.max),
-            (Func::Max, false) => Value::Integer(self.imax),
-            (Func::Spread, true) => f(self.max - self.min),
-            (Func::Spread, false) => Value::Integer(self.imax.wrapping_sub(self.imin)),
-            (Func::First | Func::Last, true) => f(self.pick),
-            (Func::First | Func::Last, false) => Value::Integer(self.ipick),
-        }
-    }
-}
-
-/// A lone selector without a window shows its picked point's time: the
-/// earliest point of the extreme value (`min`, `max`), the earliest or latest
-/// point (`first`, `last`).
-#[derive(Clone, Copy)]
-struct Picked {
-    time: i64,
-    value: f64,
-    ivalue: i64,
-    any: bool,
-}
 
 fn may_read(access: &SqlAccess, db: &str) -> bool {
     match access {
@@ -238,13 +87,7 @@ impl Storage {
                 let lone = match &agg.point_time {
                     None => false,
                     Some(_) => match specs.as_slice() {
-                        [s] if matches!(
-                            s.func,
-                            Func::Min | Func::Max | Func::First | Func::Last
-                        ) =>
-                        {
-                            true
-                        }
+                        [s] if s.agg.selects() => true,
                         _ => return Ok(None),
                     },
                 };
@@ -416,28 +259,35 @@ fn aggregate_rows(
                     continue;
                 }
                 match &c.values {
-                    Values::Float(v) => acc.add_float(spec.func, t, v[i]),
-                    Values::Integer(v) => acc.add_int(spec.func, t, v[i]),
+                    Values::Float(v) => acc.add_float(spec.agg, t, v[i]),
+                    Values::Integer(v) => acc.add_int(spec.agg, t, v[i]),
                     _ => return None,
                 }
             }
-            if lone {
-                pick(picked, specs[0].func, &cols[0], i, t);
+            if let (true, Agg::Part(func)) = (lone, specs[0].agg) {
+                pick(picked, func, &cols[0], i, t);
             }
         }
     }
     let mut rows = Vec::new();
     for (group, buckets) in groups {
-        for (time, (accs, picked)) in buckets {
-            let values: Vec<Value> = accs.iter().zip(specs).map(|(a, s)| a.value(s)).collect();
-            let time = if lone {
-                if !picked.any {
-                    continue;
+        for (time, (mut accs, picked)) in buckets {
+            let time = match (lone, specs[0].agg) {
+                (false, _) => time,
+                // The nearest rank's point; none (a null time in the engine's
+                // row): let the engine answer.
+                (true, Agg::Percentile(p)) => {
+                    let k = accs[0].rank(p)?;
+                    accs[0].time_at(k)
                 }
-                picked.time
-            } else {
-                time
+                (true, _) if !picked.any => continue,
+                (true, _) => picked.time,
             };
+            let values: Vec<Value> = accs
+                .iter_mut()
+                .zip(specs)
+                .map(|(a, s)| a.value(s))
+                .collect();
             rows.push(Row {
                 time: Some(time),
                 group: group.clone(),
@@ -446,38 +296,4 @@ fn aggregate_rows(
         }
     }
     Some(rows)
-}
-
-/// Moves `p` to point `i` (time `t`) of `col` when `func` picks it over `p`.
-fn pick(p: &mut Picked, func: Func, col: &Option<&Column>, i: usize, t: i64) {
-    let Some(c) = col else { return };
-    if !c.valid[i] {
-        return;
-    }
-    let (v, iv) = match &c.values {
-        Values::Float(v) => (v[i], 0),
-        Values::Integer(v) => (v[i] as f64, v[i]),
-        _ => return,
-    };
-    let int = matches!(c.values, Values::Integer(_));
-    let better = !p.any
-        || match func {
-            Func::First if int => t < p.time || (t == p.time && iv > p.ivalue),
-            Func::Last if int => t > p.time || (t == p.time && iv > p.ivalue),
-            Func::First => t < p.time || (t == p.time && v > p.value),
-            Func::Last => t > p.time || (t == p.time && v > p.value),
-            Func::Max if int => iv > p.ivalue || (iv == p.ivalue && t < p.time),
-            Func::Min if int => iv < p.ivalue || (iv == p.ivalue && t < p.time),
-            Func::Max => v > p.value || (v == p.value && t < p.time),
-            Func::Min => v < p.value || (v == p.value && t < p.time),
-            _ => false,
-        };
-    if better {
-        *p = Picked {
-            time: t,
-            value: v,
-            ivalue: iv,
-            any: true,
-        };
-    }
 }
