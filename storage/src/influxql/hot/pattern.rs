@@ -9,7 +9,9 @@
 //! `\<` is a word boundary here and a literal there, `a{1001}` compiles here and
 //! is refused there. So a pattern is taken only when each of its nodes is one
 //! the two dialects certainly read alike (`same_in_re2`); anything else goes to
-//! the engine, which judges it itself.
+//! the engine, which judges it itself. `\d`, `\s`, `\w` (and `\D`, `\S`, `\W`
+//! outside brackets) are rewritten as RE2's ASCII classes (`[0-9]`,
+//! `[\t\n\x0C\r ]`, `[0-9A-Za-z_]`), except under `(?i)`.
 //!
 //! Grafana's expansion of a template variable, `^(a|b\.c)$` (`^a$` for one
 //! value; it escapes `\^$*+?.()|[]{}/`), is an exact set of values: a lookup.
@@ -17,9 +19,9 @@
 use std::collections::HashSet;
 
 use regex_syntax::ast::{
-    parse::ParserBuilder, AssertionKind, Ast, ClassSet, ClassSetItem, Flag, Flags, FlagsItemKind,
-    GroupKind, HexLiteralKind, Literal, LiteralKind, RepetitionKind, RepetitionRange,
-    SpecialLiteralKind,
+    parse::ParserBuilder, AssertionKind, Ast, ClassPerl, ClassPerlKind, ClassSet, ClassSetItem,
+    Flag, Flags, FlagsItemKind, GroupKind, HexLiteralKind, Literal, LiteralKind, RepetitionKind,
+    RepetitionRange, SpecialLiteralKind,
 };
 
 /// RE2's largest repetition count (`kMaxRepeat`), also for nested counts.
@@ -39,13 +41,20 @@ impl TagMatch {
     /// might disagree (or it does not compile here): the engine answers then.
     pub(super) fn new(pattern: &str) -> Option<TagMatch> {
         let ast = ParserBuilder::new().build().parse(pattern).ok()?;
-        if !same_in_re2(&ast, pattern, 1) {
+        let mut walk = Walk::default();
+        if !same_in_re2(&ast, pattern, 1, &mut walk) || (walk.folds && !walk.ascii.is_empty()) {
             return None;
         }
         if let Some(values) = values(&ast) {
             return Some(TagMatch::Values(values));
         }
-        regex::RegexBuilder::new(pattern)
+        // Perl classes as RE2's ASCII ones, from the last so offsets hold.
+        let mut pattern = pattern.to_string();
+        walk.ascii.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
+        for (start, end, class) in walk.ascii {
+            pattern.replace_range(start..end, class);
+        }
+        regex::RegexBuilder::new(&pattern)
             .dot_matches_new_line(true)
             .build()
             .ok()
@@ -61,12 +70,40 @@ impl TagMatch {
     }
 }
 
-/// Whether every node of `ast` means the same to RE2 as to Rust's `regex`;
-/// `repeat` is the product of the counted repetitions around it.
-fn same_in_re2(ast: &Ast, pattern: &str, repeat: u64) -> bool {
+/// What a walk of a pattern found besides its verdict.
+#[derive(Default)]
+struct Walk {
+    /// Perl classes to rewrite: (start, end, ASCII class).
+    ascii: Vec<(usize, usize, &'static str)>,
+    /// A case-insensitive flag somewhere (`(?i)\w` may fold differently).
+    folds: bool,
+}
+
+/// RE2's ASCII `\d`, `\s`, `\w` (`\s` without `\v`): bracketed outside a
+/// class, bare inside one.
+fn ascii_class(perl: &ClassPerl, bracketed: bool) -> Option<&'static str> {
+    Some(match (&perl.kind, perl.negated, bracketed) {
+        (ClassPerlKind::Digit, false, false) => "[0-9]",
+        (ClassPerlKind::Digit, true, false) => "[^0-9]",
+        (ClassPerlKind::Space, false, false) => r"[\t\n\x0C\r ]",
+        (ClassPerlKind::Space, true, false) => r"[^\t\n\x0C\r ]",
+        (ClassPerlKind::Word, false, false) => "[0-9A-Za-z_]",
+        (ClassPerlKind::Word, true, false) => "[^0-9A-Za-z_]",
+        (ClassPerlKind::Digit, false, true) => "0-9",
+        (ClassPerlKind::Space, false, true) => r"\t\n\x0C\r ",
+        (ClassPerlKind::Word, false, true) => "0-9A-Za-z_",
+        // `[\D]` and friends: not worth a rewrite.
+        (_, true, true) => return None,
+    })
+}
+
+/// Whether every node of `ast` means the same to RE2 as to Rust's `regex`
+/// (Perl classes once rewritten: `walk`); `repeat` is the product of the
+/// counted repetitions around it.
+fn same_in_re2(ast: &Ast, pattern: &str, repeat: u64, walk: &mut Walk) -> bool {
     match ast {
         Ast::Empty(_) | Ast::Dot(_) => true,
-        Ast::Flags(f) => flags_alike(&f.flags),
+        Ast::Flags(f) => flags_alike(&f.flags, walk),
         Ast::Literal(l) => literal_alike(l),
         Ast::Assertion(a) => matches!(
             a.kind,
@@ -75,9 +112,18 @@ fn same_in_re2(ast: &Ast, pattern: &str, repeat: u64) -> bool {
                 | AssertionKind::StartText
                 | AssertionKind::EndText
         ),
-        // Unicode-aware here, ASCII (or another Unicode version) in RE2.
-        Ast::ClassUnicode(_) | Ast::ClassPerl(_) => false,
-        Ast::ClassBracketed(c) => class_alike(&c.kind),
+        // Another Unicode version in RE2.
+        Ast::ClassUnicode(_) => false,
+        // Unicode-aware here, ASCII in RE2: rewritten.
+        Ast::ClassPerl(perl) => match ascii_class(perl, false) {
+            Some(class) => {
+                walk.ascii
+                    .push((perl.span.start.offset, perl.span.end.offset, class));
+                true
+            }
+            None => false,
+        },
+        Ast::ClassBracketed(c) => class_alike(&c.kind, walk),
         Ast::Repetition(r) => {
             let repeat = match &r.op.kind {
                 RepetitionKind::ZeroOrOne
@@ -98,24 +144,28 @@ fn same_in_re2(ast: &Ast, pattern: &str, repeat: u64) -> bool {
                     repeat.saturating_mul(u64::from(most).max(1))
                 }
             };
-            repeat <= MAX_REPEAT && same_in_re2(&r.ast, pattern, repeat)
+            repeat <= MAX_REPEAT && same_in_re2(&r.ast, pattern, repeat, walk)
         }
         Ast::Group(g) => {
             let kind = match &g.kind {
                 GroupKind::CaptureIndex(_) => true,
-                GroupKind::NonCapturing(flags) => flags_alike(flags),
+                GroupKind::NonCapturing(flags) => flags_alike(flags, walk),
                 // RE2's group names are another syntax.
                 GroupKind::CaptureName { .. } => false,
             };
-            kind && same_in_re2(&g.ast, pattern, repeat)
+            kind && same_in_re2(&g.ast, pattern, repeat, walk)
         }
-        Ast::Alternation(a) => a.asts.iter().all(|a| same_in_re2(a, pattern, repeat)),
-        Ast::Concat(c) => c.asts.iter().all(|a| same_in_re2(a, pattern, repeat)),
+        Ast::Alternation(a) => a.asts.iter().all(|a| same_in_re2(a, pattern, repeat, walk)),
+        Ast::Concat(c) => c.asts.iter().all(|a| same_in_re2(a, pattern, repeat, walk)),
     }
 }
 
 /// RE2 knows `i`, `m`, `s` and `U`; `u`, `R` and `x` are Rust's.
-fn flags_alike(flags: &Flags) -> bool {
+fn flags_alike(flags: &Flags, walk: &mut Walk) -> bool {
+    walk.folds |= flags
+        .items
+        .iter()
+        .any(|item| item.kind == FlagsItemKind::Flag(Flag::CaseInsensitive));
     flags.items.iter().all(|item| match &item.kind {
         FlagsItemKind::Negation => true,
         FlagsItemKind::Flag(f) => matches!(
@@ -136,20 +186,28 @@ fn literal_alike(l: &Literal) -> bool {
     }
 }
 
-/// A bracketed class without nested classes, set operations, Perl or Unicode
-/// classes (`[[:alpha:]]` is ASCII in both).
-fn class_alike(set: &ClassSet) -> bool {
-    fn item(i: &ClassSetItem) -> bool {
+/// A bracketed class without nested classes, set operations or Unicode
+/// classes (`[[:alpha:]]` is ASCII in both; `[\d.]` rewritten).
+fn class_alike(set: &ClassSet, walk: &mut Walk) -> bool {
+    fn item(i: &ClassSetItem, walk: &mut Walk) -> bool {
         match i {
             ClassSetItem::Empty(_) | ClassSetItem::Ascii(_) => true,
             ClassSetItem::Literal(l) => literal_alike(l),
             ClassSetItem::Range(r) => literal_alike(&r.start) && literal_alike(&r.end),
-            ClassSetItem::Union(u) => u.items.iter().all(item),
-            ClassSetItem::Unicode(_) | ClassSetItem::Perl(_) | ClassSetItem::Bracketed(_) => false,
+            ClassSetItem::Union(u) => u.items.iter().all(|i| item(i, walk)),
+            ClassSetItem::Perl(perl) => match ascii_class(perl, true) {
+                Some(class) => {
+                    walk.ascii
+                        .push((perl.span.start.offset, perl.span.end.offset, class));
+                    true
+                }
+                None => false,
+            },
+            ClassSetItem::Unicode(_) | ClassSetItem::Bracketed(_) => false,
         }
     }
     match set {
-        ClassSet::Item(i) => item(i),
+        ClassSet::Item(i) => item(i, walk),
         ClassSet::BinaryOp(_) => false,
     }
 }
@@ -255,12 +313,28 @@ mod tests {
     }
 
     #[test]
+    fn perl_classes_are_re2s_ascii_ones() {
+        let m = |p: &str, v: &str| TagMatch::new(p).unwrap().is_match(v);
+        assert!(m(r"^h\d+$", "h42") && !m(r"^h\d+$", "h٣"));
+        assert!(m(r"^\D+$", "h٣") && !m(r"^\D+$", "h3"));
+        assert!(m(r"^\w+$", "web_2") && !m(r"^\w+$", "café"));
+        assert!(m(r"^\W$", "é") && !m(r"^\W$", "e"));
+        assert!(
+            m(r"^a\sb$", "a\tb") && !m(r"^a\sb$", "a\u{b}b"),
+            "RE2's \\s has no \\v"
+        );
+        assert!(!m(r"^a\sb$", "a\u{a0}b") && m(r"^a\Sb$", "a\u{a0}b"));
+        assert!(m(r"^[\d.]+$", "1.5") && !m(r"^[\d.]+$", "1,5"));
+        assert!(m(r"^[^\d]$", "x") && !m(r"^[^\d]$", "4"));
+        assert!(m(r"^[\w-]+$", "a-b_c") && m(r"^[a\s]+$", "a a"));
+    }
+
+    #[test]
     fn patterns_the_dialects_may_read_differently_go_to_the_engine() {
         for p in [
-            r"\d",
-            r"[\d]",
-            r"\w+",
-            r"\s",
+            r"[\D]",
+            r"(?i)\w",
+            r"\w(?i:a)",
             r"\bx",
             r"\pL",
             r"\p{Greek}",
