@@ -142,14 +142,95 @@ fn range(a: i64, b: i64) -> String {
     format!("time >= {} AND time < {}", T0 + a, T0 + b)
 }
 
+/// Field conditions: float and integer fields against float and integer
+/// literals on either side, with tags under `OR`, and kinds that never compare.
+const FIELD_CONDS: [&str; 12] = [
+    " AND f > 0",
+    " AND i < 100",
+    " AND (f >= 10.5 OR host = 'h1')",
+    " AND i != 0",
+    " AND f = 12.25",
+    " AND -5 < i",
+    " AND i > 10.5",
+    " AND f <= 3 AND i >= -250",
+    " AND f = 'x'",
+    " AND (host =~ /^h[12]$/ OR f < -100)",
+    " AND (f > 400 OR i < -400)",
+    " AND f::float > 0 AND i::field < 0",
+];
+
+/// One random raw statement (fields, tags, `*`) the hot store covers.
+fn raw_statement(rng: &mut Rng) -> String {
+    let cols = rng.pick(&[
+        "*",
+        "f",
+        "f, i",
+        "i, host",
+        "region, f",
+        "nosuch, i",
+        "*::field",
+        "\"f\" AS \"x\", i",
+    ]);
+    let a = rng.below(SPAN as u64 / S as u64 + 1200) as i64 * S - 600 * S;
+    let b = a + (1 + rng.below(1800)) as i64 * S;
+    let mut q = format!("SELECT {cols} FROM m WHERE {}", range(a, b));
+    let tags: [&str; 4] = [
+        "",
+        " AND host = 'h1'",
+        " AND host =~ /^(h0|h4)$/",
+        " AND region != 'r0'",
+    ];
+    let tag = rng.pick(&tags);
+    q.push_str(tag);
+    if rng.below(2) == 0 {
+        let cond = rng.pick(&FIELD_CONDS);
+        q.push_str(cond);
+    }
+    let by = *rng.pick(&["", " GROUP BY host", " GROUP BY region", " GROUP BY *"]);
+    q.push_str(by);
+    if rng.below(3) == 0 {
+        q.push_str(" ORDER BY time DESC");
+    }
+    if rng.below(3) == 0 {
+        q.push_str(&format!(" LIMIT {}", 2 + rng.below(20)));
+    }
+    if rng.below(5) == 0 {
+        q.push_str(&format!(" OFFSET {}", rng.below(5)));
+    }
+    if !by.is_empty() && rng.below(5) == 0 {
+        q.push_str(&format!(" SLIMIT {}", 1 + rng.below(2)));
+    }
+    q
+}
+
 /// One random statement the hot store covers.
 fn statement(rng: &mut Rng) -> String {
     let funcs = [
-        "count", "sum", "mean", "min", "max", "first", "last", "spread",
+        "count",
+        "sum",
+        "mean",
+        "min",
+        "max",
+        "first",
+        "last",
+        "spread",
+        "stddev",
+        "median",
+        "percentile:50",
+        "percentile:90",
+        "percentile:33.3",
+        "percentile:100",
     ];
     let n = 1 + rng.below(3);
     let cols: Vec<String> = (0..n)
-        .map(|_| format!("{}({})", rng.pick(&funcs), rng.pick(&["f", "i"])))
+        .map(|_| {
+            let field = rng.pick(&["f", "i"]);
+            let func = rng.pick(&funcs);
+            match func.split_once(':') {
+                Some((func, p)) => format!("{func}({field}, {p})"),
+                None => format!("{func}({field})"),
+            }
+        })
         .collect();
     let a = rng.below(SPAN as u64 / S as u64 + 1200) as i64 * S - 600 * S;
     let b = a + (1 + rng.below(3 * 3600)) as i64 * S;
@@ -162,8 +243,23 @@ fn statement(rng: &mut Rng) -> String {
         " AND region = 'r1'",
         " AND region = ''",
         " AND 'h2' = host",
+        // Regexes: Grafana's expansions (value sets) and general ones.
+        " AND host =~ /^(h1|h3)$/",
+        " AND host =~ /^h2$/",
+        " AND host =~ /.*/",
+        " AND host !~ /^(h0|h4)$/",
+        " AND region =~ /^$/",
+        " AND region !~ /^$/",
+        " AND host =~ /h[0-2]/",
+        " AND (host =~ /^h1$/ OR region = 'r0')",
+        " AND host =~ /(?i)^H3$/ AND region != 'r0'",
+        " AND (\"host\" =~ /^(h0|h2|h4)$/)",
     ]);
     q.push_str(tag);
+    if rng.below(3) == 0 {
+        let cond = rng.pick(&FIELD_CONDS);
+        q.push_str(cond);
+    }
     let window = rng.below(4) != 0;
     let mut dims: Vec<String> = Vec::new();
     if window {
@@ -272,17 +368,66 @@ fn hot_answers_equal_the_engines_value_by_value() {
             "SELECT last(f) FROM m WHERE {} GROUP BY time(5m), host ORDER BY time DESC LIMIT 3 SLIMIT 2",
             range(0, SPAN)
         ),
+        // Grafana's panels: a template variable expanded into a regex.
+        format!(
+            "SELECT mean(\"f\") AS \"user\", mean(\"i\") AS \"int\" FROM \"m\" WHERE (\"host\" =~ /^(h1|h2)$/) AND time >= {}ms and time <= {}ms GROUP BY time(30s), \"host\" fill(null)",
+            (T0 + 3600 * S) / 1_000_000,
+            (T0 + 7200 * S) / 1_000_000
+        ),
+        format!(
+            "SELECT last(\"i\") FROM \"m\" WHERE (\"host\" =~ /^h3$/) AND {} GROUP BY \"host\"",
+            range(0, SPAN)
+        ),
+        format!(
+            "SELECT max(f) FROM m WHERE host =~ /h[12]/ AND {}",
+            range(0, SPAN)
+        ),
+        // stddev, median, percentile (a lone percentile shows its point's time).
+        format!(
+            "SELECT stddev(f), median(f), median(i), stddev(i) FROM m WHERE {} GROUP BY time(10m), host",
+            range(0, SPAN)
+        ),
+        format!("SELECT percentile(f, 90) FROM m WHERE {}", range(0, SPAN)),
+        format!(
+            "SELECT percentile(i, 5) FROM m WHERE {} GROUP BY host",
+            range(0, SPAN)
+        ),
+        format!(
+            "SELECT percentile(f, 50), percentile(i, 99.9) FROM m WHERE {} GROUP BY time(1h)",
+            range(0, SPAN)
+        ),
+        format!(
+            "SELECT percentile(f, 0), percentile(i, 1), max(f) FROM m WHERE {} GROUP BY time(1h)",
+            range(0, SPAN)
+        ),
+        // A bucket of one point: stddev null, the median the point.
+        format!(
+            "SELECT stddev(f), median(f), count(f) FROM m WHERE host = 'h0' AND {} GROUP BY time(10s)",
+            range(0, 120 * S)
+        ),
     ];
     for q in &fixed {
         same(&hot, &engine, "d", q, true);
     }
     // What the evaluator does not cover goes to the engine, with the same answer.
     for q in [
-        format!("SELECT f FROM m WHERE {}", range(0, 600 * S)),
-        format!("SELECT max(f) FROM m WHERE f > 0 AND {}", range(0, SPAN)),
-        format!("SELECT stddev(f) FROM m WHERE {}", range(0, SPAN)),
+        format!("SELECT f + 1 FROM m WHERE {}", range(0, 600 * S)),
+        format!("SELECT f::integer FROM m WHERE {}", range(0, 600 * S)),
+        format!("SELECT max(f) FROM m WHERE f > i AND {}", range(0, SPAN)),
         format!(
-            "SELECT max(f) FROM m WHERE host =~ /h[12]/ AND {}",
+            "SELECT max(f) FROM m WHERE f + 1 > 0 AND {}",
+            range(0, SPAN)
+        ),
+        format!("SELECT mode(f) FROM m WHERE {}", range(0, SPAN)),
+        // A lone percentile without a point (rank 0): no time to show.
+        format!("SELECT percentile(f, 0) FROM m WHERE {}", range(0, SPAN)),
+        // Regexes the two dialects might read differently (`pattern.rs`).
+        format!(
+            "SELECT max(f) FROM m WHERE host =~ /\\bh1/ AND {}",
+            range(0, SPAN)
+        ),
+        format!(
+            "SELECT max(f) FROM m WHERE host =~ /[[h]]1/ AND {}",
             range(0, SPAN)
         ),
         format!(
@@ -291,6 +436,34 @@ fn hot_answers_equal_the_engines_value_by_value() {
         ),
     ] {
         same(&hot, &engine, "d", &q, false);
+    }
+    regexes_match_as_the_engines(&hot, &engine);
+    strings_and_booleans(&hot, &engine);
+    // Raw points: TSBS's high-cpu-1 and Grafana's table shapes.
+    for q in [
+        format!(
+            "SELECT * FROM m WHERE f > 90.0 AND {} AND host = 'h1'",
+            range(0, 3600 * S)
+        ),
+        format!("SELECT * FROM m WHERE f > 400 AND {}", range(0, SPAN)),
+        format!(
+            "SELECT f, i FROM m WHERE host = 'h2' AND {} ORDER BY time DESC LIMIT 5",
+            range(0, SPAN)
+        ),
+        format!("SELECT f FROM m WHERE {}", range(0, 600 * S)),
+        "SELECT f, i FROM m WHERE host = 'h3' AND time > now() - 1h".to_string(),
+        "SELECT * FROM m WHERE host = 'h3' ORDER BY time DESC LIMIT 3".to_string(),
+        format!(
+            "SELECT max(f), count(i) FROM m WHERE f > 0 AND {} GROUP BY time(1h), host",
+            range(0, SPAN)
+        ),
+    ] {
+        same(&hot, &engine, "d", &q, true);
+    }
+    let mut rng = Rng(0x0ae5_0044);
+    for _ in 0..150 {
+        let q = raw_statement(&mut rng);
+        same(&hot, &engine, "d", &q, true);
     }
     // The seeded property test: random functions, windows, conditions, fills.
     let mut rng = Rng(0x005e_ed44);
@@ -356,6 +529,150 @@ fn hot_answers_equal_the_engines_value_by_value() {
         metrics.contains("chingest_influxql_reads_total{path=\"hot\"}"),
         "{metrics}"
     );
+}
+
+/// Tag regexes on values with regex metacharacters, case, a two-byte character
+/// and a missing tag: the hot store matches what the engine's `match()` does.
+fn regexes_match_as_the_engines(hot: &Server, engine: &Server) {
+    let hosts = [
+        "host=a.b",
+        "host=axb",
+        "host=a|b",
+        "host=web.2/a",
+        "host=x(1)",
+        "host=Caps",
+        "host=hé",
+        "host=k",
+        "host=a\\ b",
+        "other=1",
+    ];
+    let lines: Vec<String> = hosts
+        .iter()
+        .enumerate()
+        .map(|(k, tags)| format!("g,{tags} f={k} {}", T0 + k as i64 * S))
+        .collect();
+    for s in [hot, engine] {
+        write(s, "d", &lines.join("\n"));
+    }
+    let covered = [
+        r"^(a\.b|a\|b)$",
+        r"^(web\.2\/a|x\(1\))$",
+        r"^a.b$",
+        "^$",
+        ".*",
+        "",
+        "(?i)^caps$",
+        "^caps$",
+        "^h.$",
+        "^h..$",
+        "b",
+        "^[a-c]",
+        r"a\.b|^k$",
+        r"^(a\.b|)$",
+        "[[:upper:]]",
+        r"^\x6b$",
+        "^(?:k|Caps)$",
+        // Perl classes: RE2's are ASCII (`é` is no `\w`, NBSP no `\s`).
+        r"\w",
+        r"^\w+$",
+        r"\W",
+        r"^h\S$",
+        r"\s",
+        r"\d",
+        r"[^\d]\)",
+        r"^[\w.]+$",
+        r"^\w\.\w$",
+    ];
+    let q = |op: &str, re: &str| {
+        format!(
+            "SELECT count(f) FROM g WHERE host {op} /{re}/ AND {} GROUP BY host",
+            range(0, SPAN)
+        )
+    };
+    for re in covered {
+        same(hot, engine, "d", &q("=~", re), true);
+        same(hot, engine, "d", &q("!~", re), true);
+    }
+    // A value set that must find the escaped values, not a regex's reading of them.
+    let (_, v, _) = ask(hot, "d", &q("=~", r"^(a\.b|a\|b|web\.2\/a|x\(1\))$"));
+    assert_eq!(
+        v["results"][0]["series"].as_array().map(Vec::len),
+        Some(4),
+        "{v}"
+    );
+    for re in [r"(?i)^\w+$", r"\bb", r"[[a]]", r"[\D]"] {
+        same(hot, engine, "d", &q("=~", re), false);
+    }
+}
+
+/// String and boolean fields: shown raw, compared with literals of their own
+/// kind (bytes, false < true) and never equal to another kind.
+fn strings_and_booleans(hot: &Server, engine: &Server) {
+    let lines: Vec<String> = (0..40i64)
+        .map(|k| {
+            let s = ["a", "b", "B", "ab", "é"][k as usize % 5];
+            match k % 7 {
+                0 => format!("s,host=h{} f={}.5 {}", k % 3, k, T0 + k * S),
+                1 => format!("s,host=h{} s=\"{s}\" {}", k % 3, T0 + k * S),
+                _ => format!(
+                    "s,host=h{} s=\"{s}\",b={},f={}.5,i={k}i {}",
+                    k % 3,
+                    k % 2 == 0,
+                    k,
+                    T0 + k * S
+                ),
+            }
+        })
+        .collect();
+    // Points of several series at one time: raw rows in tag order, also `DESC`.
+    let ties = ["s,host=h2", "s,host=h0", "s", "s,host=h1"]
+        .iter()
+        .enumerate()
+        .map(|(k, key)| format!("{key} f={k},s=\"t\" {}", T0 + 50 * S));
+    let lines: Vec<String> = lines.into_iter().chain(ties).collect();
+    for s in [hot, engine] {
+        write(s, "d", &lines.join("\n"));
+    }
+    for cond in [
+        "s = 'b'",
+        "s > 'a'",
+        "s < 'b'",
+        "s != 'ab'",
+        "s >= 'é'",
+        "b = true",
+        "b != true",
+        "false < b",
+        "s = 1",
+        "b = 'true'",
+        "f = true",
+        "i = 10.0",
+        "i >= 10.5",
+        "f < 20",
+        "(s = 'a' OR b = false) AND host != 'h0'",
+    ] {
+        for q in [
+            format!("SELECT * FROM s WHERE {cond} AND {}", range(0, 60 * S)),
+            format!(
+                "SELECT count(f), max(i) FROM s WHERE {cond} AND {} GROUP BY host",
+                range(0, 60 * S)
+            ),
+        ] {
+            same(hot, engine, "d", &q, true);
+        }
+    }
+    for q in [
+        format!(
+            "SELECT s, b, host FROM s WHERE {} GROUP BY host",
+            range(0, 60 * S)
+        ),
+        format!("SELECT * FROM s WHERE {}", range(49 * S, 51 * S)),
+        format!(
+            "SELECT f, host FROM s WHERE {} ORDER BY time DESC LIMIT 6",
+            range(0, 60 * S)
+        ),
+    ] {
+        same(hot, engine, "d", &q, true);
+    }
 }
 
 /// A gauge or counter's value in `/metrics`.

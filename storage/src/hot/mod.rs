@@ -1,7 +1,7 @@
 //! The hot store (issue #44): the recent points of every series in memory, so
 //! that a dashboard statement over a few series (one engine statement costs 3–4 ms
 //! of planning however small: docs/influxql.md) is answered in Rust
-//! (`influxql/hot.rs`).
+//! (`influxql/hot/`).
 //!
 //! Fed by the flusher's coordinator (`flush::PartsObserver`), in WAL sequence
 //! order, with the very parts reads of unflushed points see, before the entry

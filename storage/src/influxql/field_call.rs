@@ -1,5 +1,5 @@
 //! The aggregates that combine from parts (`count`, `sum`, `mean`, `min`, `max`, `spread`,
-//! `first`, `last`) of one field as written: what the hot store's evaluator (`hot.rs`) and
+//! `first`, `last`) of one field as written: what the hot store's evaluator (`hot/`) and
 //! the cluster's pushdown (`pushdown.rs`) compute without the engine's general statement.
 
 use influxql::ast::Expr;

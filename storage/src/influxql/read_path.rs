@@ -1,4 +1,4 @@
-//! Which path answered a statement's reads: the hot store (`hot.rs`), the
+//! Which path answered a statement's reads: the hot store (`hot/`), the
 //! flusher's last points (`last_point.rs`) or an engine statement. Counted and
 //! timed per path in `/metrics`, and told to the caller (the server's
 //! `X-Chingest-Read-Path` header) through [`take`] on the thread that ran the

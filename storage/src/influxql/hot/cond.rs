@@ -1,0 +1,316 @@
+//! The `WHERE` conditions (time taken out) the evaluator tests: on a series'
+//! tags, `=`/`!=` against a string, `=~`/`!~` against a regex (`pattern.rs`),
+//! a series without the tag having `""` as the engine's tag column reads; on a
+//! point's fields, a comparison with a literal (`usage_user > 90.0`), false
+//! where the point lacks the field (the engine's NULL: InfluxQL has no `NOT`,
+//! so a NULL anywhere under `AND`/`OR` acts as false). Joined by `AND`/`OR`.
+
+use std::cmp::Ordering;
+
+use influxql::ast::{BinaryOp, DataType, Expr, Literal};
+use ingest::{FieldType, MeasurementSchema};
+
+use super::pattern::TagMatch;
+use crate::hot::table::{Series, Values};
+use crate::influxql::expr::strip_parens;
+
+/// A tag condition.
+#[derive(Debug)]
+pub(super) enum Cond {
+    /// `tag = 'v'` (true) or `tag != 'v'` (false).
+    Eq(String, String, bool),
+    /// `tag =~ /re/` (true) or `tag !~ /re/` (false).
+    Match(String, TagMatch, bool),
+    /// A field compared with a literal.
+    Field(FieldCmp),
+    And(Box<Cond>, Box<Cond>),
+    Or(Box<Cond>, Box<Cond>),
+}
+
+impl Cond {
+    /// `e` as a tag condition of `schema`, `None` where it is anything else.
+    pub(super) fn of(e: &Expr, schema: &MeasurementSchema) -> Option<Cond> {
+        let Expr::Binary { op, lhs, rhs } = strip_parens(e) else {
+            return None;
+        };
+        match op {
+            BinaryOp::And => Some(Cond::And(
+                Box::new(Cond::of(lhs, schema)?),
+                Box::new(Cond::of(rhs, schema)?),
+            )),
+            BinaryOp::Or => Some(Cond::Or(
+                Box::new(Cond::of(lhs, schema)?),
+                Box::new(Cond::of(rhs, schema)?),
+            )),
+            op if is_comparison(*op) && (is_field(lhs, schema) || is_field(rhs, schema)) => {
+                FieldCmp::of(*op, lhs, rhs, schema).map(Cond::Field)
+            }
+            BinaryOp::Eq | BinaryOp::NotEq => {
+                let text = |e: &Expr| match strip_parens(e) {
+                    Expr::Literal(Literal::String(s)) => Some(s.clone()),
+                    _ => None,
+                };
+                let (t, v) = match (tag(lhs, schema), text(rhs)) {
+                    (Some(t), Some(v)) => (t, v),
+                    _ => (tag(rhs, schema)?, text(lhs)?),
+                };
+                Some(Cond::Eq(t, v, *op == BinaryOp::Eq))
+            }
+            // The engine takes the regex on the right only (an error otherwise).
+            BinaryOp::EqRegex | BinaryOp::NotEqRegex => {
+                let Expr::Literal(Literal::Regex(re)) = strip_parens(rhs) else {
+                    return None;
+                };
+                Some(Cond::Match(
+                    tag(lhs, schema)?,
+                    TagMatch::new(&re.0)?,
+                    *op == BinaryOp::EqRegex,
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// Finds the fields' columns in a table with these `fields` (by index).
+    pub(super) fn bind(&mut self, fields: &[String]) {
+        match self {
+            Cond::Field(f) => f.column = fields.iter().position(|n| *n == f.field),
+            Cond::And(a, b) | Cond::Or(a, b) => {
+                a.bind(fields);
+                b.bind(fields);
+            }
+            Cond::Eq(..) | Cond::Match(..) => {}
+        }
+    }
+
+    /// What the condition is for every point of `s`: `None` where it
+    /// depends on the point's fields.
+    pub(super) fn on_series(&self, s: &Series) -> Option<bool> {
+        match self {
+            Cond::Eq(t, v, eq) => Some((s.tag(t) == v) == *eq),
+            Cond::Match(t, m, eq) => Some(m.is_match(s.tag(t)) == *eq),
+            Cond::Field(f) => match f.column.and_then(|c| s.columns.get(c)) {
+                // The series never had the field: null, so false, everywhere.
+                Some(Some(_)) if !f.never => None,
+                _ => Some(false),
+            },
+            Cond::And(a, b) => match (a.on_series(s), b.on_series(s)) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            },
+            Cond::Or(a, b) => match (a.on_series(s), b.on_series(s)) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            },
+        }
+    }
+
+    /// Whether point `i` of `s` passes.
+    pub(super) fn on_point(&self, s: &Series, i: usize) -> bool {
+        match self {
+            Cond::Eq(..) | Cond::Match(..) => self.on_series(s) == Some(true),
+            Cond::Field(f) => f.on_point(s, i),
+            Cond::And(a, b) => a.on_point(s, i) && b.on_point(s, i),
+            Cond::Or(a, b) => a.on_point(s, i) || b.on_point(s, i),
+        }
+    }
+}
+
+/// A literal a field is compared with.
+#[derive(Debug)]
+enum Lit {
+    Float(f64),
+    Integer(i64),
+    String(String),
+    Boolean(bool),
+}
+
+/// `field op literal` (the literal on the left flipped to the right), as the
+/// engine's `compare` renders it: numbers with numbers (an integer against a
+/// float exactly, as ClickHouse compares them), strings with strings (bytes),
+/// booleans with booleans; any other pair is false.
+#[derive(Debug)]
+pub(super) struct FieldCmp {
+    field: String,
+    /// Its column in the table (`Cond::bind`).
+    column: Option<usize>,
+    op: BinaryOp,
+    lit: Lit,
+    /// The kinds cannot be compared: false for every point.
+    never: bool,
+}
+
+impl FieldCmp {
+    fn of(op: BinaryOp, lhs: &Expr, rhs: &Expr, schema: &MeasurementSchema) -> Option<FieldCmp> {
+        let (field, lit, op) = match (field(lhs, schema), strip_parens(rhs)) {
+            (Some(f), Expr::Literal(l)) => (f, l, op),
+            _ => match (strip_parens(lhs), field(rhs, schema)) {
+                (Expr::Literal(l), Some(f)) => (f, l, flip(op)),
+                _ => return None,
+            },
+        };
+        let (name, kind) = field;
+        let lit = match lit {
+            Literal::Integer(i) => Lit::Integer(*i),
+            Literal::Duration(d) => Lit::Integer(d.0),
+            Literal::Float(f) if f.is_finite() => Lit::Float(*f),
+            Literal::String(s) => Lit::String(s.clone()),
+            Literal::Boolean(b) => Lit::Boolean(*b),
+            // Unsigned literals, non-finite floats (null), regexes (an error).
+            _ => return None,
+        };
+        let never = !matches!(
+            (kind, &lit),
+            (
+                FieldType::Float | FieldType::Integer,
+                Lit::Float(_) | Lit::Integer(_)
+            ) | (FieldType::String, Lit::String(_))
+                | (FieldType::Boolean, Lit::Boolean(_))
+        );
+        Some(FieldCmp {
+            field: name,
+            column: None,
+            op,
+            lit,
+            never,
+        })
+    }
+
+    fn on_point(&self, s: &Series, i: usize) -> bool {
+        if self.never {
+            return false;
+        }
+        let Some(Some(c)) = self.column.and_then(|c| s.columns.get(c)) else {
+            return false;
+        };
+        if !c.valid[i] {
+            return false;
+        }
+        let order = match (&c.values, &self.lit) {
+            (Values::Float(v), Lit::Float(x)) => v[i].partial_cmp(x),
+            (Values::Float(v), Lit::Integer(n)) => float_vs_int(v[i], *n),
+            (Values::Integer(v), Lit::Integer(n)) => Some(v[i].cmp(n)),
+            (Values::Integer(v), Lit::Float(x)) => float_vs_int(*x, v[i]).map(Ordering::reverse),
+            (Values::String(v), Lit::String(x)) => Some(v[i].as_bytes().cmp(x.as_bytes())),
+            (Values::Boolean(v), Lit::Boolean(x)) => Some(v[i].cmp(x)),
+            _ => None,
+        };
+        let Some(o) = order else {
+            return false;
+        };
+        match self.op {
+            BinaryOp::Eq => o == Ordering::Equal,
+            BinaryOp::NotEq => o != Ordering::Equal,
+            BinaryOp::Lt => o == Ordering::Less,
+            BinaryOp::LtEq => o != Ordering::Greater,
+            BinaryOp::Gt => o == Ordering::Greater,
+            BinaryOp::GtEq => o != Ordering::Less,
+            _ => false,
+        }
+    }
+}
+
+/// `x` against `n` exactly (not `n as f64`, which rounds above 2^53).
+fn float_vs_int(x: f64, n: i64) -> Option<Ordering> {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if x.is_nan() {
+        return None;
+    }
+    if x >= TWO_63 {
+        return Some(Ordering::Greater);
+    }
+    if x < -TWO_63 {
+        return Some(Ordering::Less);
+    }
+    let whole = x.trunc();
+    // In range: exact.
+    let w = whole as i64;
+    Some(match w.cmp(&n) {
+        Ordering::Equal => (x - whole).partial_cmp(&0.0).unwrap_or(Ordering::Equal),
+        other => other,
+    })
+}
+
+fn flip(op: BinaryOp) -> BinaryOp {
+    match op {
+        BinaryOp::Lt => BinaryOp::Gt,
+        BinaryOp::LtEq => BinaryOp::GtEq,
+        BinaryOp::Gt => BinaryOp::Lt,
+        BinaryOp::GtEq => BinaryOp::LtEq,
+        other => other,
+    }
+}
+
+fn is_comparison(op: BinaryOp) -> bool {
+    crate::influxql::expr::is_comparison(op)
+}
+
+/// Whether `e` names a field (which a name that is both a field and a tag
+/// means without a cast).
+fn is_field(e: &Expr, schema: &MeasurementSchema) -> bool {
+    matches!(strip_parens(e), Expr::VarRef { name, .. } if schema.fields.iter().any(|(f, _)| f == name))
+}
+
+/// The float, integer, string or boolean field `e` names, as written or cast
+/// to its own type (`usage::field`, `usage::float`); `None` for other casts.
+fn field(e: &Expr, schema: &MeasurementSchema) -> Option<(String, FieldType)> {
+    let Expr::VarRef { name, data_type } = strip_parens(e) else {
+        return None;
+    };
+    let (_, t) = schema.fields.iter().find(|(f, _)| f == name)?;
+    let own = match t {
+        FieldType::Float => DataType::Float,
+        FieldType::Integer => DataType::Integer,
+        FieldType::String => DataType::String,
+        FieldType::Boolean => DataType::Boolean,
+        FieldType::UInteger => return None,
+    };
+    match data_type {
+        None | Some(DataType::Field) => Some((name.clone(), *t)),
+        Some(d) if *d == own => Some((name.clone(), *t)),
+        _ => None,
+    }
+}
+
+/// The tag `e` names: a tag key of `schema` that is not also a field (`::tag`
+/// or no cast).
+fn tag(e: &Expr, schema: &MeasurementSchema) -> Option<String> {
+    match strip_parens(e) {
+        Expr::VarRef { name, data_type }
+            if schema.tag_keys.contains(name)
+                && !schema.fields.iter().any(|(f, _)| f == name)
+                && matches!(data_type, None | Some(DataType::Tag)) =>
+        {
+            Some(name.clone())
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::float_vs_int;
+    use std::cmp::Ordering::{Equal, Greater, Less};
+
+    #[test]
+    fn integers_compare_with_floats_exactly() {
+        assert_eq!(float_vs_int(10.0, 10), Some(Equal));
+        assert_eq!(float_vs_int(10.5, 10), Some(Greater));
+        assert_eq!(float_vs_int(-0.5, 0), Some(Less));
+        assert_eq!(float_vs_int(-10.5, -10), Some(Less));
+        // 2^53 + 1 is no f64: `as f64` would call them equal.
+        assert_eq!(
+            float_vs_int(9_007_199_254_740_992.0, 9_007_199_254_740_993),
+            Some(Less)
+        );
+        assert_eq!(float_vs_int(9.3e18, i64::MAX), Some(Greater));
+        assert_eq!(float_vs_int(-9.3e18, i64::MIN), Some(Less));
+        assert_eq!(
+            float_vs_int(-9_223_372_036_854_775_808.0, i64::MIN),
+            Some(Equal)
+        );
+        assert_eq!(float_vs_int(f64::NAN, 0), None);
+    }
+}

@@ -1,0 +1,164 @@
+//! Raw points from the hot store: the rows `sql.rs`'s `raw` statement returns
+//! (ordered by group, then time, ascending or `DESC`, then the series' tag
+//! values; `LIMIT`/`OFFSET` per group), a point only where it has one of the
+//! shown fields. Columns are fields and tags as written (`*` as the plan
+//! expanded it: InfluxDB's order); a column that is anything else (arithmetic,
+//! a cast, a transformation) leaves the statement to the engine.
+
+use engine::quote_ident;
+use ingest::{FieldType, MeasurementSchema};
+
+use super::Chosen;
+use crate::hot::table::{Column, Series, Values};
+use crate::influxql::plan::Plan;
+use crate::influxql::rows::Row;
+use crate::influxql::series::Value;
+
+/// One shown column.
+enum Col {
+    /// A field of the measurement, by name.
+    Field(String),
+    /// A tag: null where the series lacks it.
+    Tag(String),
+    /// A name the measurement does not have.
+    Null,
+}
+
+/// A raw statement's columns, and the fields of which one shows a point.
+pub(super) struct Shown {
+    cols: Vec<Col>,
+    present: Vec<String>,
+}
+
+impl Shown {
+    /// The plan's columns when each is a field, a tag or null as `expr.rs`'s
+    /// `value_ref` renders them.
+    pub(super) fn of(plan: &Plan, schema: &MeasurementSchema) -> Option<Shown> {
+        let field = |sql: &str| {
+            schema
+                .fields
+                .iter()
+                .find(|(f, t)| quote_ident(f) == sql && *t != FieldType::UInteger)
+                .map(|(f, _)| f.clone())
+        };
+        let tag = |sql: &str| {
+            schema
+                .tag_keys
+                .iter()
+                .find(|k| format!("nullIf({}, '')", quote_ident(k)) == sql)
+                .cloned()
+        };
+        let cols = plan
+            .columns
+            .iter()
+            .map(|c| {
+                if c.sql == "NULL" {
+                    Some(Col::Null)
+                } else if let Some(f) = field(&c.sql) {
+                    Some(Col::Field(f))
+                } else {
+                    tag(&c.sql).map(Col::Tag)
+                }
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let present = plan
+            .nonnull
+            .iter()
+            .map(|sql| field(sql))
+            .collect::<Option<Vec<_>>>()?;
+        Some(Shown { cols, present })
+    }
+}
+
+/// The rows of `chosen`'s points, as the engine's raw statement returns them.
+pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chosen<'_>) -> Vec<Row> {
+    let column = |s: &'_ Series, name: &str| -> Option<usize> {
+        let i = fields.iter().position(|f| f == name)?;
+        s.columns.get(i)?.as_ref().map(|_| i)
+    };
+    // Series ranked by their tag values (then id): the engine's tie-break
+    // among points of one time.
+    let mut ranked: Vec<&(u64, &Series, bool)> = chosen.series.iter().collect();
+    ranked.sort_by(|a, b| {
+        let key = |s: &Series| -> Vec<String> {
+            plan.order_tags
+                .iter()
+                .map(|t| s.tag(t).to_string())
+                .collect()
+        };
+        key(a.1).cmp(&key(b.1)).then(a.0.cmp(&b.0))
+    });
+    // (group, time, rank, series' position in `ranked`, point).
+    let mut points: Vec<(Vec<String>, i64, usize, usize)> = Vec::new();
+    for (rank, &&(_, s, every_point)) in ranked.iter().enumerate() {
+        let present: Vec<&Column> = shown
+            .present
+            .iter()
+            .filter_map(|f| column(s, f).and_then(|i| s.columns[i].as_ref()))
+            .collect();
+        if present.is_empty() {
+            continue;
+        }
+        let group: Vec<String> = plan
+            .group_tags
+            .iter()
+            .map(|t| s.tag(t).to_string())
+            .collect();
+        for i in s.span(chosen.min, chosen.max) {
+            if present.iter().any(|c| c.valid[i]) && chosen.passes(s, every_point, i) {
+                points.push((group.clone(), s.times[i], rank, i));
+            }
+        }
+    }
+    let desc = plan.order_desc;
+    points.sort_unstable_by(|a, b| {
+        let time = if desc { b.1.cmp(&a.1) } else { a.1.cmp(&b.1) };
+        a.0.cmp(&b.0).then(time).then(a.2.cmp(&b.2))
+    });
+    let offset = usize::try_from(plan.offset.unwrap_or(0)).unwrap_or(usize::MAX);
+    let limit = plan
+        .limit
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    let mut rows = Vec::new();
+    let mut at = 0;
+    while at < points.len() {
+        let end = at + points[at..].partition_point(|p| p.0 == points[at].0);
+        for &(ref group, time, rank, i) in points[at..end].iter().skip(offset).take(limit) {
+            let s = ranked[rank].1;
+            let values = shown
+                .cols
+                .iter()
+                .map(|c| match c {
+                    Col::Null => Value::Null,
+                    Col::Tag(t) => match s.tag(t) {
+                        "" => Value::Null,
+                        v => Value::String(v.to_string()),
+                    },
+                    Col::Field(f) => column(s, f)
+                        .and_then(|c| s.columns[c].as_ref())
+                        .map_or(Value::Null, |c| value(c, i)),
+                })
+                .collect();
+            rows.push(Row {
+                time: Some(time),
+                group: group.clone(),
+                values,
+            });
+        }
+        at = end;
+    }
+    rows
+}
+
+fn value(c: &Column, i: usize) -> Value {
+    if !c.valid[i] {
+        return Value::Null;
+    }
+    match &c.values {
+        Values::Float(v) => Value::Float(v[i]),
+        Values::Integer(v) => Value::Integer(v[i]),
+        Values::Unsigned(v) => Value::Unsigned(v[i]),
+        Values::Boolean(v) => Value::Boolean(v[i]),
+        Values::String(v) => Value::String(v[i].clone()),
+    }
+}
