@@ -28,7 +28,8 @@
 //!
 //! Reset (reloaded whole at the next use): the table's metadata time changed (made again,
 //! or a column added), or a part listed under a name already seen has other rows or another
-//! modification time (a table dropped and made again under its old part names). Not used
+//! modification time (a table dropped and made again under its old part names); forgotten
+//! when this node drops the table or its database, or learns another node dropped it. Not used
 //! (every row grouped): a shard with replicas (their part times differ), more than
 //! [`MAX_REWRITTEN_SERIES`] rewritten series, or `CHINGEST_CLUSTER_IDENTITY_INDEX=0`.
 
@@ -131,8 +132,8 @@ impl TableIndex {
     }
 }
 
-/// Per (shard, shard table), its index.
-pub(crate) type Indexes = Mutex<HashMap<(usize, String), Arc<Mutex<TableIndex>>>>;
+/// Per (shard, database, measurement), its shard table's index.
+pub(crate) type Indexes = Mutex<HashMap<(usize, String, String), Arc<Mutex<TableIndex>>>>;
 
 /// Whether reads use the index (`CHINGEST_CLUSTER_IDENTITY_INDEX=0`: every row grouped, as
 /// before it existed; for comparisons).
@@ -233,14 +234,16 @@ impl Cluster {
     }
 
     fn index(&self, k: usize, db: &str, measurement: &str) -> Arc<Mutex<TableIndex>> {
-        let key = (k, schema::table(db, measurement));
+        let key = (k, db.to_string(), measurement.to_string());
         self.identity.lock().entry(key).or_default().clone()
     }
 
-    /// Forgets every shard's index of `db`.`measurement` (dropped or made again here).
-    pub(crate) fn forget_identity(&self, db: &str, measurement: &str) {
-        let table = schema::table(db, measurement);
-        self.identity.lock().retain(|(_, t), _| *t != table);
+    /// Forgets every shard's index of `db`.`measurement` (`None`: of every measurement of
+    /// `db`): dropped, here or by another node, or made again. The next read loads it whole.
+    pub fn forget_identity(&self, db: &str, measurement: Option<&str>) {
+        self.identity
+            .lock()
+            .retain(|(_, d, m), _| d != db || measurement.is_some_and(|x| x != m));
     }
 
     /// Brings shard `k`'s index of the table up to what the shard holds now: every part
