@@ -6,13 +6,21 @@
 # 20M (at the default 1M its aggregates over >1M points fail; checked too), the new at the
 # default.
 #
+# OLD_ENV: variables the old nodes run with, OLD_MAX_ROWS their [sql] max_result_rows, OLD_WHAT
+# what they are, for the report: to compare this build with its shards' point-identity index
+# off, OLD_BIN=$NEW_BIN OLD_ENV=CHINGEST_CLUSTER_IDENTITY_INDEX=0 OLD_MAX_ROWS=1000000.
+#
 # Usage: OLD_BIN=/tmp/chingest-before NEW_BIN=target/release/chingest \
+#        [OLD_ENV=…] [OLD_MAX_ROWS=20000000] [OLD_WHAT=…] \
 #        [POINTS=5910000] [REPS=7] [OUT=test_results/latest/cluster_pushdown.md] \
 #        scripts/cluster_pushdown_bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OLD_BIN=${OLD_BIN:?the previous build}
 NEW_BIN=${NEW_BIN:-target/release/chingest}
+OLD_ENV=${OLD_ENV:-}
+OLD_MAX_ROWS=${OLD_MAX_ROWS:-20000000}
+OLD_WHAT=${OLD_WHAT:-every raw row of the range pulled to the node}
 POINTS=${POINTS:-5910000}
 REPS=${REPS:-7}
 OUT=${OUT:-test_results/latest/cluster_pushdown.md}
@@ -43,7 +51,7 @@ EOF
   "$CH" --config-file="$d/config.xml" >/dev/null 2>&1 &
   pids+=($!)
 }
-node() { # name bin port max_result_rows
+node() { # name bin port max_result_rows [VAR=value …]
   local d=$WORK/$1
   mkdir -p "$d"
   cat >"$d/chingest.toml" <<EOF
@@ -58,8 +66,8 @@ timeout_secs = 120
 [sql]
 max_result_rows = $4
 EOF
-  CHINGEST_SERVER__LISTEN=127.0.0.1:$3 CHINGEST_STORAGE__DATA_DIR=$d/data RUST_LOG=warn \
-    "$2" serve --config "$d/chingest.toml" >"$d/log" 2>&1 &
+  env CHINGEST_SERVER__LISTEN=127.0.0.1:$3 CHINGEST_STORAGE__DATA_DIR=$d/data RUST_LOG=warn \
+    "${@:5}" "$2" serve --config "$d/chingest.toml" >"$d/log" 2>&1 &
   pids+=($!)
 }
 wait_http() { for _ in $(seq 600); do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
@@ -90,8 +98,10 @@ for _ in $(seq 3000); do
   [ "$(curl -sf http://127.0.0.1:18301/health | python3 -c 'import json,sys; print(json.load(sys.stdin)["wal"]["unflushed_points"])')" = 0 ] && break
   sleep 0.2
 done
-node old "$OLD_BIN" 18302 20000000
-node olddefault "$OLD_BIN" 18303 1000000
+# shellcheck disable=SC2086 # OLD_ENV: words, each VAR=value
+node old "$OLD_BIN" 18302 "$OLD_MAX_ROWS" $OLD_ENV
+# shellcheck disable=SC2086
+node olddefault "$OLD_BIN" 18303 1000000 $OLD_ENV
 wait_http http://127.0.0.1:18302/ping
 wait_http http://127.0.0.1:18303/ping
 stored=$(for p in 18311 18312; do curl -sf "http://127.0.0.1:$p/" --data-binary 'SELECT count() FROM __shard_bench.m'; done | paste -sd+ | bc)
@@ -99,15 +109,15 @@ echo "points on the shards: $stored"
 OLD=http://127.0.0.1:18302 NEW=http://127.0.0.1:18301 OLD_DEFAULT=http://127.0.0.1:18303 \
   STORED=$stored python3 scripts/cluster_pushdown_ab.py "$REPS" | tee "$WORK/result.txt"
 {
-  echo "# Aggregates on a two-shard ClickHouse 18.16 cluster: pushed down vs rows pulled"
+  echo "# Aggregates on a two-shard ClickHouse 18.16 cluster: a previous build against this one"
   echo
   echo "Issue #43. \`scripts/cluster_pushdown_bench.sh\` ($(date -u +%Y-%m-%dT%H:%MZ)): $stored points of \`m\`"
   echo "(1,000 hosts in 10 dcs, a point every 10 s, float \`v\`, integer \`n\`) on two ClickHouse 18.16"
-  echo "servers on loopback, written through the new node; the old build (\`$(basename "$OLD_BIN")\`, every raw"
-  echo "row of the range pulled to the node) and this one (\`$(git rev-parse --short HEAD)\`, partial aggregates from"
-  echo "the shards) read the same shards, interleaved, $REPS rounds, wall time of one \`/query\` over HTTP"
-  echo "(everything: the shards' work, the transfer, the node's). The old node runs with"
-  echo "\`[sql] max_result_rows = 20000000\`; at the default 1,000,000 (\"old at max_result_rows 1M\") it refuses."
+  echo "servers on loopback, written through the new node; the old build (\`$(basename "$OLD_BIN")\`${OLD_ENV:+ with \`$OLD_ENV\`}: $OLD_WHAT)"
+  echo "and this one (\`$(git rev-parse --short HEAD)\`) read the same shards, interleaved, $REPS rounds, wall time"
+  echo "of one \`/query\` over HTTP (everything: the shards' work, the transfer, the node's; \"new first\": the"
+  echo "new node's first read of the statement, the first of all loading the shards' indexes). The old node runs"
+  echo "with \`[sql] max_result_rows = $OLD_MAX_ROWS\`; \"old at max_result_rows 1M\": its answer at the default."
   echo "Shards, nodes and the client share the host's cores."
   echo
   echo '```'

@@ -181,6 +181,7 @@ impl Cluster {
             distributed_known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             next_sql_shard: std::sync::atomic::AtomicUsize::new(0),
             retention: Mutex::new(HashMap::new()),
+            identity: Mutex::new(HashMap::new()),
             known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             waiting: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             versions,

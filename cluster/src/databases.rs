@@ -289,6 +289,7 @@ impl Cluster {
             made.retain(|(d, _), _| d != db);
         }
         self.retention.lock().remove(db);
+        self.forget_identity(db, None);
     }
 }
 

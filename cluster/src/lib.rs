@@ -35,6 +35,7 @@ mod deliver;
 mod error;
 mod held;
 mod http;
+mod identity;
 mod nodes;
 mod read;
 mod replicas;
@@ -57,6 +58,7 @@ pub use code::in_text as server_error_code;
 pub use config::{ClusterConfig, ShardReader};
 pub use databases::{DatabaseLives, DROP_DONE};
 pub use error::ClusterError;
+pub use identity::{IdentitySnapshot, MAX_REWRITTEN_SERIES};
 pub use read::RowSelection;
 pub use retention::{Expired, RetentionSetting};
 pub use shard::ShardMap;
@@ -94,6 +96,9 @@ pub struct Cluster {
     /// Each database's retention (seconds) as this node knows it: the partition span of
     /// the tables it makes ([`retention`]).
     retention: Mutex<HashMap<String, u64>>,
+    /// Per shard table, which series may hold a point written more than once
+    /// ([`identity`]).
+    identity: identity::Indexes,
 }
 
 impl Cluster {

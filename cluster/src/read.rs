@@ -253,9 +253,10 @@ impl Cluster {
 }
 
 impl Cluster {
-    /// The answer of `sql` — a `SELECT` whose columns are named `__p0`, `__p1`, … over
-    /// [`Cluster::shard_table`] of `db`.`measurement` — from every shard at once, every
-    /// shard's rows in one batch, column `i` read as `out[i]` says (cast to the kind's shard
+    /// The answer of `sql(k)` on shard `k` — a `SELECT` whose columns are named `__p0`,
+    /// `__p1`, … over [`Cluster::shard_table`] of `db`.`measurement` — from every shard at
+    /// once (each its own statement: what it may skip of point identity differs,
+    /// [`Cluster::identity_snapshots`]), every shard's rows in one batch, column `i` read as `out[i]` says (cast to the kind's shard
     /// type, so the binary answer's layout is known); `None` when no shard answers a row.
     /// `columns` are made on a shard that lacks them first. More than `max_rows` rows over
     /// all shards fail the read: what a pushed-down aggregate sends
@@ -265,7 +266,7 @@ impl Cluster {
         db: &str,
         measurement: &str,
         columns: &[(String, ColumnKind)],
-        sql: &str,
+        sql: impl Fn(usize) -> String + Sync,
         out: &[(String, ColumnKind)],
         max_rows: u64,
     ) -> Result<Option<RecordBatch>, ClusterError> {
@@ -274,12 +275,13 @@ impl Cluster {
             .enumerate()
             .map(|(i, (_, k))| format!("CAST(__p{i} AS {})", schema::shard_type(*k)))
             .collect();
-        let sql = format!(
-            "SELECT {} FROM ({sql}) LIMIT {} FORMAT RowBinary",
-            list.join(", "),
-            max_rows.saturating_add(1)
-        );
         let answers = self.read_table_everywhere(db, measurement, columns, |k| {
+            let sql = format!(
+                "SELECT {} FROM ({}) LIMIT {} FORMAT RowBinary",
+                list.join(", "),
+                sql(k),
+                max_rows.saturating_add(1)
+            );
             self.http.statement_bytes(k, &sql)
         })?;
         let mut cols: Vec<Builder> = out.iter().map(|(_, k)| Builder::new(*k)).collect();

@@ -22,6 +22,7 @@ impl Cluster {
         for made in self.distributed_known.lock().iter_mut() {
             made.remove(&key);
         }
+        self.forget_identity(db, Some(measurement));
     }
 
     /// Runs `sql`, a read of `db`.`measurement`, on shard `k` once the table and `columns`

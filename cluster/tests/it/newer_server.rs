@@ -431,6 +431,34 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         "{row}"
     );
 
+    // Pushed-down aggregates: the index of points written twice (loaded whole, then
+    // checked for a new delivery's blocks), and a partial statement grouping only the
+    // rewritten series' rows.
+    let snapshots = cluster.identity_snapshots(&db, "cpu", &columns).unwrap();
+    assert_eq!(snapshots[0].as_ref().map(|s| s.rewritten.len()), Some(0));
+    cluster.deliver(e, &db, "cpu", &[part(5, 20)], 0).unwrap();
+    assert!(cluster
+        .identity_still_valid(&db, "cpu", &columns, &snapshots)
+        .unwrap());
+    let partial = format!(
+        "SELECT toInt64(0) AS __p0, count(__v0) AS __p1 FROM (\
+         SELECT __src.`series_id` AS __sid, __src.`time` AS __t, \
+         CAST(__src.`usage` AS Nullable(Float64)) AS __v0 FROM {table} AS __src \
+         WHERE __src.`series_id` NOT IN (1,2) UNION ALL \
+         SELECT __src.`series_id` AS __sid, __src.`time` AS __t, CAST(argMaxIf(__src.`usage`, \
+         bitOr(bitShiftLeft(__src.`__seq`, 32), toUInt64(__src.`__row`)), \
+         isNotNull(__src.`usage`)) AS Nullable(Float64)) AS __v0 FROM {table} AS __src \
+         WHERE __src.`series_id` IN (1,2) GROUP BY __src.`series_id`, __src.`time`) GROUP BY __p0"
+    );
+    let kinds = [
+        ("b".to_string(), ColumnKind::Integer),
+        ("n".to_string(), ColumnKind::Unsigned),
+    ];
+    let parts = cluster
+        .read_partials(&db, "cpu", &columns, |_| partial.clone(), &kinds, 10)
+        .unwrap()
+        .unwrap();
+    assert_eq!(parts.num_rows(), 1);
     // Deletes, the nodes' progress, retention, drops.
     assert!(cluster
         .delete_rows(&db, "cpu", Some("`host` = 'h3'"))
@@ -485,6 +513,8 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
     seen.refused.extend(theirs.refused.iter().cloned());
     assert!(seen.statements.iter().any(|s| s.ends_with(" SYNC")));
     for sent in [
+        "FROM system.parts",
+        "splitByChar('_', _part)",
         "ENGINE = ReplicatedMergeTree(",
         "SHOW CREATE TABLE",
         "system.replicas",

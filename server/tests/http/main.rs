@@ -16,6 +16,7 @@ mod cluster_drop_database;
 mod cluster_identity;
 mod cluster_policies;
 mod cluster_pushdown;
+mod cluster_pushdown_identity;
 mod cluster_replicas;
 mod cluster_retention;
 mod cluster_shard_down;

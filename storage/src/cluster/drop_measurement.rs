@@ -127,6 +127,8 @@ impl ClusterSync {
             self.catalog
                 .forget_measurement(db, measurement.as_bytes(), &series);
             self.forget_applied(db, measurement);
+            // Its shard tables may be made again under their old part names.
+            self.cluster.forget_identity(db, Some(measurement));
             forgotten.insert((db.clone(), measurement.clone()));
             tracing::info!(
                 db,

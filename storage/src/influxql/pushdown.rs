@@ -7,6 +7,11 @@
 //! would have answered, so fill, time zones, `LIMIT`, `SLIMIT`, `ORDER BY time DESC` and
 //! the rest of the executor work as before.
 //!
+//! Grouping by point costs most of a shard's time: each shard groups only the rows of the
+//! series its index lists as holding a point written more than once
+//! ([`cluster::Cluster::identity_snapshots`]), every other row read as a point; the read
+//! runs again if a rewrite landed meanwhile ([`cluster::Cluster::identity_still_valid`]).
+//!
 //! The rows the shards cannot be trusted with stay on the node: a series with acknowledged
 //! rows not delivered yet is left out of the shards' partials (`NOT IN`), its shard rows are
 //! read raw and merged with the undelivered ones, and the same partial statement runs over
@@ -337,16 +342,12 @@ fn pick_key(func: Func, t: &str, v: &str) -> String {
 }
 
 impl Pushdown {
-    /// The partial statement over `source` (a table or subquery with the shard table's
-    /// columns: `time` as `Int64` ns, `series_id`, `__seq`, `__row`, tags, fields), its
-    /// columns named `__p<i>`; the series of `exclude` (a list) left out.
-    fn partial_sql(&self, source: &str, exclude: Option<&str>) -> String {
-        self.partial_sql_with(source, exclude, true)
-    }
-
-    /// [`Pushdown::partial_sql`]; `seq`: column `ms` is the source's largest `__seq` (a
-    /// scalar subquery reading it again; an Arrow scan, read once, is checked before).
-    fn partial_sql_with(&self, source: &str, exclude: Option<&str>, seq: bool) -> String {
+    /// The points of `source` the partial statement aggregates, one row each: `__sid`,
+    /// `__t`, the group tags `__k<g>`, each field's latest value `__v<j>` (or, where only
+    /// counted, whether one of its rows has one). Point identity groups the rows by
+    /// `(series_id, time)`; with `split`, only the rows of its series (the rest are points
+    /// as they are: no other row shares their time), the two sets read as one.
+    fn points_sql(&self, source: &str, exclude: Option<&str>, split: Option<&[u64]>) -> String {
         let q = |c: &str| format!("__src.{}", quote_ident(c));
         // A point's write order: `__seq`, then `__row`, packed (`PACKED_SEQ_LIMIT`).
         let order = format!(
@@ -354,22 +355,6 @@ impl Pushdown {
             q("__seq"),
             q("__row")
         );
-        let mut points = format!("SELECT {} AS __sid, {} AS __t", q("series_id"), q("time"));
-        for (g, (tag, known)) in self.groups.iter().enumerate() {
-            if *known {
-                points.push_str(&format!(", any({}) AS __k{g}", q(tag)));
-            }
-        }
-        for (j, f) in self.fields.iter().enumerate() {
-            let c = q(&f.name);
-            if f.values {
-                points.push_str(&format!(
-                    ", argMaxIf({c}, {order}, isNotNull({c})) AS __v{j}"
-                ));
-            } else {
-                points.push_str(&format!(", max(isNotNull({c})) AS __v{j}"));
-            }
-        }
         let mut conds = Vec::new();
         if self.min > i64::MIN {
             conds.push(format!("{} >= {}", q("time"), int(self.min)));
@@ -383,11 +368,76 @@ impl Pushdown {
         if let Some(e) = exclude {
             conds.push(format!("{} NOT IN ({e})", q("series_id")));
         }
-        points.push_str(&format!(" FROM {source} AS __src"));
-        if !conds.is_empty() {
-            points.push_str(&format!(" WHERE {}", conds.join(" AND ")));
+        // Both halves' values have the field's type (a `UNION ALL` of 18.16 does not cast).
+        let typed = |sql: String, f: &FieldUse| match split {
+            Some(_) if f.values => format!("CAST({sql} AS {})", sql_type(f.kind)),
+            _ => sql,
+        };
+        let branch = |grouped: bool, only: Option<String>| {
+            let mut points = format!("SELECT {} AS __sid, {} AS __t", q("series_id"), q("time"));
+            for (g, (tag, known)) in self.groups.iter().enumerate() {
+                if *known {
+                    let t = q(tag);
+                    let t = if grouped { format!("any({t})") } else { t };
+                    points.push_str(&format!(", {t} AS __k{g}"));
+                }
+            }
+            for (j, f) in self.fields.iter().enumerate() {
+                let c = q(&f.name);
+                let v = match (f.values, grouped) {
+                    (true, true) => format!("argMaxIf({c}, {order}, isNotNull({c}))"),
+                    (true, false) => c,
+                    (false, true) => format!("max(isNotNull({c}))"),
+                    (false, false) => format!("isNotNull({c})"),
+                };
+                points.push_str(&format!(", {} AS __v{j}", typed(v, f)));
+            }
+            let mut conds = conds.clone();
+            conds.extend(only);
+            points.push_str(&format!(" FROM {source} AS __src"));
+            if !conds.is_empty() {
+                points.push_str(&format!(" WHERE {}", conds.join(" AND ")));
+            }
+            if grouped {
+                points.push_str(&format!(" GROUP BY {}, {}", q("series_id"), q("time")));
+            }
+            points
+        };
+        let Some(rewritten) = split else {
+            return branch(true, None);
+        };
+        if rewritten.is_empty() {
+            return branch(false, None);
         }
-        points.push_str(&format!(" GROUP BY {}, {}", q("series_id"), q("time")));
+        let list: Vec<String> = rewritten.iter().map(u64::to_string).collect();
+        let list = list.join(",");
+        format!(
+            "{} UNION ALL {}",
+            branch(false, Some(format!("{} NOT IN ({list})", q("series_id")))),
+            branch(true, Some(format!("{} IN ({list})", q("series_id"))))
+        )
+    }
+
+    /// The partial statement over `source` (a table or subquery with the shard table's
+    /// columns: `time` as `Int64` ns, `series_id`, `__seq`, `__row`, tags, fields), its
+    /// columns named `__p<i>`; the series of `exclude` (a list) left out. `split`: only
+    /// these series may hold a point written more than once (a shard's
+    /// [`cluster::IdentitySnapshot`]): every other row is read as a point, not grouped
+    /// (`None`: every row grouped).
+    fn partial_sql(&self, source: &str, exclude: Option<&str>, split: Option<&[u64]>) -> String {
+        self.partial_sql_with(source, exclude, split, true)
+    }
+
+    /// [`Pushdown::partial_sql`]; `seq`: column `ms` is the source's largest `__seq` (a
+    /// scalar subquery reading it again; an Arrow scan, read once, is checked before).
+    fn partial_sql_with(
+        &self,
+        source: &str,
+        exclude: Option<&str>,
+        split: Option<&[u64]>,
+        seq: bool,
+    ) -> String {
+        let points = self.points_sql(source, exclude, split);
         let ms = if seq {
             format!("(SELECT max(`__seq`) FROM {source})")
         } else {
@@ -551,10 +601,23 @@ pub(crate) fn count_read(path: &'static str) {
     metrics::counter!("chingest_cluster_reads_total", "path" => path).increment(1);
 }
 
-/// Registers the counter, so both paths are exported before the first read.
+/// How a pushed-down read applied point identity on the shards, counted in
+/// `chingest_cluster_pushdown_grouping_total{grouped}`: `rewritten` (every shard grouped
+/// only the series its index lists), `all` (a shard grouped every row), `again` (read again:
+/// a rewrite appeared while the shards were read).
+fn count_grouping(grouped: &'static str) {
+    metrics::counter!("chingest_cluster_pushdown_grouping_total", "grouped" => grouped)
+        .increment(1);
+}
+
+/// Registers the counters, so every label is exported before the first read.
 pub(crate) fn register_metrics() {
     for path in ["pushdown", "rows"] {
         metrics::counter!("chingest_cluster_reads_total", "path" => path).absolute(0);
+    }
+    for grouped in ["rewritten", "all", "again"] {
+        metrics::counter!("chingest_cluster_pushdown_grouping_total", "grouped" => grouped)
+            .absolute(0);
     }
 }
 
@@ -633,8 +696,40 @@ impl Storage {
                 .join(",")
         });
         let table = cluster::Cluster::shard_table(db, &schema.name);
-        let partial = push.partial_sql(&table, listed.as_deref());
+        let partial = push.partial_sql(&table, listed.as_deref(), None);
         let kinds = push.partial_kinds();
+        // The shards' partials, each shard grouping only the rows its index says may share
+        // a point; read again if a rewrite appeared meanwhile, then grouping every row.
+        let read_partials = || -> Result<Option<RecordBatch>, cluster::ClusterError> {
+            let mut snapshots = cluster.identity_snapshots(db, &schema.name, &columns)?;
+            for attempt in 0.. {
+                let sql = |k: usize| {
+                    let split = snapshots[k].as_ref().map(|s| s.rewritten.as_slice());
+                    push.partial_sql(&table, listed.as_deref(), split)
+                };
+                let parts =
+                    cluster.read_partials(db, &schema.name, &columns, sql, &kinds, max_rows)?;
+                if snapshots.iter().all(Option::is_none)
+                    || cluster.identity_still_valid(db, &schema.name, &columns, &snapshots)?
+                {
+                    let grouped = if snapshots.iter().all(Option::is_some) {
+                        "rewritten"
+                    } else {
+                        "all"
+                    };
+                    count_grouping(grouped);
+                    return Ok(parts);
+                }
+                count_grouping("again");
+                tracing::debug!(measurement = %schema.name, attempt, "a rewrite appeared while the shards were read: read again");
+                snapshots = if attempt == 0 {
+                    cluster.identity_snapshots(db, &schema.name, &columns)?
+                } else {
+                    vec![None; snapshots.len()]
+                };
+            }
+            unreachable!("the third read groups every row")
+        };
         // The shards' partials and, for the series with undelivered rows, their shard rows
         // raw (bounded: undelivered rows are), at once.
         let (parts, node_rows) = std::thread::scope(|s| {
@@ -659,8 +754,7 @@ impl Storage {
                     )
                 })
             });
-            let parts =
-                cluster.read_partials(db, &schema.name, columns, &partial, &kinds, max_rows);
+            let parts = read_partials();
             let raw = raw.map(|h| h.join().expect("a shard read does not panic"));
             (parts, raw)
         });
@@ -713,7 +807,7 @@ impl Storage {
                     .map(|(c, _)| format!("__n.{q} AS {q}", q = quote_ident(c))),
             );
             let source = format!("(SELECT {} FROM {scan} AS __n)", cols.join(", "));
-            let partial = push.partial_sql_with(&source, None, false);
+            let partial = push.partial_sql_with(&source, None, None, false);
             let list: Vec<String> = kinds
                 .iter()
                 .enumerate()
@@ -808,7 +902,7 @@ mod tests {
              GROUP BY time(10ns, 3ns), host, nosuch",
         )
         .unwrap();
-        let sql = p.partial_sql("`__shard_db`.`cpu`", Some("7,8"));
+        let sql = p.partial_sql("`__shard_db`.`cpu`", Some("7,8"), None);
         assert!(sql.contains("argMaxIf(__src.`v`, bitOr(bitShiftLeft(__src.`__seq`, 32), toUInt64(__src.`__row`)), isNotNull(__src.`v`)) AS __v0"), "{sql}");
         assert!(sql.contains("WHERE __src.`time` >= toInt64(5) AND __src.`time` <= toInt64(99) AND (`dc` = 'x') AND __src.`series_id` NOT IN (7,8) GROUP BY __src.`series_id`, __src.`time`"), "{sql}");
         assert!(
@@ -826,7 +920,7 @@ mod tests {
         );
         // A selector: each series' partial first, then the group's by time and value.
         let p = pushed("SELECT first(v), last(s) FROM cpu GROUP BY dc").unwrap();
-        let sql = p.partial_sql("t", None);
+        let sql = p.partial_sql("t", None, None);
         assert!(sql.contains("any(__sid) AS y0"), "{sql}");
         assert!(
             sql.contains("argMaxIf(v0, (-t0, assumeNotNull(v0)), n0 > 0)")
@@ -836,6 +930,31 @@ mod tests {
         assert!(
             sql.contains(" GROUP BY __sid, b) GROUP BY __p0, __p1"),
             "{sql}"
+        );
+    }
+
+    #[test]
+    fn with_an_index_only_the_rewritten_series_are_grouped() {
+        let p = pushed("SELECT count(v), last(v) FROM cpu GROUP BY host").unwrap();
+        let whole = p.partial_sql("t", None, None);
+        assert_eq!(
+            whole
+                .matches("GROUP BY __src.`series_id`, __src.`time`")
+                .count(),
+            1
+        );
+        // No rewrite: no row grouped by its point.
+        let none = p.partial_sql("t", Some("3"), Some(&[]));
+        assert!(!none.contains("GROUP BY __src.`series_id`"), "{none}");
+        assert!(none.contains("SELECT __src.`series_id` AS __sid, __src.`time` AS __t, __src.`host` AS __k0, CAST(__src.`v` AS Nullable(Float64)) AS __v0 FROM t AS __src WHERE __src.`series_id` NOT IN (3)"), "{none}");
+        // Two: their rows grouped, every other row as it is, both as one set of points.
+        let some = p.partial_sql("t", None, Some(&[5, 9]));
+        assert!(some.contains("FROM t AS __src WHERE __src.`series_id` NOT IN (5,9) UNION ALL SELECT __src.`series_id` AS __sid, __src.`time` AS __t, any(__src.`host`) AS __k0, CAST(argMaxIf(__src.`v`, "), "{some}");
+        assert!(
+            some.contains(
+                "WHERE __src.`series_id` IN (5,9) GROUP BY __src.`series_id`, __src.`time`"
+            ),
+            "{some}"
         );
     }
 }

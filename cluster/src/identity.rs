@@ -1,0 +1,419 @@
+//! Which series of a shard table may hold a point written more than once (issue #43): what
+//! a pushed-down aggregate needs to group by `(series_id, time)` — point identity — and what
+//! it may read as it is, one row a point. The shard-side equivalent of the embedded
+//! flusher's index (`flush/src/identity`), for tables that several nodes write.
+//!
+//! No node sees every delivery, so the index is not fed by deliveries: it is the shard
+//! table's own account, read from the shard. A MergeTree stores each insert as parts named
+//! `<partition>_<min block>_<max block>_<level>`; a part never changes under its name, a
+//! merge or a mutation makes a part whose block range is the union of its sources' (its
+//! rows a subset of theirs), and an insert takes block numbers no part had. Per shard table
+//! the node keeps:
+//! - `checked`: per partition, the block numbers whose rows were compared with every row
+//!   of the table visible then;
+//! - `rewritten`: the series with two rows at one time among the checked rows (found at
+//!   the first touch by grouping the whole table, later by grouping only the rows at the
+//!   `(series_id, time)` of the rows of blocks not yet checked);
+//! - an `epoch`, bumped when `rewritten` grows or the index is reset.
+//!
+//! [`Cluster::identity_snapshots`] first lists the table's active parts
+//! (`system.parts`) and checks the blocks of those outside `checked`, so every part listed
+//! is checked; a read then groups only the rows of `rewritten`'s series and reads every
+//! other row as a point. A delivery (by any node) that lands while the read runs may add
+//! a rewrite the read did not group: [`Cluster::identity_still_valid`], after the read,
+//! checks what appeared meanwhile and says whether `rewritten` is as the read used it. A
+//! row the read saw is, by then, in a part the refresh lists (merges keep it in a part
+//! covering its block; a part holding an unchecked block is checked whole), so a rewrite
+//! among the rows read is found and the read runs again, then with every row grouped.
+//!
+//! Reset (reloaded whole at the next use): the table's metadata time changed (made again,
+//! or a column added), or a part listed under a name already seen has other rows or another
+//! modification time (a table dropped and made again under its old part names); forgotten
+//! when this node drops the table or its database, or learns another node dropped it. Not used
+//! (every row grouped): a shard with replicas (their part times differ), more than
+//! [`MAX_REWRITTEN_SERIES`] rewritten series, or `CHINGEST_CLUSTER_IDENTITY_INDEX=0`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use engine::quote_string;
+use engine::table::ColumnKind;
+use parking_lot::Mutex;
+
+use crate::{schema, Cluster, ClusterError};
+
+/// Rewritten series a read lists before it groups every row instead (each is written in
+/// the shard's statement).
+pub const MAX_REWRITTEN_SERIES: usize = 2_000;
+
+/// What a read of one shard table may skip grouping, as of one state of its index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentitySnapshot {
+    epoch: u64,
+    /// The series that may hold a point written more than once, sorted: only their rows
+    /// need grouping by `(series_id, time)`.
+    pub rewritten: Vec<u64>,
+}
+
+/// One active part of a shard table, as `system.parts` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Part {
+    name: String,
+    partition: String,
+    min_block: i64,
+    max_block: i64,
+    rows: u64,
+    modified: u64,
+}
+
+/// One shard table's index.
+#[derive(Debug, Default)]
+pub(crate) struct TableIndex {
+    loaded: bool,
+    /// The table's `metadata_modification_time` when loaded.
+    metadata: u64,
+    /// Per partition id, the checked block numbers: sorted, disjoint, non-adjacent ranges.
+    checked: HashMap<String, Vec<(i64, i64)>>,
+    /// The parts listed last: name → (rows, modification time).
+    parts: HashMap<String, (u64, u64)>,
+    rewritten: BTreeSet<u64>,
+    /// More rewritten series than [`MAX_REWRITTEN_SERIES`]: every read groups all rows.
+    overflow: bool,
+    epoch: u64,
+}
+
+impl TableIndex {
+    fn reset(&mut self) {
+        let epoch = self.epoch + 1;
+        *self = TableIndex {
+            epoch,
+            ..TableIndex::default()
+        };
+    }
+
+    fn covered(&self, p: &Part) -> bool {
+        self.checked.get(&p.partition).is_some_and(|ranges| {
+            ranges
+                .iter()
+                .any(|(a, b)| *a <= p.min_block && p.max_block <= *b)
+        })
+    }
+
+    fn check(&mut self, p: &Part) {
+        let ranges = self.checked.entry(p.partition.clone()).or_default();
+        ranges.push((p.min_block, p.max_block));
+        ranges.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+        for &(a, b) in ranges.iter() {
+            match merged.last_mut() {
+                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        *ranges = merged;
+    }
+
+    fn add_rewritten(&mut self, series: impl IntoIterator<Item = u64>) {
+        let before = self.rewritten.len();
+        self.rewritten.extend(series);
+        if self.rewritten.len() != before {
+            self.epoch += 1;
+        }
+        if self.rewritten.len() > MAX_REWRITTEN_SERIES {
+            self.overflow = true;
+        }
+    }
+
+    fn snapshot(&self) -> Option<IdentitySnapshot> {
+        (!self.overflow).then(|| IdentitySnapshot {
+            epoch: self.epoch,
+            rewritten: self.rewritten.iter().copied().collect(),
+        })
+    }
+}
+
+/// Per (shard, database, measurement), its shard table's index.
+pub(crate) type Indexes = Mutex<HashMap<(usize, String, String), Arc<Mutex<TableIndex>>>>;
+
+/// Whether reads use the index (`CHINGEST_CLUSTER_IDENTITY_INDEX=0`: every row grouped, as
+/// before it existed; for comparisons).
+fn enabled() -> bool {
+    std::env::var("CHINGEST_CLUSTER_IDENTITY_INDEX").as_deref() != Ok("0")
+}
+
+/// The SQL of the series with two rows at one time among the rows of `table` that `rows`
+/// selects (all of them: `None`), at most `limit` of them.
+fn rewritten_sql(table: &str, rows: Option<&str>, limit: usize) -> String {
+    let candidates = match rows {
+        Some(cond) => format!(
+            " WHERE (`series_id`, `time`) IN (SELECT `series_id`, `time` FROM {table} WHERE {cond})"
+        ),
+        None => String::new(),
+    };
+    format!(
+        "SELECT DISTINCT `series_id` FROM (SELECT `series_id`, `time` FROM {table}{candidates} \
+         GROUP BY `series_id`, `time` HAVING count() > 1) LIMIT {limit}"
+    )
+}
+
+/// A condition on `_part` selecting the rows of every part that holds a block of `parts`
+/// (a part of them, or a merge or mutation of it).
+fn blocks_of(parts: &[&Part]) -> String {
+    let one: Vec<String> = parts
+        .iter()
+        .map(|p| {
+            format!(
+                "(splitByChar('_', _part)[1] = {} AND toInt64(splitByChar('_', _part)[2]) <= {} \
+                 AND toInt64(splitByChar('_', _part)[3]) >= {})",
+                quote_string(&p.partition),
+                p.max_block,
+                p.min_block
+            )
+        })
+        .collect();
+    one.join(" OR ")
+}
+
+/// The statements listing a shard table's active parts and its metadata time.
+fn listing_sql(db: &str, measurement: &str) -> (String, String) {
+    let (database, name) = (
+        quote_string(&schema::shard_database(db)),
+        quote_string(measurement),
+    );
+    (
+        format!(
+            "SELECT name, partition_id, min_block_number, max_block_number, rows, \
+             toUInt64(modification_time) FROM system.parts \
+             WHERE database = {database} AND table = {name} AND active"
+        ),
+        format!(
+            "SELECT toUInt64(metadata_modification_time) FROM system.tables \
+             WHERE database = {database} AND name = {name}"
+        ),
+    )
+}
+
+fn parse_parts(text: &str) -> Result<Vec<Part>, String> {
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            let bad = || format!("unexpected system.parts row {l:?}");
+            if f.len() != 6 {
+                return Err(bad());
+            }
+            Ok(Part {
+                name: f[0].to_string(),
+                partition: f[1].to_string(),
+                min_block: f[2].parse().map_err(|_| bad())?,
+                max_block: f[3].parse().map_err(|_| bad())?,
+                rows: f[4].parse().map_err(|_| bad())?,
+                modified: f[5].parse().map_err(|_| bad())?,
+            })
+        })
+        .collect()
+}
+
+fn parse_series(text: &str) -> Result<Vec<u64>, String> {
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.parse().map_err(|_| format!("unexpected series id {l:?}")))
+        .collect()
+}
+
+impl Cluster {
+    /// Shard `k`'s answer `text` to `sql` did not read as expected.
+    fn unexpected(&self, k: usize, sql: &str, message: String) -> ClusterError {
+        ClusterError::Refused {
+            shard: k,
+            endpoint: self.http.endpoint(k),
+            statement: sql.to_string(),
+            message: format!("unexpected answer: {message}"),
+            code: None,
+        }
+    }
+
+    fn index(&self, k: usize, db: &str, measurement: &str) -> Arc<Mutex<TableIndex>> {
+        let key = (k, db.to_string(), measurement.to_string());
+        self.identity.lock().entry(key).or_default().clone()
+    }
+
+    /// Forgets every shard's index of `db`.`measurement` (`None`: of every measurement of
+    /// `db`): dropped, here or by another node, or made again. The next read loads it whole.
+    pub fn forget_identity(&self, db: &str, measurement: Option<&str>) {
+        self.identity
+            .lock()
+            .retain(|(_, d, m), _| d != db || measurement.is_some_and(|x| x != m));
+    }
+
+    /// Brings shard `k`'s index of the table up to what the shard holds now: every part
+    /// it lists checked.
+    fn refresh(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+        index: &mut TableIndex,
+    ) -> Result<(), ClusterError> {
+        let table = schema::table(db, measurement);
+        let (parts_sql, metadata_sql) = listing_sql(db, measurement);
+        let metadata = self.http.statement(k, &metadata_sql)?;
+        let metadata: u64 = match metadata.trim() {
+            "" => 0,
+            t => t
+                .parse()
+                .map_err(|_| self.unexpected(k, &metadata_sql, format!("{t:?}")))?,
+        };
+        let answer = self.http.statement(k, &parts_sql)?;
+        let parts = parse_parts(&answer).map_err(|m| self.unexpected(k, &parts_sql, m))?;
+        let renamed = parts.iter().any(|p| {
+            index
+                .parts
+                .get(&p.name)
+                .is_some_and(|seen| *seen != (p.rows, p.modified))
+        });
+        if index.loaded && (index.metadata != metadata || renamed) {
+            tracing::info!(shard = k, %table, "shard table changed under its names: its rewrites are loaded again");
+            index.reset();
+        }
+        if !index.loaded {
+            let sql = rewritten_sql(&table, None, MAX_REWRITTEN_SERIES + 1);
+            let answer = self.http.statement(k, &sql)?;
+            let series = parse_series(&answer).map_err(|m| self.unexpected(k, &sql, m))?;
+            index.epoch += 1;
+            index.loaded = true;
+            index.metadata = metadata;
+            index.add_rewritten(series);
+        } else {
+            let new: Vec<&Part> = parts.iter().filter(|p| !index.covered(p)).collect();
+            if !new.is_empty() {
+                let sql = rewritten_sql(&table, Some(&blocks_of(&new)), MAX_REWRITTEN_SERIES + 1);
+                let answer = self.http.statement(k, &sql)?;
+                let series = parse_series(&answer).map_err(|m| self.unexpected(k, &sql, m))?;
+                index.add_rewritten(series);
+            }
+        }
+        for p in &parts {
+            index.check(p);
+        }
+        index.parts = parts
+            .into_iter()
+            .map(|p| (p.name, (p.rows, p.modified)))
+            .collect();
+        Ok(())
+    }
+
+    /// Per shard, what a read of `db`.`measurement` may skip grouping (`None`: group every
+    /// row), each shard's index brought up to date first (the table and `columns` made
+    /// where they are missing).
+    pub fn identity_snapshots(
+        &self,
+        db: &str,
+        measurement: &str,
+        columns: &[(String, ColumnKind)],
+    ) -> Result<Vec<Option<IdentitySnapshot>>, ClusterError> {
+        let on = enabled();
+        self.read_table_everywhere(db, measurement, columns, |k| {
+            if !on || self.http.replicas(k) > 1 {
+                return Ok(None);
+            }
+            let index = self.index(k, db, measurement);
+            let mut index = index.lock();
+            self.refresh(k, db, measurement, &mut index)?;
+            Ok(index.snapshot())
+        })
+    }
+
+    /// Whether a read that used `snapshots` (from [`Cluster::identity_snapshots`]) grouped
+    /// every point written more than once it may have seen: each shard's index brought up to
+    /// date again, no rewrite found since.
+    pub fn identity_still_valid(
+        &self,
+        db: &str,
+        measurement: &str,
+        columns: &[(String, ColumnKind)],
+        snapshots: &[Option<IdentitySnapshot>],
+    ) -> Result<bool, ClusterError> {
+        let valid = self.read_table_everywhere(db, measurement, columns, |k| {
+            let Some(snapshot) = &snapshots[k] else {
+                return Ok(true);
+            };
+            let index = self.index(k, db, measurement);
+            let mut index = index.lock();
+            self.refresh(k, db, measurement, &mut index)?;
+            Ok(index.epoch == snapshot.epoch && !index.overflow)
+        })?;
+        Ok(valid.into_iter().all(|v| v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(partition: &str, min_block: i64, max_block: i64) -> Part {
+        Part {
+            name: format!("{partition}_{min_block}_{max_block}_0"),
+            partition: partition.into(),
+            min_block,
+            max_block,
+            rows: 1,
+            modified: 0,
+        }
+    }
+
+    #[test]
+    fn a_part_is_covered_only_by_checked_blocks_of_its_partition_without_a_gap() {
+        let mut index = TableIndex::default();
+        for p in [
+            part("1", 1, 1),
+            part("1", 2, 3),
+            part("1", 5, 5),
+            part("2", 4, 4),
+        ] {
+            index.check(&p);
+        }
+        assert_eq!(index.checked["1"], vec![(1, 3), (5, 5)]);
+        assert!(index.covered(&part("1", 1, 3)), "a merge of checked parts");
+        assert!(index.covered(&part("1", 2, 2)));
+        assert!(
+            !index.covered(&part("1", 3, 5)),
+            "block 4 of partition 1 is new"
+        );
+        assert!(!index.covered(&part("2", 1, 1)));
+        assert!(!index.covered(&part("3", 4, 4)));
+    }
+
+    #[test]
+    fn a_new_rewritten_series_moves_the_epoch_and_too_many_turn_the_index_off() {
+        let mut index = TableIndex::default();
+        index.add_rewritten([7, 8]);
+        let e = index.epoch;
+        index.add_rewritten([8]);
+        assert_eq!(index.epoch, e, "nothing new");
+        index.add_rewritten([9]);
+        assert_eq!(index.epoch, e + 1);
+        assert_eq!(index.snapshot().unwrap().rewritten, vec![7, 8, 9]);
+        index.add_rewritten(100..(100 + MAX_REWRITTEN_SERIES as u64));
+        assert_eq!(index.snapshot(), None);
+        index.reset();
+        assert!(index.epoch > e + 1 && index.snapshot().unwrap().rewritten.is_empty());
+    }
+
+    #[test]
+    fn the_check_of_new_blocks_groups_the_rows_at_their_points() {
+        let (a, b) = (part("202611", 4, 4), part("x", 9, 12));
+        let sql = rewritten_sql("`__shard_d`.`m`", Some(&blocks_of(&[&a, &b])), 3);
+        assert_eq!(
+            sql,
+            "SELECT DISTINCT `series_id` FROM (SELECT `series_id`, `time` FROM `__shard_d`.`m` \
+             WHERE (`series_id`, `time`) IN (SELECT `series_id`, `time` FROM `__shard_d`.`m` \
+             WHERE (splitByChar('_', _part)[1] = '202611' AND toInt64(splitByChar('_', _part)[2]) <= 4 \
+             AND toInt64(splitByChar('_', _part)[3]) >= 4) OR (splitByChar('_', _part)[1] = 'x' \
+             AND toInt64(splitByChar('_', _part)[2]) <= 12 AND toInt64(splitByChar('_', _part)[3]) >= 9)) \
+             GROUP BY `series_id`, `time` HAVING count() > 1) LIMIT 3"
+        );
+        assert!(parse_parts("p_1_2_1\tp\t1\t2\t10\t99\n").unwrap()[0].max_block == 2);
+        assert!(parse_parts("p_1_2_1\tp\t1\n").is_err());
+    }
+}
