@@ -315,6 +315,62 @@ pub(crate) struct Table {
     pub(crate) bytes: usize,
     /// Values held (times and fields).
     pub(crate) values: usize,
+    /// Kept between inserts: no allocation per batch.
+    scratch: Groups,
+}
+
+/// A batch's rows by series, in batch order within each (a counting sort).
+#[derive(Debug, Default)]
+struct Groups {
+    /// Group index by series id.
+    index: HashMap<u64, u32, SeededIds>,
+    /// Series id by group index.
+    ids: Vec<u64>,
+    /// Group index by row (`u32::MAX`: left out).
+    group_of: Vec<u32>,
+    /// Group `k`'s rows are `order[starts[k]..starts[k + 1]]`.
+    starts: Vec<u32>,
+    order: Vec<u32>,
+}
+
+impl Groups {
+    /// Groups rows `0..rows` by the series `id_of` gives (`None`: left out).
+    fn group(&mut self, rows: usize, id_of: impl Fn(usize) -> Option<u64>) {
+        self.index.clear();
+        self.ids.clear();
+        self.group_of.clear();
+        self.starts.clear();
+        for row in 0..rows {
+            let k = match id_of(row) {
+                None => u32::MAX,
+                Some(id) => *self.index.entry(id).or_insert_with(|| {
+                    self.ids.push(id);
+                    self.starts.push(0);
+                    (self.ids.len() - 1) as u32
+                }),
+            };
+            if k != u32::MAX {
+                self.starts[k as usize] += 1;
+            }
+            self.group_of.push(k);
+        }
+        // Counts to exclusive ends, then each row placed before its group's end.
+        let mut sum = 0;
+        for c in &mut self.starts {
+            sum += *c;
+            *c = sum;
+        }
+        self.order.clear();
+        self.order.resize(sum as usize, 0);
+        for row in (0..rows).rev() {
+            let k = self.group_of[row];
+            if k != u32::MAX {
+                self.starts[k as usize] -= 1;
+                self.order[self.starts[k as usize] as usize] = row as u32;
+            }
+        }
+        self.starts.push(sum);
+    }
 }
 
 /// Bytes per held time and per held field value (plus its validity byte).
@@ -331,6 +387,7 @@ impl Table {
             series: SeriesMap::default(),
             bytes: 0,
             values: 0,
+            scratch: Groups::default(),
         }
     }
 
@@ -405,20 +462,20 @@ impl Table {
         // Rows by series, in batch order: a series' rows are then appended
         // column by column (one type dispatch per field and series, not per
         // value), which is what ingest sends nearly always.
-        let mut groups: HashMap<u64, Vec<u32>, SeededIds> =
-            HashMap::with_capacity_and_hasher(64, self.series.hasher().clone());
-        for row in 0..batch.num_rows() {
-            if time.is_null(row) || sid.is_null(row) {
-                continue;
-            }
+        let mut g = std::mem::take(&mut self.scratch);
+        g.group(batch.num_rows(), |row| {
             // Older than what the table holds completely: the engine has it.
-            if time.value(row) >= self.complete_from {
-                groups.entry(sid.value(row)).or_default().push(row as u32);
-            }
-        }
+            (!time.is_null(row) && !sid.is_null(row) && time.value(row) >= self.complete_from)
+                .then(|| sid.value(row))
+        });
         let nfields = self.fields.len();
+        let mut present = vec![false; nfields];
+        for (fi, _, _) in &fields {
+            present[*fi] = true;
+        }
         let times = time.values();
-        for (id, rows) in &groups {
+        for (k, id) in g.ids.iter().enumerate() {
+            let rows = &g.order[g.starts[k] as usize..g.starts[k + 1] as usize];
             let series = self.series.entry(*id).or_insert_with(|| {
                 let row = rows[0] as usize;
                 let mut tags: Vec<(String, String)> = tags
@@ -444,7 +501,7 @@ impl Table {
                     .last()
                     .is_none_or(|&last| times[rows[0] as usize] > last);
             let (added, values) = if appends {
-                append(series, rows, times, &fields)
+                append(series, rows, times, &fields, &present)
             } else {
                 rows.iter()
                     .map(|&r| merge_row(series, r as usize, times[r as usize], &fields, overwrite))
@@ -456,9 +513,10 @@ impl Table {
                 self.newest = self.newest.max(last);
             }
         }
-        for id in groups.into_keys() {
+        for &id in &g.ids {
             self.evict(id, window);
         }
+        self.scratch = g;
         true
     }
 
@@ -499,6 +557,7 @@ fn append(
     rows: &[u32],
     times: &[i64],
     fields: &[BatchField<'_>],
+    present: &[bool],
 ) -> (isize, usize) {
     let old = series.times.len();
     let n = rows.len();
@@ -506,7 +565,12 @@ fn append(
     series.times.extend(rows.iter().map(|&r| times[r as usize]));
     let mut added = (TIME_BYTES * n) as isize;
     let mut values = n;
-    let mut filled = vec![false; series.columns.len()];
+    // The series' columns of fields this batch lacks: no value at the new times.
+    for (c, &here) in series.columns.iter_mut().zip(present) {
+        if let (Some(c), false) = (c, here) {
+            c.extend_nulls(n);
+        }
+    }
     for (fi, src, kind) in fields {
         let slot = &mut series.columns[*fi];
         if slot.is_none() {
@@ -522,12 +586,6 @@ fn append(
         }
         if let Some(c) = slot {
             added += c.extend(src, rows);
-            filled[*fi] = true;
-        }
-    }
-    for (c, done) in series.columns.iter_mut().zip(filled) {
-        if let (Some(c), false) = (c, done) {
-            c.extend_nulls(n);
         }
     }
     let cells = series.cells();
