@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::hash::Hasher;
+use std::sync::Arc;
 
 use engine::arrow::array::{Array, AsArray, RecordBatch};
 use engine::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
@@ -70,6 +71,14 @@ fn grow<T>(v: &mut Vec<T>, n: usize) {
     }
 }
 
+/// `s`, sharing `before`'s allocation when it is the same text.
+fn shared(before: Option<&Arc<str>>, s: &str) -> Arc<str> {
+    match before {
+        Some(b) if **b == *s => b.clone(),
+        _ => Arc::from(s),
+    }
+}
+
 /// Values of one field of one series, as many as the series has times.
 #[derive(Debug, Clone)]
 pub(crate) enum Values {
@@ -77,7 +86,9 @@ pub(crate) enum Values {
     Integer(Vec<i64>),
     Unsigned(Vec<u64>),
     Boolean(Vec<bool>),
-    String(Vec<String>),
+    /// Shared where a value repeats the one before it (a status string
+    /// rarely changes): no allocation per point then.
+    String(Vec<Arc<str>>),
 }
 
 /// One field's column of one series.
@@ -95,7 +106,7 @@ impl Column {
             DataType::Int64 => Values::Integer(vec![0; len]),
             DataType::UInt64 => Values::Unsigned(vec![0; len]),
             DataType::Boolean => Values::Boolean(vec![false; len]),
-            DataType::Utf8 => Values::String(vec![String::new(); len]),
+            DataType::Utf8 => Values::String(vec![Arc::from(""); len]),
             _ => return None,
         };
         Some(Column {
@@ -126,7 +137,8 @@ impl Column {
             }
             Values::String(v) => {
                 room(v);
-                v.insert(at, String::new())
+                let empty = shared(v.get(at.wrapping_sub(1)), "");
+                v.insert(at, empty)
             }
         }
     }
@@ -146,7 +158,7 @@ impl Column {
             (Values::String(v), Src::String(a)) => {
                 let new = a.value(row);
                 let delta = new.len() as isize - v[at].len() as isize;
-                v[at] = new.to_string();
+                v[at] = shared(at.checked_sub(1).map(|p| &v[p]), new);
                 return delta;
             }
             // A field's type never changes (first write wins at the door).
@@ -184,7 +196,7 @@ impl Column {
                         a.value(r as usize)
                     };
                     bytes += s.len();
-                    v.push(s.to_string());
+                    v.push(shared(v.last(), s));
                 }
                 return bytes as isize;
             }
@@ -211,7 +223,10 @@ impl Column {
             Values::Integer(v) => v.resize(v.len() + n, 0),
             Values::Unsigned(v) => v.resize(v.len() + n, 0),
             Values::Boolean(v) => v.resize(v.len() + n, false),
-            Values::String(v) => v.resize(v.len() + n, String::new()),
+            Values::String(v) => {
+                let empty = shared(v.last(), "");
+                v.resize(v.len() + n, empty)
+            }
         }
     }
 

@@ -159,6 +159,6 @@ fn value(c: &Column, i: usize) -> Value {
         Values::Integer(v) => Value::Integer(v[i]),
         Values::Unsigned(v) => Value::Unsigned(v[i]),
         Values::Boolean(v) => Value::Boolean(v[i]),
-        Values::String(v) => Value::String(v[i].clone()),
+        Values::String(v) => Value::String(v[i].to_string()),
     }
 }
