@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 pub struct HotConfig {
     /// Keep each series' recent points in memory and answer small dashboard
     /// statements from them instead of the engine. Default: false: the insert costs
-    /// the write path CPU (about a fifth more per point, a quarter less peak ingest
-    /// on 2 cores: test_results/history/ab_stop46_hot.md) until it is made cheaper.
+    /// the write path CPU (about a fifth more per point on 2 cores, and in one of two
+    /// same-run A/Bs a lower sustainable rate: test_results/history/ab_stop47_hot.md)
+    /// until it is made cheaper.
     /// Only with
     /// `[storage] engine = "embedded"` (with a ClickHouse cluster other nodes
     /// may write the same series: nothing is held or served then).
