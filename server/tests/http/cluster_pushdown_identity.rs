@@ -102,6 +102,35 @@ fn check(step: &str, nodes: &[&Server], embedded: &Server) {
     }
 }
 
+/// Nodes `n1` and `n2` over both shards (`n2` as `n2_spawn` makes it) and an embedded
+/// server, the answers' reference; their data directories live as long as they do.
+struct Servers {
+    n1: Server,
+    n2: Server,
+    embedded: Server,
+    _dirs: [tempfile::TempDir; 3],
+}
+
+impl Servers {
+    fn start(shards: &[Shard], n2_spawn: impl FnOnce(Spawn) -> Spawn) -> Servers {
+        let (s0, s1) = (&shards[0], &shards[1]);
+        let dirs = [data_dir(), data_dir(), data_dir()];
+        let n1 = Spawn::new(dirs[0].path())
+            .config(&cluster_config_named(&[s0, s1], "n1"))
+            .start();
+        let n2 =
+            n2_spawn(Spawn::new(dirs[1].path()).config(&cluster_config_named(&[s0, s1], "n2")))
+                .start();
+        let embedded = Spawn::new(dirs[2].path()).start();
+        Servers {
+            n1,
+            n2,
+            embedded,
+            _dirs: dirs,
+        }
+    }
+}
+
 fn on_shards(shards: &[Shard], sql: &str) {
     for s in shards {
         s.query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
@@ -114,18 +143,11 @@ fn points_written_twice_by_one_node_by_two_nodes_or_behind_them_count_once() {
     let Some((_dir, shards)) = two_shard_cluster(TEST) else {
         return;
     };
-    let (s0, s1) = (&shards[0], &shards[1]);
-    let (d1, d2, de) = (data_dir(), data_dir(), data_dir());
-    let n1 = Spawn::new(d1.path())
-        .config(&cluster_config_named(&[s0, s1], "n1"))
-        .start();
-    let n2 = Spawn::new(d2.path())
-        .config(&cluster_config_named(&[s0, s1], "n2"))
-        .start();
-    let embedded = Spawn::new(de.path()).start();
-    let nodes = [&n1, &n2];
+    let servers = Servers::start(&shards, |n2| n2);
+    let (n1, n2, embedded) = (&servers.n1, &servers.n2, &servers.embedded);
+    let nodes = [n1, n2];
     let write = |node: &Server, body: String| {
-        for s in [node, &embedded] {
+        for s in [node, embedded] {
             assert_eq!(s.post("/write?db=d", body.clone()).status(), 204);
         }
         wait_delivered(&nodes, Duration::from_secs(60));
@@ -133,38 +155,38 @@ fn points_written_twice_by_one_node_by_two_nodes_or_behind_them_count_once() {
     for s in [&n1, &embedded] {
         s.query("CREATE DATABASE d");
     }
-    wait_listed(&n2, "d");
-    write(&n1, points());
-    check("points once", &nodes, &embedded);
+    wait_listed(n2, "d");
+    write(n1, points());
+    check("points once", &nodes, embedded);
 
     // The same node writes points of h1 and h5 again (indexes loaded: checked anew).
-    write(&n1, rewrites(&[1, 5], 1.0));
-    check("rewritten by the node that wrote them", &nodes, &embedded);
+    write(n1, rewrites(&[1, 5], 1.0));
+    check("rewritten by the node that wrote them", &nodes, embedded);
 
     // The other node writes points of h2 and h5 again, as they are (which of two nodes'
     // writes of a point is the later is not defined: `__seq` is each node's own).
-    write(&n2, points_of(&[2]) + &rewrites(&[5], 1.0));
-    check("rewritten by another node", &nodes, &embedded);
+    write(n2, points_of(&[2]) + &rewrites(&[5], 1.0));
+    check("rewritten by another node", &nodes, embedded);
 
     // A delivery that lands twice (no node sees it): h7's rows copied on its shard.
     on_shards(
         &shards,
         "INSERT INTO __shard_d.cpu SELECT * FROM __shard_d.cpu WHERE host = 'h7'",
     );
-    check("h7's rows on its shard twice", &nodes, &embedded);
+    check("h7's rows on its shard twice", &nodes, embedded);
 
     // Merged into one part per partition: the merged parts' blocks were checked.
     on_shards(&shards, "OPTIMIZE TABLE __shard_d.cpu FINAL");
-    write(&n2, points_of(&[9, 10]));
-    check("after a merge, then a rewrite", &nodes, &embedded);
+    write(n2, points_of(&[9, 10]));
+    check("after a merge, then a rewrite", &nodes, embedded);
 
     // Dropped and made again by the other node, points written twice in one write.
     for s in [&n2, &embedded] {
         s.query("DROP MEASUREMENT cpu");
     }
     let twice = points() + &rewrites(&[3], 4.0);
-    write(&n2, twice);
-    check("made again", &nodes, &embedded);
+    write(n2, twice);
+    check("made again", &nodes, embedded);
 }
 
 /// Deliveries in flight: one node writes points of every host again, as they are, one host
@@ -176,23 +198,15 @@ fn reads_while_another_node_rewrites_points_never_count_one_twice() {
     let Some((_dir, shards)) = two_shard_cluster(TEST) else {
         return;
     };
-    let (s0, s1) = (&shards[0], &shards[1]);
-    let (d1, d2, de) = (data_dir(), data_dir(), data_dir());
-    let n1 = Spawn::new(d1.path())
-        .config(&cluster_config_named(&[s0, s1], "n1"))
-        .start();
-    let n2 = Spawn::new(d2.path())
-        .config(&cluster_config_named(&[s0, s1], "n2"))
-        .env("CHINGEST_FLUSH__MAX_AGE_MS", "20")
-        .start();
-    let embedded = Spawn::new(de.path()).start();
+    let servers = Servers::start(&shards, |n2| n2.env("CHINGEST_FLUSH__MAX_AGE_MS", "20"));
+    let (n1, n2, embedded) = (&servers.n1, &servers.n2, &servers.embedded);
     for s in [&n1, &embedded] {
         s.query("CREATE DATABASE d");
         assert_eq!(s.post("/write?db=d", points()).status(), 204);
     }
-    wait_listed(&n2, "d");
-    wait_delivered(&[&n1], Duration::from_secs(60));
-    let want: Vec<Value> = STATEMENTS.iter().map(|q| on_d(&embedded, q)).collect();
+    wait_listed(n2, "d");
+    wait_delivered(&[n1], Duration::from_secs(60));
+    let want: Vec<Value> = STATEMENTS.iter().map(|q| on_d(embedded, q)).collect();
     let done = std::sync::atomic::AtomicBool::new(false);
     let mut reads = 0;
     std::thread::scope(|scope| {
@@ -201,12 +215,12 @@ fn reads_while_another_node_rewrites_points_never_count_one_twice() {
                 assert_eq!(n2.post("/write?db=d", points_of(&[h])).status(), 204);
                 std::thread::sleep(Duration::from_millis(100));
             }
-            wait_delivered(&[&n2], Duration::from_secs(60));
+            wait_delivered(&[n2], Duration::from_secs(60));
             done.store(true, std::sync::atomic::Ordering::SeqCst);
         });
         while !done.load(std::sync::atomic::Ordering::SeqCst) {
             for (q, want) in STATEMENTS.iter().zip(&want) {
-                assert_eq!(&on_d(&n1, q), want, "{q}, read {reads}");
+                assert_eq!(&on_d(n1, q), want, "{q}, read {reads}");
                 reads += 1;
             }
         }
@@ -214,11 +228,11 @@ fn reads_while_another_node_rewrites_points_never_count_one_twice() {
     // Once every rewrite is delivered: each host rewritten, the shards group every row of
     // the 40 series — through the index (40 series listed), answers unchanged.
     for (q, want) in STATEMENTS.iter().zip(&want) {
-        assert_eq!(&on_d(&n1, q), want, "{q}, after");
+        assert_eq!(&on_d(n1, q), want, "{q}, after");
     }
     eprintln!(
         "{reads} reads during the rewrites; read again: {}, every row grouped: {}",
-        grouping(&n1, "again"),
-        grouping(&n1, "all")
+        grouping(n1, "again"),
+        grouping(n1, "all")
     );
 }

@@ -54,6 +54,12 @@ pub(crate) fn field_call<'e>(
     let [arg] = args.as_slice() else {
         return None;
     };
+    Some((func, plain_field(arg, schema)?))
+}
+
+/// The name `arg` refers to, read as written (no cast), when `schema` does not
+/// hold it as a tag (it may be no field of `schema`).
+pub(crate) fn plain_field<'e>(arg: &'e Expr, schema: &MeasurementSchema) -> Option<&'e String> {
     let Expr::VarRef {
         name: field,
         data_type: None,
@@ -61,8 +67,5 @@ pub(crate) fn field_call<'e>(
     else {
         return None;
     };
-    if schema.tag_keys.contains(field) {
-        return None;
-    }
-    Some((func, field))
+    (!schema.tag_keys.contains(field)).then_some(field)
 }

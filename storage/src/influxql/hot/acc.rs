@@ -10,7 +10,7 @@ use ingest::{FieldType, MeasurementSchema};
 
 use crate::hot::table::{Column, Values};
 use crate::influxql::expr::strip_parens;
-use crate::influxql::field_call::{field_call, Func};
+use crate::influxql::field_call::{field_call, plain_field, Func};
 use crate::influxql::series::Value;
 
 /// What a column computes.
@@ -53,14 +53,7 @@ fn other_call<'e>(e: &'e Expr, schema: &MeasurementSchema) -> Option<(Agg, &'e S
         }
         _ => return None,
     };
-    let Expr::VarRef {
-        name: field,
-        data_type: None,
-    } = strip_parens(arg)
-    else {
-        return None;
-    };
-    (!schema.tag_keys.contains(field)).then_some((agg, field))
+    Some((agg, plain_field(arg, schema)?))
 }
 
 /// One output column: a function of one field (`None`: a name the measurement
