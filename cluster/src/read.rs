@@ -207,7 +207,6 @@ impl Cluster {
             .iter()
             .map(|(n, k)| format!(", CAST({} AS {})", quote_ident(n), schema::shard_type(*k)))
             .collect();
-        let mut rows = 0u64;
         let sql = format!(
             "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {table} \
              WHERE {filter} LIMIT {} FORMAT RowBinary",
@@ -216,26 +215,13 @@ impl Cluster {
         let answers = self.read_table_everywhere(db, measurement, columns, |k| {
             self.http.statement_bytes(k, &sql)
         })?;
-        for (k, answer) in answers.iter().enumerate() {
-            let bad = |message: String| self.unexpected_answer(k, message);
-            let mut r = RowBinary {
-                bytes: answer,
-                at: 0,
-            };
-            while !r.done() {
-                rows += 1;
-                if rows > max_rows {
-                    return Err(ClusterError::TooManyRows { max_rows });
-                }
-                time.append_value(r.i64().map_err(bad)?);
-                series.append_value(r.u64().map_err(bad)?);
-                seq.append_value(r.u64().map_err(bad)?);
-                row.append_value(r.u32().map_err(bad)?);
-                for b in &mut cols {
-                    b.read(&mut r).map_err(bad)?;
-                }
-            }
-        }
+        let rows = self.each_row(&answers, max_rows, |r| {
+            time.append_value(r.i64()?);
+            series.append_value(r.u64()?);
+            seq.append_value(r.u64()?);
+            row.append_value(r.u32()?);
+            cols.iter_mut().try_for_each(|b| b.read(r))
+        })?;
         if rows == 0 {
             return Ok(None);
         }
@@ -285,23 +271,9 @@ impl Cluster {
             self.http.statement_bytes(k, &sql)
         })?;
         let mut cols: Vec<Builder> = out.iter().map(|(_, k)| Builder::new(*k)).collect();
-        let mut rows = 0u64;
-        for (k, answer) in answers.iter().enumerate() {
-            let bad = |message: String| self.unexpected_answer(k, message);
-            let mut r = RowBinary {
-                bytes: answer,
-                at: 0,
-            };
-            while !r.done() {
-                rows += 1;
-                if rows > max_rows {
-                    return Err(ClusterError::TooManyRows { max_rows });
-                }
-                for b in &mut cols {
-                    b.read(&mut r).map_err(bad)?;
-                }
-            }
-        }
+        let rows = self.each_row(&answers, max_rows, |r| {
+            cols.iter_mut().try_for_each(|b| b.read(r))
+        })?;
         if rows == 0 {
             return Ok(None);
         }
@@ -316,6 +288,32 @@ impl Cluster {
         RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
             .map(Some)
             .map_err(|e| ClusterError::Engine(engine::EngineError::Arrow(e.to_string())))
+    }
+
+    /// Reads every row of every shard's `RowBinary` answer (shard order) with `row`; how
+    /// many there were. More than `max_rows` fail the read; an answer `row` cannot read is
+    /// the shard's unexpected answer.
+    fn each_row(
+        &self,
+        answers: &[Vec<u8>],
+        max_rows: u64,
+        mut row: impl FnMut(&mut RowBinary<'_>) -> Result<(), String>,
+    ) -> Result<u64, ClusterError> {
+        let mut rows = 0u64;
+        for (k, answer) in answers.iter().enumerate() {
+            let mut r = RowBinary {
+                bytes: answer,
+                at: 0,
+            };
+            while !r.done() {
+                rows += 1;
+                if rows > max_rows {
+                    return Err(ClusterError::TooManyRows { max_rows });
+                }
+                row(&mut r).map_err(|message| self.unexpected_answer(k, message))?;
+            }
+        }
+        Ok(rows)
     }
 
     /// The table of `db`.`measurement` on each shard, as [`Cluster::read_partials`]'
