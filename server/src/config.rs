@@ -543,6 +543,12 @@ window = "24h"
 max_memory = 2147483648
 # Statements leaving more series than this per measurement go to the engine.
 max_series = 64
+# Bytes of received writes that may wait for the hot store's idle-priority applier
+# (256 MiB); past it they are dropped and their measurements refilled from the engine.
+max_backlog = 268435456
+# A read waits at most this long (ms) for the applier to catch up with the writes
+# acknowledged before it, then goes to the engine (the engine's floor is 3-4 ms).
+apply_wait_ms = 3
 
 [limits]
 # Body bytes (raw + decompressed) in memory across in-flight writes. 256 MiB.

@@ -116,6 +116,12 @@ impl Storage {
                 what: "applying [hot]",
                 message,
             })?;
+        let storage = Arc::downgrade(self);
+        self.hot.start(Box::new(move || {
+            if let Some(s) = storage.upgrade() {
+                s.start_hot_refill();
+            }
+        }));
         self.start_hot_refill();
         Ok(())
     }

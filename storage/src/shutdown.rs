@@ -23,6 +23,8 @@ impl Storage {
         if let Some(sync) = &self.cluster_sync {
             sync.stop();
         }
+        // Serves nothing more and joins its applier thread.
+        self.hot.stop();
         let deadline = Instant::now() + grace;
         // The WAL's writer exit disconnects the flusher's channel, and the flusher
         // drains to the engine until the deadline.

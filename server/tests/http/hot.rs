@@ -21,7 +21,10 @@ const SPAN: i64 = 6 * 3600 * S;
 use crate::read_your_writes::write;
 
 const OFF: &str = "[hot]\nenabled = false\n";
-const ON: &str = "[hot]\nenabled = true\n";
+/// On, and a read waits as long as it takes for the applier (it runs at idle
+/// priority: on a loaded machine a few ms may not do), so the path is the hot
+/// store's whenever it holds the range.
+const ON: &str = "[hot]\nenabled = true\napply_wait_ms = 60000\n";
 
 /// Runs a statement that changes data (POST), asserting it succeeded.
 fn exec(s: &Server, db: &str, q: &str) {
@@ -755,7 +758,7 @@ fn hot_store_evicts_by_window_and_memory() {
     let max_memory = 200_000;
     let hot = Spawn::new(dh.path())
         .config(&format!(
-            "[hot]\nenabled = true\nwindow = \"1h\"\nmax_memory = {max_memory}\n"
+            "[hot]\nenabled = true\nwindow = \"1h\"\nmax_memory = {max_memory}\napply_wait_ms = 60000\n"
         ))
         .start();
     let engine = Spawn::new(de.path()).config(OFF).start();
@@ -988,7 +991,7 @@ fn hot_store_refills_after_a_restart() {
 fn hot_store_refill_past_max_memory_leaves_the_measurement_to_the_engine() {
     let d = data_dir();
     // 5,000 points of one field: 85,000 bytes, under 100,000 but over 3/4 of it.
-    let config = "[hot]\nenabled = true\nmax_memory = 100000\n";
+    let config = "[hot]\nenabled = true\nmax_memory = 100000\napply_wait_ms = 60000\n";
     let lines: Vec<String> = (0..5000)
         .map(|k| format!("big,host=a f={k} {}", T0 + k * S))
         .collect();
@@ -1015,4 +1018,91 @@ fn hot_store_refill_past_max_memory_leaves_the_measurement_to_the_engine() {
         s.log_text()
     );
     assert_eq!(metric(&s, "chingest_hot_bytes"), 0.0);
+}
+
+/// The answers of `q` on both servers, whichever path answered (the path of `hot`'s too).
+fn answers(hot: &Server, engine: &Server, db: &str, q: &str) -> String {
+    let (hs, ha, hp) = ask(hot, db, q);
+    let (es, ea, _) = ask(engine, db, q);
+    assert_eq!((hs, &ha), (es, &ea), "answers differ ({hp}): {q}");
+    hp
+}
+
+/// Issue #44: the applier's backlog past `[hot] max_backlog` (here every
+/// write) is dropped; the measurement is emptied, read from the engine
+/// meanwhile, and served again once refilled, with the engine's answers.
+#[test]
+fn hot_store_refills_what_a_dropped_backlog_lost() {
+    let (dh, de) = (data_dir(), data_dir());
+    let hot = Spawn::new(dh.path())
+        .config("[hot]\nenabled = true\nmax_backlog = 1\napply_wait_ms = 60000\n")
+        .start();
+    let engine = Spawn::new(de.path()).config(OFF).start();
+    let lines = points(7);
+    let q = format!(
+        "SELECT count(f), sum(f), max(i), last(i) FROM m WHERE {} GROUP BY time(30m), host",
+        range(0, SPAN)
+    );
+    for s in [&hot, &engine] {
+        s.query("CREATE DATABASE d");
+    }
+    for chunk in lines.chunks(500) {
+        write(&hot, "d", &chunk.join("\n"));
+        write(&engine, "d", &chunk.join("\n"));
+        // Exact whichever path answers, while writes are being dropped.
+        answers(&hot, &engine, "d", &q);
+    }
+    assert!(metric(&hot, "chingest_hot_backlog_dropped_total") >= 1.0);
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while answers(&hot, &engine, "d", &q) != "hot" {
+        assert!(
+            Instant::now() < deadline,
+            "never served again; log:\n{}",
+            hot.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        hot.log_text()
+            .contains("hot store refilled measurements after a dropped backlog"),
+        "{}",
+        hot.log_text()
+    );
+    let mut rng = Rng(0x0044_0b1c);
+    for _ in 0..40 {
+        same(&hot, &engine, "d", &statement(&mut rng), true);
+    }
+}
+
+/// Issue #44: a read that would have to wait longer than `[hot]
+/// apply_wait_ms` for the applier goes to the engine, exact, and is counted
+/// as `behind`.
+#[test]
+fn hot_store_reads_behind_the_applier_go_to_the_engine() {
+    let d = data_dir();
+    let s = Spawn::new(d.path())
+        .config("[hot]\nenabled = true\napply_wait_ms = 0\n")
+        .start();
+    s.query("CREATE DATABASE b");
+    let behind = "chingest_hot_fallbacks_total{reason=\"behind\"}";
+    assert_eq!(metric(&s, behind), 0.0);
+    let mut written = 0;
+    for round in 0..200 {
+        let lines: Vec<String> = (0..5000)
+            .map(|k| format!("be,host=h{} f={k} {}", k % 4, T0 + (written + k) * S))
+            .collect();
+        write(&s, "b", &lines.join("\n"));
+        written += 5000;
+        let q = format!("SELECT count(f) FROM be WHERE {}", range(0, written * S));
+        let (status, v, path) = ask(&s, "b", &q);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(
+            v["results"][0]["series"][0]["values"][0][1], written,
+            "round {round} ({path}): {v}"
+        );
+        if metric(&s, behind) > 0.0 {
+            return;
+        }
+    }
+    panic!("no read was ever behind the applier");
 }

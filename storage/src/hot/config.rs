@@ -28,6 +28,21 @@ pub struct HotConfig {
     /// A statement whose conditions leave more series than this (per measurement)
     /// goes to the engine. Default 64.
     pub max_series: usize,
+    /// The most bytes (Arrow buffers) of received writes waiting for the
+    /// applier thread (`hot/apply.rs`): past it the backlog is dropped and the
+    /// measurements it held are refilled (`hot/refill.rs`), read from the
+    /// engine meanwhile. Default 256 MiB: an eighth of `max_memory`; the queued
+    /// batches are mostly the very buffers the flusher holds until they are
+    /// inserted, and at 1M values/s of TSBS-like rows (about 20 MB/s of
+    /// batches) it is ten seconds or more of a starved applier.
+    pub max_backlog: u64,
+    /// How long a read that could be answered here waits for the applier to
+    /// have applied every write acknowledged before it (and then for the
+    /// tables' read lock), in milliseconds, before it goes to the engine
+    /// instead (`chingest_hot_fallbacks_total`). Default 3: the engine's own
+    /// floor is 3–4 ms a statement (docs/influxql.md), so waiting longer than
+    /// that costs more than the engine would.
+    pub apply_wait_ms: u64,
 }
 
 impl Default for HotConfig {
@@ -37,6 +52,8 @@ impl Default for HotConfig {
             window: "24h".to_string(),
             max_memory: 2 << 30,
             max_series: 64,
+            max_backlog: 256 << 20,
+            apply_wait_ms: 3,
         }
     }
 }
@@ -46,6 +63,11 @@ impl HotConfig {
     pub fn window_ns(&self) -> Result<i64, String> {
         parse_duration(&self.window)
             .ok_or_else(|| format!("hot.window: not a duration: {:?}", self.window))
+    }
+
+    /// [`HotConfig::apply_wait_ms`].
+    pub(crate) fn apply_wait(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.apply_wait_ms)
     }
 }
 

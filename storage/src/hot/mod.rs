@@ -4,11 +4,14 @@
 //! (`influxql/hot/`).
 //!
 //! Fed by the flusher's coordinator (`flush::PartsObserver`), in WAL sequence
-//! order, with the very parts reads of unflushed points see, before the entry
-//! counts as received: a read that waits until the coordinator received the WAL's
-//! last acknowledged sequence (as every read does) finds every acknowledged point
-//! here, and a write the WAL refused is never here. Sequence order makes the last
-//! write win, field by field, as the engine's point merge does.
+//! order, with the very parts reads of unflushed points see: the coordinator
+//! only queues them, before the entry counts as received, and a thread at idle
+//! priority inserts them (`apply.rs`). A read that waits until the coordinator
+//! received the WAL's last acknowledged sequence (as every read does), and then
+//! until the applier applied everything up to it (a few ms at most, else the
+//! engine answers), finds every acknowledged point here, and a write the WAL
+//! refused is never here. Sequence order makes the last write win, field by
+//! field, as the engine's point merge does.
 //!
 //! What it holds completely, per measurement: every point with a time at or after
 //! `Table::complete_from`. A measurement first written after start-up is complete
@@ -19,22 +22,29 @@
 //! refill (`refill.rs`) has merged in their points from their newest point −
 //! `window` on, read through the normal read path (engine and unflushed WAL
 //! rows), filling only what the table's own newer writes left empty; then they
-//! are complete from that cutoff. One whose refill fails or does not fit in
+//! are complete from that cutoff. Measurements whose writes the applier had to
+//! drop (its backlog past `[hot] max_backlog`) are emptied and become pending
+//! likewise. One whose refill fails or does not fit in
 //! `max_memory`, one of a database with a retention (the evaluator refuses
 //! those), and those a `DELETE`, `DROP SERIES`, `DROP MEASUREMENT`, `DROP
 //! DATABASE`, a dead letter or an admin's SQL write touched (before, during or
 //! after the refill) are never served until the next start: reads go to the
 //! engine there.
 
+mod apply;
 mod config;
 mod refill;
 pub(crate) mod table;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use engine::arrow::array::RecordBatch;
 use parking_lot::{RwLock, RwLockReadGuard};
+
+use apply::{Applier, Item, SLICE_ROWS};
 
 pub use config::HotConfig;
 use table::Table;
@@ -51,6 +61,10 @@ pub(crate) const HOT_REFILL_PENDING: &str = "chingest_hot_refill_pending";
 pub(crate) const HOT_REFILL_SECONDS: &str = "chingest_hot_refill_seconds";
 /// Points the refill merged into the store.
 pub(crate) const HOT_REFILL_POINTS: &str = "chingest_hot_refill_points_total";
+/// Reads the store could have answered that went to the engine, by reason:
+/// `behind` (the applier had not applied every acknowledged write within
+/// `[hot] apply_wait_ms`), `locked` (the tables' lock was not free by then).
+pub(crate) const HOT_FALLBACKS: &str = "chingest_hot_fallbacks_total";
 
 type Key = (String, String);
 
@@ -61,10 +75,12 @@ pub(crate) struct Tables {
     /// Measurements whose points are not all here (something removed points
     /// the store cannot tell, or their refill failed or did not fit).
     never: HashSet<Key>,
-    /// Measurements that existed at start: held (from the writes received
-    /// since) but not served until their refill merged the older points in
-    /// (`refill.rs`).
-    pending: HashSet<Key>,
+    /// Measurements that existed at start, or lost writes to a dropped
+    /// backlog (`apply.rs`): held (from the writes applied since) but not
+    /// served until their refill merged the older points in (`refill.rs`).
+    /// The value is the pending spell's number: a refill merges into the
+    /// spell it started in only.
+    pending: HashMap<Key, u64>,
     /// Databases of which no measurement is served (dropped).
     never_db: HashSet<String>,
     bytes: usize,
@@ -74,7 +90,7 @@ impl Tables {
     /// The table of `db`.`measurement` if the store may answer from it.
     pub(crate) fn get(&self, db: &str, measurement: &str) -> Option<&Table> {
         let key = (db.to_string(), measurement.to_string());
-        if self.pending.contains(&key) {
+        if self.pending.contains_key(&key) {
             return None;
         }
         self.tables.get(&key)
@@ -82,13 +98,34 @@ impl Tables {
 }
 
 /// See the module's documentation.
-#[derive(Debug)]
 pub(crate) struct HotStore {
     enabled: AtomicBool,
     /// The refill after start was started (`refill.rs`).
     refill_started: AtomicBool,
+    /// A refill thread runs (`refill.rs`).
+    refill_running: AtomicBool,
     config: RwLock<(HotConfig, i64)>,
     tables: RwLock<Tables>,
+    /// Numbers the pending spells (`Tables::pending`).
+    spells: AtomicU64,
+    /// The queue to the applier thread (`apply.rs`).
+    applier: Arc<Applier>,
+    /// Starts the refill of pending measurements (set by storage).
+    on_pending: OnceLock<Box<dyn Fn() + Send + Sync>>,
+}
+
+impl std::fmt::Debug for HotStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HotStore")
+            .field("enabled", &self.enabled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for HotStore {
+    fn drop(&mut self) {
+        self.applier.stop();
+    }
 }
 
 impl HotStore {
@@ -103,11 +140,20 @@ impl HotStore {
         metrics::counter!(HOT_EVICTIONS).increment(0);
         metrics::gauge!(HOT_REFILL_SECONDS).set(0.0);
         metrics::counter!(HOT_REFILL_POINTS).increment(0);
+        metrics::counter!(apply::HOT_BACKLOG_DROPPED).increment(0);
+        metrics::gauge!(apply::HOT_BACKLOG_BYTES).set(0.0);
+        for reason in ["behind", "locked"] {
+            metrics::counter!(HOT_FALLBACKS, "reason" => reason).increment(0);
+        }
         let store = HotStore {
             enabled: AtomicBool::new(config.enabled),
             refill_started: AtomicBool::new(false),
+            refill_running: AtomicBool::new(false),
             config: RwLock::new((config, window)),
             tables: RwLock::new(Tables::default()),
+            spells: AtomicU64::new(0),
+            applier: Arc::default(),
+            on_pending: OnceLock::new(),
         };
         store.existed(existing);
         store
@@ -117,9 +163,25 @@ impl HotStore {
     /// start: their older points are in the engine only, so they are served
     /// only once refilled.
     pub(crate) fn existed(&self, existing: impl IntoIterator<Item = (String, String)>) {
+        let spell = self.spells.fetch_add(1, Ordering::Relaxed);
         let mut t = self.tables.write();
-        t.pending.extend(existing);
+        t.pending.extend(existing.into_iter().map(|k| (k, spell)));
         publish(&t);
+    }
+
+    /// Starts the applier thread (when on) and has `refill` called whenever
+    /// measurements become pending after a dropped backlog.
+    pub(crate) fn start(self: &Arc<Self>, refill: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.on_pending.set(refill);
+        if self.enabled() {
+            self.applier.start(Arc::downgrade(self));
+        }
+    }
+
+    /// Stops the applier thread (storage's shutdown): nothing is served after.
+    pub(crate) fn stop(&self) {
+        self.enabled.store(false, Ordering::Release);
+        self.applier.stop();
     }
 
     /// Applies `[hot]` (before the first write: a store switched off forgets all).
@@ -131,6 +193,32 @@ impl HotStore {
         }
         *self.config.write() = (config, window);
         Ok(())
+    }
+
+    /// `[hot] apply_wait_ms`.
+    pub(crate) fn apply_wait(&self) -> Duration {
+        self.config.read().0.apply_wait()
+    }
+
+    /// Whether every write up to `seq` is applied, waiting at most
+    /// `[hot] apply_wait_ms` for it (counted as `behind` if not).
+    pub(crate) fn wait_applied(&self, seq: u64) -> bool {
+        let applied = self.applier.wait_applied(seq, self.apply_wait());
+        if !applied {
+            metrics::counter!(HOT_FALLBACKS, "reason" => "behind").increment(1);
+        }
+        applied
+    }
+
+    /// The held tables, read-locked, unless the lock is not free within
+    /// `[hot] apply_wait_ms` (counted as `locked`): the applier holding it may
+    /// be descheduled at its idle priority.
+    pub(crate) fn try_read(&self) -> Option<RwLockReadGuard<'_, Tables>> {
+        let guard = self.tables.try_read_for(self.apply_wait());
+        if guard.is_none() {
+            metrics::counter!(HOT_FALLBACKS, "reason" => "locked").increment(1);
+        }
+        guard
     }
 
     /// `(window in ns, max_memory)`.
@@ -176,7 +264,7 @@ impl HotStore {
                 t.bytes = t.bytes.saturating_sub(table.bytes);
             }
         }
-        t.pending.retain(|k| k.0 != db);
+        t.pending.retain(|k, _| k.0 != db);
         publish(&t);
     }
 
@@ -190,36 +278,91 @@ impl HotStore {
         publish(&t);
     }
 
+    /// Inserts `parts` of `db`, at most [`SLICE_ROWS`] rows per hold of the
+    /// write lock (`apply.rs`).
     fn add(&self, db: &str, parts: &[(&str, &RecordBatch)]) {
+        for (m, batch) in parts {
+            let key = (db.to_string(), m.to_string());
+            let rows = batch.num_rows();
+            for offset in (0..rows).step_by(SLICE_ROWS) {
+                let len = SLICE_ROWS.min(rows - offset);
+                if !self.add_slice(&key, &batch.slice(offset, len)) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Inserts one slice of `key`'s batch; false when the measurement is not
+    /// held (any more).
+    fn add_slice(&self, key: &Key, slice: &RecordBatch) -> bool {
         if !self.enabled() {
-            return;
+            return false;
         }
         let (window, max_memory) = self.limits();
         let mut guard = self.tables.write();
         let t = &mut *guard;
-        if t.never_db.contains(db) {
-            return;
+        if t.never_db.contains(&key.0) || t.never.contains(key) {
+            return false;
         }
-        for (m, batch) in parts {
-            let key = (db.to_string(), m.to_string());
-            if t.never.contains(&key) {
-                continue;
-            }
-            let table = t.tables.entry(key.clone()).or_insert_with(Table::new);
-            let before = table.bytes;
-            if !table.insert(batch, window) {
-                tracing::warn!(db, measurement = %m, "hot store: a batch not in ingest's layout; the measurement is read from the engine");
-                t.tables.remove(&key);
-                t.never.insert(key);
-                t.bytes = t.bytes.saturating_sub(before);
-                continue;
-            }
-            t.bytes = (t.bytes + table.bytes).saturating_sub(before);
+        let table = t.tables.entry(key.clone()).or_insert_with(Table::new);
+        let before = table.bytes;
+        if !table.insert(slice, window) {
+            tracing::warn!(db = %key.0, measurement = %key.1, "hot store: a batch not in ingest's layout; the measurement is read from the engine");
+            t.tables.remove(key);
+            t.never.insert(key.clone());
+            t.bytes = t.bytes.saturating_sub(before);
+            publish(t);
+            return false;
         }
+        t.bytes = (t.bytes + table.bytes).saturating_sub(before);
         if t.bytes > max_memory {
             shrink(t, max_memory);
         }
         publish(t);
+        true
+    }
+
+    /// Applies one queued item (on the applier thread).
+    fn apply(&self, item: Item) {
+        match item {
+            Item::Parts { db, parts } => {
+                let parts: Vec<(&str, &RecordBatch)> =
+                    parts.iter().map(|(m, b)| (m.as_str(), b)).collect();
+                self.add(&db, &parts);
+            }
+            Item::Forget(key) => self.forget(&key.0, &key.1),
+            Item::Lost(keys) => {
+                if self.lost(keys) {
+                    if let Some(refill) = self.on_pending.get() {
+                        refill();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Empties `keys` (their writes were dropped from the backlog) and makes
+    /// them pending; true when one became pending.
+    fn lost(&self, keys: HashSet<Key>) -> bool {
+        if !self.enabled() {
+            return false;
+        }
+        let spell = self.spells.fetch_add(1, Ordering::Relaxed);
+        let mut t = self.tables.write();
+        let mut any = false;
+        for key in keys {
+            if t.never.contains(&key) || t.never_db.contains(&key.0) {
+                continue;
+            }
+            if let Some(table) = t.tables.remove(&key) {
+                t.bytes = t.bytes.saturating_sub(table.bytes);
+            }
+            t.pending.insert(key, spell);
+            any = true;
+        }
+        publish(&t);
+        any
     }
 }
 
@@ -254,12 +397,28 @@ fn publish(t: &Tables) {
 }
 
 impl flush::PartsObserver for HotStore {
-    fn received(&self, db: &str, _seq: u64, parts: &[(&str, &RecordBatch)]) {
-        self.add(db, parts);
+    /// Queues the parts for the applier (`apply.rs`) and returns.
+    fn received(&self, db: &str, seq: u64, parts: &[(&str, &RecordBatch)]) {
+        if !self.enabled() {
+            return;
+        }
+        let bytes = parts.iter().map(|(_, b)| b.get_array_memory_size()).sum();
+        let item = Item::Parts {
+            db: db.to_string(),
+            parts: parts
+                .iter()
+                .map(|(m, b)| (m.to_string(), (*b).clone()))
+                .collect(),
+        };
+        let max_backlog = usize::try_from(self.config.read().0.max_backlog).unwrap_or(usize::MAX);
+        self.applier.push(seq, bytes, item, max_backlog);
     }
 
+    /// Queued too: the coordinator must not wait for the tables' lock.
     fn set_aside(&self, db: &str, measurement: &str) {
-        self.forget(db, measurement);
+        let key = (db.to_string(), measurement.to_string());
+        let seq = self.applier.newest();
+        self.applier.push(seq, 0, Item::Forget(key), usize::MAX);
     }
 }
 

@@ -59,6 +59,10 @@ const SLICE_ROWS: i128 = 50_000;
 /// How long a read waits for a free SQL slot (`[sql] max_concurrent_queries`)
 /// before the measurement is given up.
 const BUSY_WAIT: Duration = Duration::from_secs(60);
+/// The least time between two refill passes: while a saturated write path
+/// keeps overflowing the applier's backlog, the refill's engine reads do not
+/// run back to back.
+const AGAIN_AFTER: Duration = Duration::from_secs(1);
 
 /// What a refill merge came to.
 #[derive(Debug, PartialEq)]
@@ -74,7 +78,12 @@ pub(crate) enum Merge {
 impl HotStore {
     /// The measurements waiting for their refill.
     pub(crate) fn pending(&self) -> Vec<Key> {
-        self.tables.read().pending.iter().cloned().collect()
+        self.tables.read().pending.keys().cloned().collect()
+    }
+
+    /// The pending spell of `key` (`Tables::pending`), if it is pending.
+    pub(crate) fn spell(&self, key: &Key) -> Option<u64> {
+        self.tables.read().pending.get(key).copied()
     }
 
     /// The newest time `key`'s table holds (writes since start).
@@ -87,15 +96,19 @@ impl HotStore {
     }
 
     /// Merges `batch` (ingest's layout) into pending `key`'s table, filling
-    /// only slots without a value (the module's documentation).
-    pub(crate) fn refill_merge(&self, key: &Key, batch: &RecordBatch) -> Merge {
+    /// only slots without a value (the module's documentation), if it is
+    /// still in the pending `spell` the refill started in.
+    pub(crate) fn refill_merge(&self, key: &Key, spell: u64, batch: &RecordBatch) -> Merge {
         if !self.enabled() {
             return Merge::Gone;
         }
         let (window, max_memory) = self.limits();
         let mut guard = self.tables.write();
         let t = &mut *guard;
-        if !t.pending.contains(key) || t.never.contains(key) || t.never_db.contains(&key.0) {
+        if t.pending.get(key) != Some(&spell)
+            || t.never.contains(key)
+            || t.never_db.contains(&key.0)
+        {
             return Merge::Gone;
         }
         // At most this much more (a point the table holds adds less). Fields
@@ -132,12 +145,17 @@ impl HotStore {
 
     /// `key`'s refill merged everything from `cutoff` on: served from now,
     /// complete from `cutoff` (or later). False when it was forgotten meanwhile.
-    pub(crate) fn refill_done(&self, key: &Key, cutoff: i64) -> bool {
+    pub(crate) fn refill_done(&self, key: &Key, spell: u64, cutoff: i64) -> bool {
         if !self.enabled() {
             return false;
         }
         let mut t = self.tables.write();
-        if !t.pending.remove(key) || t.never.contains(key) || t.never_db.contains(&key.0) {
+        if t.pending.get(key) != Some(&spell) {
+            // Forgotten, or emptied again (a dropped backlog): a later pass.
+            return false;
+        }
+        t.pending.remove(key);
+        if t.never.contains(key) || t.never_db.contains(&key.0) {
             publish(&t);
             return false;
         }
@@ -149,18 +167,46 @@ impl HotStore {
 }
 
 impl Storage {
-    /// Starts the refill of the measurements that existed at start (once, when
-    /// the hot store is on).
+    /// Starts refilling the pending measurements (those that existed at start,
+    /// those whose writes a dropped backlog lost: `apply.rs`) unless a refill
+    /// runs already; that one then takes the new ones in another pass, at
+    /// least [`AGAIN_AFTER`] later.
+    ///
+    /// Every pass but the one after start runs at the applier's idle
+    /// priority (a thread started from the applier inherits it): a backlog
+    /// is dropped when the write path keeps the CPU busy, and the refill then
+    /// waits for idle CPU as the applier does.
     pub(crate) fn start_hot_refill(self: &Arc<Self>) {
-        if !self.hot.enabled() || self.hot.refill_started.swap(true, Ordering::AcqRel) {
+        if !self.hot.enabled() || self.hot.refill_running.swap(true, Ordering::AcqRel) {
             return;
         }
         let storage = Arc::downgrade(self);
+        let mut first = !self.hot.refill_started.swap(true, Ordering::AcqRel);
         let spawned = std::thread::Builder::new()
             .name("hot-refill".into())
-            .spawn(move || refill_all(&storage));
+            .spawn(move || {
+                loop {
+                    refill_all(&storage, first);
+                    first = false;
+                    let Some(s) = live(&storage) else { break };
+                    s.hot.refill_running.store(false, Ordering::Release);
+                    // Pending again meanwhile (a dropped backlog), unless another
+                    // thread took them.
+                    if s.hot.pending().is_empty()
+                        || s.hot.refill_running.swap(true, Ordering::AcqRel)
+                    {
+                        break;
+                    }
+                    drop(s);
+                    // Later passes refill what a dropped backlog lost: the write
+                    // path is busy, so they wait for idle CPU as the applier does.
+                    super::apply::lowest_priority();
+                    std::thread::sleep(AGAIN_AFTER);
+                }
+            });
         if let Err(e) = spawned {
             tracing::error!(error = %e, "hot store: cannot start the refill; existing measurements are read from the engine");
+            self.hot.refill_running.store(false, Ordering::Release);
             for (db, m) in self.hot.pending() {
                 self.hot.forget(&db, &m);
             }
@@ -176,7 +222,8 @@ struct Tally {
     points: usize,
 }
 
-fn refill_all(storage: &Weak<Storage>) {
+/// One pass over the pending measurements (`first`: the one after start).
+fn refill_all(storage: &Weak<Storage>, first: bool) {
     let started = Instant::now();
     let mut tally = Tally::default();
     // Newest first: the measurements dashboards read now are served first.
@@ -220,6 +267,16 @@ fn refill_all(storage: &Weak<Storage>) {
         }
     }
     let took = started.elapsed();
+    if !first {
+        tracing::info!(
+            served = tally.served,
+            unserved = tally.unserved,
+            points = tally.points,
+            seconds = took.as_secs_f64(),
+            "hot store refilled measurements after a dropped backlog"
+        );
+        return;
+    }
     metrics::gauge!(HOT_REFILL_SECONDS).set(took.as_secs_f64());
     if let Some(s) = storage.upgrade() {
         let bytes = s.hot.read().bytes;
@@ -268,9 +325,12 @@ fn refill_one(
 ) -> Result<Option<usize>, crate::InfluxqlError> {
     let (db, name) = (&key.0, &key.1);
     let (window, max_memory) = s.hot.limits();
+    let Some(spell) = s.hot.spell(key) else {
+        return Ok(None);
+    };
     let Some(newest) = newest else {
         // No point at all: complete from the beginning of time.
-        return Ok(s.hot.refill_done(key, i64::MIN).then_some(0));
+        return Ok(s.hot.refill_done(key, spell, i64::MIN).then_some(0));
     };
     let Some(schema) = s.catalog.schema(db).into_iter().find(|m| &m.name == name) else {
         s.hot.forget(db, name);
@@ -307,7 +367,7 @@ fn refill_one(
         };
         let mut rows = 0;
         for b in &batches {
-            match s.hot.refill_merge(key, b) {
+            match s.hot.refill_merge(key, spell, b) {
                 Merge::Merged(n) => rows += n,
                 Merge::Gone => return Ok(None),
                 Merge::OverBudget => {
@@ -327,7 +387,7 @@ fn refill_one(
         let want = step * SLICE_ROWS / (rows as i128).max(1);
         step = want.clamp((step / 8).max(1), step.saturating_mul(8));
     }
-    if !s.hot.refill_done(key, cutoff) {
+    if !s.hot.refill_done(key, spell, cutoff) {
         return Ok(None);
     }
     tracing::debug!(
@@ -378,6 +438,7 @@ mod tests {
             window: "1h".into(),
             max_memory,
             max_series: 64,
+            ..HotConfig::default()
         })
         .unwrap();
         s
@@ -416,11 +477,15 @@ mod tests {
         assert_eq!(s.held_newest(&key()), Some(40));
         // The snapshot saw the older value at 20, and points before.
         assert_eq!(
-            s.refill_merge(&key(), &batch(&[(1, 10, 1.0), (1, 20, -2.0), (1, 30, 3.0)])),
+            s.refill_merge(
+                &key(),
+                0,
+                &batch(&[(1, 10, 1.0), (1, 20, -2.0), (1, 30, 3.0)])
+            ),
             Merge::Merged(3)
         );
         assert!(s.read().get("d", "m").is_none());
-        assert!(s.refill_done(&key(), 5));
+        assert!(s.refill_done(&key(), 0, 5));
         assert!(s.pending().is_empty());
         assert_eq!(s.read().get("d", "m").unwrap().complete_from, 5);
         assert_eq!(floats(&s), vec![(10, 1.0), (20, 2.0), (30, 3.0), (40, 4.0)]);
@@ -433,18 +498,21 @@ mod tests {
     fn a_delete_during_the_refill_leaves_the_measurement_unserved() {
         let s = store(1 << 30);
         assert_eq!(
-            s.refill_merge(&key(), &batch(&[(1, 10, 1.0)])),
+            s.refill_merge(&key(), 0, &batch(&[(1, 10, 1.0)])),
             Merge::Merged(1)
         );
         s.forget("d", "m");
-        assert_eq!(s.refill_merge(&key(), &batch(&[(1, 20, 1.0)])), Merge::Gone);
-        assert!(!s.refill_done(&key(), 0));
+        assert_eq!(
+            s.refill_merge(&key(), 0, &batch(&[(1, 20, 1.0)])),
+            Merge::Gone
+        );
+        assert!(!s.refill_done(&key(), 0, 0));
         s.add("d", &[("m", &batch(&[(1, 30, 3.0)]))]);
         assert!(s.read().get("d", "m").is_none());
         // And a dropped database likewise.
         let s = store(1 << 30);
         s.forget_database("d");
-        assert!(!s.refill_done(&key(), 0));
+        assert!(!s.refill_done(&key(), 0, 0));
         assert!(s.read().get("d", "m").is_none());
     }
 
@@ -452,8 +520,8 @@ mod tests {
     fn a_refill_over_the_memory_budget_leaves_the_measurement_unserved() {
         let s = store(1000);
         let rows: Vec<_> = (0..100).map(|k| (1, k, k as f64)).collect();
-        assert_eq!(s.refill_merge(&key(), &batch(&rows)), Merge::OverBudget);
-        assert!(!s.refill_done(&key(), 0));
+        assert_eq!(s.refill_merge(&key(), 0, &batch(&rows)), Merge::OverBudget);
+        assert!(!s.refill_done(&key(), 0, 0));
         assert!(s.read().get("d", "m").is_none());
         assert_eq!(s.read().bytes, 0);
     }

@@ -102,9 +102,13 @@ impl Storage {
         let Some(mut conds) = conds else {
             return Ok(None);
         };
-        // Every acknowledged write is in the store once the coordinator received it.
+        // Every acknowledged write is queued for the store once the coordinator
+        // received it, and in it once the applier applied it (`hot/apply.rs`).
         let acked = self.wal.last_seq();
         if !self.reads.unflushed().wait_received(acked, RECEIVE_WAIT) {
+            return Ok(None);
+        }
+        if !self.hot.wait_applied(acked) {
             return Ok(None);
         }
         let (min, max) = (
@@ -112,7 +116,9 @@ impl Storage {
             plan.range.max.unwrap_or(i64::MAX),
         );
         let max_series = self.hot.max_series();
-        let tables = self.hot.read();
+        let Some(tables) = self.hot.try_read() else {
+            return Ok(None);
+        };
         let Some(table) = tables.get(&plan.db, &plan.measurement) else {
             return Ok(None);
         };
