@@ -1106,3 +1106,49 @@ fn hot_store_reads_behind_the_applier_go_to_the_engine() {
     }
     panic!("no read was ever behind the applier");
 }
+
+/// Issue #44: a `DELETE` or `DROP MEASUREMENT` right behind a burst of writes
+/// the applier may still hold queued, and writes after it: the measurement
+/// stays with the engine (neither the queued writes nor the later ones bring
+/// it back before a restart), and the answers are the engine's.
+#[test]
+fn hot_store_forgets_despite_queued_writes() {
+    let (dh, de) = (data_dir(), data_dir());
+    let hot = Spawn::new(dh.path()).config(ON).start();
+    let engine = Spawn::new(de.path()).config(OFF).start();
+    let burst = |m: &str, from: i64| -> Vec<String> {
+        (0..4)
+            .map(|c| {
+                (0..5000)
+                    .map(|k| {
+                        let n = from + c * 5000 + k;
+                        format!("{m},host=h{} f={} {}", n % 4, n % 101, T0 + n * S)
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .collect()
+    };
+    for s in [&hot, &engine] {
+        s.query("CREATE DATABASE f");
+    }
+    for (m, forget) in [
+        ("fd", "DELETE FROM fd WHERE host = 'h1'"),
+        ("fm", "DROP MEASUREMENT fm"),
+    ] {
+        for s in [&hot, &engine] {
+            for body in burst(m, 0) {
+                write(s, "f", &body);
+            }
+            exec(s, "f", forget);
+            for body in burst(m, 20_000) {
+                write(s, "f", &body);
+            }
+        }
+        let q = format!(
+            "SELECT count(f), sum(f), max(f) FROM {m} WHERE {} GROUP BY host",
+            range(0, 40_000 * S)
+        );
+        same(&hot, &engine, "f", &q, false);
+    }
+}

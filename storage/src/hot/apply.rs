@@ -390,6 +390,15 @@ mod tests {
         assert!(s.read().get("d", "m").is_some() && !s.enabled());
     }
 
+    #[test]
+    fn a_store_that_is_off_queues_nothing() {
+        // Off (the default): no applier runs, so anything queued would stay for ever.
+        let s = HotStore::new([]);
+        s.received("d", 1, &[("m", &batch(&[(1, 10, 1.0)]))]);
+        s.set_aside("d", "m");
+        assert!(s.applier.wait_applied(u64::MAX, Duration::ZERO));
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn the_applier_runs_at_idle_priority() {

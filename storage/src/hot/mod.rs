@@ -416,6 +416,10 @@ impl flush::PartsObserver for HotStore {
 
     /// Queued too: the coordinator must not wait for the tables' lock.
     fn set_aside(&self, db: &str, measurement: &str) {
+        if !self.enabled() {
+            // Nothing is served (or applied): nothing to forget.
+            return;
+        }
         let key = (db.to_string(), measurement.to_string());
         let seq = self.applier.newest();
         self.applier.push(seq, 0, Item::Forget(key), usize::MAX);
