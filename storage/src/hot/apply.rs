@@ -391,6 +391,18 @@ mod tests {
     }
 
     #[test]
+    fn a_read_does_not_wait_long_for_a_held_lock() {
+        let (s, _) = store(1 << 30);
+        // As if the applier were descheduled holding the write lock.
+        let held = s.tables.write();
+        let started = Instant::now();
+        assert!(s.try_read().is_none());
+        assert!(started.elapsed() < Duration::from_secs(30));
+        drop(held);
+        assert!(s.try_read().is_some());
+    }
+
+    #[test]
     fn a_store_that_is_off_queues_nothing() {
         // Off (the default): no applier runs, so anything queued would stay for ever.
         let s = HotStore::new([]);
