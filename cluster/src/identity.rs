@@ -16,15 +16,16 @@
 //!   `(series_id, time)` of the rows of blocks not yet checked);
 //! - an `epoch`, bumped when `rewritten` grows or the index is reset.
 //!
-//! [`Cluster::identity_snapshots`] first lists the table's active parts
-//! (`system.parts`) and checks the blocks of those outside `checked`, so every part listed
-//! is checked; a read then groups only the rows of `rewritten`'s series and reads every
-//! other row as a point. A delivery (by any node) that lands while the read runs may add
-//! a rewrite the read did not group: [`Cluster::identity_still_valid`], after the read,
-//! checks what appeared meanwhile and says whether `rewritten` is as the read used it. A
-//! row the read saw is, by then, in a part the refresh lists (merges keep it in a part
-//! covering its block; a part holding an unchecked block is checked whole), so a rewrite
-//! among the rows read is found and the read runs again, then with every row grouped.
+//! A read ([`Cluster::read_partials`], through `Cluster::read_identified`) groups only the
+//! rows of `rewritten`'s series as the index stands and reads every other row as a point;
+//! after the read the node lists the table's active parts (`system.parts`) and checks the
+//! blocks of those outside `checked`, so every part listed is checked, and the read stands
+//! if `rewritten` is as the read used it. A row the read saw is, by then, in a part the
+//! listing holds (merges keep it in a part covering its block; a part holding an unchecked
+//! block is checked whole), so a rewrite among the rows read — landed before the read began
+//! or while it ran — is found and the shard read again, then with the new rewritten series,
+//! the third time with every row grouped. [`Cluster::identity_snapshots`] and
+//! [`Cluster::identity_still_valid`] do the same in two steps, the listing before as well.
 //!
 //! Reset (reloaded whole at the next use): the table's metadata time changed (made again,
 //! or a column added), or a part listed under a name already seen has other rows or another
@@ -34,6 +35,7 @@
 //! [`MAX_REWRITTEN_SERIES`] rewritten series, or `CHINGEST_CLUSTER_IDENTITY_INDEX=0`.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use engine::quote_string;
@@ -132,8 +134,20 @@ impl TableIndex {
     }
 }
 
+/// One shard table's index, and whether this node sent it rows since a read last brought
+/// the index up to date before reading.
+#[derive(Debug, Default)]
+pub(crate) struct Entry {
+    index: Mutex<TableIndex>,
+    /// Set after each of this node's inserts into the table (outside the index's lock: a
+    /// delivery never waits for a read's listing): the next read lists the parts before it
+    /// reads, so a rewrite this node just wrote is grouped at once rather than found after
+    /// the read and read again. Only a hint: the check after the read is what is exact.
+    delivered: AtomicBool,
+}
+
 /// Per (shard, database, measurement), its shard table's index.
-pub(crate) type Indexes = Mutex<HashMap<(usize, String, String), Arc<Mutex<TableIndex>>>>;
+pub(crate) type Indexes = Mutex<HashMap<(usize, String, String), Arc<Entry>>>;
 
 /// Whether reads use the index (`CHINGEST_CLUSTER_IDENTITY_INDEX=0`: every row grouped, as
 /// before it existed; for comparisons).
@@ -174,23 +188,37 @@ fn blocks_of(parts: &[&Part]) -> String {
     one.join(" OR ")
 }
 
-/// The statements listing a shard table's active parts and its metadata time.
-fn listing_sql(db: &str, measurement: &str) -> (String, String) {
+/// The statement listing a shard table's active parts and, in a row of its own with an
+/// empty name (no part has one), its metadata time: one round trip (issue #43; the two
+/// were two statements before, each an 18.16 query's cost).
+fn listing_sql(db: &str, measurement: &str) -> String {
     let (database, name) = (
         quote_string(&schema::shard_database(db)),
         quote_string(measurement),
     );
-    (
-        format!(
-            "SELECT name, partition_id, min_block_number, max_block_number, rows, \
-             toUInt64(modification_time) FROM system.parts \
-             WHERE database = {database} AND table = {name} AND active"
-        ),
-        format!(
-            "SELECT toUInt64(metadata_modification_time) FROM system.tables \
-             WHERE database = {database} AND name = {name}"
-        ),
+    format!(
+        "SELECT '' AS n, '' AS p, toInt64(0) AS a, toInt64(0) AS b, toUInt64(0) AS r, \
+         toUInt64(metadata_modification_time) AS m FROM system.tables \
+         WHERE database = {database} AND name = {name} \
+         UNION ALL SELECT name AS n, partition_id AS p, toInt64(min_block_number) AS a, \
+         toInt64(max_block_number) AS b, toUInt64(rows) AS r, \
+         toUInt64(modification_time) AS m FROM system.parts \
+         WHERE database = {database} AND table = {name} AND active"
     )
+}
+
+/// The listing's answer ([`listing_sql`]): the metadata time (0: no table) and the parts.
+fn parse_listing(text: &str) -> Result<(u64, Vec<Part>), String> {
+    let mut metadata = 0;
+    let mut parts = parse_parts(text)?;
+    parts.retain(|p| match p.name.is_empty() {
+        true => {
+            metadata = p.modified;
+            false
+        }
+        false => true,
+    });
+    Ok((metadata, parts))
 }
 
 fn parse_parts(text: &str) -> Result<Vec<Part>, String> {
@@ -233,9 +261,17 @@ impl Cluster {
         }
     }
 
-    fn index(&self, k: usize, db: &str, measurement: &str) -> Arc<Mutex<TableIndex>> {
+    fn index(&self, k: usize, db: &str, measurement: &str) -> Arc<Entry> {
         let key = (k, db.to_string(), measurement.to_string());
         self.identity.lock().entry(key).or_default().clone()
+    }
+
+    /// This node sent rows to shard `k`'s table of `db`.`measurement` ([`Entry::delivered`]).
+    pub(crate) fn identity_delivered(&self, k: usize, db: &str, measurement: &str) {
+        let key = (k, db.to_string(), measurement.to_string());
+        if let Some(entry) = self.identity.lock().get(&key) {
+            entry.delivered.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Forgets every shard's index of `db`.`measurement` (`None`: of every measurement of
@@ -256,16 +292,10 @@ impl Cluster {
         index: &mut TableIndex,
     ) -> Result<(), ClusterError> {
         let table = schema::table(db, measurement);
-        let (parts_sql, metadata_sql) = listing_sql(db, measurement);
-        let metadata = self.http.statement(k, &metadata_sql)?;
-        let metadata: u64 = match metadata.trim() {
-            "" => 0,
-            t => t
-                .parse()
-                .map_err(|_| self.unexpected(k, &metadata_sql, format!("{t:?}")))?,
-        };
-        let answer = self.http.statement(k, &parts_sql)?;
-        let parts = parse_parts(&answer).map_err(|m| self.unexpected(k, &parts_sql, m))?;
+        let listing = listing_sql(db, measurement);
+        let answer = self.http.statement(k, &listing)?;
+        let (metadata, parts) =
+            parse_listing(&answer).map_err(|m| self.unexpected(k, &listing, m))?;
         let renamed = parts.iter().any(|p| {
             index
                 .parts
@@ -317,8 +347,8 @@ impl Cluster {
             if !on || self.http.replicas(k) > 1 {
                 return Ok(None);
             }
-            let index = self.index(k, db, measurement);
-            let mut index = index.lock();
+            let entry = self.index(k, db, measurement);
+            let mut index = entry.index.lock();
             self.refresh(k, db, measurement, &mut index)?;
             Ok(index.snapshot())
         })
@@ -338,12 +368,51 @@ impl Cluster {
             let Some(snapshot) = &snapshots[k] else {
                 return Ok(true);
             };
-            let index = self.index(k, db, measurement);
-            let mut index = index.lock();
+            let entry = self.index(k, db, measurement);
+            let mut index = entry.index.lock();
             self.refresh(k, db, measurement, &mut index)?;
             Ok(index.epoch == snapshot.epoch && !index.overflow)
         })?;
         Ok(valid.into_iter().all(|v| v))
+    }
+}
+
+impl Cluster {
+    /// Shard `k`'s index of the table as it stands, loaded whole at its first use, brought
+    /// up to date only when this node delivered to it since ([`Entry::delivered`]): the
+    /// check after the read (`Cluster::read_identified`) is what makes a read exact, so a
+    /// listing before it would mostly cost a round trip. `None`: group every row.
+    pub(crate) fn current_snapshot(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+    ) -> Result<Option<IdentitySnapshot>, ClusterError> {
+        if !enabled() || self.http.replicas(k) > 1 {
+            return Ok(None);
+        }
+        let entry = self.index(k, db, measurement);
+        let mut index = entry.index.lock();
+        if !index.loaded || entry.delivered.swap(false, Ordering::Relaxed) {
+            self.refresh(k, db, measurement, &mut index)?;
+        }
+        Ok(index.snapshot())
+    }
+
+    /// Whether shard `k`'s read with `snapshot` grouped every point written more than once
+    /// it may have seen: its index brought up to date after the read, no rewrite found
+    /// since the snapshot was taken.
+    pub(crate) fn still_valid_on(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+        snapshot: &IdentitySnapshot,
+    ) -> Result<bool, ClusterError> {
+        let entry = self.index(k, db, measurement);
+        let mut index = entry.index.lock();
+        self.refresh(k, db, measurement, &mut index)?;
+        Ok(index.epoch == snapshot.epoch && !index.overflow)
     }
 }
 

@@ -20,7 +20,7 @@ use arrow::datatypes::{Field, Schema};
 use engine::quote_ident;
 use engine::table::{engine_schema, ColumnKind};
 
-use crate::{schema, Cluster, ClusterError};
+use crate::{schema, Cluster, ClusterError, Grouped, IdentitySnapshot};
 
 /// One column being built.
 enum Builder {
@@ -239,43 +239,46 @@ impl Cluster {
 }
 
 impl Cluster {
-    /// The answer of `sql(k)` on shard `k` — a `SELECT` whose columns are named `__p0`,
-    /// `__p1`, … over [`Cluster::shard_table`] of `db`.`measurement` — from every shard at
-    /// once (each its own statement: what it may skip of point identity differs,
-    /// [`Cluster::identity_snapshots`]), every shard's rows in one batch, column `i` read as `out[i]` says (cast to the kind's shard
-    /// type, so the binary answer's layout is known); `None` when no shard answers a row.
-    /// `columns` are made on a shard that lacks them first. More than `max_rows` rows over
-    /// all shards fail the read: what a pushed-down aggregate sends
+    /// The answer of `sql(k, snapshot)` on shard `k` — a `SELECT` whose columns are named
+    /// `__p0`, `__p1`, … over [`Cluster::shard_table`] of `db`.`measurement`, grouping by
+    /// point identity only the rows `snapshot` says may share a point (`None`: every row) —
+    /// from every shard at once, each checked by its index after its read and read again
+    /// if a rewrite landed meanwhile (`Cluster::read_identified`); every shard's rows in
+    /// one batch, column `i` read as `out[i]` says (cast to the kind's shard type, so the
+    /// binary answer's layout is known); `None` when no shard answers a row, with what the
+    /// shards grouped. `columns` are made on a shard that lacks them first. More than
+    /// `max_rows` rows over all shards fail the read: what a pushed-down aggregate sends
     /// (`storage/src/influxql/pushdown.rs`) is one row per group and interval.
     pub fn read_partials(
         &self,
         db: &str,
         measurement: &str,
         columns: &[(String, ColumnKind)],
-        sql: impl Fn(usize) -> String + Sync,
+        sql: impl Fn(usize, Option<&IdentitySnapshot>) -> String + Sync,
         out: &[(String, ColumnKind)],
         max_rows: u64,
-    ) -> Result<Option<RecordBatch>, ClusterError> {
+    ) -> Result<(Option<RecordBatch>, Grouped), ClusterError> {
         let list: Vec<String> = out
             .iter()
             .enumerate()
             .map(|(i, (_, k))| format!("CAST(__p{i} AS {})", schema::shard_type(*k)))
             .collect();
-        let answers = self.read_table_everywhere(db, measurement, columns, |k| {
-            let sql = format!(
-                "SELECT {} FROM ({}) LIMIT {} FORMAT RowBinary",
-                list.join(", "),
-                sql(k),
-                max_rows.saturating_add(1)
-            );
-            self.http.statement_bytes(k, &sql)
-        })?;
+        let (answers, grouped) =
+            self.read_identified(db, measurement, columns, |k, snapshot| {
+                let sql = format!(
+                    "SELECT {} FROM ({}) LIMIT {} FORMAT RowBinary",
+                    list.join(", "),
+                    sql(k, snapshot),
+                    max_rows.saturating_add(1)
+                );
+                self.http.statement_bytes(k, &sql)
+            })?;
         let mut cols: Vec<Builder> = out.iter().map(|(_, k)| Builder::new(*k)).collect();
         let rows = self.each_row(&answers, max_rows, |r| {
             cols.iter_mut().try_for_each(|b| b.read(r))
         })?;
         if rows == 0 {
-            return Ok(None);
+            return Ok((None, grouped));
         }
         let arrays: Vec<ArrayRef> = cols.into_iter().map(Builder::finish).collect();
         let fields: Vec<Field> = out
@@ -286,7 +289,7 @@ impl Cluster {
             })
             .collect();
         RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
-            .map(Some)
+            .map(|b| (Some(b), grouped))
             .map_err(|e| ClusterError::Engine(engine::EngineError::Arrow(e.to_string())))
     }
 

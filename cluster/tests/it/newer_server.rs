@@ -455,8 +455,9 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         ("n".to_string(), ColumnKind::Unsigned),
     ];
     let parts = cluster
-        .read_partials(&db, "cpu", &columns, |_| partial.clone(), &kinds, 10)
+        .read_partials(&db, "cpu", &columns, |_, _| partial.clone(), &kinds, 10)
         .unwrap()
+        .0
         .unwrap();
     assert_eq!(parts.num_rows(), 1);
     // Deletes, the nodes' progress, retention, drops.
