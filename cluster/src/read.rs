@@ -158,6 +158,36 @@ pub struct RowSelection<'a> {
     /// Only each series' rows at its latest `time` among the others (every row of that
     /// point, rewrites included): what a read of each group's last point needs.
     pub last_per_series: bool,
+    /// SQL over a point's fields (and tags) that the statement keeps only the points
+    /// meeting (its field condition, `WHERE usage_user > 90`). A row is a point only in a
+    /// series no point of which was written twice: the shard applies it to those rows only,
+    /// the series its index lists as rewritten (and `whole_series`) sending every row, so
+    /// the node merges a point's rows before the condition sees it — point identity first
+    /// (a rewrite may set the field the condition reads). Checked by the shard's index
+    /// after the read ([`Cluster::read_partials`]'s rule); without an index (replicas, index
+    /// off) not applied.
+    pub pointwise: Option<&'a str>,
+    /// Series whose every row is sent whatever `pointwise` says: those with rows the node
+    /// holds undelivered (one may rewrite a point a shard holds).
+    pub whole_series: &'a [u64],
+}
+
+/// `filter` and, for the rows of series outside `whole` (and the snapshot's rewritten
+/// series), `pointwise` ([`RowSelection::pointwise`]).
+fn pointwise_filter(filter: &str, pointwise: &str, whole: &[u64], rewritten: &[u64]) -> String {
+    let mut list: Vec<u64> = whole.iter().chain(rewritten).copied().collect();
+    list.sort_unstable();
+    list.dedup();
+    match list.is_empty() {
+        true => format!("{filter} AND ({pointwise})"),
+        false => {
+            let list: Vec<String> = list.iter().map(u64::to_string).collect();
+            format!(
+                "{filter} AND (({pointwise}) OR `series_id` IN ({}))",
+                list.join(",")
+            )
+        }
+    }
 }
 
 impl Cluster {
@@ -207,14 +237,36 @@ impl Cluster {
             .iter()
             .map(|(n, k)| format!(", CAST({} AS {})", quote_ident(n), schema::shard_type(*k)))
             .collect();
-        let sql = format!(
-            "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {table} \
-             WHERE {filter} LIMIT {} FORMAT RowBinary",
-            max_rows.saturating_add(1)
-        );
-        let answers = self.read_table_everywhere(db, measurement, columns, |k| {
-            self.http.statement_bytes(k, &sql)
-        })?;
+        let sql = |filter: &str| {
+            format!(
+                "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {table} \
+                 WHERE {filter} LIMIT {} FORMAT RowBinary",
+                max_rows.saturating_add(1)
+            )
+        };
+        let answers = match rows.pointwise.filter(|_| !rows.last_per_series) {
+            None => {
+                let sql = sql(&filter);
+                self.read_table_everywhere(db, measurement, columns, |k| {
+                    self.http.statement_bytes(k, &sql)
+                })?
+            }
+            Some(pointwise) => {
+                let read = |k: usize, snapshot: Option<&IdentitySnapshot>| {
+                    let sql = match snapshot {
+                        Some(s) => sql(&pointwise_filter(
+                            &filter,
+                            pointwise,
+                            rows.whole_series,
+                            &s.rewritten,
+                        )),
+                        None => sql(&filter),
+                    };
+                    self.http.statement_bytes(k, &sql)
+                };
+                self.read_identified(db, measurement, columns, read)?.0
+            }
+        };
         let rows = self.each_row(&answers, max_rows, |r| {
             time.append_value(r.i64()?);
             series.append_value(r.u64()?);
@@ -342,6 +394,18 @@ mod tests {
             out.push(b | 0x80);
         }
         out.extend_from_slice(s.as_bytes());
+    }
+
+    #[test]
+    fn a_field_condition_spares_the_rewritten_and_undelivered_series() {
+        assert_eq!(
+            pointwise_filter("t", "`v` > 1", &[], &[]),
+            "t AND (`v` > 1)"
+        );
+        assert_eq!(
+            pointwise_filter("t", "`v` > 1", &[9, 3], &[3, 5]),
+            "t AND ((`v` > 1) OR `series_id` IN (3,5,9))"
+        );
     }
 
     #[test]

@@ -729,6 +729,8 @@ impl Storage {
                             max: push.max,
                             condition: Some(&cond),
                             last_per_series: false,
+                            pointwise: None,
+                            whole_series: &[],
                         },
                         max_rows,
                     )
