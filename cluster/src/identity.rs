@@ -14,7 +14,9 @@
 //! - `rewritten`: the series with two rows at one time among the checked rows (found at
 //!   the first touch by grouping the whole table, later by grouping only the rows at the
 //!   `(series_id, time)` of the rows of blocks not yet checked);
-//! - an `epoch`, bumped when `rewritten` grows or the index is reset.
+//! - an `epoch`, a new one when `rewritten` grows or the index is reset: unique over every
+//!   index of the process, so a read checked against an index made since its snapshot (the
+//!   table forgotten while it ran: dropped, made again) never matches it by coincidence.
 //!
 //! A read ([`Cluster::read_partials`], through `Cluster::read_identified`) groups only the
 //! rows of `rewritten`'s series as the index stands and reads every other row as a point;
@@ -68,6 +70,12 @@ struct Part {
     modified: u64,
 }
 
+/// A new epoch: never one any index of this process had.
+fn next_epoch() -> u64 {
+    static EPOCHS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    EPOCHS.fetch_add(1, Ordering::Relaxed) + 1
+}
+
 /// One shard table's index.
 #[derive(Debug, Default)]
 pub(crate) struct TableIndex {
@@ -86,9 +94,8 @@ pub(crate) struct TableIndex {
 
 impl TableIndex {
     fn reset(&mut self) {
-        let epoch = self.epoch + 1;
         *self = TableIndex {
-            epoch,
+            epoch: next_epoch(),
             ..TableIndex::default()
         };
     }
@@ -119,7 +126,7 @@ impl TableIndex {
         let before = self.rewritten.len();
         self.rewritten.extend(series);
         if self.rewritten.len() != before {
-            self.epoch += 1;
+            self.epoch = next_epoch();
         }
         if self.rewritten.len() > MAX_REWRITTEN_SERIES {
             self.overflow = true;
@@ -310,7 +317,7 @@ impl Cluster {
             let sql = rewritten_sql(&table, None, MAX_REWRITTEN_SERIES + 1);
             let answer = self.http.statement(k, &sql)?;
             let series = parse_series(&answer).map_err(|m| self.unexpected(k, &sql, m))?;
-            index.epoch += 1;
+            index.epoch = next_epoch();
             index.loaded = true;
             index.metadata = metadata;
             index.add_rewritten(series);
@@ -461,12 +468,24 @@ mod tests {
         index.add_rewritten([8]);
         assert_eq!(index.epoch, e, "nothing new");
         index.add_rewritten([9]);
-        assert_eq!(index.epoch, e + 1);
+        assert_ne!(index.epoch, e);
+        let e = index.epoch;
         assert_eq!(index.snapshot().unwrap().rewritten, vec![7, 8, 9]);
         index.add_rewritten(100..(100 + MAX_REWRITTEN_SERIES as u64));
         assert_eq!(index.snapshot(), None);
         index.reset();
-        assert!(index.epoch > e + 1 && index.snapshot().unwrap().rewritten.is_empty());
+        assert!(index.epoch != e && index.snapshot().unwrap().rewritten.is_empty());
+    }
+
+    #[test]
+    fn two_indexes_never_share_an_epoch() {
+        // A read's snapshot from an index forgotten while it ran, checked against the index
+        // made since (the table dropped and made again): other rewritten series, so the
+        // epochs must differ whatever each index went through.
+        let (mut old, mut new) = (TableIndex::default(), TableIndex::default());
+        old.add_rewritten([5]);
+        new.add_rewritten([7]);
+        assert_ne!(old.snapshot().unwrap().epoch, new.snapshot().unwrap().epoch);
     }
 
     #[test]
