@@ -150,6 +150,8 @@ impl Cluster {
                 sql.push_str(&not_held);
             }
             let sent = engine.connection().query(&sql, engine::OutputFormat::Null);
+            // Sent or not, the rows may be there now.
+            self.identity_delivered(k, db, measurement);
             if let Err(e) = sent {
                 // A replica that no longer answers is unreachable (retried until it, or
                 // another replica, is back), whatever words the engine's client found

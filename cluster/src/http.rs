@@ -55,6 +55,19 @@ pub(crate) struct Client {
     versions: parking_lot::Mutex<Vec<Vec<Option<ServerVersion>>>>,
 }
 
+/// Logs one statement's round trip to replica `r` of shard `k` (`RUST_LOG=cluster::http=debug`):
+/// what a statement's floor is made of, request by request (issue #43).
+fn traced(k: usize, r: usize, sql: &str, started: std::time::Instant, bytes: usize) {
+    tracing::debug!(
+        shard = k,
+        replica = r,
+        micros = started.elapsed().as_micros() as u64,
+        bytes,
+        "shard request: {}",
+        sql.chars().take(160).collect::<String>()
+    );
+}
+
 /// How long [`Client::probe_replicas`] waits for a replica's answer.
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -196,11 +209,13 @@ impl Client {
         r: usize,
         sql: &str,
     ) -> Result<String, ClusterError> {
+        let started = std::time::Instant::now();
         let req = self.post(self.shards[k][r].clone(), sql);
         let answer = req.send().map_err(|e| self.unreachable(k, r, e))?;
         let status = answer.status();
         let headers = answer.headers().clone();
         let text = answer.text().map_err(|e| self.unreachable(k, r, e))?;
+        traced(k, r, sql, started, text.len());
         self.answered(k, r, sql, status, &headers, text)
     }
 
@@ -345,6 +360,7 @@ impl Client {
     /// is an error status, never an error text after rows that would read as more rows.
     pub(crate) fn statement_bytes(&self, k: usize, sql: &str) -> Result<Vec<u8>, ClusterError> {
         self.on_some_replica(k, |r| {
+            let started = std::time::Instant::now();
             let mut url = self.shards[k][r].clone();
             url.query_pairs_mut().append_pair("wait_end_of_query", "1");
             let answer = self
@@ -354,6 +370,7 @@ impl Client {
             let status = answer.status();
             let headers = answer.headers().clone();
             let body = answer.bytes().map_err(|e| self.unreachable(k, r, e))?;
+            traced(k, r, sql, started, body.len());
             if !status.is_success() {
                 let text = String::from_utf8_lossy(&body).into_owned();
                 return self

@@ -20,7 +20,7 @@ use arrow::datatypes::{Field, Schema};
 use engine::quote_ident;
 use engine::table::{engine_schema, ColumnKind};
 
-use crate::{schema, Cluster, ClusterError};
+use crate::{schema, Cluster, ClusterError, Grouped, IdentitySnapshot};
 
 /// One column being built.
 enum Builder {
@@ -158,6 +158,36 @@ pub struct RowSelection<'a> {
     /// Only each series' rows at its latest `time` among the others (every row of that
     /// point, rewrites included): what a read of each group's last point needs.
     pub last_per_series: bool,
+    /// SQL over a point's fields (and tags) that the statement keeps only the points
+    /// meeting (its field condition, `WHERE usage_user > 90`). A row is a point only in a
+    /// series no point of which was written twice: the shard applies it to those rows only,
+    /// the series its index lists as rewritten (and `whole_series`) sending every row, so
+    /// the node merges a point's rows before the condition sees it — point identity first
+    /// (a rewrite may set the field the condition reads). Checked by the shard's index
+    /// after the read ([`Cluster::read_partials`]'s rule); without an index (replicas, index
+    /// off) not applied.
+    pub pointwise: Option<&'a str>,
+    /// Series whose every row is sent whatever `pointwise` says: those with rows the node
+    /// holds undelivered (one may rewrite a point a shard holds).
+    pub whole_series: &'a [u64],
+}
+
+/// `filter` and, for the rows of series outside `whole` (and the snapshot's rewritten
+/// series), `pointwise` ([`RowSelection::pointwise`]).
+fn pointwise_filter(filter: &str, pointwise: &str, whole: &[u64], rewritten: &[u64]) -> String {
+    let mut list: Vec<u64> = whole.iter().chain(rewritten).copied().collect();
+    list.sort_unstable();
+    list.dedup();
+    match list.is_empty() {
+        true => format!("{filter} AND ({pointwise})"),
+        false => {
+            let list: Vec<String> = list.iter().map(u64::to_string).collect();
+            format!(
+                "{filter} AND (({pointwise}) OR `series_id` IN ({}))",
+                list.join(",")
+            )
+        }
+    }
 }
 
 impl Cluster {
@@ -207,14 +237,36 @@ impl Cluster {
             .iter()
             .map(|(n, k)| format!(", CAST({} AS {})", quote_ident(n), schema::shard_type(*k)))
             .collect();
-        let sql = format!(
-            "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {table} \
-             WHERE {filter} LIMIT {} FORMAT RowBinary",
-            max_rows.saturating_add(1)
-        );
-        let answers = self.read_table_everywhere(db, measurement, columns, |k| {
-            self.http.statement_bytes(k, &sql)
-        })?;
+        let sql = |filter: &str| {
+            format!(
+                "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {table} \
+                 WHERE {filter} LIMIT {} FORMAT RowBinary",
+                max_rows.saturating_add(1)
+            )
+        };
+        let answers = match rows.pointwise.filter(|_| !rows.last_per_series) {
+            None => {
+                let sql = sql(&filter);
+                self.read_table_everywhere(db, measurement, columns, |k| {
+                    self.http.statement_bytes(k, &sql)
+                })?
+            }
+            Some(pointwise) => {
+                let read = |k: usize, snapshot: Option<&IdentitySnapshot>| {
+                    let sql = match snapshot {
+                        Some(s) => sql(&pointwise_filter(
+                            &filter,
+                            pointwise,
+                            rows.whole_series,
+                            &s.rewritten,
+                        )),
+                        None => sql(&filter),
+                    };
+                    self.http.statement_bytes(k, &sql)
+                };
+                self.read_identified(db, measurement, columns, read)?.0
+            }
+        };
         let rows = self.each_row(&answers, max_rows, |r| {
             time.append_value(r.i64()?);
             series.append_value(r.u64()?);
@@ -239,43 +291,46 @@ impl Cluster {
 }
 
 impl Cluster {
-    /// The answer of `sql(k)` on shard `k` — a `SELECT` whose columns are named `__p0`,
-    /// `__p1`, … over [`Cluster::shard_table`] of `db`.`measurement` — from every shard at
-    /// once (each its own statement: what it may skip of point identity differs,
-    /// [`Cluster::identity_snapshots`]), every shard's rows in one batch, column `i` read as `out[i]` says (cast to the kind's shard
-    /// type, so the binary answer's layout is known); `None` when no shard answers a row.
-    /// `columns` are made on a shard that lacks them first. More than `max_rows` rows over
-    /// all shards fail the read: what a pushed-down aggregate sends
+    /// The answer of `sql(k, snapshot)` on shard `k` — a `SELECT` whose columns are named
+    /// `__p0`, `__p1`, … over [`Cluster::shard_table`] of `db`.`measurement`, grouping by
+    /// point identity only the rows `snapshot` says may share a point (`None`: every row) —
+    /// from every shard at once, each checked by its index after its read and read again
+    /// if a rewrite landed meanwhile (`Cluster::read_identified`); every shard's rows in
+    /// one batch, column `i` read as `out[i]` says (cast to the kind's shard type, so the
+    /// binary answer's layout is known); `None` when no shard answers a row, with what the
+    /// shards grouped. `columns` are made on a shard that lacks them first. More than
+    /// `max_rows` rows over all shards fail the read: what a pushed-down aggregate sends
     /// (`storage/src/influxql/pushdown.rs`) is one row per group and interval.
     pub fn read_partials(
         &self,
         db: &str,
         measurement: &str,
         columns: &[(String, ColumnKind)],
-        sql: impl Fn(usize) -> String + Sync,
+        sql: impl Fn(usize, Option<&IdentitySnapshot>) -> String + Sync,
         out: &[(String, ColumnKind)],
         max_rows: u64,
-    ) -> Result<Option<RecordBatch>, ClusterError> {
+    ) -> Result<(Option<RecordBatch>, Grouped), ClusterError> {
         let list: Vec<String> = out
             .iter()
             .enumerate()
             .map(|(i, (_, k))| format!("CAST(__p{i} AS {})", schema::shard_type(*k)))
             .collect();
-        let answers = self.read_table_everywhere(db, measurement, columns, |k| {
-            let sql = format!(
-                "SELECT {} FROM ({}) LIMIT {} FORMAT RowBinary",
-                list.join(", "),
-                sql(k),
-                max_rows.saturating_add(1)
-            );
-            self.http.statement_bytes(k, &sql)
-        })?;
+        let (answers, grouped) =
+            self.read_identified(db, measurement, columns, |k, snapshot| {
+                let sql = format!(
+                    "SELECT {} FROM ({}) LIMIT {} FORMAT RowBinary",
+                    list.join(", "),
+                    sql(k, snapshot),
+                    max_rows.saturating_add(1)
+                );
+                self.http.statement_bytes(k, &sql)
+            })?;
         let mut cols: Vec<Builder> = out.iter().map(|(_, k)| Builder::new(*k)).collect();
         let rows = self.each_row(&answers, max_rows, |r| {
             cols.iter_mut().try_for_each(|b| b.read(r))
         })?;
         if rows == 0 {
-            return Ok(None);
+            return Ok((None, grouped));
         }
         let arrays: Vec<ArrayRef> = cols.into_iter().map(Builder::finish).collect();
         let fields: Vec<Field> = out
@@ -286,7 +341,7 @@ impl Cluster {
             })
             .collect();
         RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
-            .map(Some)
+            .map(|b| (Some(b), grouped))
             .map_err(|e| ClusterError::Engine(engine::EngineError::Arrow(e.to_string())))
     }
 
@@ -339,6 +394,18 @@ mod tests {
             out.push(b | 0x80);
         }
         out.extend_from_slice(s.as_bytes());
+    }
+
+    #[test]
+    fn a_field_condition_spares_the_rewritten_and_undelivered_series() {
+        assert_eq!(
+            pointwise_filter("t", "`v` > 1", &[], &[]),
+            "t AND (`v` > 1)"
+        );
+        assert_eq!(
+            pointwise_filter("t", "`v` > 1", &[9, 3], &[3, 5]),
+            "t AND ((`v` > 1) OR `series_id` IN (3,5,9))"
+        );
     }
 
     #[test]

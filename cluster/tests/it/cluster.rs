@@ -267,6 +267,8 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
                 max: i64::MAX,
                 condition: None,
                 last_per_series: false,
+                pointwise: None,
+                whole_series: &[],
             },
             100,
         )

@@ -1,7 +1,7 @@
 //! The shards' index of points written twice (`cluster/src/identity.rs`) against a real
 //! ClickHouse 18.16 server: what a read is told to group, and when a read must run again.
 
-use ::cluster::Cluster;
+use ::cluster::{Cluster, Grouped};
 use engine::table::ColumnKind;
 
 use crate::clickhouse_server::{server_binary, Shard};
@@ -82,4 +82,86 @@ fn a_read_is_told_again_when_a_rewrite_lands_and_not_when_parts_merge() {
     want.sort_unstable();
     want.dedup();
     assert_eq!(rewritten(&cluster), want);
+}
+
+/// The points of the shard table `table`, counted with `snapshot`'s split: the rewritten
+/// series' rows grouped by `(series_id, time)`, every other row read as a point — what a
+/// pushed-down `count` does.
+fn count_points(table: &str, snapshot: Option<&::cluster::IdentitySnapshot>) -> String {
+    let (single, grouped) = match snapshot.map(|s| &s.rewritten) {
+        None => ("0".to_string(), "1".to_string()),
+        Some(r) if r.is_empty() => ("1".to_string(), "0".to_string()),
+        Some(r) => {
+            let list: Vec<String> = r.iter().map(u64::to_string).collect();
+            let list = list.join(",");
+            (
+                format!("series_id NOT IN ({list})"),
+                format!("series_id IN ({list})"),
+            )
+        }
+    };
+    format!(
+        "SELECT toUInt64(count()) AS __p0 FROM (\
+         SELECT series_id, time FROM {table} WHERE {single} UNION ALL \
+         SELECT series_id, time FROM {table} WHERE {grouped} GROUP BY series_id, time)"
+    )
+}
+
+#[test]
+fn a_read_checked_only_after_it_ran_still_counts_a_point_once() {
+    let Some(bin) = server_binary("a_read_checked_only_after_it_ran_still_counts_a_point_once")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let s0 = Shard::start(&bin, tmp.path().join("s0"));
+    let cluster = Cluster::connect(config(&[&s0], "node-a")).unwrap();
+    let other = Cluster::connect(config(&[&s0], "node-b")).unwrap();
+    let (db, e) = (database_name("identity_after"), engine());
+    let columns = [("usage".to_string(), ColumnKind::Float)];
+    let table = format!("__shard_{db}.cpu");
+    let kinds = [("n".to_string(), ColumnKind::Unsigned)];
+    let count = |c: &Cluster| {
+        let (batch, grouped) = c
+            .read_partials(
+                &db,
+                "cpu",
+                &columns,
+                |_, s| count_points(&table, s),
+                &kinds,
+                10,
+            )
+            .unwrap();
+        let batch = batch.expect("a count row");
+        use arrow::array::AsArray;
+        let n = batch
+            .column(0)
+            .as_primitive::<arrow::datatypes::UInt64Type>()
+            .value(0);
+        (n, grouped)
+    };
+
+    // Points at 1 s and 2 s of series 0..10: the first read loads the index whole.
+    cluster
+        .deliver(e, &db, "cpu", &[part(1, 10), part(2, 10)], 0)
+        .unwrap();
+    assert_eq!(count(&cluster), (20, Grouped::Rewritten));
+    assert_eq!(count(&cluster), (20, Grouped::Rewritten));
+
+    // The other node writes the points at 2 s of series 0..3 again. This node's index,
+    // not brought up to date before its next read, still lists no rewritten series: its
+    // read counts them twice, and the check after it must catch that.
+    other.deliver(e, &db, "cpu", &[part(2, 3)], 0).unwrap();
+    assert_eq!(count(&cluster), (20, Grouped::Again), "each point once");
+    // The index knows them now: read once, grouping the three.
+    assert_eq!(count(&cluster), (20, Grouped::Rewritten));
+
+    // A new point of each series: checked after the read, nothing to read again.
+    other.deliver(e, &db, "cpu", &[part(3, 10)], 0).unwrap();
+    assert_eq!(count(&cluster), (30, Grouped::Rewritten));
+
+    // This node writes points at 3 s again: it lists the parts before its next read, which
+    // groups them at once.
+    cluster.deliver(e, &db, "cpu", &[part(3, 5)], 0).unwrap();
+    assert_eq!(count(&cluster), (30, Grouped::Rewritten));
 }

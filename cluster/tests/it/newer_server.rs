@@ -395,6 +395,8 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
                     max: i64::MAX,
                     condition: Some("`host` != 'h0'"),
                     last_per_series,
+                    pointwise: None,
+                    whole_series: &[],
                 },
                 1000,
             )
@@ -402,6 +404,26 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
             .unwrap();
         assert_eq!(back.num_rows(), if last_per_series { 19 } else { 57 });
     }
+    // A field condition on the shard (raw `SELECT … WHERE usage > 20`): the rows meeting
+    // it (h18 and h19 at 3 s, h19 at 2 s) and every row of a series sent whole (h1's 3).
+    let back = cluster
+        .read_rows(
+            &db,
+            "cpu",
+            &columns,
+            RowSelection {
+                min: 0,
+                max: i64::MAX,
+                condition: Some("`host` != 'h0'"),
+                last_per_series: false,
+                pointwise: Some("`usage` > 20"),
+                whole_series: &[0x9E37_79B9_7F4A_7C15],
+            },
+            1000,
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.num_rows(), 6);
     let hosts = cluster
         .distinct_tags(&db, "cpu", &["host".to_string()], 100)
         .unwrap();
@@ -455,8 +477,9 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         ("n".to_string(), ColumnKind::Unsigned),
     ];
     let parts = cluster
-        .read_partials(&db, "cpu", &columns, |_| partial.clone(), &kinds, 10)
+        .read_partials(&db, "cpu", &columns, |_, _| partial.clone(), &kinds, 10)
         .unwrap()
+        .0
         .unwrap();
     assert_eq!(parts.num_rows(), 1);
     // Deletes, the nodes' progress, retention, drops.

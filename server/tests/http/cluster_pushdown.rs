@@ -108,6 +108,14 @@ const STATEMENTS: &[(&str, bool)] = &[
     ("SELECT stddev(n), count(v) FROM cpu", false),
     ("SELECT count(v) FROM cpu WHERE v > 10", false),
     ("SELECT max(v) FROM cpu", false),
+    // Raw reads with a field condition: the shards send the rows meeting it, every row of
+    // a series with a point written twice or with undelivered rows (the point merged first).
+    ("SELECT * FROM cpu WHERE v > 20", false),
+    ("SELECT * FROM cpu WHERE v < 0 AND time < 400s", false),
+    (
+        "SELECT v, n FROM cpu WHERE (v >= 30 OR n = 0) AND host != 'h2'",
+        false,
+    ),
     // Raw reads with a limit: each series' first points only come to the node.
     ("SELECT v, s FROM cpu GROUP BY dc LIMIT 3", false),
     (

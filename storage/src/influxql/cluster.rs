@@ -5,8 +5,9 @@
 //! every row grouped into points (InfluxDB's identity: a point written twice reads as
 //! one, the later write winning field by field), bounded by `[sql] max_result_rows`.
 //! What the shards send is cut down where that cannot change the answer: only the
-//! columns the statement's plan reads, and only the rows of series that meet its
-//! tag-only conditions ([`shard_condition`]).
+//! columns the statement's plan reads, only the rows of series that meet its
+//! tag-only conditions ([`shard_condition`]), and only the points that meet its field
+//! comparisons where a row is known to be a point (`point_condition.rs`).
 
 use cluster::Cluster;
 use engine::table::ColumnKind;
@@ -16,8 +17,29 @@ use ingest::MeasurementSchema;
 
 use super::error::InfluxqlError;
 use super::plan::Plan;
+use super::point_condition::point_condition;
 use super::unflushed::{acked_parts, kind};
 use crate::Storage;
+
+/// Undelivered series beyond which a raw read's field condition stays on the node (each is
+/// named in the shards' statement).
+const MAX_WHOLE_SERIES: usize = 2_000;
+
+/// The distinct `series_id`s of `batch` (undelivered rows), sorted.
+fn series_of(batch: &engine::arrow::array::RecordBatch) -> Vec<u64> {
+    use engine::arrow::array::AsArray;
+    let mut ids: Vec<u64> = batch
+        .column_by_name(engine::table::SERIES_ID)
+        .and_then(|c| {
+            c.as_primitive_opt::<engine::arrow::datatypes::UInt64Type>()
+                .cloned()
+        })
+        .map(|c| c.values().to_vec())
+        .unwrap_or_default();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
 
 /// The error of a read of `what` from the cluster that could not be done now.
 pub(crate) fn unavailable(what: String) -> impl Fn(String) -> InfluxqlError {
@@ -82,6 +104,17 @@ impl Storage {
         .transpose()
         .map_err(|e| unavailable(e.to_string()))?
         .flatten();
+        let first = first_points(probe, db, schema, condition, min, max);
+        // Each group's last point (Grafana's current value, TSBS lastpoint) is one of its
+        // series' last points: only those cross the network. Every point must show (a point
+        // without the selected fields would hide it).
+        let last_per_series = probe.asks_last_point() && probe.shows_every_point;
+        // A field condition on the shards, but for the series with undelivered rows (one may
+        // rewrite the field it reads): those send every row.
+        let whole: Vec<u64> = pending.as_ref().map(series_of).unwrap_or_default();
+        let pointwise = (first.is_none() && !last_per_series && whole.len() <= MAX_WHOLE_SERIES)
+            .then(|| point_condition(condition, schema, &columns))
+            .flatten();
         let stored = cluster
             .read_rows(
                 db,
@@ -90,13 +123,12 @@ impl Storage {
                 cluster::RowSelection {
                     min,
                     max,
-                    condition: first_points(probe, db, schema, condition, min, max)
+                    condition: first
                         .or_else(|| shard_condition(condition, schema))
                         .as_deref(),
-                    // Each group's last point (Grafana's current value, TSBS lastpoint) is
-                    // one of its series' last points: only those cross the network. Every
-                    // point must show (a point without the selected fields would hide it).
-                    last_per_series: probe.asks_last_point() && probe.shows_every_point,
+                    last_per_series,
+                    pointwise: pointwise.as_deref(),
+                    whole_series: &whole,
                 },
                 max_rows,
             )
@@ -360,7 +392,7 @@ fn condition(e: &Expr, schema: &MeasurementSchema, strict: bool) -> Option<Strin
     }
 }
 
-fn strip(e: &Expr) -> &Expr {
+pub(super) fn strip(e: &Expr) -> &Expr {
     match e {
         Expr::Paren(inner) => strip(inner),
         other => other,

@@ -26,6 +26,7 @@ mod hot;
 mod integral;
 mod last_point;
 mod plan;
+mod point_condition;
 mod post;
 mod pushdown;
 mod range;

@@ -8,9 +8,9 @@
 //! the rest of the executor work as before.
 //!
 //! Grouping by point costs most of a shard's time: each shard groups only the rows of the
-//! series its index lists as holding a point written more than once
-//! ([`cluster::Cluster::identity_snapshots`]), every other row read as a point; the read
-//! runs again if a rewrite landed meanwhile ([`cluster::Cluster::identity_still_valid`]).
+//! series its index lists as holding a point written more than once, every other row read
+//! as a point; a shard's read runs again if a rewrite landed on it meanwhile
+//! ([`cluster::Cluster::read_partials`]).
 //!
 //! The rows the shards cannot be trusted with stay on the node: a series with acknowledged
 //! rows not delivered yet is left out of the shards' partials (`NOT IN`), its shard rows are
@@ -699,36 +699,16 @@ impl Storage {
         let partial = push.partial_sql(&table, listed.as_deref(), None);
         let kinds = push.partial_kinds();
         // The shards' partials, each shard grouping only the rows its index says may share
-        // a point; read again if a rewrite appeared meanwhile, then grouping every row.
+        // a point; a shard read again if a rewrite appeared meanwhile.
         let read_partials = || -> Result<Option<RecordBatch>, cluster::ClusterError> {
-            let mut snapshots = cluster.identity_snapshots(db, &schema.name, &columns)?;
-            for attempt in 0.. {
-                let sql = |k: usize| {
-                    let split = snapshots[k].as_ref().map(|s| s.rewritten.as_slice());
-                    push.partial_sql(&table, listed.as_deref(), split)
-                };
-                let parts =
-                    cluster.read_partials(db, &schema.name, &columns, sql, &kinds, max_rows)?;
-                if snapshots.iter().all(Option::is_none)
-                    || cluster.identity_still_valid(db, &schema.name, &columns, &snapshots)?
-                {
-                    let grouped = if snapshots.iter().all(Option::is_some) {
-                        "rewritten"
-                    } else {
-                        "all"
-                    };
-                    count_grouping(grouped);
-                    return Ok(parts);
-                }
-                count_grouping("again");
-                tracing::debug!(measurement = %schema.name, attempt, "a rewrite appeared while the shards were read: read again");
-                snapshots = if attempt == 0 {
-                    cluster.identity_snapshots(db, &schema.name, &columns)?
-                } else {
-                    vec![None; snapshots.len()]
-                };
-            }
-            unreachable!("the third read groups every row")
+            let sql = |_: usize, snapshot: Option<&cluster::IdentitySnapshot>| {
+                let split = snapshot.map(|s| s.rewritten.as_slice());
+                push.partial_sql(&table, listed.as_deref(), split)
+            };
+            let (parts, grouped) =
+                cluster.read_partials(db, &schema.name, &columns, sql, &kinds, max_rows)?;
+            count_grouping(grouped.label());
+            Ok(parts)
         };
         // The shards' partials and, for the series with undelivered rows, their shard rows
         // raw (bounded: undelivered rows are), at once.
@@ -749,6 +729,8 @@ impl Storage {
                             max: push.max,
                             condition: Some(&cond),
                             last_per_series: false,
+                            pointwise: None,
+                            whole_series: &[],
                         },
                         max_rows,
                     )

@@ -1,0 +1,106 @@
+//! A read of every shard checked by the shards' index of points written twice
+//! ([`crate::identity`]): each shard's statement groups by point identity only the series
+//! its index lists, and the index is brought up to date after the read, not before (issue
+//! #43: the check after the read is what makes it exact — a rewrite the index did not know
+//! when the read began is found then, and the shard read again —, so a check before it
+//! would only cost each statement one more round trip to every shard).
+
+use engine::table::ColumnKind;
+
+use crate::{Cluster, ClusterError, IdentitySnapshot};
+
+/// Which rows a statement's shards grouped by point identity (what
+/// `chingest_cluster_pushdown_grouping_total` counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grouped {
+    /// Every shard grouped only its index's rewritten series.
+    Rewritten,
+    /// Some shard grouped every row (no index there).
+    All,
+    /// A rewrite landed during some shard's read: it was read again.
+    Again,
+}
+
+impl Grouped {
+    /// The label of the metric.
+    pub fn label(self) -> &'static str {
+        match self {
+            Grouped::Rewritten => "rewritten",
+            Grouped::All => "all",
+            Grouped::Again => "again",
+        }
+    }
+
+    /// A statement's, from its shards': read again if any was, all if any grouped all.
+    fn of(shards: impl IntoIterator<Item = Grouped>) -> Grouped {
+        shards
+            .into_iter()
+            .fold(Grouped::Rewritten, |a, b| match (a, b) {
+                (Grouped::Again, _) | (_, Grouped::Again) => Grouped::Again,
+                (Grouped::All, _) | (_, Grouped::All) => Grouped::All,
+                _ => Grouped::Rewritten,
+            })
+    }
+}
+
+impl Cluster {
+    /// `read(k, snapshot)` on every shard at once, each grouping what its index says may
+    /// hold a point written twice, each checked on its own after its read and read again
+    /// when a rewrite landed meanwhile (then with the index's new rewritten series, the
+    /// third time grouping every row). A series lives on one shard, so a shard's answer
+    /// stands or falls with its own index: no shard waits for another between its read
+    /// and its check. Round trips per shard: the read and one listing of its parts
+    /// (plus one check of new blocks' rows when parts appeared, and the first use's load).
+    pub(crate) fn read_identified<T: Send>(
+        &self,
+        db: &str,
+        measurement: &str,
+        columns: &[(String, ColumnKind)],
+        read: impl Fn(usize, Option<&IdentitySnapshot>) -> Result<T, ClusterError> + Sync,
+    ) -> Result<(Vec<T>, Grouped), ClusterError> {
+        let answers = self.read_table_everywhere(db, measurement, columns, |k| {
+            let mut snapshot = self.current_snapshot(k, db, measurement)?;
+            for attempt in 0.. {
+                let answer = read(k, snapshot.as_ref())?;
+                let grouped = match (&snapshot, attempt) {
+                    (_, 1..) => Grouped::Again,
+                    (None, _) => Grouped::All,
+                    (Some(_), _) => Grouped::Rewritten,
+                };
+                let valid = match &snapshot {
+                    None => true,
+                    Some(used) => self.still_valid_on(k, db, measurement, used)?,
+                };
+                if valid {
+                    return Ok((answer, grouped));
+                }
+                tracing::debug!(
+                    shard = k,
+                    measurement,
+                    attempt,
+                    "a rewrite appeared while the shard was read: read again"
+                );
+                snapshot = match attempt {
+                    0 => self.current_snapshot(k, db, measurement)?,
+                    _ => None,
+                };
+            }
+            unreachable!("the third read groups every row")
+        })?;
+        let grouped = Grouped::of(answers.iter().map(|(_, g)| *g));
+        Ok((answers.into_iter().map(|(a, _)| a).collect(), grouped))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_statement_is_read_again_if_any_shard_was_and_grouped_all_if_any_grouped_all() {
+        use Grouped::*;
+        assert_eq!(Grouped::of([Rewritten, Rewritten]), Rewritten);
+        assert_eq!(Grouped::of([Rewritten, All]), All);
+        assert_eq!(Grouped::of([All, Again, Rewritten]), Again);
+    }
+}
