@@ -26,6 +26,7 @@
 //! after the refill) are never served until the next start: reads go to the
 //! engine there.
 
+mod codec;
 mod config;
 mod refill;
 pub(crate) mod table;
