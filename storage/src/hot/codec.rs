@@ -11,9 +11,6 @@
 //! A value is written only where the point has the field: a chunk's column is
 //! its validity (one bit "all valid", else a bit per point), then its valid values.
 
-// Used by the sealed chunks (next step); until then only its tests call it.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::collections::HashMap;
 use std::sync::Arc;
 

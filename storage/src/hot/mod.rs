@@ -26,9 +26,14 @@
 //! after the refill) are never served until the next start: reads go to the
 //! engine there.
 
+mod chunk;
 mod codec;
+mod column;
 mod config;
+#[cfg(test)]
+mod cost;
 mod refill;
+mod series;
 pub(crate) mod table;
 
 use std::collections::{HashMap, HashSet};

@@ -31,7 +31,7 @@ use super::fill::window_start_in;
 use super::plan::{Aggregate, Plan};
 use super::rows::Row;
 use super::series::Value;
-use crate::hot::table::{Column, Series, Values};
+use crate::hot::table::{Column, Plain, Series, Values};
 use crate::Storage;
 
 mod acc;
@@ -183,9 +183,9 @@ struct Chosen<'t> {
 }
 
 impl Chosen<'_> {
-    /// Whether point `i` of `s` passes the field conditions.
-    fn passes(&self, s: &Series, every_point: bool, i: usize) -> bool {
-        every_point || self.conds.iter().all(|c| c.on_point(s, i))
+    /// Whether point `i` of `p` (points of `s`) passes the field conditions.
+    fn passes(&self, s: &Series, p: &Plain, every_point: bool, i: usize) -> bool {
+        every_point || self.conds.iter().all(|c| c.on_point(s, p, i))
     }
 }
 
@@ -211,14 +211,16 @@ fn aggregate_rows(
     let fixed = plan.range.min.unwrap_or(0);
     type Buckets = BTreeMap<i64, (Vec<Acc>, Picked)>;
     let mut groups: BTreeMap<Vec<String>, Buckets> = BTreeMap::new();
+    let mut scratch = Plain::default();
     for &(_, s, every_point) in &chosen.series {
-        let span = s.span(min, max);
+        let p = s.points(min, max, &mut scratch);
+        let span = p.span(min, max);
         if span.is_empty() {
             continue;
         }
         let cols: Vec<Option<&Column>> = index
             .iter()
-            .map(|i| i.and_then(|i| s.columns.get(i)).and_then(Option::as_ref))
+            .map(|i| i.and_then(|i| p.columns.get(i)).and_then(Option::as_ref))
             .collect();
         if cols.iter().all(Option::is_none) {
             continue;
@@ -230,14 +232,14 @@ fn aggregate_rows(
             .collect();
         let buckets = groups.entry(key).or_default();
         for i in span {
-            if !chosen.passes(s, every_point, i) {
+            if !chosen.passes(s, p, every_point, i) {
                 continue;
             }
             if !cols.iter().flatten().any(|c| c.valid[i]) {
                 // No aggregated field at this point: no bucket from it.
                 continue;
             }
-            let t = s.times[i];
+            let t = p.times[i];
             let b = match window {
                 Some(w) => window_start_in(t, w.interval, w.offset, zone),
                 None => fixed,
