@@ -82,6 +82,17 @@ impl<'a> BitReader<'a> {
     fn bit(&mut self) -> bool {
         self.get(1) == 1
     }
+
+    /// The next `n` (< 64) bits without consuming them; zeros past the end.
+    fn peek(&self, n: u32) -> u64 {
+        let w = self.pos / 64;
+        let off = (self.pos % 64) as u32;
+        let mut v = self.words.get(w).copied().unwrap_or(0) >> off;
+        if off + n > 64 {
+            v |= self.words.get(w + 1).copied().unwrap_or(0) << (64 - off);
+        }
+        v & ((1 << n) - 1)
+    }
 }
 
 /// Widths of a signed number's buckets after its prefix (`0`, `10`, `110`, …,
@@ -114,11 +125,11 @@ fn put_signed(w: &mut BitWriter, v: i64) {
 }
 
 fn get_signed(r: &mut BitReader<'_>) -> i64 {
+    // The prefix's ones in one read, not a bit at a time (decoding is what a
+    // read of sealed chunks costs).
     let last = WIDTHS.len() - 1;
-    let mut k = 0;
-    while k < last && r.bit() {
-        k += 1;
-    }
+    let k = (r.peek(last as u32).trailing_ones() as usize).min(last);
+    r.pos += if k == last { k } else { k + 1 };
     unzigzag(r.get(WIDTHS[k]))
 }
 

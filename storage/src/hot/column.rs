@@ -300,13 +300,15 @@ impl Plain {
         self.columns.iter().flatten().count()
     }
 
-    /// Empty, with a column of the same type wherever `like` has one (the
-    /// buffers kept: a read decodes into the same scratch series after series).
-    pub(crate) fn reset_like(&mut self, like: &Plain) {
+    /// Empty, with a column of the same type wherever `like` has one and
+    /// `want` takes its index (the buffers kept: a read decodes into the same
+    /// scratch series after series).
+    pub(crate) fn reset_like(&mut self, like: &Plain, want: impl Fn(usize) -> bool) {
         self.times.clear();
         self.columns.resize_with(like.columns.len(), || None);
-        for (mine, theirs) in self.columns.iter_mut().zip(&like.columns) {
+        for (i, (mine, theirs)) in self.columns.iter_mut().zip(&like.columns).enumerate() {
             match (mine.as_mut(), theirs) {
+                (_, Some(_)) if !want(i) => *mine = None,
                 (Some(m), Some(t)) if m.same_kind(t) => m.clear(),
                 (_, Some(t)) => *mine = Some(t.empty_like()),
                 (_, None) => *mine = None,

@@ -21,8 +21,10 @@ const STEP: i64 = 10_000_000_000;
 const POINTS: usize = 8640;
 const DAY: i64 = 86_400_000_000_000;
 
-/// TSBS's batches: integers (what its cpu-only data writes) or floats.
-fn batches(floats: bool) -> Vec<RecordBatch> {
+/// TSBS's batches: integers (what its cpu-only data writes), or floats: the
+/// walk itself (every mantissa bit noise), or rounded to a tenth (a gauge's
+/// usual precision).
+fn batches(floats: bool, tenths: bool) -> Vec<RecordBatch> {
     let kind = if floats {
         DataType::Float64
     } else {
@@ -68,7 +70,11 @@ fn batches(floats: bool) -> Vec<RecordBatch> {
                 }
             }
             for v in values {
-                cols.push(if floats {
+                cols.push(if floats && tenths {
+                    Arc::new(Float64Array::from_iter_values(
+                        v.iter().map(|x| (x * 10.0).round() / 10.0),
+                    ))
+                } else if floats {
                     Arc::new(Float64Array::from(v))
                 } else {
                     Arc::new(Int64Array::from_iter_values(
@@ -91,7 +97,7 @@ fn read_cost(t: &Table, series: u64, span: i64, runs: u32) -> f64 {
     let mut seen = 0.0;
     for _ in 0..runs {
         for id in 0..series {
-            let p = t.series[&id].points(min, max, &mut scratch);
+            let p = t.series[&id].points(min, max, &[0], &mut scratch);
             let span = p.span(min, max);
             let Some(c) = &p.columns[0] else { continue };
             seen += match &c.values {
@@ -108,8 +114,8 @@ fn read_cost(t: &Table, series: u64, span: i64, runs: u32) -> f64 {
 #[test]
 #[ignore]
 fn hot_insert_cost() {
-    for floats in [false, true] {
-        let batches = batches(floats);
+    for (floats, tenths) in [(false, false), (true, false), (true, true)] {
+        let batches = batches(floats, tenths);
         let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
         for chunk in [usize::MAX / 2, 256, 512, 1024] {
             let mut t = Table::new();
@@ -127,7 +133,11 @@ fn hot_insert_cost() {
             println!(
                 "{}, {layout}: {:.0} ns per point, {:.2} bytes per value held ({} bytes, \
                  {} values, {:.1} per point); read 1 series × 1 h {:.1} µs, 8 series × 12 h {:.1} µs",
-                if floats { "floats" } else { "integers" },
+                match (floats, tenths) {
+                    (false, _) => "integers",
+                    (true, false) => "floats",
+                    (true, true) => "floats in tenths",
+                },
                 took.as_nanos() as f64 / rows as f64,
                 t.bytes as f64 / t.values as f64,
                 t.bytes,
@@ -139,7 +149,7 @@ fn hot_insert_cost() {
             // What is held reads back as written: the last batch's values.
             let last = batches.last().unwrap();
             let mut scratch = Plain::default();
-            let p = t.series[&0].points(i64::MIN, i64::MAX, &mut scratch);
+            let p = t.series[&0].points(i64::MIN, i64::MAX, &[0], &mut scratch);
             assert_eq!(p.times.len(), POINTS);
             let col = last.column(3);
             let row = last.num_rows() - HOSTS;

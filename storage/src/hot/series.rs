@@ -50,15 +50,22 @@ impl Series {
 
     /// Its points with a time in `[min, max]`, plain, and maybe more around
     /// them: the open tail itself where no sealed chunk reaches into the range,
-    /// else those chunks decoded (and the tail after them) into `scratch`.
-    pub(crate) fn points<'a>(&'a self, min: i64, max: i64, scratch: &'a mut Plain) -> &'a Plain {
+    /// else those chunks decoded (and the tail after them) into `scratch`, with
+    /// only the fields in `fields` (the table's indexes; others `None`).
+    pub(crate) fn points<'a>(
+        &'a self,
+        min: i64,
+        max: i64,
+        fields: &[usize],
+        scratch: &'a mut Plain,
+    ) -> &'a Plain {
         let from = self.sealed.partition_point(|c| c.max < min);
         let hit = &self.sealed[from..];
         let hit = &hit[..hit.partition_point(|c| c.min <= max)];
         if hit.is_empty() {
             return &self.open;
         }
-        scratch.reset_like(&self.open);
+        scratch.reset_like(&self.open, |i| fields.contains(&i));
         for c in hit {
             c.unpack_into(scratch);
         }
@@ -81,7 +88,7 @@ impl Series {
     #[cfg(test)]
     pub(crate) fn all(&self) -> Plain {
         let mut p = Plain::default();
-        p.reset_like(&self.open);
+        p.reset_like(&self.open, |_| true);
         for c in &self.sealed {
             c.unpack_into(&mut p);
         }
@@ -198,7 +205,7 @@ impl Series {
         overwrite: bool,
     ) {
         let mut p = Plain::default();
-        p.reset_like(&self.open);
+        p.reset_like(&self.open, |_| true);
         let old = &self.sealed[k];
         old.unpack_into(&mut p);
         let (old_len, old_bytes) = (old.len, old.bytes());

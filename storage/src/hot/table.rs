@@ -440,16 +440,21 @@ mod tests {
             "{} bytes",
             t.bytes
         );
-        // A read of a range inside the sealed chunks decodes just those.
+        // A read of a range inside the sealed chunks decodes just those, and
+        // of them only the fields it asks for.
         let mut scratch = Plain::default();
-        let p = s.points(cut, cut + 100, &mut scratch);
+        let p = s.points(cut, cut + 100, &[1], &mut scratch);
+        assert!(p.times.len() < all.times.len());
         let span = p.span(cut, cut + 100);
         assert_eq!(
-            p.times[span],
+            p.times[span.clone()],
             (cut / 10..=cut / 10 + 10)
                 .map(|k| k * 10)
                 .collect::<Vec<_>>()
         );
+        assert!(p.columns[0].is_none());
+        let i = p.columns[1].as_ref().unwrap();
+        assert!(matches!(&i.values, Values::Integer(v) if v[span.start] == cut / 10));
     }
 
     #[test]

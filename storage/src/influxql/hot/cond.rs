@@ -107,6 +107,18 @@ impl Cond {
         }
     }
 
+    /// Adds the fields (the table's indexes) it reads of a point to `out`.
+    pub(super) fn fields(&self, out: &mut Vec<usize>) {
+        match self {
+            Cond::Field(f) => out.extend(f.column),
+            Cond::And(a, b) | Cond::Or(a, b) => {
+                a.fields(out);
+                b.fields(out);
+            }
+            Cond::Eq(..) | Cond::Match(..) => {}
+        }
+    }
+
     /// Whether point `i` of `p` (points of `s`) passes.
     pub(super) fn on_point(&self, s: &Series, p: &Plain, i: usize) -> bool {
         match self {

@@ -183,6 +183,14 @@ struct Chosen<'t> {
 }
 
 impl Chosen<'_> {
+    /// `fields` and those the conditions read: what a read decodes.
+    fn reads(&self, mut fields: Vec<usize>) -> Vec<usize> {
+        for c in self.conds {
+            c.fields(&mut fields);
+        }
+        fields
+    }
+
     /// Whether point `i` of `p` (points of `s`) passes the field conditions.
     fn passes(&self, s: &Series, p: &Plain, every_point: bool, i: usize) -> bool {
         every_point || self.conds.iter().all(|c| c.on_point(s, p, i))
@@ -212,8 +220,9 @@ fn aggregate_rows(
     type Buckets = BTreeMap<i64, (Vec<Acc>, Picked)>;
     let mut groups: BTreeMap<Vec<String>, Buckets> = BTreeMap::new();
     let mut scratch = Plain::default();
+    let reads = chosen.reads(index.iter().flatten().copied().collect());
     for &(_, s, every_point) in &chosen.series {
-        let p = s.points(min, max, &mut scratch);
+        let p = s.points(min, max, &reads, &mut scratch);
         let span = p.span(min, max);
         if span.is_empty() {
             continue;

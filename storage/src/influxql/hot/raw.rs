@@ -88,12 +88,25 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
         };
         key(a.1).cmp(&key(b.1)).then(a.0.cmp(&b.0))
     });
-    // Each series' points in the range, decoded where compressed.
+    // Each series' points in the range, decoded where compressed (the
+    // fields shown, tested for presence, or in conditions).
+    let named = shown
+        .present
+        .iter()
+        .chain(shown.cols.iter().filter_map(|c| match c {
+            Col::Field(f) => Some(f),
+            _ => None,
+        }));
+    let reads = chosen.reads(
+        named
+            .filter_map(|name| fields.iter().position(|f| f == name))
+            .collect(),
+    );
     let mut scratch: Vec<Plain> = ranked.iter().map(|_| Plain::default()).collect();
     let held: Vec<&Plain> = ranked
         .iter()
         .zip(scratch.iter_mut())
-        .map(|(r, scratch)| r.1.points(chosen.min, chosen.max, scratch))
+        .map(|(r, scratch)| r.1.points(chosen.min, chosen.max, &reads, scratch))
         .collect();
     // (group, time, rank, series' position in `ranked`, point).
     let mut points: Vec<(Vec<String>, i64, usize, usize)> = Vec::new();
