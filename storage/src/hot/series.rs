@@ -247,3 +247,89 @@ impl Series {
         self.sealed.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use engine::arrow::array::{
+        ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, UInt64Array,
+    };
+    use engine::arrow::datatypes::{DataType, Field, Schema};
+
+    use super::super::table::Table;
+    use crate::hot::column::Values;
+
+    /// A row: time, s, b, u.
+    type Row = (i64, Option<&'static str>, Option<bool>, Option<u64>);
+    /// A point's fields, as a reader sees them.
+    type Fields = (Option<String>, Option<bool>, Option<u64>);
+
+    fn batch(rows: &[Row]) -> RecordBatch {
+        let schema = Schema::new(vec![
+            Field::new("time", DataType::Int64, false),
+            Field::new("series_id", DataType::UInt64, false),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("b", DataType::Boolean, true),
+            Field::new("u", DataType::UInt64, true),
+        ]);
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|_| 1))),
+            Arc::new(StringArray::from_iter(rows.iter().map(|r| r.1))),
+            Arc::new(BooleanArray::from_iter(rows.iter().map(|r| r.2))),
+            Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.3))),
+        ];
+        RecordBatch::try_new(Arc::new(schema), cols).unwrap()
+    }
+
+    /// Strings (repeated, empty, absent), booleans and unsigned (past
+    /// `i64::MAX`) sealed, rewritten inside a sealed chunk, and read back.
+    #[test]
+    fn strings_booleans_and_unsigned_survive_sealing_and_rewrites() {
+        let mut t = Table::new();
+        t.chunk = 4;
+        let words = ["up", "up", "", "down", "up"];
+        let rows: Vec<Row> = (0..30)
+            .map(|k| {
+                let s = (k % 7 != 3).then_some(words[k as usize % 5]);
+                let b = (k % 5 != 1).then_some(k % 3 == 0);
+                let u = (k % 4 != 2).then_some(u64::MAX - k as u64 * 1_000_000_007);
+                (k * 10, s, b, u)
+            })
+            .collect();
+        assert!(t.insert(&batch(&rows), i64::MAX));
+        assert!(t.series[&1].sealed() >= 5);
+        // A rewrite of a sealed point's string, and a late point.
+        let later: Vec<Row> = vec![
+            (50, Some("rewritten"), None, None),
+            (55, None, Some(true), Some(7)),
+        ];
+        assert!(t.insert(&batch(&later), i64::MAX));
+        let mut model: BTreeMap<i64, Fields> = BTreeMap::new();
+        for &(time, s, b, u) in rows.iter().chain(&later) {
+            let p = model.entry(time).or_default();
+            p.0 = s.map(str::to_string).or(p.0.take());
+            p.1 = b.or(p.1);
+            p.2 = u.or(p.2);
+        }
+        let all = t.series[&1].all();
+        assert_eq!(all.times, model.keys().copied().collect::<Vec<_>>());
+        let col = |k: usize| all.columns[k].as_ref().unwrap();
+        let (Values::String(s), Values::Boolean(b), Values::Unsigned(u)) =
+            (&col(0).values, &col(1).values, &col(2).values)
+        else {
+            panic!("types changed")
+        };
+        for (k, p) in model.values().enumerate() {
+            let seen = (
+                col(0).valid[k].then(|| s[k].to_string()),
+                col(1).valid[k].then_some(b[k]),
+                col(2).valid[k].then_some(u[k]),
+            );
+            assert_eq!(&seen, p, "point {k}");
+        }
+        assert_eq!(t.bytes, t.series[&1].bytes());
+    }
+}
