@@ -351,7 +351,7 @@ mod tests {
 
     fn floats(s: &HotStore, m: &str) -> Option<Vec<(i64, f64)>> {
         let t = s.read();
-        let series = &t.get("d", m)?.series[&1];
+        let series = t.get("d", m)?.series[&1].all();
         let Some(Some(c)) = series.columns.first() else {
             panic!("no f")
         };

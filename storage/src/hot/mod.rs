@@ -32,8 +32,14 @@
 //! engine there.
 
 mod apply;
+mod chunk;
+mod codec;
+mod column;
 mod config;
+#[cfg(test)]
+mod cost;
 mod refill;
+mod series;
 pub(crate) mod table;
 
 use std::collections::{HashMap, HashSet};

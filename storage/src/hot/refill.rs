@@ -451,7 +451,7 @@ mod tests {
     fn floats(s: &HotStore) -> Vec<(i64, f64)> {
         let t = s.read();
         let table = t.get("d", "m").expect("served");
-        let series = &table.series[&1];
+        let series = table.series[&1].all();
         let Some(Some(c)) = series.columns.first() else {
             panic!("no f")
         };

@@ -1,14 +1,23 @@
-//! One measurement's held points: per series, time-sorted plain columns (one per
-//! field, with a validity byte per value), point identity on insert (a point at a
-//! time the series holds overwrites it field by field: last write wins, as the
-//! engine's point merge reads it).
+//! One measurement's held points: per series (`series.rs`) sealed compressed
+//! chunks and a plain open tail, point identity on insert (a point at a time the
+//! series holds overwrites it field by field: last write wins, as the engine's
+//! point merge reads it).
 
 use std::collections::HashMap;
 use std::hash::Hasher;
-use std::sync::Arc;
 
 use engine::arrow::array::{Array, AsArray, RecordBatch};
-use engine::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
+use engine::arrow::datatypes::{Int64Type, UInt64Type};
+
+use super::column::Src;
+pub(crate) use super::column::{Column, Plain, Values};
+pub(crate) use super::series::{Series, TIME_BYTES, VALUE_BYTES};
+
+/// Points per sealed chunk (`series.rs`): TSBS's shape held 0.8–0.9 bytes per
+/// value at 256, 512 and 1,024 alike (`cost.rs`); at 1,024 (and its eighth of
+/// slack) a 10 s series keeps its last 2.8–3.2 h plain, so the usual dashboard
+/// range (the last hour or three) decodes nothing.
+const CHUNK: usize = 1024;
 
 /// Series ids are hashes already (`ingest`'s xxh3 of the series key): mixed with
 /// a per-process seed by one multiply (SipHash was a third of the coordinator's
@@ -55,260 +64,6 @@ impl Hasher for SeriesIdHasher {
 
 pub(crate) type SeriesMap = HashMap<u64, Series, SeededIds>;
 
-/// Makes room for `n` more in `v`, growing it by at least a quarter, not by
-/// doubling: a series' columns hold a day of points, and doubling left up to half of them unused (RSS +254 MB for
-/// 169 MB of held points at TSBS's 200 hosts × 24 h). An eighth copied too much.
-fn grow<T>(v: &mut Vec<T>, n: usize) {
-    if v.capacity() - v.len() < n {
-        v.reserve_exact(n.max(v.len() / 4).max(16));
-    }
-}
-
-/// `s`, sharing `before`'s allocation when it is the same text.
-fn shared(before: Option<&Arc<str>>, s: &str) -> Arc<str> {
-    match before {
-        Some(b) if **b == *s => b.clone(),
-        _ => Arc::from(s),
-    }
-}
-
-/// Values of one field of one series, as many as the series has times.
-#[derive(Debug, Clone)]
-pub(crate) enum Values {
-    Float(Vec<f64>),
-    Integer(Vec<i64>),
-    Unsigned(Vec<u64>),
-    Boolean(Vec<bool>),
-    /// Shared where a value repeats the one before it (a status string
-    /// rarely changes): no allocation per point then.
-    String(Vec<Arc<str>>),
-}
-
-/// One field's column of one series.
-#[derive(Debug, Clone)]
-pub(crate) struct Column {
-    pub(crate) values: Values,
-    /// Whether the point has this field.
-    pub(crate) valid: Vec<bool>,
-}
-
-impl Column {
-    fn nulls(kind: &DataType, len: usize) -> Option<Column> {
-        let values = match kind {
-            DataType::Float64 => Values::Float(vec![0.0; len]),
-            DataType::Int64 => Values::Integer(vec![0; len]),
-            DataType::UInt64 => Values::Unsigned(vec![0; len]),
-            DataType::Boolean => Values::Boolean(vec![false; len]),
-            DataType::Utf8 => Values::String(vec![Arc::from(""); len]),
-            _ => return None,
-        };
-        Some(Column {
-            values,
-            valid: vec![false; len],
-        })
-    }
-
-    fn insert_null(&mut self, at: usize) {
-        grow(&mut self.valid, 1);
-        self.valid.insert(at, false);
-        match &mut self.values {
-            Values::Float(v) => {
-                grow(v, 1);
-                v.insert(at, 0.0)
-            }
-            Values::Integer(v) => {
-                grow(v, 1);
-                v.insert(at, 0)
-            }
-            Values::Unsigned(v) => {
-                grow(v, 1);
-                v.insert(at, 0)
-            }
-            Values::Boolean(v) => {
-                grow(v, 1);
-                v.insert(at, false)
-            }
-            Values::String(v) => {
-                grow(v, 1);
-                let empty = shared(v.get(at.wrapping_sub(1)), "");
-                v.insert(at, empty)
-            }
-        }
-    }
-
-    /// Sets value `at` from row `row` of `src` when it has one (and, unless
-    /// `overwrite`, when `at` has none yet); the bytes added.
-    fn set(&mut self, at: usize, src: &Src<'_>, row: usize, overwrite: bool) -> isize {
-        if src.is_null(row) || (!overwrite && self.valid[at]) {
-            return 0;
-        }
-        self.valid[at] = true;
-        match (&mut self.values, src) {
-            (Values::Float(v), Src::Float(a)) => v[at] = a.value(row),
-            (Values::Integer(v), Src::Integer(a)) => v[at] = a.value(row),
-            (Values::Unsigned(v), Src::Unsigned(a)) => v[at] = a.value(row),
-            (Values::Boolean(v), Src::Boolean(a)) => v[at] = a.value(row),
-            (Values::String(v), Src::String(a)) => {
-                let new = a.value(row);
-                let delta = new.len() as isize - v[at].len() as isize;
-                v[at] = shared(at.checked_sub(1).map(|p| &v[p]), new);
-                return delta;
-            }
-            // A field's type never changes (first write wins at the door).
-            _ => self.valid[at] = false,
-        }
-        0
-    }
-
-    /// Appends `rows` of `src` (null where a row has none); the string bytes added.
-    fn extend(&mut self, src: &Src<'_>, rows: &[u32]) -> isize {
-        let n = rows.len();
-        grow(&mut self.valid, n);
-        match src.nulls() {
-            None => self.valid.extend(std::iter::repeat_n(true, n)),
-            Some(nulls) => self
-                .valid
-                .extend(rows.iter().map(|&r| nulls.is_valid(r as usize))),
-        }
-        fn put<T: Copy, A: Fn(usize) -> T>(v: &mut Vec<T>, rows: &[u32], at: A) {
-            grow(v, rows.len());
-            v.extend(rows.iter().map(|&r| at(r as usize)));
-        }
-        match (&mut self.values, src) {
-            (Values::Float(v), Src::Float(a)) => put(v, rows, |r| a.values()[r]),
-            (Values::Integer(v), Src::Integer(a)) => put(v, rows, |r| a.values()[r]),
-            (Values::Unsigned(v), Src::Unsigned(a)) => put(v, rows, |r| a.values()[r]),
-            (Values::Boolean(v), Src::Boolean(a)) => put(v, rows, |r| a.value(r)),
-            (Values::String(v), Src::String(a)) => {
-                grow(v, n);
-                let mut bytes = 0;
-                for &r in rows {
-                    let s = if a.is_null(r as usize) {
-                        ""
-                    } else {
-                        a.value(r as usize)
-                    };
-                    bytes += s.len();
-                    v.push(shared(v.last(), s));
-                }
-                return bytes as isize;
-            }
-            // A field's type never changes (first write wins at the door).
-            _ => {
-                let from = self.valid.len() - n;
-                self.valid[from..].fill(false);
-                self.extend_nulls_values(n);
-            }
-        }
-        0
-    }
-
-    /// Appends `n` points without this field.
-    fn extend_nulls(&mut self, n: usize) {
-        grow(&mut self.valid, n);
-        self.valid.extend(std::iter::repeat_n(false, n));
-        self.extend_nulls_values(n);
-    }
-
-    fn extend_nulls_values(&mut self, n: usize) {
-        match &mut self.values {
-            Values::Float(v) => v.resize(v.len() + n, 0.0),
-            Values::Integer(v) => v.resize(v.len() + n, 0),
-            Values::Unsigned(v) => v.resize(v.len() + n, 0),
-            Values::Boolean(v) => v.resize(v.len() + n, false),
-            Values::String(v) => {
-                let empty = shared(v.last(), "");
-                v.resize(v.len() + n, empty)
-            }
-        }
-    }
-
-    fn drain_front(&mut self, n: usize) -> usize {
-        self.valid.drain(..n);
-        match &mut self.values {
-            Values::Float(v) => drop(v.drain(..n)),
-            Values::Integer(v) => drop(v.drain(..n)),
-            Values::Unsigned(v) => drop(v.drain(..n)),
-            Values::Boolean(v) => drop(v.drain(..n)),
-            Values::String(v) => return v.drain(..n).map(|s| s.len()).sum(),
-        }
-        0
-    }
-}
-
-/// A batch's field column, downcast once.
-enum Src<'a> {
-    Float(&'a engine::arrow::array::PrimitiveArray<Float64Type>),
-    Integer(&'a engine::arrow::array::PrimitiveArray<Int64Type>),
-    Unsigned(&'a engine::arrow::array::PrimitiveArray<UInt64Type>),
-    Boolean(&'a engine::arrow::array::BooleanArray),
-    String(&'a engine::arrow::array::StringArray),
-}
-
-impl Src<'_> {
-    fn of(a: &dyn Array) -> Option<Src<'_>> {
-        Some(match a.data_type() {
-            DataType::Float64 => Src::Float(a.as_primitive_opt()?),
-            DataType::Int64 => Src::Integer(a.as_primitive_opt()?),
-            DataType::UInt64 => Src::Unsigned(a.as_primitive_opt()?),
-            DataType::Boolean => Src::Boolean(a.as_boolean_opt()?),
-            DataType::Utf8 => Src::String(a.as_string_opt()?),
-            _ => return None,
-        })
-    }
-
-    fn nulls(&self) -> Option<&engine::arrow::buffer::NullBuffer> {
-        match self {
-            Src::Float(a) => a.nulls(),
-            Src::Integer(a) => a.nulls(),
-            Src::Unsigned(a) => a.nulls(),
-            Src::Boolean(a) => a.nulls(),
-            Src::String(a) => a.nulls(),
-        }
-    }
-
-    fn is_null(&self, row: usize) -> bool {
-        match self {
-            Src::Float(a) => a.is_null(row),
-            Src::Integer(a) => a.is_null(row),
-            Src::Unsigned(a) => a.is_null(row),
-            Src::Boolean(a) => a.is_null(row),
-            Src::String(a) => a.is_null(row),
-        }
-    }
-}
-
-/// One series' held points.
-#[derive(Debug, Default)]
-pub(crate) struct Series {
-    /// Its tags with a value, sorted by key.
-    pub(crate) tags: Vec<(String, String)>,
-    /// Point times, ascending, each once.
-    pub(crate) times: Vec<i64>,
-    /// By the table's field index; `None` where the series has no such field.
-    pub(crate) columns: Vec<Option<Column>>,
-}
-
-impl Series {
-    /// The value of tag `key` (`""` where the series lacks it).
-    pub(crate) fn tag(&self, key: &str) -> &str {
-        self.tags
-            .binary_search_by(|(k, _)| k.as_str().cmp(key))
-            .map_or("", |i| self.tags[i].1.as_str())
-    }
-
-    /// The points with a time inside `[min, max]`: their index range.
-    pub(crate) fn span(&self, min: i64, max: i64) -> std::ops::Range<usize> {
-        let from = self.times.partition_point(|&t| t < min);
-        let to = self.times.partition_point(|&t| t <= max);
-        from..to.max(from)
-    }
-
-    fn cells(&self) -> usize {
-        self.columns.iter().flatten().count()
-    }
-}
-
 /// One measurement's held points.
 #[derive(Debug)]
 pub(crate) struct Table {
@@ -325,6 +80,8 @@ pub(crate) struct Table {
     pub(crate) values: usize,
     /// Kept between inserts: no allocation per batch.
     scratch: Groups,
+    /// Points per sealed chunk.
+    pub(crate) chunk: usize,
 }
 
 /// A batch's rows by series, in batch order within each (a counting sort).
@@ -381,10 +138,6 @@ impl Groups {
     }
 }
 
-/// Bytes per held time and per held field value (plus its validity byte).
-pub(crate) const TIME_BYTES: usize = 8;
-pub(crate) const VALUE_BYTES: usize = 9;
-
 impl Table {
     /// A measurement first seen now: nothing of it was written before.
     pub(crate) fn new() -> Table {
@@ -396,6 +149,7 @@ impl Table {
             bytes: 0,
             values: 0,
             scratch: Groups::default(),
+            chunk: CHUNK,
         }
     }
 
@@ -492,32 +246,15 @@ impl Table {
                     .map(|(k, a)| (k.to_string(), a.value(row).to_string()))
                     .collect();
                 tags.sort();
-                Series {
-                    tags,
-                    ..Series::default()
-                }
+                Series::new(tags)
             });
-            if series.columns.len() < nfields {
-                series.columns.resize_with(nfields, || None);
-            }
-            let appends = rows
-                .iter()
-                .map(|&r| times[r as usize])
-                .is_sorted_by(|a, b| a < b)
-                && series
-                    .times
-                    .last()
-                    .is_none_or(|&last| times[rows[0] as usize] > last);
-            let (added, values) = if appends {
-                append(series, rows, times, &fields, &present)
-            } else {
-                rows.iter()
-                    .map(|&r| merge_row(series, r as usize, times[r as usize], &fields, overwrite))
-                    .fold((0, 0), |(a, v), (x, y)| (a + x, v + y))
-            };
-            self.bytes = (self.bytes as isize + added).max(0) as usize;
-            self.values += values;
-            if let Some(&last) = series.times.last() {
+            let (bytes, values) = (series.bytes(), series.values());
+            series.merge(
+                rows, times, &fields, &present, nfields, overwrite, self.chunk,
+            );
+            self.bytes = (self.bytes + series.bytes()).saturating_sub(bytes);
+            self.values = (self.values + series.values()).saturating_sub(values);
+            if let Some(last) = series.newest() {
                 self.newest = self.newest.max(last);
             }
         }
@@ -528,132 +265,26 @@ impl Table {
         true
     }
 
-    /// Drops series `id`'s points older than `window` before its newest.
+    /// Drops series `id`'s points older than `window` before its newest:
+    /// whole sealed chunks, so a series may hold up to a chunk more than the
+    /// window (what the table holds completely stays the cut).
     fn evict(&mut self, id: u64, window: i64) {
         let Some(s) = self.series.get_mut(&id) else {
             return;
         };
-        let (Some(&first), Some(&last)) = (s.times.first(), s.times.last()) else {
+        let (Some(first), Some(last)) = (s.oldest(), s.newest()) else {
             return;
         };
         let cut = last.saturating_sub(window);
         if first >= cut.saturating_sub(window / 8) {
             return;
         }
-        let n = s.times.partition_point(|&t| t < cut);
-        s.times.drain(..n);
-        let cells = s.cells();
-        let mut strings = 0;
-        for c in s.columns.iter_mut().flatten() {
-            strings += c.drain_front(n);
-        }
-        self.values = self.values.saturating_sub(n * (1 + cells));
-        self.bytes = self
-            .bytes
-            .saturating_sub(n * (TIME_BYTES + VALUE_BYTES * cells) + strings);
+        let (bytes, values) = (s.bytes(), s.values());
+        s.evict_before(cut);
+        self.values = (self.values + s.values()).saturating_sub(values);
+        self.bytes = (self.bytes + s.bytes()).saturating_sub(bytes);
         self.complete_from = self.complete_from.max(cut);
     }
-}
-
-/// A batch's field: the table's field index, its column, its type.
-type BatchField<'a> = (usize, Src<'a>, DataType);
-
-/// Appends `rows` (times ascending, all after the series' newest) to `series`;
-/// the bytes and values added.
-fn append(
-    series: &mut Series,
-    rows: &[u32],
-    times: &[i64],
-    fields: &[BatchField<'_>],
-    present: &[bool],
-) -> (isize, usize) {
-    let old = series.times.len();
-    let n = rows.len();
-    grow(&mut series.times, n);
-    series.times.extend(rows.iter().map(|&r| times[r as usize]));
-    let mut added = (TIME_BYTES * n) as isize;
-    let mut values = n;
-    // The series' columns of fields this batch lacks: no value at the new times.
-    for (c, &here) in series.columns.iter_mut().zip(present) {
-        if let (Some(c), false) = (c, here) {
-            c.extend_nulls(n);
-        }
-    }
-    for (fi, src, kind) in fields {
-        let slot = &mut series.columns[*fi];
-        if slot.is_none() {
-            if rows.iter().all(|&r| src.is_null(r as usize)) {
-                continue;
-            }
-            let Some(c) = Column::nulls(kind, old) else {
-                continue;
-            };
-            values += old;
-            added += (VALUE_BYTES * old) as isize;
-            *slot = Some(c);
-        }
-        if let Some(c) = slot {
-            added += c.extend(src, rows);
-        }
-    }
-    let cells = series.cells();
-    values += n * cells;
-    added += (VALUE_BYTES * n * cells) as isize;
-    (added, values)
-}
-
-/// Merges row `row` (at time `t`) into `series`, a point at a time it holds
-/// overwritten field by field (unless `overwrite` is false: then only its
-/// fields without a value are set); the bytes and values added.
-fn merge_row(
-    series: &mut Series,
-    row: usize,
-    t: i64,
-    fields: &[BatchField<'_>],
-    overwrite: bool,
-) -> (isize, usize) {
-    let len = series.times.len();
-    grow(&mut series.times, 1);
-    let at = if series.times.last().is_none_or(|&last| t > last) {
-        series.times.push(t);
-        Err(len)
-    } else {
-        series.times.binary_search(&t)
-    };
-    let mut added = 0isize;
-    let mut values = 0usize;
-    if let Err(at) = at {
-        if at < len {
-            // `push` above appends; a time inside the series is inserted.
-            series.times.insert(at, t);
-        }
-        values += 1;
-        added += TIME_BYTES as isize;
-        for c in series.columns.iter_mut().flatten() {
-            c.insert_null(at);
-            values += 1;
-            added += VALUE_BYTES as isize;
-        }
-    }
-    let at = at.unwrap_or_else(|e| e);
-    for (fi, src, kind) in fields {
-        if src.is_null(row) {
-            continue;
-        }
-        let slot = &mut series.columns[*fi];
-        if slot.is_none() {
-            let Some(c) = Column::nulls(kind, series.times.len()) else {
-                continue;
-            };
-            values += series.times.len();
-            added += (VALUE_BYTES * series.times.len()) as isize;
-            *slot = Some(c);
-        }
-        if let Some(c) = slot {
-            added += c.set(at, src, row, overwrite);
-        }
-    }
-    (added, values)
 }
 
 #[cfg(test)]
@@ -664,6 +295,7 @@ mod tests {
     use engine::arrow::datatypes::{Field, Schema};
 
     use super::*;
+    use engine::arrow::datatypes::DataType;
 
     /// A row: series, host, time, f, i.
     type Point<'a> = (u64, &'a str, i64, Option<f64>, Option<i64>);
@@ -687,7 +319,7 @@ mod tests {
         RecordBatch::try_new(Arc::new(schema), cols).unwrap()
     }
 
-    fn floats(s: &Series) -> Vec<Option<f64>> {
+    fn floats(s: &Plain) -> Vec<Option<f64>> {
         let c = s.columns[0].as_ref().unwrap();
         let Values::Float(v) = &c.values else {
             panic!("not floats")
@@ -713,14 +345,14 @@ mod tests {
             &batch(&[(1, "a", 20, None, Some(21)), (1, "a", 15, Some(1.5), None)]),
             i64::MAX
         ));
-        let s = &t.series[&1];
+        let s = t.series[&1].all();
         assert_eq!(s.times, vec![10, 15, 20]);
-        assert_eq!(floats(s), vec![Some(1.0), Some(1.5), Some(2.0)]);
+        assert_eq!(floats(&s), vec![Some(1.0), Some(1.5), Some(2.0)]);
         let c = s.columns[1].as_ref().unwrap();
         assert_eq!(c.valid, vec![false, false, true]);
         assert!(matches!(&c.values, Values::Integer(v) if v[2] == 21));
-        assert_eq!(s.tag("host"), "a");
-        assert_eq!(s.tag("region"), "");
+        assert_eq!(t.series[&1].tag("host"), "a");
+        assert_eq!(t.series[&1].tag("region"), "");
         assert_eq!(t.complete_from, i64::MIN);
         assert_eq!(t.values, 3 * 3);
         assert_eq!(t.bytes, 3 * (TIME_BYTES + 2 * VALUE_BYTES));
@@ -743,9 +375,9 @@ mod tests {
             ]),
             i64::MAX
         ));
-        let s = &t.series[&1];
+        let s = t.series[&1].all();
         assert_eq!(s.times, vec![10, 20, 30]);
-        assert_eq!(floats(s), vec![Some(1.0), Some(2.0), Some(3.5)]);
+        assert_eq!(floats(&s), vec![Some(1.0), Some(2.0), Some(3.5)]);
         let c = s.columns[1].as_ref().unwrap();
         assert_eq!(c.valid, vec![true, true, true]);
         assert!(matches!(&c.values, Values::Integer(v) if v == &vec![1, 2, 3]));
@@ -760,18 +392,109 @@ mod tests {
             .collect();
         // A window of 80: the first points go once they are a window and an eighth old.
         assert!(t.insert(&batch(&rows), 80));
-        let s = &t.series[&7];
-        assert_eq!(s.times.first(), Some(&(990 - 80)));
+        assert_eq!(t.series[&7].oldest(), Some(990 - 80));
         assert_eq!(t.complete_from, 990 - 80);
         // A point older than that is the engine's only.
         assert!(t.insert(&batch(&[(7, "a", 5, Some(0.5), None)]), 80));
-        assert_eq!(t.series[&7].times.first(), Some(&(990 - 80)));
-        assert_eq!(t.values, t.series[&7].times.len() * 2);
+        assert_eq!(t.series[&7].oldest(), Some(990 - 80));
+        assert_eq!(t.values, t.series[&7].len() * 2);
         // Emptied: complete again only after the newest time held.
         t.empty();
         assert_eq!(t.complete_from, 991);
         assert!(t.insert(&batch(&[(7, "a", 995, Some(1.0), None)]), 80));
-        assert_eq!(t.series[&7].times, vec![995]);
+        assert_eq!(t.series[&7].all().times, vec![995]);
+    }
+
+    #[test]
+    fn eviction_drops_whole_sealed_chunks_and_counts_their_bytes() {
+        let mut t = Table::new();
+        t.chunk = 16;
+        // 200 points at 10 apart, a window of 800: 80 points and an eighth.
+        for k in 0..200 {
+            let row = (7, "a", k * 10, Some((k % 5) as f64), Some(k));
+            assert!(t.insert(&batch(&[row]), 800));
+        }
+        let s = &t.series[&7];
+        assert!(s.sealed() >= 4, "{} sealed", s.sealed());
+        // Raised at the last eviction: at most an eighth of a window (and
+        // the chunk that straddled the cut then) ago.
+        let cut = t.complete_from;
+        assert!(
+            (1990 - 800 - 100 - 16 * 10..=1990 - 800).contains(&cut),
+            "{cut}"
+        );
+        // Whole chunks: what is held reaches back past the cut, by less than a chunk.
+        let oldest = s.oldest().unwrap();
+        assert!(oldest <= cut && oldest > cut - 16 * 10, "oldest {oldest}");
+        let all = s.all();
+        assert_eq!(
+            all.times,
+            (oldest / 10..200).map(|k| k * 10).collect::<Vec<_>>()
+        );
+        assert_eq!(t.values, s.len() * 3);
+        assert_eq!(t.bytes, s.bytes());
+        // Sealed points take less than the plain tail's 8 + 2 × 9 bytes, even
+        // in chunks this small.
+        assert!(
+            t.bytes < s.len() * (TIME_BYTES + 2 * VALUE_BYTES),
+            "{} bytes",
+            t.bytes
+        );
+        // A read of a range inside the sealed chunks decodes just those, and
+        // of them only the fields it asks for.
+        let mut scratch = Plain::default();
+        let p = s.points(cut, cut + 100, &[1], &mut scratch);
+        assert!(p.times.len() < all.times.len());
+        let span = p.span(cut, cut + 100);
+        assert_eq!(
+            p.times[span.clone()],
+            (cut / 10..=cut / 10 + 10)
+                .map(|k| k * 10)
+                .collect::<Vec<_>>()
+        );
+        assert!(p.columns[0].is_none());
+        let i = p.columns[1].as_ref().unwrap();
+        assert!(matches!(&i.values, Values::Integer(v) if v[span.start] == cut / 10));
+    }
+
+    #[test]
+    fn rewrites_and_fills_reach_into_sealed_chunks() {
+        let mut t = Table::new();
+        t.chunk = 8;
+        let rows: Vec<_> = (0..40).map(|k| (1, "a", k * 10, None, Some(k))).collect();
+        assert!(t.insert(&batch(&rows), i64::MAX));
+        assert!(t.series[&1].sealed() >= 3);
+        // A rewrite of a sealed point, a late point between two, a new field.
+        assert!(t.insert(
+            &batch(&[
+                (1, "a", 30, Some(3.5), Some(-3)),
+                (1, "a", 35, Some(0.5), None)
+            ]),
+            i64::MAX
+        ));
+        // The refill's snapshot: only slots without a value are filled.
+        assert!(t.fill(
+            &batch(&[
+                (1, "a", 30, Some(9.0), Some(9)),
+                (1, "a", 20, Some(2.0), Some(9))
+            ]),
+            i64::MAX
+        ));
+        let s = t.series[&1].all();
+        assert_eq!(s.times.len(), 41);
+        assert_eq!(&s.times[2..6], &[20, 30, 35, 40]);
+        assert_eq!(
+            floats(&s)[..6],
+            [None, None, Some(2.0), Some(3.5), Some(0.5), None]
+        );
+        let c = s.columns[1].as_ref().unwrap();
+        let Values::Integer(v) = &c.values else {
+            panic!("not integers")
+        };
+        assert_eq!(&v[2..5], &[2, -3, 0]);
+        assert_eq!(&c.valid[2..6], &[true, true, false, true]);
+        assert_eq!(t.values, 41 * 3);
+        assert_eq!(t.bytes, t.series[&1].bytes());
     }
 
     /// Random batches (appends, late points, rewrites, fields coming and
@@ -787,114 +510,69 @@ mod tests {
             seed % n
         };
         type Model = BTreeMap<u64, BTreeMap<i64, (Option<f64>, Option<i64>)>>;
-        let mut model: Model = BTreeMap::new();
-        let mut t = Table::new();
-        let mut clock = [0i64; 4];
-        for _ in 0..300 {
-            let rows: Vec<Point<'_>> = (0..1 + next(40))
-                .map(|_| {
-                    let s = next(4);
-                    let time = match next(10) {
-                        0 => next(clock[s as usize] as u64 + 1) as i64,
-                        _ => {
-                            clock[s as usize] += 1 + next(3) as i64;
-                            clock[s as usize]
-                        }
-                    };
-                    let f = (next(4) > 0).then(|| next(100) as f64);
-                    let i = (next(3) == 0).then(|| next(100) as i64);
-                    (s, ["a", "b", "c", "d"][s as usize], time, f, i)
-                })
-                .collect();
-            assert!(t.insert(&batch(&rows), i64::MAX));
-            for &(s, _, time, f, i) in &rows {
-                let p = model.entry(s).or_default().entry(time).or_default();
-                p.0 = f.or(p.0);
-                p.1 = i.or(p.1);
-            }
-        }
-        let mut values = 0;
-        for (s, points) in &model {
-            let held = &t.series[s];
-            assert_eq!(held.times, points.keys().copied().collect::<Vec<_>>());
-            let column = |k: usize| held.columns.get(k).and_then(|c| c.as_ref());
-            let f: Vec<Option<f64>> = match column(0) {
-                Some(_) => floats(held),
-                None => vec![None; held.times.len()],
-            };
-            assert_eq!(
-                f,
-                points.values().map(|p| p.0).collect::<Vec<_>>(),
-                "series {s}"
-            );
-            let i: Vec<Option<i64>> = match column(1) {
-                Some(Column {
-                    values: Values::Integer(v),
-                    valid,
-                }) => v
-                    .iter()
-                    .zip(valid)
-                    .map(|(x, ok)| ok.then_some(*x))
-                    .collect(),
-                _ => vec![None; held.times.len()],
-            };
-            assert_eq!(
-                i,
-                points.values().map(|p| p.1).collect::<Vec<_>>(),
-                "series {s}"
-            );
-            values += held.times.len() * (1 + held.cells());
-        }
-        assert_eq!(t.values, values);
-    }
-
-    /// `cargo test -p storage --release hot_insert_cost -- --ignored --nocapture`: the
-    /// coordinator's cost per point, TSBS's shape (200 hosts, 10 integer fields, 2,000
-    /// points per batch, times ascending per series).
-    #[test]
-    #[ignore]
-    fn hot_insert_cost() {
-        let fields = 10;
-        let mut schema = vec![
-            Field::new("time", DataType::Int64, false),
-            Field::new("series_id", DataType::UInt64, false),
-            Field::new("hostname", DataType::Utf8, false),
-        ];
-        for f in 0..fields {
-            schema.push(Field::new(format!("usage_{f}"), DataType::Int64, true));
-        }
-        let schema = Arc::new(Schema::new(schema));
-        let batches: Vec<RecordBatch> = (0..864)
-            .map(|b| {
-                let n = 2000usize;
-                let time = Int64Array::from_iter_values(
-                    (0..n).map(|r| (b * 10 + (r / 200) as i64) * 10_000_000_000),
-                );
-                let sid = UInt64Array::from_iter_values((0..n).map(|r| (r % 200) as u64));
-                let host =
-                    StringArray::from_iter_values((0..n).map(|r| format!("host_{}", r % 200)));
-                let mut cols: Vec<ArrayRef> = vec![Arc::new(time), Arc::new(sid), Arc::new(host)];
-                for f in 0..fields {
-                    cols.push(Arc::new(Int64Array::from_iter_values(
-                        (0..n).map(|r| (r as i64 * 7 + f) % 100),
-                    )));
+        // The default chunk, and one so small that late points and rewrites
+        // land in sealed chunks all the time.
+        for chunk in [CHUNK, 8] {
+            let mut model: Model = BTreeMap::new();
+            let mut t = Table::new();
+            t.chunk = chunk;
+            let mut clock = [0i64; 4];
+            for _ in 0..300 {
+                let rows: Vec<Point<'_>> = (0..1 + next(40))
+                    .map(|_| {
+                        let s = next(4);
+                        let time = match next(10) {
+                            0 => next(clock[s as usize] as u64 + 1) as i64,
+                            _ => {
+                                clock[s as usize] += 1 + next(3) as i64;
+                                clock[s as usize]
+                            }
+                        };
+                        let f = (next(4) > 0).then(|| next(100) as f64);
+                        let i = (next(3) == 0).then(|| next(100) as i64);
+                        (s, ["a", "b", "c", "d"][s as usize], time, f, i)
+                    })
+                    .collect();
+                assert!(t.insert(&batch(&rows), i64::MAX));
+                for &(s, _, time, f, i) in &rows {
+                    let p = model.entry(s).or_default().entry(time).or_default();
+                    p.0 = f.or(p.0);
+                    p.1 = i.or(p.1);
                 }
-                RecordBatch::try_new(schema.clone(), cols).unwrap()
-            })
-            .collect();
-        let mut t = Table::new();
-        let started = std::time::Instant::now();
-        for b in &batches {
-            t.insert(b, 86_400_000_000_000);
+            }
+            let mut values = 0;
+            for (s, points) in &model {
+                let held = &t.series[s].all();
+                assert_eq!(held.times, points.keys().copied().collect::<Vec<_>>());
+                let column = |k: usize| held.columns.get(k).and_then(|c| c.as_ref());
+                let f: Vec<Option<f64>> = match column(0) {
+                    Some(_) => floats(held),
+                    None => vec![None; held.times.len()],
+                };
+                assert_eq!(
+                    f,
+                    points.values().map(|p| p.0).collect::<Vec<_>>(),
+                    "series {s}"
+                );
+                let i: Vec<Option<i64>> = match column(1) {
+                    Some(Column {
+                        values: Values::Integer(v),
+                        valid,
+                    }) => v
+                        .iter()
+                        .zip(valid)
+                        .map(|(x, ok)| ok.then_some(*x))
+                        .collect(),
+                    _ => vec![None; held.times.len()],
+                };
+                assert_eq!(
+                    i,
+                    points.values().map(|p| p.1).collect::<Vec<_>>(),
+                    "series {s}"
+                );
+                values += held.times.len() * (1 + held.cells());
+            }
+            assert_eq!(t.values, values);
         }
-        let took = started.elapsed();
-        let points = 864 * 2000;
-        println!(
-            "{points} points in {took:?}: {:.0} ns per point, {:.1} bytes per value held ({} bytes, {} values)",
-            took.as_nanos() as f64 / points as f64,
-            t.bytes as f64 / t.values as f64,
-            t.bytes,
-            t.values
-        );
     }
 }

@@ -11,7 +11,7 @@ use influxql::ast::{BinaryOp, DataType, Expr, Literal};
 use ingest::{FieldType, MeasurementSchema};
 
 use super::pattern::TagMatch;
-use crate::hot::table::{Series, Values};
+use crate::hot::table::{Plain, Series, Values};
 use crate::influxql::expr::strip_parens;
 
 /// A tag condition.
@@ -89,9 +89,9 @@ impl Cond {
         match self {
             Cond::Eq(t, v, eq) => Some((s.tag(t) == v) == *eq),
             Cond::Match(t, m, eq) => Some(m.is_match(s.tag(t)) == *eq),
-            Cond::Field(f) => match f.column.and_then(|c| s.columns.get(c)) {
+            Cond::Field(f) => match f.column.filter(|&c| s.has_field(c)) {
                 // The series never had the field: null, so false, everywhere.
-                Some(Some(_)) if !f.never => None,
+                Some(_) if !f.never => None,
                 _ => Some(false),
             },
             Cond::And(a, b) => match (a.on_series(s), b.on_series(s)) {
@@ -107,13 +107,25 @@ impl Cond {
         }
     }
 
-    /// Whether point `i` of `s` passes.
-    pub(super) fn on_point(&self, s: &Series, i: usize) -> bool {
+    /// Adds the fields (the table's indexes) it reads of a point to `out`.
+    pub(super) fn fields(&self, out: &mut Vec<usize>) {
+        match self {
+            Cond::Field(f) => out.extend(f.column),
+            Cond::And(a, b) | Cond::Or(a, b) => {
+                a.fields(out);
+                b.fields(out);
+            }
+            Cond::Eq(..) | Cond::Match(..) => {}
+        }
+    }
+
+    /// Whether point `i` of `p` (points of `s`) passes.
+    pub(super) fn on_point(&self, s: &Series, p: &Plain, i: usize) -> bool {
         match self {
             Cond::Eq(..) | Cond::Match(..) => self.on_series(s) == Some(true),
-            Cond::Field(f) => f.on_point(s, i),
-            Cond::And(a, b) => a.on_point(s, i) && b.on_point(s, i),
-            Cond::Or(a, b) => a.on_point(s, i) || b.on_point(s, i),
+            Cond::Field(f) => f.on_point(p, i),
+            Cond::And(a, b) => a.on_point(s, p, i) && b.on_point(s, p, i),
+            Cond::Or(a, b) => a.on_point(s, p, i) || b.on_point(s, p, i),
         }
     }
 }
@@ -178,11 +190,11 @@ impl FieldCmp {
         })
     }
 
-    fn on_point(&self, s: &Series, i: usize) -> bool {
+    fn on_point(&self, p: &Plain, i: usize) -> bool {
         if self.never {
             return false;
         }
-        let Some(Some(c)) = self.column.and_then(|c| s.columns.get(c)) else {
+        let Some(Some(c)) = self.column.and_then(|c| p.columns.get(c)) else {
             return false;
         };
         if !c.valid[i] {

@@ -31,7 +31,7 @@ use super::fill::window_start_in;
 use super::plan::{Aggregate, Plan};
 use super::rows::Row;
 use super::series::Value;
-use crate::hot::table::{Column, Series, Values};
+use crate::hot::table::{Column, Plain, Series, Values};
 use crate::Storage;
 
 mod acc;
@@ -189,9 +189,17 @@ struct Chosen<'t> {
 }
 
 impl Chosen<'_> {
-    /// Whether point `i` of `s` passes the field conditions.
-    fn passes(&self, s: &Series, every_point: bool, i: usize) -> bool {
-        every_point || self.conds.iter().all(|c| c.on_point(s, i))
+    /// `fields` and those the conditions read: what a read decodes.
+    fn reads(&self, mut fields: Vec<usize>) -> Vec<usize> {
+        for c in self.conds {
+            c.fields(&mut fields);
+        }
+        fields
+    }
+
+    /// Whether point `i` of `p` (points of `s`) passes the field conditions.
+    fn passes(&self, s: &Series, p: &Plain, every_point: bool, i: usize) -> bool {
+        every_point || self.conds.iter().all(|c| c.on_point(s, p, i))
     }
 }
 
@@ -217,14 +225,17 @@ fn aggregate_rows(
     let fixed = plan.range.min.unwrap_or(0);
     type Buckets = BTreeMap<i64, (Vec<Acc>, Picked)>;
     let mut groups: BTreeMap<Vec<String>, Buckets> = BTreeMap::new();
+    let mut scratch = Plain::default();
+    let reads = chosen.reads(index.iter().flatten().copied().collect());
     for &(_, s, every_point) in &chosen.series {
-        let span = s.span(min, max);
+        let p = s.points(min, max, &reads, &mut scratch);
+        let span = p.span(min, max);
         if span.is_empty() {
             continue;
         }
         let cols: Vec<Option<&Column>> = index
             .iter()
-            .map(|i| i.and_then(|i| s.columns.get(i)).and_then(Option::as_ref))
+            .map(|i| i.and_then(|i| p.columns.get(i)).and_then(Option::as_ref))
             .collect();
         if cols.iter().all(Option::is_none) {
             continue;
@@ -236,14 +247,14 @@ fn aggregate_rows(
             .collect();
         let buckets = groups.entry(key).or_default();
         for i in span {
-            if !chosen.passes(s, every_point, i) {
+            if !chosen.passes(s, p, every_point, i) {
                 continue;
             }
             if !cols.iter().flatten().any(|c| c.valid[i]) {
                 // No aggregated field at this point: no bucket from it.
                 continue;
             }
-            let t = s.times[i];
+            let t = p.times[i];
             let b = match window {
                 Some(w) => window_start_in(t, w.interval, w.offset, zone),
                 None => fixed,

@@ -9,7 +9,7 @@ use engine::quote_ident;
 use ingest::{FieldType, MeasurementSchema};
 
 use super::Chosen;
-use crate::hot::table::{Column, Series, Values};
+use crate::hot::table::{Column, Plain, Series, Values};
 use crate::influxql::plan::Plan;
 use crate::influxql::rows::Row;
 use crate::influxql::series::Value;
@@ -74,7 +74,7 @@ impl Shown {
 pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chosen<'_>) -> Vec<Row> {
     let column = |s: &'_ Series, name: &str| -> Option<usize> {
         let i = fields.iter().position(|f| f == name)?;
-        s.columns.get(i)?.as_ref().map(|_| i)
+        s.has_field(i).then_some(i)
     };
     // Series ranked by their tag values (then id): the engine's tie-break
     // among points of one time.
@@ -88,13 +88,34 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
         };
         key(a.1).cmp(&key(b.1)).then(a.0.cmp(&b.0))
     });
+    // Each series' points in the range, decoded where compressed (the
+    // fields shown, tested for presence, or in conditions).
+    let named = shown
+        .present
+        .iter()
+        .chain(shown.cols.iter().filter_map(|c| match c {
+            Col::Field(f) => Some(f),
+            _ => None,
+        }));
+    let reads = chosen.reads(
+        named
+            .filter_map(|name| fields.iter().position(|f| f == name))
+            .collect(),
+    );
+    let mut scratch: Vec<Plain> = ranked.iter().map(|_| Plain::default()).collect();
+    let held: Vec<&Plain> = ranked
+        .iter()
+        .zip(scratch.iter_mut())
+        .map(|(r, scratch)| r.1.points(chosen.min, chosen.max, &reads, scratch))
+        .collect();
     // (group, time, rank, series' position in `ranked`, point).
     let mut points: Vec<(Vec<String>, i64, usize, usize)> = Vec::new();
     for (rank, &&(_, s, every_point)) in ranked.iter().enumerate() {
+        let p = held[rank];
         let present: Vec<&Column> = shown
             .present
             .iter()
-            .filter_map(|f| column(s, f).and_then(|i| s.columns[i].as_ref()))
+            .filter_map(|f| column(s, f).and_then(|i| p.columns[i].as_ref()))
             .collect();
         if present.is_empty() {
             continue;
@@ -104,9 +125,9 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
             .iter()
             .map(|t| s.tag(t).to_string())
             .collect();
-        for i in s.span(chosen.min, chosen.max) {
-            if present.iter().any(|c| c.valid[i]) && chosen.passes(s, every_point, i) {
-                points.push((group.clone(), s.times[i], rank, i));
+        for i in p.span(chosen.min, chosen.max) {
+            if present.iter().any(|c| c.valid[i]) && chosen.passes(s, p, every_point, i) {
+                points.push((group.clone(), p.times[i], rank, i));
             }
         }
     }
@@ -124,7 +145,7 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
     while at < points.len() {
         let end = at + points[at..].partition_point(|p| p.0 == points[at].0);
         for &(ref group, time, rank, i) in points[at..end].iter().skip(offset).take(limit) {
-            let s = ranked[rank].1;
+            let (s, p) = (ranked[rank].1, held[rank]);
             let values = shown
                 .cols
                 .iter()
@@ -135,7 +156,7 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
                         v => Value::String(v.to_string()),
                     },
                     Col::Field(f) => column(s, f)
-                        .and_then(|c| s.columns[c].as_ref())
+                        .and_then(|c| p.columns[c].as_ref())
                         .map_or(Value::Null, |c| value(c, i)),
                 })
                 .collect();

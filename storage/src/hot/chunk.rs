@@ -1,0 +1,133 @@
+//! A sealed chunk: a run of one series' older points, compressed (`codec.rs`),
+//! with the span of times it holds. Sealed from the front of the series' open
+//! tail once that reaches `Table::chunk` points and a slack; decoded whole for
+//! a read that reaches into it, or to merge a late point or a rewrite into it
+//! (rare: re-encoded then).
+
+use std::sync::Arc;
+
+use super::codec;
+use super::column::{Column, Plain, Values};
+
+/// One field's values in a chunk, as `codec.rs` packs them (validity first).
+#[derive(Debug)]
+enum Packed {
+    Float(Box<[u64]>),
+    Integer(Box<[u64]>),
+    Unsigned(Box<[u64]>),
+    Boolean(Box<[u64]>),
+    String(Box<[u64]>, Box<[Arc<str>]>),
+}
+
+impl Packed {
+    fn of(c: &Column, n: usize) -> Packed {
+        let valid = &c.valid[..n];
+        match &c.values {
+            Values::Float(v) => Packed::Float(codec::pack_floats(&v[..n], valid)),
+            Values::Integer(v) => Packed::Integer(codec::pack_ints(v[..n].iter().copied(), valid)),
+            Values::Unsigned(v) => {
+                Packed::Unsigned(codec::pack_ints(v[..n].iter().map(|&x| x as i64), valid))
+            }
+            Values::Boolean(v) => Packed::Boolean(codec::pack_bools(&v[..n], valid)),
+            Values::String(v) => {
+                let (words, dict) = codec::pack_strings(&v[..n], valid);
+                Packed::String(words, dict)
+            }
+        }
+    }
+
+    /// Appends its `n` points to `c` (nulls where `c` is of another type,
+    /// which a field never is: its type is fixed at the door).
+    fn unpack_into(&self, c: &mut Column, n: usize) {
+        let valid = &mut c.valid;
+        match (self, &mut c.values) {
+            (Packed::Float(w), Values::Float(v)) => codec::unpack_floats(w, n, v, valid),
+            (Packed::Integer(w), Values::Integer(v)) => {
+                v.reserve(n);
+                codec::unpack_ints(w, n, valid, |x| v.push(x));
+            }
+            (Packed::Unsigned(w), Values::Unsigned(v)) => {
+                v.reserve(n);
+                codec::unpack_ints(w, n, valid, |x| v.push(x as u64));
+            }
+            (Packed::Boolean(w), Values::Boolean(v)) => codec::unpack_bools(w, n, v, valid),
+            (Packed::String(w, dict), Values::String(v)) => {
+                codec::unpack_strings(w, dict, n, v, valid)
+            }
+            _ => c.extend_nulls(n),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        let words = |w: &[u64]| w.len() * 8;
+        match self {
+            Packed::Float(w) | Packed::Integer(w) | Packed::Unsigned(w) | Packed::Boolean(w) => {
+                words(w)
+            }
+            Packed::String(w, dict) => {
+                words(w)
+                    + dict
+                        .iter()
+                        .map(|s| s.len() + std::mem::size_of::<Arc<str>>())
+                        .sum::<usize>()
+            }
+        }
+    }
+}
+
+/// A run of a series' points, compressed.
+#[derive(Debug)]
+pub(crate) struct Chunk {
+    /// Its oldest and newest times.
+    pub(crate) min: i64,
+    pub(crate) max: i64,
+    /// Points held.
+    pub(crate) len: usize,
+    times: Box<[u64]>,
+    /// By the table's field index, as the series' columns were when sealed;
+    /// a field the series gained later (past the end, or `None`) is null here.
+    columns: Box<[Option<Packed>]>,
+}
+
+impl Chunk {
+    /// The first `n` (> 0) points of `p`, compressed.
+    pub(crate) fn seal(p: &Plain, n: usize) -> Chunk {
+        Chunk {
+            min: p.times[0],
+            max: p.times[n - 1],
+            len: n,
+            times: codec::pack_times(&p.times[..n]),
+            columns: p
+                .columns
+                .iter()
+                .map(|c| c.as_ref().map(|c| Packed::of(c, n)))
+                .collect(),
+        }
+    }
+
+    /// Appends its points to `out`, whose columns say which fields to decode
+    /// (and of which type): a read decodes only what it needs.
+    pub(crate) fn unpack_into(&self, out: &mut Plain) {
+        codec::unpack_times(&self.times, self.len, &mut out.times);
+        for (i, c) in out.columns.iter_mut().enumerate() {
+            let Some(c) = c else { continue };
+            match self.columns.get(i).and_then(Option::as_ref) {
+                Some(p) => p.unpack_into(c, self.len),
+                None => c.extend_nulls(self.len),
+            }
+        }
+    }
+
+    /// What it takes in memory, bytes.
+    pub(crate) fn bytes(&self) -> usize {
+        std::mem::size_of::<Chunk>()
+            + self.times.len() * 8
+            + self.columns.len() * std::mem::size_of::<Option<Packed>>()
+            + self
+                .columns
+                .iter()
+                .flatten()
+                .map(Packed::bytes)
+                .sum::<usize>()
+    }
+}

@@ -1,0 +1,335 @@
+//! One series' held points: older runs sealed into compressed chunks
+//! (`chunk.rs`), the newest in a plain open tail (`column.rs`), so that an
+//! append, or a rewrite of a recent point, touches plain vectors only. A late
+//! point or a rewrite that falls into a sealed chunk's span decodes that chunk,
+//! merges by the same rule, and seals it again.
+
+use super::chunk::Chunk;
+use super::column::{BatchField, Plain};
+
+/// Bytes per time and per field value (plus its validity byte) in the open tail.
+pub(crate) const TIME_BYTES: usize = 8;
+pub(crate) const VALUE_BYTES: usize = 9;
+
+/// One series' held points.
+#[derive(Debug, Default)]
+pub(crate) struct Series {
+    /// Its tags with a value, sorted by key.
+    pub(crate) tags: Vec<(String, String)>,
+    /// Oldest first; disjoint, each older than the next and than the tail.
+    sealed: Vec<Chunk>,
+    /// The newest points; its columns are the series' fields (a chunk has
+    /// none the tail lacks).
+    open: Plain,
+    /// String bytes in the open tail.
+    strings: usize,
+    /// Points and bytes in `sealed`.
+    sealed_len: usize,
+    sealed_bytes: usize,
+}
+
+impl Series {
+    pub(crate) fn new(tags: Vec<(String, String)>) -> Series {
+        Series {
+            tags,
+            ..Series::default()
+        }
+    }
+
+    /// The value of tag `key` (`""` where the series lacks it).
+    pub(crate) fn tag(&self, key: &str) -> &str {
+        self.tags
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .map_or("", |i| self.tags[i].1.as_str())
+    }
+
+    /// Whether the series ever had field `i` (the table's index).
+    pub(crate) fn has_field(&self, i: usize) -> bool {
+        matches!(self.open.columns.get(i), Some(Some(_)))
+    }
+
+    /// Its points with a time in `[min, max]`, plain, and maybe more around
+    /// them: the open tail itself where no sealed chunk reaches into the range,
+    /// else those chunks decoded (and the tail after them) into `scratch`, with
+    /// only the fields in `fields` (the table's indexes; others `None`).
+    pub(crate) fn points<'a>(
+        &'a self,
+        min: i64,
+        max: i64,
+        fields: &[usize],
+        scratch: &'a mut Plain,
+    ) -> &'a Plain {
+        let from = self.sealed.partition_point(|c| c.max < min);
+        let hit = &self.sealed[from..];
+        let hit = &hit[..hit.partition_point(|c| c.min <= max)];
+        if hit.is_empty() {
+            return &self.open;
+        }
+        scratch.reset_like(&self.open, |i| fields.contains(&i));
+        for c in hit {
+            c.unpack_into(scratch);
+        }
+        if self.open.times.first().is_some_and(|&t| t <= max) {
+            self.extend_with_open(scratch);
+        }
+        scratch
+    }
+
+    fn extend_with_open(&self, out: &mut Plain) {
+        out.times.extend_from_slice(&self.open.times);
+        for (mine, theirs) in out.columns.iter_mut().zip(&self.open.columns) {
+            if let (Some(m), Some(t)) = (mine, theirs) {
+                m.extend_from(t);
+            }
+        }
+    }
+
+    /// Every point, decoded (tests).
+    #[cfg(test)]
+    pub(crate) fn all(&self) -> Plain {
+        let mut p = Plain::default();
+        p.reset_like(&self.open, |_| true);
+        for c in &self.sealed {
+            c.unpack_into(&mut p);
+        }
+        self.extend_with_open(&mut p);
+        p
+    }
+
+    /// Points held.
+    pub(crate) fn len(&self) -> usize {
+        self.sealed_len + self.open.times.len()
+    }
+
+    /// Values held (times and fields, a field's nulls too).
+    pub(crate) fn values(&self) -> usize {
+        self.len() * (1 + self.open.cells())
+    }
+
+    /// What its points take, bytes.
+    pub(crate) fn bytes(&self) -> usize {
+        self.open.times.len() * (TIME_BYTES + VALUE_BYTES * self.open.cells())
+            + self.strings
+            + self.sealed_bytes
+    }
+
+    pub(crate) fn oldest(&self) -> Option<i64> {
+        self.sealed
+            .first()
+            .map(|c| c.min)
+            .or(self.open.times.first().copied())
+    }
+
+    pub(crate) fn newest(&self) -> Option<i64> {
+        self.open
+            .times
+            .last()
+            .copied()
+            .or(self.sealed.last().map(|c| c.max))
+    }
+
+    /// Merges a batch's `rows` of this series (in batch order) in, then seals
+    /// the front of the open tail while it holds `chunk` points and an eighth
+    /// more (so the newest eighth stays plain for rewrites of recent points).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn merge(
+        &mut self,
+        rows: &[u32],
+        times: &[i64],
+        fields: &[BatchField<'_>],
+        present: &[bool],
+        nfields: usize,
+        overwrite: bool,
+        chunk: usize,
+    ) {
+        if self.open.columns.len() < nfields {
+            self.open.columns.resize_with(nfields, || None);
+        }
+        let appends = rows
+            .iter()
+            .map(|&r| times[r as usize])
+            .is_sorted_by(|a, b| a < b)
+            && self
+                .newest()
+                .is_none_or(|last| times[rows[0] as usize] > last);
+        if appends {
+            self.strings = self
+                .strings
+                .saturating_add_signed(self.open.append(rows, times, fields, present));
+        } else {
+            let sealed_max = self.sealed.last().map(|c| c.max);
+            // (chunk, row) of the rows that fall into a sealed chunk's span or a
+            // gap before one: a gap joins the chunk before it.
+            let mut late: Vec<(usize, u32)> = Vec::new();
+            for &r in rows {
+                let t = times[r as usize];
+                if sealed_max.is_some_and(|m| t <= m) {
+                    let k = self
+                        .sealed
+                        .partition_point(|c| c.min <= t)
+                        .saturating_sub(1);
+                    late.push((k, r));
+                } else {
+                    let added = self.open.merge_row(r as usize, t, fields, overwrite);
+                    self.strings = self.strings.saturating_add_signed(added);
+                }
+            }
+            // Stable: a chunk's rows keep their batch order (last write wins).
+            late.sort_by_key(|&(k, _)| k);
+            for group in late.chunk_by(|a, b| a.0 == b.0) {
+                self.remerge(
+                    group[0].0,
+                    group.iter().map(|&(_, r)| r),
+                    times,
+                    fields,
+                    overwrite,
+                );
+            }
+        }
+        while self.open.times.len() >= chunk + chunk / 8 {
+            let c = Chunk::seal(&self.open, chunk);
+            self.strings = self.strings.saturating_sub(self.open.drain_front(chunk));
+            self.sealed_len += c.len;
+            self.sealed_bytes += c.bytes();
+            self.sealed.push(c);
+        }
+    }
+
+    /// Merges `rows` into sealed chunk `k`: decoded, merged, sealed again.
+    fn remerge(
+        &mut self,
+        k: usize,
+        rows: impl Iterator<Item = u32>,
+        times: &[i64],
+        fields: &[BatchField<'_>],
+        overwrite: bool,
+    ) {
+        let mut p = Plain::default();
+        p.reset_like(&self.open, |_| true);
+        let old = &self.sealed[k];
+        old.unpack_into(&mut p);
+        let (old_len, old_bytes) = (old.len, old.bytes());
+        for r in rows {
+            p.merge_row(r as usize, times[r as usize], fields, overwrite);
+        }
+        // A field the series gains here: the tail (the series' fields) gets it too.
+        let len = self.open.times.len();
+        for (mine, theirs) in self.open.columns.iter_mut().zip(&p.columns) {
+            if let (None, Some(t)) = (&mine, theirs) {
+                let mut c = t.empty_like();
+                c.extend_nulls(len);
+                *mine = Some(c);
+            }
+        }
+        let new = Chunk::seal(&p, p.times.len());
+        self.sealed_len = self.sealed_len - old_len + new.len;
+        self.sealed_bytes = self.sealed_bytes - old_bytes + new.bytes();
+        self.sealed[k] = new;
+    }
+
+    /// Drops the sealed chunks wholly older than `cut`, and, where none is left,
+    /// the open tail's points older than `cut`.
+    pub(crate) fn evict_before(&mut self, cut: i64) {
+        let k = self.sealed.partition_point(|c| c.max < cut);
+        for c in self.sealed.drain(..k) {
+            self.sealed_len -= c.len;
+            self.sealed_bytes -= c.bytes();
+        }
+        if self.sealed.is_empty() {
+            let n = self.open.times.partition_point(|&t| t < cut);
+            self.strings = self.strings.saturating_sub(self.open.drain_front(n));
+        }
+    }
+
+    /// Sealed chunks (tests: that a test reaches into them).
+    #[cfg(test)]
+    pub(crate) fn sealed(&self) -> usize {
+        self.sealed.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use engine::arrow::array::{
+        ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, UInt64Array,
+    };
+    use engine::arrow::datatypes::{DataType, Field, Schema};
+
+    use super::super::table::Table;
+    use crate::hot::column::Values;
+
+    /// A row: time, s, b, u.
+    type Row = (i64, Option<&'static str>, Option<bool>, Option<u64>);
+    /// A point's fields, as a reader sees them.
+    type Fields = (Option<String>, Option<bool>, Option<u64>);
+
+    fn batch(rows: &[Row]) -> RecordBatch {
+        let schema = Schema::new(vec![
+            Field::new("time", DataType::Int64, false),
+            Field::new("series_id", DataType::UInt64, false),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("b", DataType::Boolean, true),
+            Field::new("u", DataType::UInt64, true),
+        ]);
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|_| 1))),
+            Arc::new(StringArray::from_iter(rows.iter().map(|r| r.1))),
+            Arc::new(BooleanArray::from_iter(rows.iter().map(|r| r.2))),
+            Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.3))),
+        ];
+        RecordBatch::try_new(Arc::new(schema), cols).unwrap()
+    }
+
+    /// Strings (repeated, empty, absent), booleans and unsigned (past
+    /// `i64::MAX`) sealed, rewritten inside a sealed chunk, and read back.
+    #[test]
+    fn strings_booleans_and_unsigned_survive_sealing_and_rewrites() {
+        let mut t = Table::new();
+        t.chunk = 4;
+        let words = ["up", "up", "", "down", "up"];
+        let rows: Vec<Row> = (0..30)
+            .map(|k| {
+                let s = (k % 7 != 3).then_some(words[k as usize % 5]);
+                let b = (k % 5 != 1).then_some(k % 3 == 0);
+                let u = (k % 4 != 2).then_some(u64::MAX - k as u64 * 1_000_000_007);
+                (k * 10, s, b, u)
+            })
+            .collect();
+        assert!(t.insert(&batch(&rows), i64::MAX));
+        assert!(t.series[&1].sealed() >= 5);
+        // A rewrite of a sealed point's string, and a late point.
+        let later: Vec<Row> = vec![
+            (50, Some("rewritten"), None, None),
+            (55, None, Some(true), Some(7)),
+        ];
+        assert!(t.insert(&batch(&later), i64::MAX));
+        let mut model: BTreeMap<i64, Fields> = BTreeMap::new();
+        for &(time, s, b, u) in rows.iter().chain(&later) {
+            let p = model.entry(time).or_default();
+            p.0 = s.map(str::to_string).or(p.0.take());
+            p.1 = b.or(p.1);
+            p.2 = u.or(p.2);
+        }
+        let all = t.series[&1].all();
+        assert_eq!(all.times, model.keys().copied().collect::<Vec<_>>());
+        let col = |k: usize| all.columns[k].as_ref().unwrap();
+        let (Values::String(s), Values::Boolean(b), Values::Unsigned(u)) =
+            (&col(0).values, &col(1).values, &col(2).values)
+        else {
+            panic!("types changed")
+        };
+        for (k, p) in model.values().enumerate() {
+            let seen = (
+                col(0).valid[k].then(|| s[k].to_string()),
+                col(1).valid[k].then_some(b[k]),
+                col(2).valid[k].then_some(u[k]),
+            );
+            assert_eq!(&seen, p, "point {k}");
+        }
+        assert_eq!(t.bytes, t.series[&1].bytes());
+    }
+}
