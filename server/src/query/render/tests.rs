@@ -96,6 +96,26 @@ fn strings_escaped_as_go_does() {
         );
 }
 
+/// Strings with nothing to escape are copied whole; one byte that needs an
+/// escape (or starts U+2028/U+2029) anywhere sends the string the slow way.
+#[test]
+fn plain_strings_copied_whole_and_every_escape_found() {
+    for (s, want) in [
+        ("host_12", "\"host_12\""),
+        ("", "\"\""),
+        ("é € \u{7f} \u{2027}", "\"é € \u{7f} \u{2027}\""),
+        ("x\u{2029}", "\"x\\u2029\""),
+        ("tail&", "\"tail\\u0026\""),
+        (">head", "\"\\u003ehead\""),
+        ("a\u{1f}", "\"a\\u001f\""),
+        ("q\"", "\"q\\\"\""),
+    ] {
+        let mut buf = Vec::new();
+        json::json_string(&mut buf, s);
+        assert_eq!(String::from_utf8(buf).unwrap(), want, "{s:?}");
+    }
+}
+
 /// `frac`: times with fractions, before the epoch and far after it.
 fn frac() -> StatementResult {
     let rows = [

@@ -286,11 +286,9 @@ fn aggregate_rows(
                 (true, _) if !picked.any => continue,
                 (true, _) => picked.time,
             };
-            let values: Vec<Value> = accs
-                .iter_mut()
-                .zip(specs)
-                .map(|(a, s)| a.value(s))
-                .collect();
+            // A slot for the time `exec.rs` puts first: no reallocation per row.
+            let mut values: Vec<Value> = Vec::with_capacity(specs.len() + 1);
+            values.extend(accs.iter_mut().zip(specs).map(|(a, s)| a.value(s)));
             rows.push(Row {
                 time: Some(time),
                 group: group.clone(),
