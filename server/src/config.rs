@@ -542,7 +542,7 @@ window = "24h"
 # Bytes the held points may take (2 GiB); past it the largest measurements are emptied.
 max_memory = 2147483648
 # Statements leaving more series than this per measurement go to the engine.
-max_series = 64
+max_series = 1000
 
 [limits]
 # Body bytes (raw + decompressed) in memory across in-flight writes. 256 MiB.

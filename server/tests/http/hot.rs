@@ -439,6 +439,7 @@ fn hot_answers_equal_the_engines_value_by_value() {
         same(&hot, &engine, "d", &q, false);
     }
     transformations_of_aggregates(&hot, &engine);
+    every_host_as_grafanas_all(&hot, &engine);
     regexes_match_as_the_engines(&hot, &engine);
     strings_and_booleans(&hot, &engine);
     // Raw points: TSBS's high-cpu-1 and Grafana's table shapes.
@@ -622,6 +623,38 @@ fn transformations_of_aggregates(hot: &Server, engine: &Server) {
             q.push_str(&format!(" LIMIT {}", 1 + rng.below(5)));
         }
         same(hot, engine, "d", &q, true);
+    }
+}
+
+/// Grafana's "All": the template variable expanded to a regex of every host,
+/// 100 of them, past the old `[hot] max_series` of 64: served from the store
+/// under the default bound, with the engine's answers.
+fn every_host_as_grafanas_all(hot: &Server, engine: &Server) {
+    let mut lines = Vec::new();
+    for h in 0..100i64 {
+        for k in 0..40i64 {
+            let t = T0 + k * 15 * S + h * S;
+            lines.push(format!(
+                "net,host=n{h} rx={}i,load={}.25 {t}",
+                k * (h + 1) * 4,
+                k % 7
+            ));
+        }
+    }
+    load(&[hot, engine], "d3", &lines);
+    let all: Vec<String> = (0..100).map(|h| format!("n{h}")).collect();
+    let re = all.join("|");
+    for q in [
+        format!(
+            "SELECT non_negative_derivative(mean(\"rx\"), 1s) FROM \"net\" WHERE (\"host\" =~ /^({re})$/) AND {} GROUP BY time(1m), \"host\" fill(null)",
+            range(0, 600 * S)
+        ),
+        format!(
+            "SELECT mean(load), max(rx) FROM net WHERE host =~ /^({re})$/ AND {} GROUP BY time(2m) fill(none)",
+            range(60 * S, 500 * S)
+        ),
+    ] {
+        same(hot, engine, "d3", &q, true);
     }
 }
 

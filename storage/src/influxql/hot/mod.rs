@@ -18,7 +18,7 @@
 //! with a literal; a transformation of such an aggregate (`derivative`, …:
 //! `exec.rs` transforms the rows, which start an interval before the range as
 //! the plan's do). The engine answers everything else, and any statement whose
-//! conditions leave more than `[hot] max_series` series, whose range starts
+//! conditions leave more than `[hot] max_series` series (1,000), whose range starts
 //! before what the store holds completely, of a database with a retention, or
 //! of a caller that may not read the database.
 
