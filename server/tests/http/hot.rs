@@ -449,6 +449,12 @@ fn hot_answers_equal_the_engines_value_by_value() {
             range(0, 3600 * S)
         ),
         format!("SELECT * FROM m WHERE f > 400 AND {}", range(0, SPAN)),
+        // TSBS's own text of high-cpu-1 (lower-case `and`, the host in parentheses).
+        format!(
+            "SELECT * from m where f > 90.0 and time >= {} and time < {} and (host = 'h2')",
+            T0 + 1800 * S,
+            T0 + 1800 * S + 12 * 3600 * S
+        ),
         format!(
             "SELECT f, i FROM m WHERE host = 'h2' AND {} ORDER BY time DESC LIMIT 5",
             range(0, SPAN)
