@@ -542,7 +542,7 @@ window = "24h"
 # Bytes the held points may take (2 GiB); past it the largest measurements are emptied.
 max_memory = 2147483648
 # Statements leaving more series than this per measurement go to the engine.
-max_series = 64
+max_series = 1000
 # Bytes of received writes that may wait for the hot store's idle-priority applier
 # (256 MiB); past it they are dropped and their measurements refilled from the engine.
 max_backlog = 268435456

@@ -433,13 +433,16 @@ fn hot_answers_equal_the_engines_value_by_value() {
             "SELECT max(f) FROM m WHERE host =~ /[[h]]1/ AND {}",
             range(0, SPAN)
         ),
+        // A raw point's transformation: `LIMIT` counts its output.
         format!(
-            "SELECT derivative(mean(f)) FROM m WHERE {} GROUP BY time(1h)",
-            range(0, SPAN)
+            "SELECT derivative(f) FROM m WHERE host = 'h1' AND {} LIMIT 3",
+            range(0, 600 * S)
         ),
     ] {
         same(&hot, &engine, "d", &q, false);
     }
+    transformations_of_aggregates(&hot, &engine);
+    every_host_as_grafanas_all(&hot, &engine);
     regexes_match_as_the_engines(&hot, &engine);
     strings_and_booleans(&hot, &engine);
     // Raw points: TSBS's high-cpu-1 and Grafana's table shapes.
@@ -449,6 +452,12 @@ fn hot_answers_equal_the_engines_value_by_value() {
             range(0, 3600 * S)
         ),
         format!("SELECT * FROM m WHERE f > 400 AND {}", range(0, SPAN)),
+        // TSBS's own text of high-cpu-1 (lower-case `and`, the host in parentheses).
+        format!(
+            "SELECT * from m where f > 90.0 and time >= {} and time < {} and (host = 'h2')",
+            T0 + 1800 * S,
+            T0 + 1800 * S + 12 * 3600 * S
+        ),
         format!(
             "SELECT f, i FROM m WHERE host = 'h2' AND {} ORDER BY time DESC LIMIT 5",
             range(0, SPAN)
@@ -532,6 +541,130 @@ fn hot_answers_equal_the_engines_value_by_value() {
         metrics.contains("chingest_influxql_reads_total{path=\"hot\"}"),
         "{metrics}"
     );
+}
+
+/// Transformations of aggregates (Grafana's network panel:
+/// `non_negative_derivative(mean(x), 1s) ... GROUP BY time($__interval), host`):
+/// the hot store's aggregate rows, from the interval before the range on (the
+/// transformation's predecessor), transformed as the engine's are.
+fn transformations_of_aggregates(hot: &Server, engine: &Server) {
+    let fixed = [
+        // Grafana's panel, a range not on the interval's edges.
+        format!(
+            "SELECT non_negative_derivative(mean(\"f\"), 1s) FROM \"m\" WHERE (\"host\" =~ /^(h1|h2)$/) AND time >= {}ms and time <= {}ms GROUP BY time(30s), \"host\" fill(null)",
+            (T0 + 3600 * S + 7 * S) / 1_000_000,
+            (T0 + 7200 * S) / 1_000_000
+        ),
+        format!(
+            "SELECT derivative(mean(f)) FROM m WHERE {} GROUP BY time(1h)",
+            range(0, SPAN)
+        ),
+        // Across gaps (empty windows) in every fill mode, and past the data.
+        format!(
+            "SELECT difference(max(i)), non_negative_difference(min(f)) FROM m WHERE {} GROUP BY time(1m), host fill(previous)",
+            range(-600 * S, SPAN + 600 * S)
+        ),
+        format!(
+            "SELECT moving_average(mean(f), 3) FROM m WHERE host = 'h3' AND {} GROUP BY time(5m) fill(linear)",
+            range(0, SPAN)
+        ),
+        format!(
+            "SELECT cumulative_sum(sum(i)) FROM m WHERE {} GROUP BY time(10m), region fill(0)",
+            range(0, SPAN)
+        ),
+        format!(
+            "SELECT non_negative_derivative(max(f), 10s) * 8 FROM m WHERE host = 'h0' AND {} GROUP BY time(1m) fill(none) ORDER BY time DESC LIMIT 5",
+            range(600 * S, 7200 * S)
+        ),
+        format!(
+            "SELECT mean(f), derivative(mean(f), 1m), elapsed(count(f), 1s) FROM m WHERE {} GROUP BY time(20m, 5m) tz('Europe/Paris')",
+            range(0, SPAN)
+        ),
+        // Nothing in the range.
+        format!(
+            "SELECT derivative(mean(f)) FROM m WHERE {} GROUP BY time(1m) fill(null)",
+            range(-7200 * S, -3600 * S)
+        ),
+    ];
+    for q in &fixed {
+        same(hot, engine, "d", q, true);
+    }
+    // Random ones: a transformation of a random aggregate, window, tags and fill.
+    let mut rng = Rng(0x0de2_0044);
+    for _ in 0..80 {
+        let outer = rng.pick(&[
+            "derivative({}, 1s)",
+            "non_negative_derivative({}, 1s)",
+            "derivative({})",
+            "difference({})",
+            "non_negative_difference({})",
+            "moving_average({}, 2)",
+            "moving_average({}, 4)",
+            "cumulative_sum({})",
+        ]);
+        let inner = format!(
+            "{}({})",
+            rng.pick(&["mean", "max", "min", "sum", "count", "last", "spread"]),
+            rng.pick(&["f", "i"])
+        );
+        let col = outer.replace("{}", &inner);
+        let a = rng.below(SPAN as u64 / S as u64) as i64 * S - 600 * S;
+        let b = a + (60 + rng.below(3 * 3600)) as i64 * S;
+        let tag = rng.pick(&["", " AND host = 'h1'", " AND host =~ /^(h0|h4)$/"]);
+        let iv = rng.pick(&["10s", "1m", "5m", "7m", "1h"]);
+        let by = rng.pick(&["", ", host", ", region"]);
+        let fill = rng.pick(&[
+            "",
+            " fill(none)",
+            " fill(null)",
+            " fill(previous)",
+            " fill(linear)",
+            " fill(0)",
+        ]);
+        let mut q = format!(
+            "SELECT {col} FROM m WHERE {}{tag} GROUP BY time({iv}){by}{fill}",
+            range(a, b)
+        );
+        if rng.below(4) == 0 {
+            q.push_str(" ORDER BY time DESC");
+        }
+        if rng.below(4) == 0 {
+            q.push_str(&format!(" LIMIT {}", 1 + rng.below(5)));
+        }
+        same(hot, engine, "d", &q, true);
+    }
+}
+
+/// Grafana's "All": the template variable expanded to a regex of every host,
+/// 100 of them, past the old `[hot] max_series` of 64: served from the store
+/// under the default bound, with the engine's answers.
+fn every_host_as_grafanas_all(hot: &Server, engine: &Server) {
+    let mut lines = Vec::new();
+    for h in 0..100i64 {
+        for k in 0..40i64 {
+            let t = T0 + k * 15 * S + h * S;
+            lines.push(format!(
+                "net,host=n{h} rx={}i,load={}.25 {t}",
+                k * (h + 1) * 4,
+                k % 7
+            ));
+        }
+    }
+    load(&[hot, engine], "d3", &lines);
+    let all: Vec<String> = (0..100).map(|h| format!("n{h}")).collect();
+    let re = all.join("|");
+    for q in [
+        format!(
+            "SELECT non_negative_derivative(mean(\"rx\"), 1s) FROM \"net\" WHERE (\"host\" =~ /^({re})$/) AND {} GROUP BY time(1m), \"host\" fill(null)",
+            range(0, 600 * S)
+        ),
+        format!(
+            "SELECT mean(load), max(rx) FROM net WHERE host =~ /^({re})$/ AND {} GROUP BY time(2m) fill(none)",
+            range(60 * S, 500 * S)
+        ),
+    ] {
+        same(hot, engine, "d3", &q, true);
+    }
 }
 
 /// Tag regexes on values with regex metacharacters, case, a two-byte character

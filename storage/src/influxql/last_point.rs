@@ -13,11 +13,10 @@
 //! database with a retention (the engine deletes its old points lazily), and
 //! when the last points cannot be had (being loaded, too many series).
 
-use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 use engine::{quote_ident, ReadScope, SqlAccess};
-use flush::{Cell, Reader, TableLasts};
+use flush::{Cell, Reader, Resolved, TableLasts};
 use ingest::catalog::MeasurementSchema;
 
 use super::error::InfluxqlError;
@@ -70,6 +69,14 @@ fn may_read(access: &SqlAccess, db: &str) -> bool {
     match access {
         SqlAccess::Admin | SqlAccess::Read(ReadScope::All) => true,
         SqlAccess::Read(ReadScope::Databases(dbs)) => dbs.contains(db),
+    }
+}
+
+/// A tag's value (`""`: the series has none).
+fn tag(c: Option<&Cell>) -> &str {
+    match c {
+        Some(Cell::String(s)) => s,
+        _ => "",
     }
 }
 
@@ -175,14 +182,12 @@ fn answer(
         Shown::Field(n) | Shown::Tag(n) => n.as_str(),
     }));
     let (g, o, p) = (plan.group_tags.len(), plan.order_tags.len(), present.len());
-    let tag = |c: Option<&Cell>| match c {
-        Some(Cell::String(s)) => s.to_string(),
-        _ => String::new(),
-    };
     let reader = Reader::new(table, overlay, &names);
-    // Per group: latest first; among equal times, series in tag order.
-    type Best = (i64, Reverse<(Vec<String>, u64)>, Vec<Value>);
-    let mut best: BTreeMap<Vec<String>, Best> = BTreeMap::new();
+    // Per group: latest first; among equal times, series in tag order. Keyed
+    // by borrowed tag values, and a series' tags compared only on a tie of
+    // times: no string is copied before the answer's rows (TSBS `lastpoint`
+    // copied eleven tag values per series only to compare them).
+    let mut best: BTreeMap<Vec<&str>, (u64, Resolved<'_>)> = BTreeMap::new();
     for (sid, point) in reader.points() {
         if plan.range.max.is_some_and(|max| point.time > max) {
             // The range's last point of this series is an older one.
@@ -196,34 +201,49 @@ fn answer(
             // Its last point shows nothing: an older one would.
             return None;
         }
-        let group: Vec<String> = cells[..g].iter().map(|c| tag(*c)).collect();
-        let order: Vec<String> = cells[g..g + o].iter().map(|c| tag(*c)).collect();
-        let key = (point.time, Reverse((order, sid)));
-        if best
-            .get(&group)
-            .is_some_and(|b| (b.0, &b.1) >= (key.0, &key.1))
-        {
-            continue;
+        let group: Vec<&str> = cells[..g].iter().map(|c| tag(*c)).collect();
+        match best.get_mut(&group) {
+            None => {
+                best.insert(group, (sid, point));
+            }
+            Some(b) => {
+                // Ties are rare (several series of one group at one time).
+                let order = |cells: &[Option<&Cell>]| -> Vec<String> {
+                    cells[g..g + o]
+                        .iter()
+                        .map(|c| tag(*c).to_string())
+                        .collect()
+                };
+                // The later point wins; at one time the series first in tag
+                // (then id) order.
+                let wins = point.time > b.1.time
+                    || (point.time == b.1.time
+                        && (order(&point.cells), sid) < (order(&b.1.cells), b.0));
+                if wins {
+                    *b = (sid, point);
+                }
+            }
         }
-        let values = shown
-            .iter()
-            .zip(&cells[g + o + p..])
-            .map(|(s, c)| match (s, c) {
-                (Shown::Tag(_), c) => match tag(*c) {
-                    v if v.is_empty() => Value::Null,
-                    v => Value::String(v),
-                },
-                (Shown::Field(_), c) => value(*c),
-            })
-            .collect();
-        best.insert(group, (key.0, key.1, values));
     }
     Some(
         best.into_iter()
-            .map(|(group, (time, _, values))| Row {
-                time: Some(time),
-                group,
-                values,
+            .map(|(group, (_, point))| {
+                // A slot for the time `exec.rs` puts first.
+                let mut values = Vec::with_capacity(shown.len() + 1);
+                values.extend(shown.iter().zip(&point.cells[g + o + p..]).map(|(s, c)| {
+                    match (s, c) {
+                        (Shown::Tag(_), c) => match tag(*c) {
+                            "" => Value::Null,
+                            v => Value::String(v.to_string()),
+                        },
+                        (Shown::Field(_), c) => value(*c),
+                    }
+                }));
+                Row {
+                    time: Some(point.time),
+                    group: group.into_iter().map(str::to_string).collect(),
+                    values,
+                }
             })
             .collect(),
     )

@@ -28,6 +28,10 @@ pub(super) struct Sink<W: Write> {
     buf: Vec<u8>,
     indent: Option<Indenter>,
     scratch: Vec<u8>,
+    /// The last series' column names and their JSON array: the series of one
+    /// statement share them (TSBS `lastpoint`: 20 names written again for each
+    /// of 1,000 series).
+    columns: (Vec<String>, Vec<u8>),
 }
 
 impl<W: Write> Sink<W> {
@@ -37,6 +41,7 @@ impl<W: Write> Sink<W> {
             buf: Vec::with_capacity(BUFFER_BYTES),
             indent: pretty.then(Indenter::default),
             scratch: Vec::new(),
+            columns: (Vec::new(), Vec::new()),
         }
     }
 
@@ -157,14 +162,21 @@ impl<W: Write> Sink<W> {
         }
         if !s.columns.is_empty() {
             sep(&mut self.buf);
-            self.put(b"\"columns\":[");
-            for (i, c) in s.columns.iter().enumerate() {
-                if i > 0 {
-                    self.put(b",");
+            self.put(b"\"columns\":");
+            let (names, text) = &mut self.columns;
+            if *names != s.columns {
+                names.clone_from(&s.columns);
+                text.clear();
+                text.push(b'[');
+                for (i, c) in s.columns.iter().enumerate() {
+                    if i > 0 {
+                        text.push(b',');
+                    }
+                    json_string(text, c);
                 }
-                json_string(&mut self.buf, c);
+                text.push(b']');
             }
-            self.put(b"]");
+            self.buf.extend_from_slice(text);
         }
         if !part.rows.is_empty() {
             sep(&mut self.buf);

@@ -96,6 +96,59 @@ fn strings_escaped_as_go_does() {
         );
 }
 
+/// Series of one answer that share their columns, then others that do not,
+/// across statements: each series shows its own columns (the renderer keeps
+/// the last ones written).
+#[test]
+fn each_series_shows_its_own_columns() {
+    let a = StatementResult::of(vec![
+        Series::untagged("a", &["time", "x"], vec![vec![t(1), Value::Integer(1)]]),
+        Series::untagged("b", &["time", "x"], vec![vec![t(1), Value::Integer(2)]]),
+        Series::untagged("c", &["time", "y"], vec![vec![t(1), Value::Integer(3)]]),
+    ]);
+    let b = StatementResult::of(vec![Series::untagged(
+        "d",
+        &["time", "x"],
+        vec![vec![t(1), Value::Integer(4)]],
+    )]);
+    let body = render(PLAIN, &[(Ok(a), Chunking::Rows), (Ok(b), Chunking::Rows)]);
+    let cols: Vec<&str> = body
+        .split("\"columns\":")
+        .skip(1)
+        .map(|s| &s[..s.find(']').unwrap() + 1])
+        .collect();
+    assert_eq!(
+        cols,
+        [
+            "[\"time\",\"x\"]",
+            "[\"time\",\"x\"]",
+            "[\"time\",\"y\"]",
+            "[\"time\",\"x\"]"
+        ],
+        "{body}"
+    );
+}
+
+/// Strings with nothing to escape are copied whole; one byte that needs an
+/// escape (or starts U+2028/U+2029) anywhere sends the string the slow way.
+#[test]
+fn plain_strings_copied_whole_and_every_escape_found() {
+    for (s, want) in [
+        ("host_12", "\"host_12\""),
+        ("", "\"\""),
+        ("é € \u{7f} \u{2027}", "\"é € \u{7f} \u{2027}\""),
+        ("x\u{2029}", "\"x\\u2029\""),
+        ("tail&", "\"tail\\u0026\""),
+        (">head", "\"\\u003ehead\""),
+        ("a\u{1f}", "\"a\\u001f\""),
+        ("q\"", "\"q\\\"\""),
+    ] {
+        let mut buf = Vec::new();
+        json::json_string(&mut buf, s);
+        assert_eq!(String::from_utf8(buf).unwrap(), want, "{s:?}");
+    }
+}
+
 /// `frac`: times with fractions, before the epoch and far after it.
 fn frac() -> StatementResult {
     let rows = [

@@ -11,6 +11,7 @@ use ingest::{FieldType, MeasurementSchema};
 use crate::hot::table::{Column, Values};
 use crate::influxql::expr::strip_parens;
 use crate::influxql::field_call::{field_call, plain_field, Func};
+use crate::influxql::plan::transform_parts;
 use crate::influxql::series::Value;
 
 /// What a column computes.
@@ -65,14 +66,22 @@ pub(super) struct Spec {
 }
 
 /// The columns of `stmt` when each is a covered function of one float or
-/// integer field of `schema`, as written.
+/// integer field of `schema`, as written, or a transformation of one.
 pub(super) fn specs(stmt: &SelectStatement, schema: &MeasurementSchema) -> Option<Vec<Spec>> {
     stmt.fields
         .iter()
         .map(|f| {
-            let (agg, field) = match field_call(&f.expr, schema) {
+            // A transformation (`non_negative_derivative(mean(x), 1s)`) is applied
+            // to the aggregate's rows after the read (`exec.rs`'s `finish`), as
+            // for the engine's rows: the read computes the aggregate inside.
+            let e = match transform_parts(&f.expr) {
+                Some((_, [inner, ..], _)) => inner,
+                Some(_) => return None,
+                None => &f.expr,
+            };
+            let (agg, field) = match field_call(e, schema) {
                 Some((func, field)) => (Agg::Part(func), field),
-                None => other_call(&f.expr, schema)?,
+                None => other_call(e, schema)?,
             };
             let kind = schema
                 .fields

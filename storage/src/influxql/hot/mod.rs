@@ -15,8 +15,10 @@
 //! `WHERE` time and conditions joined by `AND`/`OR` (`cond.rs`): a tag `=`/`!=`
 //! a string or `=~`/`!~` a regex as the engine's `match()` reads it
 //! (`pattern.rs`: Grafana's `/^(a|b)$/` a set of values), a field compared
-//! with a literal. The engine answers everything else, and any statement whose
-//! conditions leave more than `[hot] max_series` series, whose range starts
+//! with a literal; a transformation of such an aggregate (`derivative`, …:
+//! `exec.rs` transforms the rows, which start an interval before the range as
+//! the plan's do). The engine answers everything else, and any statement whose
+//! conditions leave more than `[hot] max_series` series (1,000), whose range starts
 //! before what the store holds completely, of a database with a retention, or
 //! of a caller that may not read the database.
 
@@ -66,7 +68,8 @@ impl Storage {
         if !self.hot.enabled()
             || self.cluster.is_some()
             || plan.source.is_some()
-            || plan.transforms()
+            // Raw points' transformations take `LIMIT` after them (`raw.rs` pages).
+            || (plan.transforms() && plan.aggregate.is_none())
             || plan
                 .columns
                 .iter()
@@ -300,11 +303,9 @@ fn aggregate_rows(
                 (true, _) if !picked.any => continue,
                 (true, _) => picked.time,
             };
-            let values: Vec<Value> = accs
-                .iter_mut()
-                .zip(specs)
-                .map(|(a, s)| a.value(s))
-                .collect();
+            // A slot for the time `exec.rs` puts first: no reallocation per row.
+            let mut values: Vec<Value> = Vec::with_capacity(specs.len() + 1);
+            values.extend(accs.iter_mut().zip(specs).map(|(a, s)| a.value(s)));
             rows.push(Row {
                 time: Some(time),
                 group: group.clone(),

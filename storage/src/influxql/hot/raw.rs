@@ -146,10 +146,10 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
         let end = at + points[at..].partition_point(|p| p.0 == points[at].0);
         for &(ref group, time, rank, i) in points[at..end].iter().skip(offset).take(limit) {
             let (s, p) = (ranked[rank].1, held[rank]);
-            let values = shown
-                .cols
-                .iter()
-                .map(|c| match c {
+            // A slot for the time `exec.rs` puts first: no reallocation per row.
+            let mut values = Vec::with_capacity(shown.cols.len() + 1);
+            values.extend(shown.cols.iter().map(|c| {
+                match c {
                     Col::Null => Value::Null,
                     Col::Tag(t) => match s.tag(t) {
                         "" => Value::Null,
@@ -158,8 +158,8 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
                     Col::Field(f) => column(s, f)
                         .and_then(|c| p.columns[c].as_ref())
                         .map_or(Value::Null, |c| value(c, i)),
-                })
-                .collect();
+                }
+            }));
             rows.push(Row {
                 time: Some(time),
                 group: group.clone(),

@@ -121,7 +121,7 @@ pub(super) fn check_transform(
 
 /// `derivative(...)`, maybe inside literal arithmetic (`derivative(...) * 8`):
 /// the call, its arguments and the arithmetic, innermost first.
-pub(super) fn transform_parts(e: &Expr) -> Option<(&str, &[Expr], Scale)> {
+pub(crate) fn transform_parts(e: &Expr) -> Option<(&str, &[Expr], Scale)> {
     match strip_parens(e) {
         Expr::Call { name, args } if agg::TRANSFORMS.contains(&name.as_str()) => {
             Some((name.as_str(), args.as_slice(), Vec::new()))

@@ -23,8 +23,8 @@ use super::zone::TimeZone;
 mod check;
 mod columns;
 
-pub(crate) use check::check;
 use check::*;
+pub(crate) use check::{check, transform_parts};
 use columns::*;
 
 /// One output column after `time`.
