@@ -164,6 +164,12 @@ impl Applier {
         self.work.notify_one();
     }
 
+    /// Whether nothing waits or is being applied (the applier caught up).
+    pub(super) fn caught_up(&self) -> bool {
+        let st = self.state.lock();
+        st.items.is_empty() && st.running.is_none()
+    }
+
     /// The newest sequence queued.
     pub(super) fn newest(&self) -> u64 {
         self.state.lock().newest

@@ -77,6 +77,11 @@ pub(crate) enum Merge {
 
 impl HotStore {
     /// The measurements waiting for their refill.
+    /// Whether the applier has applied everything queued.
+    pub(crate) fn applier_caught_up(&self) -> bool {
+        self.applier.caught_up()
+    }
+
     pub(crate) fn pending(&self) -> Vec<Key> {
         self.tables.read().pending.keys().cloned().collect()
     }
@@ -186,6 +191,15 @@ impl Storage {
             .name("hot-refill".into())
             .spawn(move || {
                 loop {
+                    // Not while the applier is behind: a dropped backlog means the
+                    // writes take every core, and the refill's engine reads would
+                    // run at the engine's priority, not this thread's (measured: a
+                    // ramp past the applier's pace refilled again and again, and
+                    // sustained a step less). What was lost stays with the engine
+                    // until the writes leave the applier idle CPU.
+                    if !first && !wait_caught_up(&storage) {
+                        break;
+                    }
                     refill_all(&storage, first);
                     first = false;
                     let Some(s) = live(&storage) else { break };
@@ -293,6 +307,19 @@ fn refill_all(storage: &Weak<Storage>, first: bool) {
 
 /// The storage, unless it is gone, shutting down or its hot store switched
 /// off (an admin's SQL write: nothing is served until restart).
+/// Waits until the applier has applied everything queued, looking every
+/// [`AGAIN_AFTER`]; false if the store closed or was turned off meanwhile.
+fn wait_caught_up(storage: &Weak<Storage>) -> bool {
+    loop {
+        match live(storage) {
+            Some(s) if s.hot.applier_caught_up() => return true,
+            Some(_) => {}
+            None => return false,
+        }
+        std::thread::sleep(AGAIN_AFTER);
+    }
+}
+
 fn live(storage: &Weak<Storage>) -> Option<Arc<Storage>> {
     storage
         .upgrade()
