@@ -53,6 +53,10 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{HotStore, Key};
 
+/// How long after a dropped backlog the applier counts as behind
+/// ([`Applier::caught_up`]).
+pub(super) const QUIET: Duration = Duration::from_secs(10);
+
 /// Rows applied under one hold of the tables' write lock.
 pub(super) const SLICE_ROWS: usize = 1024;
 
@@ -94,6 +98,8 @@ struct State {
     stopped: bool,
     /// Tests hold the applier to see what a backlog does.
     paused: bool,
+    /// When a backlog was last dropped.
+    dropped_at: Option<Instant>,
 }
 
 impl State {
@@ -149,6 +155,7 @@ impl Applier {
                  its backlog is dropped and those measurements are refilled"
             );
             metrics::counter!(HOT_BACKLOG_DROPPED).increment(dropped);
+            st.dropped_at = Some(Instant::now());
             kept.push_front(Queued {
                 seq: oldest,
                 bytes: 0,
@@ -164,10 +171,14 @@ impl Applier {
         self.work.notify_one();
     }
 
-    /// Whether nothing waits or is being applied (the applier caught up).
+    /// Whether the applier keeps up: nothing waits or is being applied, and
+    /// no backlog was dropped for [`QUIET`] (right after a drop the queue is
+    /// short whatever the pace of the writes).
     pub(super) fn caught_up(&self) -> bool {
         let st = self.state.lock();
-        st.items.is_empty() && st.running.is_none()
+        st.items.is_empty()
+            && st.running.is_none()
+            && st.dropped_at.is_none_or(|t| t.elapsed() >= QUIET)
     }
 
     /// The newest sequence queued.
