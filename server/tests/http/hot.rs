@@ -443,6 +443,7 @@ fn hot_answers_equal_the_engines_value_by_value() {
     }
     transformations_of_aggregates(&hot, &engine);
     every_host_as_grafanas_all(&hot, &engine);
+    large_decodes_go_to_the_engine(&hot, &engine);
     regexes_match_as_the_engines(&hot, &engine);
     strings_and_booleans(&hot, &engine);
     // Raw points: TSBS's high-cpu-1 and Grafana's table shapes.
@@ -665,6 +666,34 @@ fn every_host_as_grafanas_all(hot: &Server, engine: &Server) {
     ] {
         same(hot, engine, "d3", &q, true);
     }
+}
+
+/// A statement that would decode more than 250,000 compressed points goes to
+/// the engine (decoding costs more per value than the engine's scan); one
+/// host's range, or a range only the series' plain tails hold, stays here.
+/// 250 series × 2,100 points: each seals one chunk of 1,024 (256,000 sealed).
+fn large_decodes_go_to_the_engine(hot: &Server, engine: &Server) {
+    let mut lines = Vec::new();
+    for h in 0..250i64 {
+        for k in 0..2100i64 {
+            lines.push(format!("big,host=b{h} v={}.25 {}", (k + h) % 9, T0 + k * S));
+        }
+    }
+    for s in [hot, engine] {
+        s.query("CREATE DATABASE d4");
+        for chunk in lines.chunks(20_000) {
+            write(s, "d4", &chunk.join("\n"));
+        }
+    }
+    let q = |cond: &str, a: i64, b: i64| {
+        format!(
+            "SELECT count(v), sum(v), max(v) FROM big WHERE {cond}{} GROUP BY time(5m) fill(none)",
+            range(a * S, b * S)
+        )
+    };
+    same(hot, engine, "d4", &q("", 0, 2100), false);
+    same(hot, engine, "d4", &q("host = 'b7' AND ", 0, 2100), true);
+    same(hot, engine, "d4", &q("", 1500, 2100), true);
 }
 
 /// Tag regexes on values with regex metacharacters, case, a two-byte character

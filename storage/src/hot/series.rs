@@ -75,6 +75,18 @@ impl Series {
         scratch
     }
 
+    /// Points a read of `[min, max]` decodes ([`Series::points`]): those of
+    /// the sealed chunks reaching into the range (the open tail is read in
+    /// place).
+    pub(crate) fn sealed_points(&self, min: i64, max: i64) -> usize {
+        let from = self.sealed.partition_point(|c| c.max < min);
+        let hit = &self.sealed[from..];
+        hit[..hit.partition_point(|c| c.min <= max)]
+            .iter()
+            .map(|c| c.len)
+            .sum()
+    }
+
     fn extend_with_open(&self, out: &mut Plain) {
         out.times.extend_from_slice(&self.open.times);
         for (mine, theirs) in out.columns.iter_mut().zip(&self.open.columns) {
