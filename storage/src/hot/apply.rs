@@ -308,32 +308,14 @@ pub(super) fn lowest_priority() {
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use engine::arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt64Array};
+    use engine::arrow::array::{ArrayRef, Int64Array, StringArray, UInt64Array};
     use engine::arrow::datatypes::{DataType, Field, Schema};
     use flush::PartsObserver;
 
     use super::*;
     use crate::hot::table::Values;
+    use crate::hot::testing::batch;
     use crate::HotConfig;
-
-    /// Rows (series, time, f) as ingest lays them out.
-    fn batch(rows: &[(u64, i64, f64)]) -> RecordBatch {
-        let schema = Schema::new(vec![
-            Field::new("time", DataType::Int64, false),
-            Field::new("series_id", DataType::UInt64, false),
-            Field::new("host", DataType::Utf8, false),
-            Field::new("f", DataType::Float64, true),
-        ]);
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
-            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.0))),
-            Arc::new(StringArray::from_iter_values(
-                rows.iter().map(|r| format!("h{}", r.0)),
-            )),
-            Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
-        ];
-        RecordBatch::try_new(Arc::new(schema), cols).unwrap()
-    }
 
     /// A store that is on, its applier started (held), and how often it asked for a refill.
     fn store(max_backlog: u64) -> (Arc<HotStore>, Arc<AtomicUsize>) {

@@ -41,6 +41,8 @@ mod cost;
 mod refill;
 mod series;
 pub(crate) mod table;
+#[cfg(test)]
+mod testing;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -430,33 +430,10 @@ fn refill_one(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use engine::arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt64Array};
-    use engine::arrow::datatypes::{DataType, Field, Schema};
-
     use super::*;
     use crate::hot::table::Values;
+    use crate::hot::testing::batch;
     use crate::HotConfig;
-
-    /// Rows (series, time, f) as ingest lays them out.
-    fn batch(rows: &[(u64, i64, f64)]) -> RecordBatch {
-        let schema = Schema::new(vec![
-            Field::new("time", DataType::Int64, false),
-            Field::new("series_id", DataType::UInt64, false),
-            Field::new("host", DataType::Utf8, false),
-            Field::new("f", DataType::Float64, true),
-        ]);
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
-            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.0))),
-            Arc::new(StringArray::from_iter_values(
-                rows.iter().map(|r| format!("h{}", r.0)),
-            )),
-            Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
-        ];
-        RecordBatch::try_new(Arc::new(schema), cols).unwrap()
-    }
 
     fn store(max_memory: u64) -> HotStore {
         let s = HotStore::new([("d".to_string(), "m".to_string())]);
