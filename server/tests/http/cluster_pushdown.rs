@@ -112,6 +112,7 @@ const STATEMENTS: &[(&str, bool)] = &[
     // a series with a point written twice or with undelivered rows (the point merged first).
     ("SELECT * FROM cpu WHERE v > 20", false),
     ("SELECT * FROM cpu WHERE v < 0 AND time < 400s", false),
+    ("SELECT * FROM cpu WHERE n > 40.5", false),
     (
         "SELECT v, n FROM cpu WHERE (v >= 30 OR n = 0) AND host != 'h2'",
         false,

@@ -81,6 +81,9 @@ const RAW: &[&str] = &[
     "SELECT * FROM cpu WHERE v > 20",
     "SELECT * FROM cpu WHERE v < 0",
     "SELECT v, n FROM cpu WHERE v >= 25 OR n = 0",
+    // An integer field against a float, as TSBS asks `usage_user > 90.0`.
+    "SELECT * FROM cpu WHERE n > 40.5",
+    "SELECT v, n FROM cpu WHERE n <= 12.5 AND n >= 3.0",
 ];
 
 fn on_d(s: &Server, q: &str) -> Value {

@@ -97,6 +97,19 @@ fn comparison(
     let value = match (kind, literal) {
         (FieldType::Float, Literal::Float(f)) if f.is_finite() => format!("{f:?}"),
         (FieldType::Float | FieldType::Integer, Literal::Integer(i)) => i.to_string(),
+        // An integer field against a float (TSBS writes integers and asks `usage_user >
+        // 90.0`): the integer bound that keeps exactly the same integers, so no float
+        // comparison is left to either engine.
+        (FieldType::Integer, Literal::Float(f)) if f.is_finite() && f.abs() < 9.0e18 => {
+            let bound = match sym {
+                ">" | "<=" => f.floor(),
+                ">=" | "<" => f.ceil(),
+                "=" if f.fract() == 0.0 => *f,
+                _ => return None,
+            };
+            // In range (checked above): the cast is exact for an integral value.
+            (bound as i64).to_string()
+        }
         _ => return None,
     };
     Some(format!("{} {sym} {value}", quote_ident(name)))
@@ -145,12 +158,42 @@ mod tests {
             pushed("SELECT * FROM cpu WHERE (v < 1 OR n != -3) AND s = 'x'").as_deref(),
             Some("(`v` < 1 OR `n` != -3)")
         );
-        // Tags only: the tag condition's business. A string field, a float against an
-        // integer field, a field the statement does not read, a name that is a tag too:
+        // Tags only: the tag condition's business. A string field, a field the statement
+        // does not read, a name that is a tag too:
         // not pushed (under OR: the whole OR is not).
         assert_eq!(pushed("SELECT * FROM cpu WHERE host = 'a'"), None);
         assert_eq!(pushed("SELECT * FROM cpu WHERE s = 'x'"), None);
-        assert_eq!(pushed("SELECT * FROM cpu WHERE n > 1.5"), None);
+        // An integer field against a float: the integer bound that keeps the same integers.
+        assert_eq!(
+            pushed("SELECT * FROM cpu WHERE n > 90.0").as_deref(),
+            Some("`n` > 90")
+        );
+        assert_eq!(
+            pushed("SELECT * FROM cpu WHERE n > 1.5").as_deref(),
+            Some("`n` > 1")
+        );
+        assert_eq!(
+            pushed("SELECT * FROM cpu WHERE n >= 1.5").as_deref(),
+            Some("`n` >= 2")
+        );
+        assert_eq!(
+            pushed("SELECT * FROM cpu WHERE n < -1.5").as_deref(),
+            Some("`n` < -1")
+        );
+        assert_eq!(
+            pushed("SELECT * FROM cpu WHERE n <= -1.5").as_deref(),
+            Some("`n` <= -2")
+        );
+        assert_eq!(
+            pushed("SELECT * FROM cpu WHERE n = 3.0").as_deref(),
+            Some("`n` = 3")
+        );
+        assert_eq!(pushed("SELECT * FROM cpu WHERE n = 3.5"), None);
+        assert_eq!(pushed("SELECT * FROM cpu WHERE n != 3.0"), None);
+        assert_eq!(
+            pushed("SELECT * FROM cpu WHERE n > 10000000000000000000.0"),
+            None
+        );
         assert_eq!(pushed("SELECT * FROM cpu WHERE both > 1"), None);
         assert_eq!(pushed("SELECT * FROM cpu WHERE v > 1 OR s = 'x'"), None);
         assert_eq!(
