@@ -468,6 +468,16 @@ mod tests {
             .collect()
     }
 
+    /// `values` (with `valid`) packed and unpacked: the same validity, the same bits.
+    fn floats_round_trip(values: &[f64], valid: &[bool]) -> Result<(), TestCaseError> {
+        let (mut out, mut ok) = (Vec::new(), Vec::new());
+        unpack_floats(&pack_floats(values, valid), values.len(), &mut out, &mut ok);
+        prop_assert_eq!(&ok[..], valid);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        prop_assert_eq!(seen(&bits(&out), &ok), seen(&bits(values), valid));
+        Ok(())
+    }
+
     proptest! {
         #[test]
         fn times_round_trip(times in prop::collection::vec(edge_ints(), 0..300)) {
@@ -478,20 +488,12 @@ mod tests {
 
         #[test]
         fn floats_round_trip_to_the_bit((values, valid) in column(edge_floats())) {
-            let (mut out, mut ok) = (Vec::new(), Vec::new());
-            unpack_floats(&pack_floats(&values, &valid), values.len(), &mut out, &mut ok);
-            prop_assert_eq!(&ok, &valid);
-            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            prop_assert_eq!(seen(&bits(&out), &ok), seen(&bits(&values), &valid));
+            floats_round_trip(&values, &valid)?;
         }
 
         #[test]
         fn decimal_floats_round_trip_to_the_bit((values, valid) in decimals()) {
-            let (mut out, mut ok) = (Vec::new(), Vec::new());
-            unpack_floats(&pack_floats(&values, &valid), values.len(), &mut out, &mut ok);
-            prop_assert_eq!(&ok, &valid);
-            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            prop_assert_eq!(seen(&bits(&out), &ok), seen(&bits(&values), &valid));
+            floats_round_trip(&values, &valid)?;
         }
 
         #[test]
