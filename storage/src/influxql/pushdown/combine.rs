@@ -11,8 +11,10 @@
 //!   (`HAVING`, [`Presence::InSql`]);
 //! - rows in `ORDER BY` tag values (bytes), then time, nulls last;
 //! - counts are `Int64`, null at 0; sums keep the field's type (`Int64` and `UInt64` wrap as
-//!   the engine's `sum` does) and add in the partials' order, each from `0.0` (the engine's
-//!   `-0.0 + 0.0` is `0.0` too); `mean` is the float sum over the count; `spread` of an
+//!   the engine's `sum` does) and add in the partials' order (shards, then the node's: the
+//!   order the statement read them), one at a time from `0.0` (the engine's `-0.0 + 0.0` is
+//!   `0.0` too; its unrolled lanes for a statement without `GROUP BY` could differ in the
+//!   last bit only with many partial rows per group, one per shard); `mean` is the float sum over the count; `spread` of an
 //!   `Int64` or `UInt64` field is an `Int64` difference, wrapping (the engine's `minus`);
 //! - `first`/`last`: the partial with the greatest `(-t, v)` / `(t, v)` among those holding a
 //!   value, the earlier row kept on a tie (`argMax`), the time of the point picked when the
