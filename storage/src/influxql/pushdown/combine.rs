@@ -18,7 +18,7 @@
 //!   `Int64` or `UInt64` field is an `Int64` difference, wrapping (the engine's `minus`);
 //! - `first`/`last`: the partial with the greatest `(-t, v)` / `(t, v)` among those holding a
 //!   value, the earlier row kept on a tie (`argMax`), the time of the point picked when the
-//!   statement shows it;
+//!   statement shows it (null without a value, 0 without any partial row);
 //! - a float that is not finite reads as null, as `rows.rs` reads the engine's answer.
 
 use std::cmp::Ordering;
@@ -218,6 +218,8 @@ struct CallState {
 
 /// One group's combination so far.
 struct Group {
+    /// Partial rows merged.
+    rows: u64,
     /// Per field: its points with a value (`n<j>`), summed.
     n: Vec<u64>,
     calls: Vec<CallState>,
@@ -235,6 +237,7 @@ impl Pushdown {
             Cells::of(b, &name, kind)
         };
         let new_group = || Group {
+            rows: 0,
             n: vec![0; self.fields.len()],
             calls: self.calls.iter().map(|_| CallState::default()).collect(),
         };
@@ -282,6 +285,7 @@ impl Pushdown {
                 };
                 let key = (tags.iter().map(|t| t.text(row)).collect(), bucket);
                 let group = groups.entry(key).or_insert_with(new_group);
+                group.rows += 1;
                 for (sum, col) in group.n.iter_mut().zip(&n) {
                     *sum = sum.wrapping_add(col.uint(row));
                 }
@@ -309,8 +313,15 @@ impl Pushdown {
         let time = if self.window.is_some() {
             Some(bucket)
         } else if self.point_time {
+            // `if(sum(n) = 0, NULL, minIf(t, n > 0))`: over no row at all `sum(n)` is null,
+            // not 0, and `minIf` the type's default (a row the executor drops, its value
+            // null).
             let n = group.n[self.calls[0].field];
-            group.calls[0].pick.as_ref().filter(|_| n > 0).map(|p| p.0)
+            match (group.rows, &group.calls[0].pick) {
+                (0, _) => Some(0),
+                (_, Some((t, _))) if n > 0 => Some(*t),
+                _ => None,
+            }
         } else {
             Some(self.start)
         };
@@ -413,3 +424,7 @@ fn merge(func: Func, state: &mut CallState, cols: &CallCells, row: usize, presen
 #[cfg(test)]
 #[path = "combine_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "combine_engine_tests.rs"]
+mod engine_tests;
