@@ -125,6 +125,15 @@ const STATEMENTS: &[(&str, bool)] = &[
     ),
 ];
 
+/// `chingest_cluster_pushdown_combined_total{by="rust"}` on `s`.
+fn combined_in_rust(s: &Server) -> u64 {
+    let text = s.get("/metrics").text().unwrap();
+    let prefix = "chingest_cluster_pushdown_combined_total{by=\"rust\"} ";
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .map_or(0, |v| v.trim().parse::<f64>().unwrap() as u64)
+}
+
 fn on_d(s: &Server, q: &str) -> Value {
     statement_at(s, "/query?db=d", q)
 }
@@ -135,6 +144,7 @@ fn check_statements(node: &Server, embedded: &Server) {
         let want = on_d(embedded, q);
         assert!(want["results"][0].get("error").is_none(), "{q}: {want}");
         let (before_pushed, before_rows) = (reads(node, "pushdown"), reads(node, "rows"));
+        let before_rust = combined_in_rust(node);
         let got = on_d(node, q);
         assert_eq!(got, want, "{q}");
         let (after_pushed, after_rows) = (reads(node, "pushdown"), reads(node, "rows"));
@@ -143,6 +153,12 @@ fn check_statements(node: &Server, embedded: &Server) {
             (after_pushed - before_pushed, after_rows - before_rows),
             if *pushed { (1, 0) } else { (0, 1) },
             "{q} should take the {path} path"
+        );
+        // Every pushed-down read's partials are combined in Rust, none by the engine.
+        assert_eq!(
+            combined_in_rust(node) - before_rust,
+            u64::from(*pushed),
+            "{q}: combined in Rust"
         );
     }
 }

@@ -958,6 +958,19 @@ fn influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_en
             pushed >= 100.0 && rows >= 100.0,
             "{pushed} pushed down, {rows} rows"
         );
+        // Their partials combined in Rust, every one (`pushdown/combine.rs`).
+        let text = node.get("/metrics").text().unwrap();
+        let combined = |by: &str| {
+            let prefix = format!("chingest_cluster_pushdown_combined_total{{by=\"{by}\"}} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(&prefix))
+                .map_or(0.0, |v| v.trim().parse::<f64>().unwrap())
+        };
+        assert_eq!(
+            (combined("rust"), combined("engine")),
+            (pushed, 0.0),
+            "partials combined (in Rust, by the engine)"
+        );
     }
     for node in [&node_a, &node_b] {
         let metrics = node.get("/metrics").text().unwrap();

@@ -1,0 +1,343 @@
+//! Aggregates pushed down to the shards of a ClickHouse cluster (issue #43): instead of every
+//! raw row of the statement's range crossing the network (`cluster.rs`), each shard applies
+//! point identity to its own rows — a series lives on one shard, so grouping its rows by
+//! `(series_id, time)` there is exact — and answers one partial row per group and interval
+//! (counts, sums, minimums, maximums, the first and last values with their times). The node
+//! combines them in Rust (`combine.rs`; `answer.rs` runs it) into the rows the aggregate
+//! statement of `sql.rs` would have answered, so fill, time zones, `LIMIT`, `SLIMIT`,
+//! `ORDER BY time DESC` and the rest of the executor work as before. An embedded-engine
+//! statement costs ~10 ms of planning however few its rows: a read without undelivered rows
+//! runs none. The engine's combining statement ([`Pushdown::combine_sql`]) stays as the
+//! fallback for partials the Rust combination does not read, and defines what it must answer.
+//!
+//! Grouping by point costs most of a shard's time: each shard groups only the rows of the
+//! series its index lists as holding a point written more than once, every other row read
+//! as a point; a shard's read runs again if a rewrite landed on it meanwhile
+//! ([`cluster::Cluster::read_partials`]).
+//!
+//! The rows the shards cannot be trusted with stay on the node: a series with acknowledged
+//! rows not delivered yet is left out of the shards' partials (`NOT IN`), its shard rows are
+//! read raw and merged with the undelivered ones, and the same partial statement runs over
+//! them in the embedded engine (an undelivered row may rewrite a point a shard holds); its
+//! partial rows are combined with the shards'.
+//!
+//! Decomposable: `count`, `sum`, `mean`, `min`, `max`, `spread`, `first`, `last` of a field,
+//! grouped by tags and `time(...)` (with an offset, any fill), conditions on tags only (those
+//! [`super::cluster::shard_condition`] writes for the shards, every one of them). Anything else
+//! (another function, an expression of aggregates, a field condition, a transformation, a
+//! `tz()` window, a wildcard) reads the rows as before.
+
+use std::collections::BTreeSet;
+
+use engine::arrow::array::{AsArray, RecordBatch};
+use engine::arrow::datatypes::UInt64Type;
+use engine::table::ColumnKind;
+use influxql::ast::{Expr, SelectStatement};
+use ingest::{FieldType, MeasurementSchema};
+
+use super::cluster::strict_shard_condition;
+use super::error::InfluxqlError;
+use super::field_call::{field_call, Func};
+use super::plan::{Plan, Presence, Window};
+use super::rows::Row;
+use super::unflushed::{acked_parts, kind};
+use super::InfluxqlRequest;
+use crate::Storage;
+
+mod answer;
+mod combine;
+mod partial;
+
+use partial::sql_type;
+
+/// Series with undelivered rows past which the statement reads rows instead (each is
+/// listed in the shards' statements).
+const MAX_PENDING_SERIES: usize = 2_000;
+
+/// `__seq` values the partial statements pack with `__row` into one `UInt64` (the order of
+/// a point's writes; 18.16 has no `UInt128`, and comparing tuples there is 4× slower).
+const PACKED_SEQ_LIMIT: u64 = 1 << 32;
+
+/// One output column: a function of one field.
+#[derive(Debug, Clone, Copy)]
+struct Call {
+    func: Func,
+    field: usize,
+}
+
+/// One field the calls read.
+#[derive(Debug, Clone)]
+struct FieldUse {
+    name: String,
+    kind: ColumnKind,
+    /// A call reads its values (not only whether a point has one).
+    values: bool,
+}
+
+/// A statement's aggregate over one measurement, as partial aggregates on the shards.
+#[derive(Debug, Clone)]
+pub(crate) struct Pushdown {
+    calls: Vec<Call>,
+    fields: Vec<FieldUse>,
+    /// `GROUP BY` tags: the name, and whether the measurement has it (else `''`).
+    groups: Vec<(String, bool)>,
+    /// The tag conditions, for the shards' columns.
+    condition: Option<String>,
+    window: Option<Window>,
+    /// The answer's time is the lone selector's point's (`SELECT last(v) …`).
+    point_time: bool,
+    /// `[min, max]` (ns) of the rows read.
+    min: i64,
+    max: i64,
+    /// Where groups without values are dropped.
+    presence: Presence,
+    /// Time of an answer without a window or a picked point.
+    start: i64,
+}
+
+/// `plan`'s aggregate as partial aggregates (`None`: it does not decompose, or the rows are
+/// needed for another reason).
+pub(crate) fn decompose(
+    stmt: &SelectStatement,
+    plan: &Plan,
+    schema: &MeasurementSchema,
+    rest: &[Expr],
+) -> Option<Pushdown> {
+    let agg = plan.aggregate.as_ref()?;
+    if plan.source.is_some()
+        || plan.transforms()
+        || plan.columns.iter().any(|c| c.reducer.is_some())
+        || !plan.outer_where.is_empty()
+        || (agg.window.is_some() && agg.zone.is_some())
+        || stmt.fields.len() != plan.columns.len()
+        || plan.range.is_empty()
+    {
+        return None;
+    }
+    let mut fields: Vec<FieldUse> = Vec::new();
+    let mut calls = Vec::new();
+    for f in &stmt.fields {
+        let (func, field) = field_call(&f.expr, schema)?;
+        let ty = schema.fields.iter().find(|(n, _)| n == field)?.1;
+        let numeric = matches!(
+            ty,
+            FieldType::Float | FieldType::Integer | FieldType::UInteger
+        );
+        let fits = match func {
+            Func::Count => true,
+            Func::First | Func::Last => ty != FieldType::Boolean,
+            _ => numeric,
+        };
+        if !fits {
+            return None;
+        }
+        let index = match fields.iter().position(|u| u.name == *field) {
+            Some(i) => i,
+            None => {
+                fields.push(FieldUse {
+                    name: field.clone(),
+                    kind: kind(ty),
+                    values: false,
+                });
+                fields.len() - 1
+            }
+        };
+        fields[index].values |= func.reads_values();
+        calls.push(Call { func, field: index });
+    }
+    let point_time = agg.point_time.is_some();
+    if point_time && !matches!(calls.as_slice(), [c] if matches!(c.func, Func::First | Func::Last))
+    {
+        return None;
+    }
+    let condition = strict_shard_condition(rest, schema)?;
+    let groups = plan
+        .group_tags
+        .iter()
+        .map(|t| (t.clone(), schema.tag_keys.contains(t)))
+        .collect();
+    Some(Pushdown {
+        calls,
+        fields,
+        groups,
+        condition,
+        window: agg.window,
+        point_time,
+        min: plan.range.min.unwrap_or(i64::MIN),
+        max: plan.range.max.unwrap_or(i64::MAX),
+        presence: agg.presence,
+        start: plan.range.min.unwrap_or(0),
+    })
+}
+
+/// Which path a cluster read took, counted in `chingest_cluster_reads_total{path}`.
+pub(crate) fn count_read(path: &'static str) {
+    metrics::counter!("chingest_cluster_reads_total", "path" => path).increment(1);
+}
+
+/// How a pushed-down read applied point identity on the shards, counted in
+/// `chingest_cluster_pushdown_grouping_total{grouped}`: `rewritten` (every shard grouped
+/// only the series its index lists), `all` (a shard grouped every row), `again` (read again:
+/// a rewrite appeared while the shards were read).
+fn count_grouping(grouped: &'static str) {
+    metrics::counter!("chingest_cluster_pushdown_grouping_total", "grouped" => grouped)
+        .increment(1);
+}
+
+/// Registers the counters, so every label is exported before the first read.
+pub(crate) fn register_metrics() {
+    answer::register_metrics();
+    for path in ["pushdown", "rows"] {
+        metrics::counter!("chingest_cluster_reads_total", "path" => path).absolute(0);
+    }
+    for grouped in ["rewritten", "all", "again"] {
+        metrics::counter!("chingest_cluster_pushdown_grouping_total", "grouped" => grouped)
+            .absolute(0);
+    }
+}
+
+/// The largest `__seq` of a batch's column `name` (0 when empty).
+fn max_seq(batch: &RecordBatch, name: &str) -> u64 {
+    batch
+        .column_by_name(name)
+        .and_then(|c| {
+            let c = c.as_primitive_opt::<UInt64Type>()?;
+            engine::arrow::compute::max(c)
+        })
+        .unwrap_or(0)
+}
+
+impl Storage {
+    /// The rows of `plan`'s aggregate over `schema` on the cluster, computed by the shards
+    /// as partial aggregates; `None` when the statement does not decompose ([`decompose`])
+    /// or a write's order cannot be packed (a `__seq` past 2³²): then it reads the rows.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn cluster_pushdown(
+        &self,
+        cluster: &cluster::Cluster,
+        db: &str,
+        schema: &MeasurementSchema,
+        stmt: &SelectStatement,
+        plan: &Plan,
+        rest: &[Expr],
+        req: &InfluxqlRequest<'_>,
+    ) -> Result<Option<Vec<Row>>, InfluxqlError> {
+        let Some(push) = decompose(stmt, plan, schema, rest) else {
+            return Ok(None);
+        };
+        let unavailable = super::cluster::unavailable(format!("{:?}", schema.name));
+        let too_many = |e: cluster::ClusterError| match e {
+            cluster::ClusterError::TooManyRows { .. } => {
+                InfluxqlError::from(engine::SqlError::LimitExceeded(e.to_string()))
+            }
+            other => unavailable(other.to_string()),
+        };
+        let columns = push.columns(plan, schema);
+        let max_rows = self.row_limit();
+        // Acknowledged before the shards are read: a row delivered meanwhile is in both,
+        // and reads as one point (its series' rows are merged on the node).
+        let acked = self.wal.last_seq();
+        let pending = acked_parts(
+            self.reads.unflushed(),
+            db,
+            &schema.name,
+            push.min,
+            push.max,
+            acked,
+            max_rows,
+            req.cancel,
+        )?
+        .map(|parts| flush::unflushed::rows_in(&parts, &columns, push.min, push.max))
+        .transpose()
+        .map_err(|e| unavailable(e.to_string()))?
+        .flatten();
+        let pending_series: BTreeSet<u64> = pending
+            .as_ref()
+            .and_then(|b| b.column_by_name(engine::table::SERIES_ID))
+            .and_then(|c| c.as_primitive_opt::<UInt64Type>().cloned())
+            .map(|c| c.values().iter().copied().collect())
+            .unwrap_or_default();
+        if pending_series.len() > MAX_PENDING_SERIES {
+            return Ok(None);
+        }
+        let listed = (!pending_series.is_empty()).then(|| {
+            pending_series
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+        let table = cluster::Cluster::shard_table(db, &schema.name);
+        let partial = push.partial_sql(&table, listed.as_deref(), None);
+        let kinds = push.partial_kinds();
+        // The shards' partials, each shard grouping only the rows its index says may share
+        // a point; a shard read again if a rewrite appeared meanwhile.
+        let read_partials = || -> Result<Option<RecordBatch>, cluster::ClusterError> {
+            let sql = |_: usize, snapshot: Option<&cluster::IdentitySnapshot>| {
+                let split = snapshot.map(|s| s.rewritten.as_slice());
+                push.partial_sql(&table, listed.as_deref(), split)
+            };
+            let (parts, grouped) =
+                cluster.read_partials(db, &schema.name, &columns, sql, &kinds, max_rows)?;
+            count_grouping(grouped.label());
+            Ok(parts)
+        };
+        // The shards' partials and, for the series with undelivered rows, their shard rows
+        // raw (bounded: undelivered rows are), at once.
+        let (parts, node_rows) = std::thread::scope(|s| {
+            let (push, columns) = (&push, &columns);
+            let raw = listed.as_deref().map(|list| {
+                s.spawn(move || {
+                    let mut cond = format!("`series_id` IN ({list})");
+                    if let Some(c) = &push.condition {
+                        cond = format!("{cond} AND ({c})");
+                    }
+                    cluster.read_rows(
+                        db,
+                        &schema.name,
+                        columns,
+                        cluster::RowSelection {
+                            min: push.min,
+                            max: push.max,
+                            condition: Some(&cond),
+                            last_per_series: false,
+                            pointwise: None,
+                            whole_series: &[],
+                        },
+                        max_rows,
+                    )
+                })
+            });
+            let parts = read_partials();
+            let raw = raw.map(|h| h.join().expect("a shard read does not panic"));
+            (parts, raw)
+        });
+        let parts = parts.map_err(too_many)?;
+        let stored = node_rows.transpose().map_err(too_many)?.flatten();
+        let node = match (stored, pending) {
+            (None, None) => None,
+            (Some(b), None) | (None, Some(b)) => Some(b),
+            (Some(a), Some(b)) => Some(
+                engine::arrow::compute::concat_batches(&a.schema(), &[a.clone(), b])
+                    .map_err(|e| unavailable(e.to_string()))?,
+            ),
+        };
+        let packs = parts.as_ref().map_or(0, |p| max_seq(p, "ms")) < PACKED_SEQ_LIMIT
+            && node.as_ref().map_or(0, |n| max_seq(n, engine::table::SEQ)) < PACKED_SEQ_LIMIT;
+        if !packs {
+            return Ok(None);
+        }
+        count_read("pushdown");
+        let read = answer::Partials {
+            shards: parts,
+            node,
+            columns: &columns,
+            measurement: &schema.name,
+            shard_sql: &partial,
+        };
+        self.pushdown_answer(&push, read, req).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,129 @@
+//! The partial statements a pushed-down aggregate sends, and which aggregates decompose.
+
+use influxql::ast::Statement;
+
+use super::*;
+use crate::influxql::plan;
+
+fn schema() -> MeasurementSchema {
+    MeasurementSchema {
+        name: "cpu".into(),
+        tag_keys: vec!["dc".into(), "host".into()],
+        fields: vec![
+            ("v".into(), FieldType::Float),
+            ("n".into(), FieldType::Integer),
+            ("s".into(), FieldType::String),
+            ("b".into(), FieldType::Boolean),
+            ("u".into(), FieldType::UInteger),
+        ],
+    }
+}
+
+/// `q`'s aggregate over [`schema`] as partial aggregates.
+pub(super) fn pushed(q: &str) -> Option<Pushdown> {
+    let Statement::Select(stmt) = influxql::parse_statement(q).unwrap() else {
+        panic!("not a SELECT: {q}");
+    };
+    let schema = schema();
+    let shape = plan::check(&stmt).unwrap();
+    let filter = crate::influxql::range::split_in(stmt.condition.as_ref(), 0, None).unwrap();
+    let target = plan::Target {
+        db: "db",
+        schema: &schema,
+        all: &schema,
+        source: None,
+    };
+    let p = plan::plan(&stmt, shape, target, &filter, 0)
+        .unwrap()
+        .unwrap();
+    decompose(&stmt, &p, &schema, &filter.rest)
+}
+
+#[test]
+fn decomposable_aggregates_are_pushed_and_the_others_are_not() {
+    for q in [
+        "SELECT count(v), count(n) FROM cpu",
+        "SELECT sum(v), min(v), max(n), first(v), mean(n) FROM cpu GROUP BY dc",
+        "SELECT spread(v), last(s) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns, 3ns), host fill(0)",
+        "SELECT last(v) FROM cpu WHERE host = 'a' OR dc =~ /x/ GROUP BY host",
+        "SELECT count(b) AS c FROM cpu GROUP BY *",
+    ] {
+        assert!(pushed(q).is_some(), "{q}");
+    }
+    for q in [
+        "SELECT median(v) FROM cpu",
+        "SELECT count(v) FROM cpu WHERE v > 1",
+        "SELECT sum(v) + 1 FROM cpu",
+        "SELECT mean(*) FROM cpu",
+        "SELECT max(v) FROM cpu",
+        "SELECT derivative(mean(v)) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns)",
+        "SELECT max(b) FROM cpu",
+        "SELECT count(v::integer) FROM cpu",
+        "SELECT count(v) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns) tz('Europe/Paris')",
+        "SELECT count(v) FROM cpu WHERE dc = 'a' OR v > 1",
+        "SELECT count(v) FROM cpu WHERE nosuch = 'a'",
+    ] {
+        assert!(pushed(q).is_none(), "{q}");
+    }
+}
+
+#[test]
+fn partials_read_points_and_the_combination_has_the_aggregate_statement_columns() {
+    let p = pushed(
+        "SELECT count(v), mean(n), max(v) FROM cpu WHERE dc = 'x' AND time >= 5 AND time <= 99 \
+         GROUP BY time(10ns, 3ns), host, nosuch",
+    )
+    .unwrap();
+    let sql = p.partial_sql("`__shard_db`.`cpu`", Some("7,8"), None);
+    assert!(sql.contains("argMaxIf(__src.`v`, bitOr(bitShiftLeft(__src.`__seq`, 32), toUInt64(__src.`__row`)), isNotNull(__src.`v`)) AS __v0"), "{sql}");
+    assert!(sql.contains("WHERE __src.`time` >= toInt64(5) AND __src.`time` <= toInt64(99) AND (`dc` = 'x') AND __src.`series_id` NOT IN (7,8) GROUP BY __src.`series_id`, __src.`time`"), "{sql}");
+    assert!(
+        sql.contains(
+            "(__t - (((__t - toInt64(3)) % toInt64(10)) + toInt64(10)) % toInt64(10)) AS __p0"
+        ),
+        "{sql}"
+    );
+    assert!(sql.ends_with("GROUP BY __p0, __p1, __p2"), "{sql}");
+    let combine = p.combine_sql("P");
+    assert!(combine.starts_with("SELECT any(b) AS __iq_t, k0 AS __iq_g0, k1 AS __iq_g1, if(sum(n0) = 0, NULL, toInt64(sum(n0))) AS __iq_c0"), "{combine}");
+    assert!(
+        combine.ends_with("GROUP BY b, __iq_g0, __iq_g1 ORDER BY __iq_g0, __iq_g1, __iq_t"),
+        "{combine}"
+    );
+    // A selector: each series' partial first, then the group's by time and value.
+    let p = pushed("SELECT first(v), last(s) FROM cpu GROUP BY dc").unwrap();
+    let sql = p.partial_sql("t", None, None);
+    assert!(sql.contains("any(__sid) AS y0"), "{sql}");
+    assert!(
+        sql.contains("argMaxIf(v0, (-t0, assumeNotNull(v0)), n0 > 0)")
+            && sql.contains("argMaxIf(v1, (t1, assumeNotNull(v1)), n1 > 0)"),
+        "{sql}"
+    );
+    assert!(
+        sql.contains(" GROUP BY __sid, b) GROUP BY __p0, __p1"),
+        "{sql}"
+    );
+}
+
+#[test]
+fn with_an_index_only_the_rewritten_series_are_grouped() {
+    let p = pushed("SELECT count(v), last(v) FROM cpu GROUP BY host").unwrap();
+    let whole = p.partial_sql("t", None, None);
+    assert_eq!(
+        whole
+            .matches("GROUP BY __src.`series_id`, __src.`time`")
+            .count(),
+        1
+    );
+    // No rewrite: no row grouped by its point.
+    let none = p.partial_sql("t", Some("3"), Some(&[]));
+    assert!(!none.contains("GROUP BY __src.`series_id`"), "{none}");
+    assert!(none.contains("SELECT __src.`series_id` AS __sid, __src.`time` AS __t, __src.`host` AS __k0, CAST(__src.`v` AS Nullable(Float64)) AS __v0 FROM t AS __src WHERE __src.`series_id` NOT IN (3)"), "{none}");
+    // Two: their rows grouped, every other row as it is, both as one set of points.
+    let some = p.partial_sql("t", None, Some(&[5, 9]));
+    assert!(some.contains("FROM t AS __src WHERE __src.`series_id` NOT IN (5,9) UNION ALL SELECT __src.`series_id` AS __sid, __src.`time` AS __t, any(__src.`host`) AS __k0, CAST(argMaxIf(__src.`v`, "), "{some}");
+    assert!(
+        some.contains("WHERE __src.`series_id` IN (5,9) GROUP BY __src.`series_id`, __src.`time`"),
+        "{some}"
+    );
+}
