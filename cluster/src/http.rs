@@ -268,6 +268,15 @@ impl Client {
         Ok(v)
     }
 
+    /// The version shard `k`'s tables are laid out for: the oldest of its replicas' known
+    /// versions and the answering one's (a replicated table has one definition on every
+    /// replica, so a shard whose replicas differ gets what its oldest takes).
+    pub(crate) fn shard_version(&self, k: usize) -> Result<ServerVersion, ClusterError> {
+        let asked = self.on_some_replica(k, |r| self.server_version(k, r))?;
+        let known = self.versions.lock()[k].iter().flatten().min().copied();
+        Ok(known.map_or(asked, |v| v.min(asked)))
+    }
+
     /// Runs the statement `sql` makes for its server's version (`DROP …`) on every replica
     /// of shard `k`, each of which must answer (a replica that kept a dropped replicated
     /// table would hold its place in ZooKeeper, and a table made again under that name

@@ -1,11 +1,20 @@
-//! The layout of a measurement's table on a shard, in types every supported ClickHouse
-//! accepts (18.16 has no `DateTime64`, `Bool` or default `LowCardinality`): `time` as
-//! `Int64` nanoseconds, `series_id`, the writing node (`__node`) and the write's version
-//! (`__seq`, `__row`) that make a row's delivery checkable, tags as `String`, fields as
-//! `Nullable` of `Float64`, `Int64`, `UInt64`, `String` or `UInt8` (booleans). Sorted by
-//! `(series_id, time)` as the embedded table is, partitioned by time (retention drops whole
-//! partitions: [`partition_span_secs`]). A shard's own rows of `db`.`m` are in
-//! `__shard_<db>`.`m`; `db`.`m` is the `Distributed` table over all of them.
+//! The layout of a measurement's table on a shard: `time` as `Int64` nanoseconds,
+//! `series_id`, the writing node (`__node`) and the write's version (`__seq`, `__row`) that
+//! make a row's delivery checkable, tags as `String` (`LowCardinality(String)` on a server
+//! that has it as a plain type: [`ServerVersion::low_cardinality_tags`]), fields as
+//! `Nullable` of `Float64`, `Int64`, `UInt64`, `String` or `UInt8` (booleans: 18.16 has no
+//! `Bool`). Sorted by `(series_id, time)` as the embedded table is, partitioned by time
+//! (retention drops whole partitions: [`partition_span_secs`]). A shard's own rows of
+//! `db`.`m` are in `__shard_<db>`.`m`; `db`.`m` is the `Distributed` table over all of them.
+//!
+//! `time` stays `Int64` nanoseconds on every version, `DateTime64(9)` where a server has it
+//! (20.1+) included, for good: one layout means one read path (`read.rs` decodes the same
+//! `RowBinary` from every server, and a shard table made before an upgrade reads as one made
+//! after), nanoseconds are exact in either, the partition key and the pushed-down
+//! statements' bucket arithmetic are integer arithmetic every version runs alike, and
+//! `DateTime64(9)` spans only 1900–2262 where InfluxDB's `int64` nanoseconds span
+//! 1677–2262 (a point InfluxDB takes would be refused). Users' own SQL converts with
+//! `fromUnixTimestamp64Nano(time)` on a server that has it (20.5+).
 
 use engine::table::ColumnKind;
 use engine::{quote_ident, quote_string};
@@ -24,7 +33,9 @@ pub(crate) fn key_columns(node: &str) -> [(&'static str, &'static str, String); 
     ]
 }
 
-/// A user column's type on a shard.
+/// A user column's type as the node reads and writes it on every shard (a read casts to
+/// it, an insert sends it); a tag's column may be made `LowCardinality(String)`
+/// ([`column_type`]).
 pub(crate) fn shard_type(kind: ColumnKind) -> &'static str {
     match kind {
         ColumnKind::Tag => "String",
@@ -36,10 +47,20 @@ pub(crate) fn shard_type(kind: ColumnKind) -> &'static str {
     }
 }
 
+/// The type a user column of `kind` is made with on a server of version `v`: a tag is
+/// `LowCardinality(String)` where [`ServerVersion::low_cardinality_tags`], else as
+/// [`shard_type`].
+pub(crate) fn column_type(kind: ColumnKind, v: ServerVersion) -> &'static str {
+    match kind {
+        ColumnKind::Tag if v.low_cardinality_tags() => "LowCardinality(String)",
+        kind => shard_type(kind),
+    }
+}
+
 /// The kind a shard's column type stands for (`None`: not a user column's type).
 pub(crate) fn kind_of(shard_type: &str) -> Option<ColumnKind> {
     Some(match shard_type {
-        "String" => ColumnKind::Tag,
+        "String" | "LowCardinality(String)" => ColumnKind::Tag,
         "Nullable(Float64)" => ColumnKind::Float,
         "Nullable(Int64)" => ColumnKind::Integer,
         "Nullable(UInt64)" => ColumnKind::Unsigned,
@@ -154,14 +175,16 @@ pub(crate) fn engine(merge: &str, path: Option<&str>) -> String {
     }
 }
 
-/// `CREATE TABLE IF NOT EXISTS` with the key columns and `columns`, partitioned by spans
-/// of `span_secs` ([`partition_span_secs`]), its rows kept by `engine` ([`engine`]).
+/// `CREATE TABLE IF NOT EXISTS` with the key columns and `columns` (typed for a server of
+/// version `v`: [`column_type`]), partitioned by spans of `span_secs`
+/// ([`partition_span_secs`]), its rows kept by `engine` ([`engine`]).
 pub(crate) fn create_table(
     db: &str,
     measurement: &str,
     columns: &[(String, ColumnKind)],
     span_secs: u64,
     engine: &str,
+    v: ServerVersion,
 ) -> String {
     let mut cols: Vec<String> = key_columns("")
         .iter()
@@ -170,7 +193,7 @@ pub(crate) fn create_table(
     cols.extend(
         columns
             .iter()
-            .map(|(name, kind)| format!("{} {}", quote_ident(name), shard_type(*kind))),
+            .map(|(name, kind)| format!("{} {}", quote_ident(name), column_type(*kind, v))),
     );
     format!(
         "CREATE TABLE IF NOT EXISTS {} ({}) ENGINE = {engine} PARTITION BY {} \
@@ -181,13 +204,10 @@ pub(crate) fn create_table(
     )
 }
 
-/// `ADD COLUMN` of one user column to `table` (18.16 has no `IF NOT EXISTS` there).
-pub(crate) fn add_column(table: &str, name: &str, kind: ColumnKind) -> String {
-    format!(
-        "ALTER TABLE {table} ADD COLUMN {} {}",
-        quote_ident(name),
-        shard_type(kind)
-    )
+/// `ADD COLUMN` of one user column of type `ty` ([`column_type`]) to `table` (18.16 has no
+/// `IF NOT EXISTS` there).
+pub(crate) fn add_column(table: &str, name: &str, ty: &str) -> String {
+    format!("ALTER TABLE {table} ADD COLUMN {} {ty}", quote_ident(name))
 }
 
 /// `DROP TABLE IF EXISTS` of `table` (quoted) on a server of version `v`: gone at once,
@@ -225,7 +245,8 @@ pub(crate) fn create_distributed(db: &str, measurement: &str, cluster: &str) -> 
 }
 
 /// The structure `url()` writes, and the `SELECT` list that fills it from a batch in the
-/// embedded layout, for `columns`.
+/// embedded layout, for `columns`: the same on every server ([`shard_type`]; a
+/// `LowCardinality(String)` tag column takes `String` values, converted by the server).
 pub(crate) fn insert_shape(
     node: &str,
     columns: &[(String, ColumnKind)],
@@ -305,6 +326,49 @@ mod tests {
     }
 
     #[test]
+    fn tags_are_low_cardinality_only_where_the_server_has_it() {
+        let v = |t| ServerVersion::parse(t).unwrap();
+        let columns = [
+            ("host".to_string(), ColumnKind::Tag),
+            ("v".to_string(), ColumnKind::Float),
+        ];
+        // 18.16 keeps the statement it always had.
+        assert_eq!(
+            create_table("d", "m", &columns, 3600, "MergeTree", v("18.16.1")),
+            "CREATE TABLE IF NOT EXISTS `__shard_d`.`m` (`time` Int64, `series_id` UInt64, \
+             `__node` String, `__seq` UInt64, `__row` UInt32, `host` String, \
+             `v` Nullable(Float64)) ENGINE = MergeTree PARTITION BY \
+             intDiv(`time`, toInt64(3600000000000)) ORDER BY (`series_id`, `time`)"
+        );
+        let newer = create_table("d", "m", &columns, 3600, "MergeTree", v("24.8.4.13"));
+        assert!(
+            newer.contains("`host` LowCardinality(String), `v` Nullable(Float64))"),
+            "{newer}"
+        );
+        assert!(newer.contains("`__node` String,"), "{newer}");
+        assert_eq!(
+            add_column("t", "dc", column_type(ColumnKind::Tag, v("18.16.1"))),
+            "ALTER TABLE t ADD COLUMN `dc` String"
+        );
+        assert_eq!(
+            add_column("t", "dc", column_type(ColumnKind::Tag, v("20.1.2.4"))),
+            "ALTER TABLE t ADD COLUMN `dc` LowCardinality(String)"
+        );
+        assert_eq!(
+            column_type(ColumnKind::String, v("26.7.1.1")),
+            "Nullable(String)"
+        );
+        // Either form is a tag's column when a shard's table is read back.
+        assert_eq!(kind_of("String"), Some(ColumnKind::Tag));
+        assert_eq!(kind_of("LowCardinality(String)"), Some(ColumnKind::Tag));
+        assert_eq!(kind_of("LowCardinality(Nullable(String))"), None);
+        // What a node reads and inserts is the same on every version.
+        let (structure, _, select) = insert_shape("n", &columns);
+        assert!(structure.contains("`host` String"), "{structure}");
+        assert!(select.contains("CAST(`host` AS String)"), "{select}");
+    }
+
+    #[test]
     fn a_table_names_its_engine() {
         let sql = create_table(
             "d",
@@ -312,6 +376,7 @@ mod tests {
             &[("v".into(), ColumnKind::Float)],
             3600,
             &engine("MergeTree", Some("/c/0/x/y")),
+            ServerVersion::OLDEST_TESTED,
         );
         assert!(
             sql.contains("ENGINE = ReplicatedMergeTree('/c/0/x/y', '{replica}') PARTITION BY"),

@@ -119,6 +119,7 @@ impl Cluster {
             return Ok(());
         }
         let shard_db = schema::shard_database(db);
+        let version = self.http.shard_version(k)?;
         let path = self
             .config
             .zookeeper_path
@@ -134,6 +135,7 @@ impl Cluster {
                 columns,
                 self.partition_span_secs(db),
                 &schema::engine("MergeTree", path.as_deref()),
+                version,
             ),
         )?;
         let mut known = self.describe(k, &shard_db, measurement)?;
@@ -153,7 +155,11 @@ impl Cluster {
                 None => {
                     let added = self.http.statement(
                         k,
-                        &schema::add_column(&schema::table(db, measurement), name, *kind),
+                        &schema::add_column(
+                            &schema::table(db, measurement),
+                            name,
+                            schema::column_type(*kind, version),
+                        ),
                     );
                     match added {
                         Ok(_) => {}
@@ -244,16 +250,17 @@ impl Cluster {
         )?;
         self.http
             .statement_on(k, r, &schema::create_distributed(db, measurement, cluster))?;
-        let local = self.describe_on(k, r, &schema::shard_database(db), measurement)?;
+        let local = self.columns_on(k, r, &schema::shard_database(db), measurement)?;
         let mut have = self.describe_on(k, r, db, measurement)?;
         let table = schema::distributed_table(db, measurement);
-        for (name, kind) in &local {
+        // Each column as the shard table has it (a tag `String` or `LowCardinality`).
+        for (name, kind, ty) in &local {
             if have.contains_key(name) {
                 continue;
             }
             match self
                 .http
-                .statement_on(k, r, &schema::add_column(&table, name, *kind))
+                .statement_on(k, r, &schema::add_column(&table, name, ty))
             {
                 Ok(_) => {}
                 Err(ClusterError::Refused { message, .. })
@@ -285,6 +292,22 @@ impl Cluster {
         database: &str,
         measurement: &str,
     ) -> Result<HashMap<String, ColumnKind>, ClusterError> {
+        Ok(self
+            .columns_on(k, r, database, measurement)?
+            .into_iter()
+            .map(|(name, kind, _)| (name, kind))
+            .collect())
+    }
+
+    /// The user columns of `database`.`table` on replica `r` of shard `k`: name, kind and
+    /// type as the server has it.
+    fn columns_on(
+        &self,
+        k: usize,
+        r: usize,
+        database: &str,
+        measurement: &str,
+    ) -> Result<Vec<(String, ColumnKind, String)>, ClusterError> {
         let answer = self.http.statement_on(
             k,
             r,
@@ -298,7 +321,10 @@ impl Cluster {
             .lines()
             .filter_map(|l| l.split_once('\t'))
             .filter(|(n, _)| !matches!(*n, "time" | "series_id" | "__node" | "__seq" | "__row"))
-            .filter_map(|(n, t)| Some((unescape_tsv(n), schema::kind_of(t)?)))
+            .filter_map(|(n, t)| {
+                let t = unescape_tsv(t);
+                Some((unescape_tsv(n), schema::kind_of(&t)?, t))
+            })
             .collect())
     }
 }

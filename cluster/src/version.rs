@@ -40,6 +40,23 @@ impl ServerVersion {
         }
     }
 
+    /// Whether the tag columns of the shard tables this server makes are
+    /// `LowCardinality(String)` (20.1 and later), as a tag's few distinct values per part
+    /// are best stored: dictionary-encoded, smaller on disk, faster to filter and group by.
+    /// LowCardinality is a plain type, usable without a setting, on every 20.x and later
+    /// server (<https://clickhouse.com/docs/sql-reference/data-types/lowcardinality>); 18.16
+    /// has it only behind `allow_experimental_low_cardinality_type`, and 19.x is neither
+    /// tested nor gated in, so its tags stay `String`. Reads cast every tag to `String`
+    /// (`read.rs`), and an insert's `String` tags are converted by the server (its `Native`
+    /// input reads a block into the table's types), so only the `CREATE TABLE` and
+    /// `ADD COLUMN` differ; a table made as `String` before an upgrade stays so.
+    pub fn low_cardinality_tags(self) -> bool {
+        self >= ServerVersion {
+            major: 20,
+            minor: 1,
+        }
+    }
+
     /// What ends a `DROP TABLE` or `DROP DATABASE` on this server: ` SYNC` where a drop is
     /// otherwise deferred ([`atomic_databases`](Self::atomic_databases)), nothing on older
     /// servers (18.16 drops at once and has no `SYNC`).
@@ -74,6 +91,10 @@ mod tests {
         assert!(v("25.8.2.29").atomic_databases());
         assert_eq!(v("18.16.1").drop_suffix(), "");
         assert_eq!(v("26.7.1.1").drop_suffix(), " SYNC");
+        assert!(!v("18.16.1").low_cardinality_tags());
+        assert!(!v("19.17.9.60").low_cardinality_tags());
+        assert!(v("20.1.2.4").low_cardinality_tags());
+        assert!(v("24.8.4.13").low_cardinality_tags());
         for bad in ["", "x", "18", "18.x", "v24.8"] {
             assert_eq!(ServerVersion::parse(bad), None, "{bad}");
         }

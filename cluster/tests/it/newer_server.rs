@@ -21,6 +21,10 @@
 //!   `Distributed` table's `CREATE` is parsed, then made as the `Merge` table over the one
 //!   shard table it names (what a one-shard `Distributed` table reads), so the columns
 //!   added to it and `/api/v1/sql` over it run;
+//! - an `INSERT … FORMAT Native` and its rows are run as `INSERT … SELECT * FROM
+//!   format(Native, <the table's types of its columns>, <rows>)`: the block read into the
+//!   table's types as a server's `Native` input reads it (a `String` tag into a
+//!   `LowCardinality(String)` column), then inserted;
 //! - the HTTP-only parameters (`query`, `wait_end_of_query`, `user`, `password`,
 //!   `database`, `default_format`: the last applied as the statement's `FORMAT`) are the
 //!   interface's; every other URL parameter is a setting, and must be one 26.7 has (their
@@ -209,13 +213,18 @@ enum Run {
 /// doc says where the engine cannot run it as sent.
 fn statement_to_run(sql: &str, data: Option<&[u8]>, replica: &str) -> Result<Run, String> {
     if let Some(data) = data {
-        // `INSERT INTO t (cols) FORMAT Native` and its rows, as a server takes them.
+        // `INSERT INTO t (cols) FORMAT Native` and its rows, as a server takes them: its
+        // `Native` input reads the block into the table's types of those columns (a
+        // `String` block into a `LowCardinality(String)` column is converted, a block it
+        // cannot convert refused), then inserts it.
         let insert = sql
             .trim()
             .strip_suffix("FORMAT Native")
             .ok_or_else(|| format!("an insert's rows in another format: {sql}"))?;
+        let structure = insert_structure(insert)?;
         return Ok(Run::Sql(format!(
-            "{insert} SELECT * FROM format(Native, '{}')",
+            "{insert} SELECT * FROM format(Native, '{}', '{}')",
+            structure.replace('\\', "\\\\").replace('\'', "\\'"),
             escape_bytes(data)
         )));
     }
@@ -249,6 +258,47 @@ fn statement_to_run(sql: &str, data: Option<&[u8]>, replica: &str) -> Result<Run
         return Ok(Run::Sql(without_zookeeper(sql, at)));
     }
     Ok(Run::Sql(sql.to_string()))
+}
+
+/// The table's types of the columns `INSERT INTO <table> (<columns>)` names, as a
+/// structure (`` `a` String, `b` LowCardinality(String) ``): the header a server reads an
+/// insert's `Native` block into.
+fn insert_structure(insert: &str) -> Result<String, String> {
+    let head = insert
+        .trim()
+        .strip_prefix("INSERT INTO ")
+        .ok_or_else(|| format!("not an insert: {insert}"))?;
+    let open = head
+        .find(" (")
+        .ok_or_else(|| format!("an insert without its columns: {insert}"))?;
+    let (table, columns) = (
+        &head[..open],
+        head[open + 2..].trim_end().trim_end_matches(')'),
+    );
+    let (database, name) = table
+        .trim_matches('`')
+        .split_once("`.`")
+        .ok_or_else(|| format!("not a `db`.`table`: {table}"))?;
+    let literal = |t: &str| format!("'{}'", t.replace('\\', "\\\\").replace('\'', "\\'"));
+    let types = engine()
+        .query_text(&format!(
+            "SELECT name, type FROM system.columns WHERE database = {} AND table = {}",
+            literal(database),
+            literal(name)
+        ))
+        .map_err(engine_message)?;
+    let types: HashMap<&str, &str> = types.lines().filter_map(|l| l.split_once('\t')).collect();
+    columns
+        .split(", ")
+        .map(|quoted| {
+            let name = quoted.trim_matches('`');
+            let ty = types
+                .get(name)
+                .ok_or_else(|| format!("no column {quoted} in {table}: {insert}"))?;
+            Ok(format!("{quoted} {ty}"))
+        })
+        .collect::<Result<Vec<_>, String>>()
+        .map(|c| c.join(", "))
 }
 
 /// 26.7 parses `sql` (`EXPLAIN AST`), or its error.
@@ -314,8 +364,10 @@ fn error_code(text: &str) -> Option<u32> {
 #[test]
 fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
     use ::cluster::{Cluster, ClusterConfig, RowSelection, ServerVersion};
-    use engine::table::ColumnKind;
+    use engine::arrow::array::AsArray;
+    use engine::table::{ColumnKind, Part};
 
+    use crate::batch::{batch, Col};
     use crate::cluster::{config, part};
     use crate::database_name;
 
@@ -453,6 +505,78 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         "{row}"
     );
 
+    // The layout of a server that has `LowCardinality`: tags made so, a tag added later
+    // too (on the shard table and the `Distributed` one over it), `__node` and the fields
+    // as on 18.16; the inserts' `String` tags taken into them, and read back as `String`.
+    assert!(version.low_cardinality_tags());
+    let types = |database: &str| {
+        e.query_text(&format!(
+            "SELECT name, type FROM system.columns WHERE database = '{database}' \
+             AND table = 'cpu' ORDER BY name FORMAT TabSeparated"
+        ))
+        .unwrap()
+    };
+    let with_dc = Part {
+        seq: 6,
+        batch: batch(
+            vec![6_000_000_000; 2],
+            vec![1001, 1002],
+            vec![
+                Col::Tag("dc", vec!["eu", "us"]),
+                Col::Tag("host", vec!["h100", "h101"]),
+                Col::F("usage", vec![Some(1.0), Some(2.0)]),
+            ],
+        ),
+    };
+    cluster.deliver(e, &db, "cpu", &[with_dc], 0).unwrap();
+    let dc_columns = [
+        ("dc".to_string(), ColumnKind::Tag),
+        ("host".to_string(), ColumnKind::Tag),
+        ("usage".to_string(), ColumnKind::Float),
+    ];
+    let back = cluster
+        .read_rows(
+            &db,
+            "cpu",
+            &dc_columns,
+            RowSelection {
+                min: 0,
+                max: i64::MAX,
+                condition: Some("`dc` != '' AND `host` IN ('h100', 'h101')"),
+                last_per_series: false,
+                pointwise: None,
+                whole_series: &[],
+            },
+            1000,
+        )
+        .unwrap()
+        .unwrap();
+    let mut dcs: Vec<&str> = back
+        .column_by_name("dc")
+        .unwrap()
+        .as_string::<i32>()
+        .iter()
+        .flatten()
+        .collect();
+    dcs.sort();
+    assert_eq!(dcs, ["eu", "us"]);
+    for database in [format!("__shard_{db}"), db.clone()] {
+        assert_eq!(
+            types(&database),
+            "__node\tString\n__row\tUInt32\n__seq\tUInt64\ndc\tLowCardinality(String)\n\
+             host\tLowCardinality(String)\nok\tNullable(UInt8)\nseries_id\tUInt64\n\
+             time\tInt64\nusage\tNullable(Float64)\n",
+            "{database}"
+        );
+    }
+    // The catalog every node reads takes a `LowCardinality(String)` column for a tag.
+    let catalog = cluster.catalog().unwrap();
+    let learned = &catalog.tables[&(db.clone(), "cpu".to_string())];
+    assert_eq!(
+        (learned.get("dc"), learned.get("host")),
+        (Some(&ColumnKind::Tag), Some(&ColumnKind::Tag))
+    );
+
     // Pushed-down aggregates: the index of points written twice (loaded whole, then
     // checked for a new delivery's blocks), and a partial statement grouping only the
     // rewritten series' rows.
@@ -482,6 +606,35 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         .0
         .unwrap();
     assert_eq!(parts.num_rows(), 1);
+    // A partial grouped by a `LowCardinality(String)` tag, read back as `String`.
+    let by_tag = [
+        ("dc".to_string(), ColumnKind::Tag),
+        ("n".to_string(), ColumnKind::Unsigned),
+    ];
+    let grouped = cluster
+        .read_partials(
+            &db,
+            "cpu",
+            &dc_columns,
+            |_, _| {
+                format!(
+                    "SELECT __src.`dc` AS __p0, count() AS __p1 FROM {table} AS __src \
+                     WHERE __src.`dc` IN ('eu', 'us') GROUP BY __p0 ORDER BY __p0"
+                )
+            },
+            &by_tag,
+            10,
+        )
+        .unwrap()
+        .0
+        .unwrap();
+    let dcs: Vec<&str> = grouped
+        .column(0)
+        .as_string::<i32>()
+        .iter()
+        .flatten()
+        .collect();
+    assert_eq!(dcs, ["eu", "us"]);
     // Deletes, the nodes' progress, retention, drops.
     assert!(cluster
         .delete_rows(&db, "cpu", Some("`host` = 'h3'"))
@@ -536,6 +689,7 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
     seen.refused.extend(theirs.refused.iter().cloned());
     assert!(seen.statements.iter().any(|s| s.ends_with(" SYNC")));
     for sent in [
+        "ADD COLUMN `dc` LowCardinality(String)",
         "FROM system.parts",
         "splitByChar('_', _part)",
         "ENGINE = ReplicatedMergeTree(",
