@@ -22,6 +22,20 @@
 //! holds and sends only the others ([`Cluster::deliver`]; an insert whose rows span
 //! partitions is stored as one part per partition, so a shard may hold a write in part:
 //! [`held`]).
+//!
+//! Not with `insert_deduplication_token` on the servers that have it either (issue #43),
+//! because it would be wrong or add nothing next to this scheme:
+//! - a token deterministic per delivery (incarnation, shard, first and last `__seq`) names
+//!   a retry that sends *other rows* than the first attempt — only those the shard does not
+//!   hold — and a server deduplicates an insert's blocks by the token alone (one block per
+//!   partition, numbered in order): a retry completing a write held in part would be taken
+//!   for the part already stored, and its rows silently dropped;
+//! - deduplication remembers only a window of recent blocks per table
+//!   (`replicated_deduplication_window`, by count and age; a plain `MergeTree` none by
+//!   default), so a node retrying after an outage longer than the window must ask the shard
+//!   all the same — and asking is one small `SELECT` per retried job, never per delivery;
+//! - a replicated table already drops an insert's block identical to one it holds (by the
+//!   block's hash), which a retry of the same rows is: the token would add nothing there.
 
 #![deny(unsafe_code)]
 

@@ -14,6 +14,17 @@
 //!   drops every partition that ends at or before `now - retention`: a point is gone at
 //!   most one span after it expired, and nothing is rewritten. Every node runs it
 //!   (dropping a partition twice is a no-op), so it does not depend on any one node.
+//! - **Not by `TTL`, on any version** (issue #43: servers since 19.6 have it): the
+//!   partition drops stay the one mechanism, and no table is made with a `TTL` as a backup
+//!   either. A retention changes (`ALTER RETENTION POLICY`), and the drops read it from
+//!   the agreed settings each time they run, so a longer retention keeps every point it
+//!   should; a `TTL` is fixed in each table's definition, and would need a `MODIFY TTL` on
+//!   every table of every shard — one down then, or a table made by a node that had not
+//!   yet read the new setting, would go on deleting at the old, shorter retention: points
+//!   lost that the user asked to keep. Row-level `TTL` rewrites parts in its merges, and
+//!   it takes `DateTime` (seconds from 1970), not the table's `Int64` nanoseconds. Reads
+//!   do not filter by retention (nor does InfluxDB, whose expired points stay readable
+//!   until their shard group is dropped): a point is gone when its partition is.
 
 use std::collections::{BTreeMap, HashMap};
 
