@@ -549,6 +549,12 @@ max_backlog = 268435456
 # A read waits at most this long (ms) for the applier to catch up with the writes
 # acknowledged before it, then goes to the engine (the engine's floor is 3-4 ms).
 apply_wait_ms = 3
+# Which measurements are held: "read" (from the first statement the store could answer
+# that reads one, which goes to the engine and starts its refill; the others' writes cost
+# a lookup) or "all" (every measurement written: every write pays the insert).
+hold = "read"
+# With hold = "read": a measurement not read for this long is dropped from the store.
+idle = "1h"
 
 [limits]
 # Body bytes (raw + decompressed) in memory across in-flight writes. 256 MiB.

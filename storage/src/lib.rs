@@ -53,7 +53,7 @@ use parking_lot::{Mutex, RwLock};
 pub use ::cluster::ClusterError;
 pub use config::{StorageConfig, WalCompression};
 pub use error::StorageError;
-pub use hot::HotConfig;
+pub use hot::{Hold, HotConfig};
 pub use influxql::{InfluxqlError, InfluxqlRequest, StatementResult};
 pub use registry::POLICY_DATABASE_PREFIX;
 pub use store::{
@@ -102,9 +102,10 @@ impl std::fmt::Debug for Storage {
 
 impl Storage {
     /// Applies `[hot]` (call before the first write) and, when it is on,
-    /// starts refilling it with the recent points of the measurements that
-    /// existed at start (`hot/refill.rs`). With `[storage] engine =
-    /// "clickhouse"` the hot store stays off whatever it says.
+    /// starts its applier and its refill thread (`hot/refiller.rs`: with
+    /// `hold = "all"` it first refills the measurements that existed at
+    /// start). With `[storage] engine = "clickhouse"` the hot store stays off
+    /// whatever it says.
     pub fn configure_hot(self: &Arc<Self>, config: HotConfig) -> Result<(), StorageError> {
         let config = HotConfig {
             enabled: config.enabled && self.cluster.is_none(),
@@ -116,12 +117,7 @@ impl Storage {
                 what: "applying [hot]",
                 message,
             })?;
-        let storage = Arc::downgrade(self);
-        self.hot.start(Box::new(move || {
-            if let Some(s) = storage.upgrade() {
-                s.start_hot_refill();
-            }
-        }));
+        self.hot.start();
         self.start_hot_refill();
         Ok(())
     }

@@ -13,18 +13,19 @@ use serde_json::Value;
 use crate::util::{data_dir, Server, Spawn};
 
 /// 2026-03-29T00:00:00Z: Europe/Paris moves to summer time at 01:00 UTC.
-const T0: i64 = 1_774_742_400_000_000_000;
-const S: i64 = 1_000_000_000;
+pub(crate) const T0: i64 = 1_774_742_400_000_000_000;
+pub(crate) const S: i64 = 1_000_000_000;
 /// Six hours of points.
-const SPAN: i64 = 6 * 3600 * S;
+pub(crate) const SPAN: i64 = 6 * 3600 * S;
 
 use crate::read_your_writes::write;
 
-const OFF: &str = "[hot]\nenabled = false\n";
-/// On, and a read waits as long as it takes for the applier (it runs at idle
-/// priority: on a loaded machine a few ms may not do), so the path is the hot
-/// store's whenever it holds the range.
-const ON: &str = "[hot]\nenabled = true\napply_wait_ms = 60000\n";
+pub(crate) const OFF: &str = "[hot]\nenabled = false\n";
+/// On, holding every measurement (not only those read: `hot_demand.rs` tests
+/// that), and a read waits as long as it takes for the applier (it runs at
+/// idle priority: on a loaded machine a few ms may not do), so the path is
+/// the hot store's whenever it holds the range.
+const ON: &str = "[hot]\nenabled = true\nhold = \"all\"\napply_wait_ms = 60000\n";
 
 /// Runs a statement that changes data (POST), asserting it succeeded.
 fn exec(s: &Server, db: &str, q: &str) {
@@ -40,7 +41,7 @@ fn exec(s: &Server, db: &str, q: &str) {
 }
 
 /// The answer (status, JSON) and the read path header of `q`.
-fn ask(s: &Server, db: &str, q: &str) -> (u16, Value, String) {
+pub(crate) fn ask(s: &Server, db: &str, q: &str) -> (u16, Value, String) {
     let r = s
         .client
         .get(s.url("/query"))
@@ -78,7 +79,7 @@ impl Rng {
 /// offset (no two series share a time: `first`/`last` over several series are
 /// then one point), gaps, points without `f` or `i`, and rewrites of earlier
 /// points (some only `f`: the merge is field by field).
-fn points(seed: u64) -> Vec<String> {
+pub(crate) fn points(seed: u64) -> Vec<String> {
     let mut rng = Rng(seed);
     let mut lines = Vec::new();
     for k in 0..5i64 {
@@ -119,7 +120,7 @@ fn points(seed: u64) -> Vec<String> {
     lines
 }
 
-fn load(servers: &[&Server], db: &str, lines: &[String]) {
+pub(crate) fn load(servers: &[&Server], db: &str, lines: &[String]) {
     for s in servers {
         s.query(&format!("CREATE DATABASE {db}"));
         for chunk in lines.chunks(500) {
@@ -141,7 +142,7 @@ fn same(hot: &Server, engine: &Server, db: &str, q: &str, want_hot: bool) {
     }
 }
 
-fn range(a: i64, b: i64) -> String {
+pub(crate) fn range(a: i64, b: i64) -> String {
     format!("time >= {} AND time < {}", T0 + a, T0 + b)
 }
 
@@ -841,7 +842,7 @@ fn strings_and_booleans(hot: &Server, engine: &Server) {
 }
 
 /// A gauge or counter's value in `/metrics`.
-fn metric(s: &Server, name: &str) -> f64 {
+pub(crate) fn metric(s: &Server, name: &str) -> f64 {
     let text = s.get("/metrics").text().unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
@@ -923,7 +924,7 @@ fn hot_store_evicts_by_window_and_memory() {
     let max_memory = 60_000;
     let hot = Spawn::new(dh.path())
         .config(&format!(
-            "[hot]\nenabled = true\nwindow = \"1h\"\nmax_memory = {max_memory}\napply_wait_ms = 60000\n"
+            "[hot]\nenabled = true\nhold = \"all\"\nwindow = \"1h\"\nmax_memory = {max_memory}\napply_wait_ms = 60000\n"
         ))
         .start();
     let engine = Spawn::new(de.path()).config(OFF).start();
@@ -1159,7 +1160,8 @@ fn hot_store_refill_past_max_memory_leaves_the_measurement_to_the_engine() {
     // points plain), under 40,000; but the refill counts a slice at its plain
     // size (17 bytes a point), so any slice of 1,765 points or more is over
     // 3/4 of it, whichever way the refill slices them.
-    let config = "[hot]\nenabled = true\nmax_memory = 40000\napply_wait_ms = 60000\n";
+    let config =
+        "[hot]\nenabled = true\nhold = \"all\"\nmax_memory = 40000\napply_wait_ms = 60000\n";
     let lines: Vec<String> = (0..5000)
         .map(|k| format!("big,host=a f={k} {}", T0 + k * S))
         .collect();
@@ -1189,7 +1191,7 @@ fn hot_store_refill_past_max_memory_leaves_the_measurement_to_the_engine() {
 }
 
 /// The answers of `q` on both servers, whichever path answered (the path of `hot`'s too).
-fn answers(hot: &Server, engine: &Server, db: &str, q: &str) -> String {
+pub(crate) fn answers(hot: &Server, engine: &Server, db: &str, q: &str) -> String {
     let (hs, ha, hp) = ask(hot, db, q);
     let (es, ea, _) = ask(engine, db, q);
     assert_eq!((hs, &ha), (es, &ea), "answers differ ({hp}): {q}");
@@ -1203,7 +1205,7 @@ fn answers(hot: &Server, engine: &Server, db: &str, q: &str) -> String {
 fn hot_store_refills_what_a_dropped_backlog_lost() {
     let (dh, de) = (data_dir(), data_dir());
     let hot = Spawn::new(dh.path())
-        .config("[hot]\nenabled = true\nmax_backlog = 1\napply_wait_ms = 60000\n")
+        .config("[hot]\nenabled = true\nhold = \"all\"\nmax_backlog = 1\napply_wait_ms = 60000\n")
         .start();
     let engine = Spawn::new(de.path()).config(OFF).start();
     let lines = points(7);
@@ -1249,7 +1251,7 @@ fn hot_store_refills_what_a_dropped_backlog_lost() {
 fn hot_store_reads_behind_the_applier_go_to_the_engine() {
     let d = data_dir();
     let s = Spawn::new(d.path())
-        .config("[hot]\nenabled = true\napply_wait_ms = 0\n")
+        .config("[hot]\nenabled = true\nhold = \"all\"\napply_wait_ms = 0\n")
         .start();
     s.query("CREATE DATABASE b");
     let behind = "chingest_hot_fallbacks_total{reason=\"behind\"}";

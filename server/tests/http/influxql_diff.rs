@@ -704,7 +704,7 @@ fn influxql_answers_match_influxdb_1x() {
     // from memory must be InfluxDB's answer too.
     let hot_dir = data_dir();
     let hot = Spawn::new(hot_dir.path())
-        .config("[hot]\nenabled = true\napply_wait_ms = 60000\n")
+        .config("[hot]\nenabled = true\nhold = \"all\"\napply_wait_ms = 60000\n")
         .start();
     load(&http, &hot.base, "chingest with [hot] on");
     wait_flushed(&hot);

@@ -74,7 +74,10 @@ fn check(s: &Server, db: &str) {
 #[test]
 fn first_and_last_break_ties_between_series_by_the_larger_value() {
     // The hot store's evaluator and the engine's statements (`[hot] enabled = false`).
-    for config in ["[hot]\nenabled = true\n", "[hot]\nenabled = false\n"] {
+    for config in [
+        "[hot]\nenabled = true\nhold = \"all\"\n",
+        "[hot]\nenabled = false\n",
+    ] {
         let dir = data_dir();
         let s = Spawn::new(dir.path()).config(config).start();
         s.query("CREATE DATABASE t");

@@ -31,6 +31,7 @@ mod door;
 mod drop_measurement;
 mod grafana;
 mod hot;
+mod hot_demand;
 mod influxql;
 mod influxql_diff;
 mod influxql_render;

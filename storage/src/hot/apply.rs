@@ -53,8 +53,8 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{HotStore, Key};
 
-/// How long after a dropped backlog the applier counts as behind
-/// ([`Applier::caught_up`]).
+/// How long after a dropped backlog the applier counts as dropping
+/// ([`Applier::dropping`]).
 pub(super) const QUIET: Duration = Duration::from_secs(10);
 
 /// Rows applied under one hold of the tables' write lock.
@@ -68,10 +68,11 @@ pub(crate) const HOT_BACKLOG_BYTES: &str = "chingest_hot_backlog_bytes";
 /// What the applier does with one queued item.
 #[derive(Debug)]
 pub(super) enum Item {
-    /// The kept parts of one WAL entry of `db`: inserted.
+    /// The kept parts of one WAL entry of `db` (measurement, the epoch it
+    /// was wanted in: `wanted.rs`, batch): inserted.
     Parts {
         db: String,
-        parts: Vec<(String, RecordBatch)>,
+        parts: Vec<(String, u64, RecordBatch)>,
     },
     /// A dead letter of this measurement was set aside: forgotten.
     Forget(Key),
@@ -140,7 +141,7 @@ impl Applier {
                 match q.item {
                     Item::Parts { db, parts } => {
                         dropped += 1;
-                        lost.extend(parts.into_iter().map(|(m, _)| (db.clone(), m)));
+                        lost.extend(parts.into_iter().map(|(m, _, _)| (db.clone(), m)));
                     }
                     Item::Lost(keys) => lost.extend(keys),
                     // Permanent whatever the order: kept, after the marker.
@@ -171,14 +172,11 @@ impl Applier {
         self.work.notify_one();
     }
 
-    /// Whether the applier keeps up: nothing waits or is being applied, and
-    /// no backlog was dropped for [`QUIET`] (right after a drop the queue is
-    /// short whatever the pace of the writes).
-    pub(super) fn caught_up(&self) -> bool {
+    /// Whether a backlog was dropped less than [`QUIET`] ago: the writes
+    /// outran the applier, and a refill now would likely be lost again.
+    pub(super) fn dropping(&self) -> bool {
         let st = self.state.lock();
-        st.items.is_empty()
-            && st.running.is_none()
-            && st.dropped_at.is_none_or(|t| t.elapsed() >= QUIET)
+        st.dropped_at.is_some_and(|t| t.elapsed() < QUIET)
     }
 
     /// The newest sequence queued.
@@ -306,8 +304,6 @@ pub(super) fn lowest_priority() {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     use engine::arrow::array::{ArrayRef, Int64Array, StringArray, UInt64Array};
     use engine::arrow::datatypes::{DataType, Field, Schema};
     use flush::PartsObserver;
@@ -317,23 +313,22 @@ mod tests {
     use crate::hot::testing::batch;
     use crate::HotConfig;
 
-    /// A store that is on, its applier started (held), and how often it asked for a refill.
-    fn store(max_backlog: u64) -> (Arc<HotStore>, Arc<AtomicUsize>) {
+    /// A store that is on, holding every measurement, its applier started
+    /// (held), and how often it asked for a refill (`Kick::count`).
+    fn store(max_backlog: u64) -> (Arc<HotStore>, impl Fn() -> usize) {
         let s = Arc::new(HotStore::new([]));
         s.configure(HotConfig {
             enabled: true,
             window: "1h".into(),
             max_backlog,
+            hold: crate::hot::Hold::All,
             ..HotConfig::default()
         })
         .unwrap();
-        let refills = Arc::new(AtomicUsize::new(0));
-        let r = refills.clone();
-        s.start(Box::new(move || {
-            r.fetch_add(1, Ordering::SeqCst);
-        }));
+        s.start();
         s.applier.pause(true);
-        (s, refills)
+        let k = s.clone();
+        (s, move || k.kick.count())
     }
 
     fn key(m: &str) -> Key {
@@ -491,7 +486,7 @@ mod tests {
         assert_eq!(floats(&s, "m"), None);
         assert!(!s.read().tables.contains_key(&key("m")));
         assert!(floats(&s, "o").is_some());
-        assert_eq!(refills.load(Ordering::SeqCst), 1);
+        assert_eq!(refills(), 1);
         let spell = s.spell(&key("m")).expect("pending");
         // A write after the drop lands; the refill fills around it.
         s.received("d", 4, &[("m", &batch(&[(1, 40, 4.0)]))]);
@@ -515,12 +510,13 @@ mod tests {
         applied(&s, 6);
         assert!(!s.refill_done(&key("m"), spell, 0));
         assert_eq!(floats(&s, "m"), None);
-        assert_eq!(refills.load(Ordering::SeqCst), 2);
+        assert_eq!(refills(), 2);
     }
 
     /// `cargo test -p storage --release hot_received_cost -- --ignored --nocapture`:
     /// the coordinator's time per received batch (TSBS's shape: 200 hosts, 10
-    /// integer fields, 2,000 rows) with the store off, on (queued for the
+    /// integer fields, 2,000 rows) with the store off, on but the measurement
+    /// not read (`hold = "read"`: a lookup), on (queued for the
     /// applier, which is held so only the coordinator's side is timed), and
     /// inserting synchronously as the coordinator did before the applier.
     #[test]
@@ -558,7 +554,7 @@ mod tests {
             let started = Instant::now();
             for (k, b) in batches.iter().enumerate() {
                 if sync {
-                    s.add("d", &[("cpu", b)]);
+                    s.add("d", &[("cpu", 0, b)]);
                 } else {
                     s.received("d", k as u64 + 1, &[("cpu", b)]);
                 }
@@ -571,9 +567,18 @@ mod tests {
         let inserted = time(&sync, true);
         let off = HotStore::new([]);
         let nothing = time(&off, false);
+        // `hold = "read"`, the measurement not read: a lookup, nothing queued.
+        let unread = HotStore::new([]);
+        unread
+            .configure(HotConfig {
+                enabled: true,
+                ..HotConfig::default()
+            })
+            .unwrap();
+        let skipped = time(&unread, false);
         println!(
-            "µs per received batch of 2,000 rows: off {nothing:.2}, queued {queued:.2}, \
-             inserted synchronously {inserted:.1}"
+            "µs per received batch of 2,000 rows: off {nothing:.2}, not read {skipped:.2}, \
+             queued {queued:.2}, inserted synchronously {inserted:.1}"
         );
         on.stop();
         sync.stop();

@@ -7,10 +7,11 @@ use serde::{Deserialize, Serialize};
 #[serde(default, deny_unknown_fields)]
 pub struct HotConfig {
     /// Keep each series' recent points in memory and answer small dashboard
-    /// statements from them instead of the engine. Default: false: the insert costs
-    /// the write path CPU (about a fifth more per point on 2 cores, and in one of two
-    /// same-run A/Bs a lower sustainable rate: test_results/history/ab_stop47_hot.md)
-    /// until it is made cheaper.
+    /// statements from them instead of the engine. Default: false: holding every
+    /// measurement cost the write path CPU (about a fifth more per point on 2
+    /// cores, and a lower sustainable rate in the same-run ramp A/B:
+    /// test_results/history/ab_stop48_hot.md); `hold = "read"` (the default)
+    /// limits that cost to the measurements read, not yet measured in that A/B.
     /// Only with
     /// `[storage] engine = "embedded"` (with a ClickHouse cluster other nodes
     /// may write the same series: nothing is held or served then).
@@ -45,6 +46,29 @@ pub struct HotConfig {
     /// floor is 3–4 ms a statement (docs/influxql.md), so waiting longer than
     /// that costs more than the engine would.
     pub apply_wait_ms: u64,
+    /// Which measurements are held: `read` (the default) holds a measurement
+    /// only once a statement the store could answer has read it (that
+    /// statement and the ones during its refill go to the engine), and drops
+    /// it after `idle` without such a read; until then its writes cost the
+    /// write path a hash lookup per batch and nothing more. `all` holds every
+    /// measurement written (every acknowledged point readable from the store
+    /// at once, at the insert's cost for every write).
+    pub hold: Hold,
+    /// With `hold = "read"`: how long a held measurement may go unread before it
+    /// is dropped from the store and its writes stop being fed to it (a
+    /// duration as `window`). Default `1h`.
+    pub idle: String,
+}
+
+/// [`HotConfig::hold`].
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Hold {
+    /// The measurements reads ask for.
+    #[default]
+    Read,
+    /// Every measurement written.
+    All,
 }
 
 impl Default for HotConfig {
@@ -56,6 +80,8 @@ impl Default for HotConfig {
             max_series: 1000,
             max_backlog: 256 << 20,
             apply_wait_ms: 3,
+            hold: Hold::Read,
+            idle: "1h".to_string(),
         }
     }
 }
@@ -65,6 +91,12 @@ impl HotConfig {
     pub fn window_ns(&self) -> Result<i64, String> {
         parse_duration(&self.window)
             .ok_or_else(|| format!("hot.window: not a duration: {:?}", self.window))
+    }
+
+    /// [`HotConfig::idle`] in ns; an error names what is wrong.
+    pub fn idle_ns(&self) -> Result<i64, String> {
+        parse_duration(&self.idle)
+            .ok_or_else(|| format!("hot.idle: not a duration: {:?}", self.idle))
     }
 
     /// [`HotConfig::apply_wait_ms`].

@@ -13,16 +13,22 @@
 //! refused is never here. Sequence order makes the last write win, field by
 //! field, as the engine's point merge does.
 //!
+//! Which measurements (`wanted.rs`): with `[hot] hold = "read"` (the default)
+//! only those a statement the store could answer has read, from that first read
+//! on, until one goes unread for `[hot] idle`; the coordinator does not even
+//! queue the others' writes. With `hold = "all"` every measurement written.
+//!
 //! What it holds completely, per measurement: every point with a time at or after
-//! `Table::complete_from`. A measurement first written after start-up is complete
-//! from the beginning of time; eviction by window (relative to each series' newest
-//! point, not the wall clock) or by memory only raises that bound. Measurements
-//! that existed when the process started are *pending*: the coordinator feeds
-//! their tables as any other, but they are not served until the background
-//! refill (`refill.rs`) has merged in their points from their newest point −
-//! `window` on, read through the normal read path (engine and unflushed WAL
-//! rows), filling only what the table's own newer writes left empty; then they
-//! are complete from that cutoff. Measurements whose writes the applier had to
+//! `Table::complete_from`. With `hold = "all"` a measurement first written after
+//! start-up is complete from the beginning of time; eviction by window (relative
+//! to each series' newest point, not the wall clock) or by memory only raises
+//! that bound. Measurements that existed when the process started (`"all"`), and
+//! those first read (`"read"`), are *pending*: the coordinator feeds their
+//! tables as any other, but they are not served until the background refill
+//! (`refill.rs`) has merged in their points from their newest point − `window`
+//! on, read through the normal read path (engine and unflushed WAL rows),
+//! filling only what the table's own newer writes left empty; then they are
+//! complete from that cutoff. Measurements whose writes the applier had to
 //! drop (its backlog past `[hot] max_backlog`) are emptied and become pending
 //! likewise. One whose refill fails or does not fit in
 //! `max_memory`, one of a database with a retention (the evaluator refuses
@@ -38,15 +44,18 @@ mod column;
 mod config;
 #[cfg(test)]
 mod cost;
+mod observe;
 mod refill;
+mod refiller;
 mod series;
 pub(crate) mod table;
 #[cfg(test)]
 mod testing;
+mod wanted;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use engine::arrow::array::RecordBatch;
@@ -54,8 +63,11 @@ use parking_lot::{RwLock, RwLockReadGuard};
 
 use apply::{Applier, Item, SLICE_ROWS};
 
-pub use config::HotConfig;
+pub use config::{Hold, HotConfig};
+pub(crate) use observe::AdminWrites;
+use refiller::Kick;
 use table::Table;
+use wanted::Wanted;
 
 /// Bytes the hot store holds.
 pub(crate) const HOT_BYTES: &str = "chingest_hot_bytes";
@@ -69,6 +81,9 @@ pub(crate) const HOT_REFILL_PENDING: &str = "chingest_hot_refill_pending";
 pub(crate) const HOT_REFILL_SECONDS: &str = "chingest_hot_refill_seconds";
 /// Points the refill merged into the store.
 pub(crate) const HOT_REFILL_POINTS: &str = "chingest_hot_refill_points_total";
+/// Measurements by state: `wanted` (read with `[hot] hold = "read"`: held
+/// from then on), `pending` (held, waiting for their refill) or `served`.
+pub(crate) const HOT_MEASUREMENTS: &str = "chingest_hot_measurements";
 /// Reads the store could have answered that went to the engine, by reason:
 /// `behind` (the applier had not applied every acknowledged write within
 /// `[hot] apply_wait_ms`), `locked` (the tables' lock was not free by then).
@@ -89,6 +104,10 @@ pub(crate) struct Tables {
     /// The value is the pending spell's number: a refill merges into the
     /// spell it started in only.
     pending: HashMap<Key, u64>,
+    /// With `[hot] hold = "read"`: the measurements held, with the epoch
+    /// they were wanted in (`wanted.rs`): a queued part of another epoch is
+    /// not applied.
+    held: HashMap<Key, u64>,
     /// Databases of which no measurement is served (dropped).
     never_db: HashSet<String>,
     bytes: usize,
@@ -110,16 +129,28 @@ pub(crate) struct HotStore {
     enabled: AtomicBool,
     /// The refill after start was started (`refill.rs`).
     refill_started: AtomicBool,
-    /// A refill thread runs (`refill.rs`).
-    refill_running: AtomicBool,
-    config: RwLock<(HotConfig, i64)>,
+    /// `[hot] hold = "all"`.
+    hold_all: AtomicBool,
+    /// `[hot]`, its window and idle time in ns.
+    config: RwLock<Limits>,
     tables: RwLock<Tables>,
-    /// Numbers the pending spells (`Tables::pending`).
+    /// Numbers the pending spells (`Tables::pending`) and the held epochs
+    /// (`Tables::held`).
     spells: AtomicU64,
     /// The queue to the applier thread (`apply.rs`).
     applier: Arc<Applier>,
-    /// Starts the refill of pending measurements (set by storage).
-    on_pending: OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// The measurements reads asked for (`wanted.rs`).
+    wanted: Wanted,
+    /// Wakes the refill thread (`refill.rs`).
+    kick: Kick,
+}
+
+/// `[hot]` and what is parsed from it.
+#[derive(Debug)]
+struct Limits {
+    config: HotConfig,
+    window: i64,
+    idle: i64,
 }
 
 impl std::fmt::Debug for HotStore {
@@ -143,11 +174,19 @@ impl HotStore {
     pub(crate) fn new(existing: impl IntoIterator<Item = (String, String)>) -> HotStore {
         let config = HotConfig::default();
         let window = config.window_ns().unwrap_or(i64::MAX);
+        let idle = config.idle_ns().unwrap_or(i64::MAX);
         metrics::gauge!(HOT_BYTES).set(0.0);
         metrics::gauge!(HOT_VALUES).set(0.0);
         metrics::counter!(HOT_EVICTIONS).increment(0);
         metrics::gauge!(HOT_REFILL_SECONDS).set(0.0);
         metrics::counter!(HOT_REFILL_POINTS).increment(0);
+        metrics::counter!(refill::HOT_REFILLS_STARTED).increment(0);
+        for outcome in ["served", "unserved"] {
+            metrics::counter!(refill::HOT_REFILLS_FINISHED, "outcome" => outcome).increment(0);
+        }
+        metrics::counter!(wanted::HOT_WANTS).increment(0);
+        metrics::counter!(wanted::HOT_IDLE_DROPS).increment(0);
+        metrics::gauge!(HOT_MEASUREMENTS, "state" => "wanted").set(0.0);
         metrics::counter!(apply::HOT_BACKLOG_DROPPED).increment(0);
         metrics::gauge!(apply::HOT_BACKLOG_BYTES).set(0.0);
         for reason in ["behind", "locked"] {
@@ -156,12 +195,17 @@ impl HotStore {
         let store = HotStore {
             enabled: AtomicBool::new(config.enabled),
             refill_started: AtomicBool::new(false),
-            refill_running: AtomicBool::new(false),
-            config: RwLock::new((config, window)),
+            hold_all: AtomicBool::new(config.hold == Hold::All),
+            config: RwLock::new(Limits {
+                config,
+                window,
+                idle,
+            }),
             tables: RwLock::new(Tables::default()),
             spells: AtomicU64::new(0),
             applier: Arc::default(),
-            on_pending: OnceLock::new(),
+            wanted: Wanted::default(),
+            kick: Kick::default(),
         };
         store.existed(existing);
         store
@@ -177,10 +221,8 @@ impl HotStore {
         publish(&t);
     }
 
-    /// Starts the applier thread (when on) and has `refill` called whenever
-    /// measurements become pending after a dropped backlog.
-    pub(crate) fn start(self: &Arc<Self>, refill: Box<dyn Fn() + Send + Sync>) {
-        let _ = self.on_pending.set(refill);
+    /// Starts the applier thread (when on).
+    pub(crate) fn start(self: &Arc<Self>) {
         if self.enabled() {
             self.applier.start(Arc::downgrade(self));
         }
@@ -190,22 +232,36 @@ impl HotStore {
     pub(crate) fn stop(&self) {
         self.enabled.store(false, Ordering::Release);
         self.applier.stop();
+        self.kick_refill();
     }
 
     /// Applies `[hot]` (before the first write: a store switched off forgets all).
     pub(crate) fn configure(&self, config: HotConfig) -> Result<(), String> {
         let window = config.window_ns()?;
+        let idle = config.idle_ns()?;
         self.enabled.store(config.enabled, Ordering::Release);
+        self.hold_all
+            .store(config.hold == Hold::All, Ordering::Release);
         if !config.enabled {
             self.forget_all();
+        } else if config.hold == Hold::Read {
+            // Nothing is held until read: what existed at start waits for its
+            // first read, not for a refill now.
+            let mut t = self.tables.write();
+            t.pending.clear();
+            publish(&t);
         }
-        *self.config.write() = (config, window);
+        *self.config.write() = Limits {
+            config,
+            window,
+            idle,
+        };
         Ok(())
     }
 
     /// `[hot] apply_wait_ms`.
     pub(crate) fn apply_wait(&self) -> Duration {
-        self.config.read().0.apply_wait()
+        self.config.read().config.apply_wait()
     }
 
     /// Whether every write up to `seq` is applied, waiting at most
@@ -232,7 +288,10 @@ impl HotStore {
     /// `(window in ns, max_memory)`.
     fn limits(&self) -> (i64, usize) {
         let c = self.config.read();
-        (c.1, usize::try_from(c.0.max_memory).unwrap_or(usize::MAX))
+        (
+            c.window,
+            usize::try_from(c.config.max_memory).unwrap_or(usize::MAX),
+        )
     }
 
     /// Whether reads may be answered here at all.
@@ -242,7 +301,7 @@ impl HotStore {
 
     /// `[hot] max_series`.
     pub(crate) fn max_series(&self) -> usize {
-        self.config.read().0.max_series
+        self.config.read().config.max_series
     }
 
     /// The held tables, read-locked (writes wait: keep it short).
@@ -258,8 +317,11 @@ impl HotStore {
             t.bytes = t.bytes.saturating_sub(table.bytes);
         }
         t.pending.remove(&key);
+        t.held.remove(&key);
         t.never.insert(key);
         publish(&t);
+        drop(t);
+        self.wanted.never(db, Some(measurement));
     }
 
     /// Never serve a measurement of `db` again (until restart).
@@ -273,7 +335,10 @@ impl HotStore {
             }
         }
         t.pending.retain(|k, _| k.0 != db);
+        t.held.retain(|k, _| k.0 != db);
         publish(&t);
+        drop(t);
+        self.wanted.never(db, None);
     }
 
     /// Serve nothing again (until restart): an admin's SQL may have changed any table.
@@ -282,35 +347,42 @@ impl HotStore {
         let mut t = self.tables.write();
         t.tables.clear();
         t.pending.clear();
+        t.held.clear();
         t.bytes = 0;
         publish(&t);
+        drop(t);
+        self.wanted.clear();
     }
 
-    /// Inserts `parts` of `db`, at most [`SLICE_ROWS`] rows per hold of the
-    /// write lock (`apply.rs`).
-    fn add(&self, db: &str, parts: &[(&str, &RecordBatch)]) {
-        for (m, batch) in parts {
+    /// Inserts `parts` of `db` (measurement, epoch it was queued in, batch),
+    /// at most [`SLICE_ROWS`] rows per hold of the write lock (`apply.rs`).
+    fn add(&self, db: &str, parts: &[(&str, u64, &RecordBatch)]) {
+        for (m, epoch, batch) in parts {
             let key = (db.to_string(), m.to_string());
             let rows = batch.num_rows();
             for offset in (0..rows).step_by(SLICE_ROWS) {
                 let len = SLICE_ROWS.min(rows - offset);
-                if !self.add_slice(&key, &batch.slice(offset, len)) {
+                if !self.add_slice(&key, *epoch, &batch.slice(offset, len)) {
                     break;
                 }
             }
         }
     }
 
-    /// Inserts one slice of `key`'s batch; false when the measurement is not
-    /// held (any more).
-    fn add_slice(&self, key: &Key, slice: &RecordBatch) -> bool {
+    /// Inserts one slice of `key`'s batch, queued in `epoch`; false when the
+    /// measurement is not held (any more, or not in that epoch: `wanted.rs`).
+    fn add_slice(&self, key: &Key, epoch: u64, slice: &RecordBatch) -> bool {
         if !self.enabled() {
             return false;
         }
+        let all = self.holds_all();
         let (window, max_memory) = self.limits();
         let mut guard = self.tables.write();
         let t = &mut *guard;
-        if t.never_db.contains(&key.0) || t.never.contains(key) {
+        if t.never_db.contains(&key.0)
+            || t.never.contains(key)
+            || (!all && t.held.get(key) != Some(&epoch))
+        {
             return false;
         }
         let table = t.tables.entry(key.clone()).or_insert_with(Table::new);
@@ -335,16 +407,14 @@ impl HotStore {
     fn apply(&self, item: Item) {
         match item {
             Item::Parts { db, parts } => {
-                let parts: Vec<(&str, &RecordBatch)> =
-                    parts.iter().map(|(m, b)| (m.as_str(), b)).collect();
+                let parts: Vec<(&str, u64, &RecordBatch)> =
+                    parts.iter().map(|(m, e, b)| (m.as_str(), *e, b)).collect();
                 self.add(&db, &parts);
             }
             Item::Forget(key) => self.forget(&key.0, &key.1),
             Item::Lost(keys) => {
                 if self.lost(keys) {
-                    if let Some(refill) = self.on_pending.get() {
-                        refill();
-                    }
+                    self.kick_refill();
                 }
             }
         }
@@ -357,10 +427,15 @@ impl HotStore {
             return false;
         }
         let spell = self.spells.fetch_add(1, Ordering::Relaxed);
+        let all = self.holds_all();
         let mut t = self.tables.write();
         let mut any = false;
         for key in keys {
-            if t.never.contains(&key) || t.never_db.contains(&key.0) {
+            if t.never.contains(&key)
+                || t.never_db.contains(&key.0)
+                || (!all && !t.held.contains_key(&key))
+            {
+                // Not held (dropped for idleness meanwhile): nothing to refill.
                 continue;
             }
             if let Some(table) = t.tables.remove(&key) {
@@ -400,54 +475,13 @@ fn shrink(t: &mut Tables, max_memory: usize) {
 
 fn publish(t: &Tables) {
     metrics::gauge!(HOT_REFILL_PENDING).set(t.pending.len() as f64);
+    metrics::gauge!(HOT_MEASUREMENTS, "state" => "pending").set(t.pending.len() as f64);
+    let served = t
+        .tables
+        .keys()
+        .filter(|k| !t.pending.contains_key(*k))
+        .count();
+    metrics::gauge!(HOT_MEASUREMENTS, "state" => "served").set(served as f64);
     metrics::gauge!(HOT_BYTES).set(t.bytes as f64);
     metrics::gauge!(HOT_VALUES).set(t.tables.values().map(|t| t.values).sum::<usize>() as f64);
-}
-
-impl flush::PartsObserver for HotStore {
-    /// Queues the parts for the applier (`apply.rs`) and returns.
-    fn received(&self, db: &str, seq: u64, parts: &[(&str, &RecordBatch)]) {
-        if !self.enabled() {
-            return;
-        }
-        let bytes = parts.iter().map(|(_, b)| b.get_array_memory_size()).sum();
-        let item = Item::Parts {
-            db: db.to_string(),
-            parts: parts
-                .iter()
-                .map(|(m, b)| (m.to_string(), (*b).clone()))
-                .collect(),
-        };
-        let max_backlog = usize::try_from(self.config.read().0.max_backlog).unwrap_or(usize::MAX);
-        self.applier.push(seq, bytes, item, max_backlog);
-    }
-
-    /// Queued too: the coordinator must not wait for the tables' lock.
-    fn set_aside(&self, db: &str, measurement: &str) {
-        if !self.enabled() {
-            // Nothing is served (or applied): nothing to forget.
-            return;
-        }
-        let key = (db.to_string(), measurement.to_string());
-        let seq = self.applier.newest();
-        self.applier.push(seq, 0, Item::Forget(key), usize::MAX);
-    }
-}
-
-/// Tells both the flusher's identity index and the hot store of an admin's SQL
-/// that may change data.
-pub(crate) struct AdminWrites {
-    pub(crate) identity: std::sync::Arc<dyn engine::AdminWriteObserver>,
-    pub(crate) hot: std::sync::Arc<HotStore>,
-}
-
-impl engine::AdminWriteObserver for AdminWrites {
-    fn admin_write_started(&self) {
-        self.identity.admin_write_started();
-        self.hot.forget_all();
-    }
-
-    fn admin_write_done(&self) {
-        self.identity.admin_write_done();
-    }
 }

@@ -1,6 +1,7 @@
-//! The refill after start (issue #44): the measurements that existed when the
-//! process started have their older points in the engine only. A background
-//! thread reads each one's recent points through the storage's normal read
+//! The refill (issue #44): a pending measurement (first read with `[hot]
+//! hold = "read"`, `wanted.rs`; existing at start with `"all"`; emptied by a
+//! dropped backlog, `apply.rs`) has its older points in the engine only. A
+//! background thread reads each one's recent points through the storage's normal read
 //! path (`influxql/refill.rs`: table and unflushed rows, merged into points)
 //! and merges them into its table; the table is served only once that is
 //! done, complete from the refill's cutoff. Until then reads go to the engine.
@@ -29,10 +30,11 @@
 //! - a slot (series, time, field) the table holds a value for got it from the
 //!   newest write received to it so far, at least as new as any the read saw
 //!   for that slot: the table's value is right, and stays;
-//! - a slot without a value had no write received since start (a value is
-//!   never unset but by a `DELETE`/`DROP`, which forget the measurement), so
-//!   its newest write is one from before start, which the read saw: filling it
-//!   from the read is right;
+//! - a slot without a value had no write queued since start, or since the
+//!   measurement became held (a value is never unset but by a `DELETE`/`DROP`,
+//!   which forget the measurement), so its newest write is one from before,
+//!   which the read saw (`wanted.rs`: a write not queued was received before
+//!   the read began): filling it from the read is right;
 //! - a time below the table's `complete_from` is skipped (an emptied or
 //!   evicted span is the engine's).
 //!
@@ -42,6 +44,7 @@
 //! the next start), and a merge or the completion of a forgotten one does
 //! nothing.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -59,10 +62,15 @@ const SLICE_ROWS: i128 = 50_000;
 /// How long a read waits for a free SQL slot (`[sql] max_concurrent_queries`)
 /// before the measurement is given up.
 const BUSY_WAIT: Duration = Duration::from_secs(60);
-/// The least time between two refill passes: while a saturated write path
-/// keeps overflowing the applier's backlog, the refill's engine reads do not
-/// run back to back.
-const AGAIN_AFTER: Duration = Duration::from_secs(1);
+/// How often the refill looks again while backlogs are being dropped.
+pub(super) const AGAIN_AFTER: Duration = Duration::from_secs(1);
+
+/// Refills of one measurement started.
+pub(crate) const HOT_REFILLS_STARTED: &str = "chingest_hot_refills_started_total";
+/// Refills of one measurement ended, by outcome: `served` (the measurement is
+/// served from then on) or `unserved` (forgotten, over the memory budget,
+/// failed, dropped or emptied again meanwhile).
+pub(crate) const HOT_REFILLS_FINISHED: &str = "chingest_hot_refills_finished_total";
 
 /// What a refill merge came to.
 #[derive(Debug, PartialEq)]
@@ -77,11 +85,6 @@ pub(crate) enum Merge {
 
 impl HotStore {
     /// The measurements waiting for their refill.
-    /// Whether the applier has applied everything queued.
-    pub(crate) fn applier_caught_up(&self) -> bool {
-        self.applier.caught_up()
-    }
-
     pub(crate) fn pending(&self) -> Vec<Key> {
         self.tables.read().pending.keys().cloned().collect()
     }
@@ -171,63 +174,6 @@ impl HotStore {
     }
 }
 
-impl Storage {
-    /// Starts refilling the pending measurements (those that existed at start,
-    /// those whose writes a dropped backlog lost: `apply.rs`) unless a refill
-    /// runs already; that one then takes the new ones in another pass, at
-    /// least [`AGAIN_AFTER`] later.
-    ///
-    /// Every pass but the one after start runs at the applier's idle
-    /// priority (a thread started from the applier inherits it): a backlog
-    /// is dropped when the write path keeps the CPU busy, and the refill then
-    /// waits for idle CPU as the applier does.
-    pub(crate) fn start_hot_refill(self: &Arc<Self>) {
-        if !self.hot.enabled() || self.hot.refill_running.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let storage = Arc::downgrade(self);
-        let mut first = !self.hot.refill_started.swap(true, Ordering::AcqRel);
-        let spawned = std::thread::Builder::new()
-            .name("hot-refill".into())
-            .spawn(move || {
-                loop {
-                    // Not while the applier is behind: a dropped backlog means the
-                    // writes take every core, and the refill's engine reads would
-                    // run at the engine's priority, not this thread's (measured: a
-                    // ramp past the applier's pace refilled again and again, and
-                    // sustained a step less). What was lost stays with the engine
-                    // until the writes leave the applier idle CPU.
-                    if !first && !wait_caught_up(&storage) {
-                        break;
-                    }
-                    refill_all(&storage, first);
-                    first = false;
-                    let Some(s) = live(&storage) else { break };
-                    s.hot.refill_running.store(false, Ordering::Release);
-                    // Pending again meanwhile (a dropped backlog), unless another
-                    // thread took them.
-                    if s.hot.pending().is_empty()
-                        || s.hot.refill_running.swap(true, Ordering::AcqRel)
-                    {
-                        break;
-                    }
-                    drop(s);
-                    // Later passes refill what a dropped backlog lost: the write
-                    // path is busy, so they wait for idle CPU as the applier does.
-                    super::apply::lowest_priority();
-                    std::thread::sleep(AGAIN_AFTER);
-                }
-            });
-        if let Err(e) = spawned {
-            tracing::error!(error = %e, "hot store: cannot start the refill; existing measurements are read from the engine");
-            self.hot.refill_running.store(false, Ordering::Release);
-            for (db, m) in self.hot.pending() {
-                self.hot.forget(&db, &m);
-            }
-        }
-    }
-}
-
 /// Counts of one refill, for its log line.
 #[derive(Default)]
 struct Tally {
@@ -236,31 +182,86 @@ struct Tally {
     points: usize,
 }
 
-/// One pass over the pending measurements (`first`: the one after start).
-fn refill_all(storage: &Weak<Storage>, first: bool) {
+impl Tally {
+    fn served(&mut self, points: usize) {
+        self.served += 1;
+        self.points += points;
+        metrics::counter!(HOT_REFILLS_FINISHED, "outcome" => "served").increment(1);
+    }
+
+    fn unserved(&mut self) {
+        self.unserved += 1;
+        metrics::counter!(HOT_REFILLS_FINISHED, "outcome" => "unserved").increment(1);
+    }
+}
+
+/// Failed refills per measurement since its last success.
+pub(super) type Retries = HashMap<Key, u32>;
+
+/// Passes a measurement's refill may fail with an error that may pass (the
+/// engine busy or shutting down a connection, rewrites landing under every
+/// attempt of a read) and be tried again, at least [`AGAIN_AFTER`] apart.
+const TRIES: u32 = 5;
+
+/// A refill of `key` failed with `e`: it stays pending for another pass
+/// (true) while the error may pass and it has tries left; else it is given up:
+/// forgotten (`hold = "all"`: read from the engine until restart) or dropped
+/// (`"read"`: its next read starts a refill again).
+fn failed(
+    s: &Storage,
+    key: &Key,
+    e: &crate::InfluxqlError,
+    retries: &mut Retries,
+    tally: &mut Tally,
+) -> bool {
+    let passing = matches!(
+        e,
+        crate::InfluxqlError::Sql(engine::SqlError::Unavailable(_) | engine::SqlError::Busy { .. })
+    );
+    let tries = retries.entry(key.clone()).or_default();
+    *tries += 1;
+    if passing && *tries < TRIES {
+        tracing::info!(db = %key.0, measurement = %key.1, error = %e, tries = *tries,
+            "hot store refill failed; tried again shortly, read from the engine meanwhile");
+        return true;
+    }
+    retries.remove(key);
+    tally.unserved();
+    if s.hot.holds_all() {
+        tracing::warn!(db = %key.0, measurement = %key.1, error = %e,
+            "hot store refill failed; the measurement is read from the engine");
+        s.hot.forget(&key.0, &key.1);
+    } else {
+        tracing::warn!(db = %key.0, measurement = %key.1, error = %e,
+            "hot store refill failed; the measurement is read from the engine until a read after this one");
+        s.hot.unwant(key);
+    }
+    false
+}
+
+/// One pass over the pending measurements (`first`: the one after start);
+/// true when one failed and waits for another pass.
+pub(super) fn refill_all(storage: &Weak<Storage>, first: bool, retries: &mut Retries) -> bool {
+    let mut again = false;
     let started = Instant::now();
     let mut tally = Tally::default();
     // Newest first: the measurements dashboards read now are served first.
     let mut order: Vec<(Option<i64>, Key)> = Vec::new();
     let Some(pending) = storage.upgrade().map(|s| s.hot.pending()) else {
-        return;
+        return false;
     };
+    metrics::counter!(HOT_REFILLS_STARTED).increment(pending.len() as u64);
     for key in pending {
         let Some(s) = live(storage) else { break };
         if s.catalog.retention_secs(&key.0) > 0 {
             // The evaluator refuses them: nothing to hold.
             s.hot.forget(&key.0, &key.1);
-            tally.unserved += 1;
+            tally.unserved();
             continue;
         }
         match busy_retry(|| s.newest_point(&key.0, &key.1)) {
             Ok(newest) => order.push((newest.max(s.hot.held_newest(&key)), key)),
-            Err(e) => {
-                tracing::warn!(db = %key.0, measurement = %key.1, error = %e,
-                    "hot store refill: cannot read the newest point; the measurement is read from the engine");
-                s.hot.forget(&key.0, &key.1);
-                tally.unserved += 1;
-            }
+            Err(e) => again |= failed(&s, &key, &e, retries, &mut tally),
         }
     }
     order.sort_by_key(|o| std::cmp::Reverse(o.0));
@@ -268,16 +269,14 @@ fn refill_all(storage: &Weak<Storage>, first: bool) {
         let Some(s) = live(storage) else { break };
         match refill_one(&s, &key, newest) {
             Ok(Some(points)) => {
-                tally.served += 1;
-                tally.points += points;
+                retries.remove(&key);
+                tally.served(points);
             }
-            Ok(None) => tally.unserved += 1,
-            Err(e) => {
-                tracing::warn!(db = %key.0, measurement = %key.1, error = %e,
-                    "hot store refill failed; the measurement is read from the engine");
-                s.hot.forget(&key.0, &key.1);
-                tally.unserved += 1;
+            Ok(None) => {
+                retries.remove(&key);
+                tally.unserved();
             }
+            Err(e) => again |= failed(&s, &key, &e, retries, &mut tally),
         }
     }
     let took = started.elapsed();
@@ -287,9 +286,9 @@ fn refill_all(storage: &Weak<Storage>, first: bool) {
             unserved = tally.unserved,
             points = tally.points,
             seconds = took.as_secs_f64(),
-            "hot store refilled measurements after a dropped backlog"
+            "hot store refilled measurements after a dropped backlog or a first read"
         );
-        return;
+        return again;
     }
     metrics::gauge!(HOT_REFILL_SECONDS).set(took.as_secs_f64());
     if let Some(s) = storage.upgrade() {
@@ -303,24 +302,12 @@ fn refill_all(storage: &Weak<Storage>, first: bool) {
             "hot store refilled after start"
         );
     }
+    again
 }
 
 /// The storage, unless it is gone, shutting down or its hot store switched
 /// off (an admin's SQL write: nothing is served until restart).
-/// Waits until the applier has applied everything queued, looking every
-/// [`AGAIN_AFTER`]; false if the store closed or was turned off meanwhile.
-fn wait_caught_up(storage: &Weak<Storage>) -> bool {
-    loop {
-        match live(storage) {
-            Some(s) if s.hot.applier_caught_up() => return true,
-            Some(_) => {}
-            None => return false,
-        }
-        std::thread::sleep(AGAIN_AFTER);
-    }
-}
-
-fn live(storage: &Weak<Storage>) -> Option<Arc<Storage>> {
+pub(super) fn live(storage: &Weak<Storage>) -> Option<Arc<Storage>> {
     storage
         .upgrade()
         .filter(|s| !s.closed.load(Ordering::Acquire) && s.hot.enabled())
@@ -417,7 +404,9 @@ fn refill_one(
     if !s.hot.refill_done(key, spell, cutoff) {
         return Ok(None);
     }
-    tracing::debug!(
+    // Info: with `[hot] hold = "read"` one per first read of a measurement,
+    // and how long its readers went to the engine.
+    tracing::info!(
         db,
         measurement = name,
         points,
@@ -442,6 +431,7 @@ mod tests {
             window: "1h".into(),
             max_memory,
             max_series: 64,
+            hold: crate::hot::Hold::All,
             ..HotConfig::default()
         })
         .unwrap();
@@ -476,7 +466,7 @@ mod tests {
         assert!(s.read().get("d", "m").is_none());
         assert_eq!(s.pending(), vec![key()]);
         // A write arriving during the refill: newer than the refill's snapshot.
-        s.add("d", &[("m", &batch(&[(1, 20, 2.0), (1, 40, 4.0)]))]);
+        s.add("d", &[("m", 0, &batch(&[(1, 20, 2.0), (1, 40, 4.0)]))]);
         assert!(s.read().get("d", "m").is_none(), "served before its refill");
         assert_eq!(s.held_newest(&key()), Some(40));
         // The snapshot saw the older value at 20, and points before.
@@ -494,7 +484,7 @@ mod tests {
         assert_eq!(s.read().get("d", "m").unwrap().complete_from, 5);
         assert_eq!(floats(&s), vec![(10, 1.0), (20, 2.0), (30, 3.0), (40, 4.0)]);
         // Later writes overwrite as usual.
-        s.add("d", &[("m", &batch(&[(1, 10, 9.0)]))]);
+        s.add("d", &[("m", 0, &batch(&[(1, 10, 9.0)]))]);
         assert_eq!(floats(&s)[0], (10, 9.0));
     }
 
@@ -511,7 +501,7 @@ mod tests {
             Merge::Gone
         );
         assert!(!s.refill_done(&key(), 0, 0));
-        s.add("d", &[("m", &batch(&[(1, 30, 3.0)]))]);
+        s.add("d", &[("m", 0, &batch(&[(1, 30, 3.0)]))]);
         assert!(s.read().get("d", "m").is_none());
         // And a dropped database likewise.
         let s = store(1 << 30);

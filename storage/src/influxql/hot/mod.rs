@@ -115,6 +115,10 @@ impl Storage {
         let Some(mut conds) = conds else {
             return Ok(None);
         };
+        // A statement the store could answer: its measurement is held from now
+        // on (`[hot] hold = "read"`: the first such read marks it and starts
+        // its refill, and goes to the engine below until that ended).
+        self.hot.want(&plan.db, &plan.measurement);
         // Every acknowledged write is queued for the store once the coordinator
         // received it, and in it once the applier applied it (`hot/apply.rs`).
         let acked = self.wal.last_seq();
