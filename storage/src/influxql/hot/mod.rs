@@ -23,6 +23,7 @@
 //! of a caller that may not read the database.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use engine::{ReadScope, SqlAccess};
 use influxql::ast::{Expr, SelectStatement};
@@ -33,6 +34,7 @@ use super::fill::window_start_in;
 use super::plan::{Aggregate, Plan};
 use super::rows::Row;
 use super::series::Value;
+use super::stages::{self, Stage};
 use crate::hot::table::{Column, Plain, Series, Values};
 use crate::Storage;
 
@@ -75,6 +77,7 @@ impl Storage {
         req: &super::InfluxqlRequest<'_>,
         schema: &MeasurementSchema,
     ) -> Result<Option<Vec<Row>>, InfluxqlError> {
+        let at = Instant::now();
         if !self.hot.enabled()
             || self.cluster.is_some()
             || plan.source.is_some()
@@ -115,6 +118,7 @@ impl Storage {
         let Some(mut conds) = conds else {
             return Ok(None);
         };
+        let at = stages::lap(Stage::Plan, at);
         // Every acknowledged write is queued for the store once the coordinator
         // received it, and in it once the applier applied it (`hot/apply.rs`).
         let acked = self.wal.last_seq();
@@ -129,7 +133,9 @@ impl Storage {
             plan.range.max.unwrap_or(i64::MAX),
         );
         let max_series = self.hot.max_series();
-        let Some(tables) = self.hot.try_read() else {
+        let tables = self.hot.try_read();
+        let at = stages::lap(Stage::Wait, at);
+        let Some(tables) = tables else {
             return Ok(None);
         };
         let Some(table) = tables.get(&plan.db, &plan.measurement) else {
@@ -160,6 +166,7 @@ impl Storage {
         }
         // Series in one order every time (first/last ties are broken by value, `Acc`).
         series.sort_unstable_by_key(|c| c.0);
+        let at = stages::lap(Stage::Series, at);
         let chosen = Chosen {
             series,
             conds: &conds,
@@ -173,6 +180,7 @@ impl Storage {
             Shape::Raw(shown) => Some(raw::rows(plan, &shown, &table.fields, &chosen)),
         };
         drop(tables);
+        stages::lap(Stage::Eval, at);
         let Some(rows) = rows else {
             return Ok(None);
         };
