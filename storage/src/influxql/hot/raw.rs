@@ -106,7 +106,7 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
     let held: Vec<&Plain> = ranked
         .iter()
         .zip(scratch.iter_mut())
-        .map(|(r, scratch)| r.1.points(chosen.min, chosen.max, &reads, scratch))
+        .map(|(r, scratch)| chosen.points(r.1, r.2, &reads, scratch))
         .collect();
     // (group, time, rank, series' position in `ranked`, point).
     let mut points: Vec<(Vec<String>, i64, usize, usize)> = Vec::new();
