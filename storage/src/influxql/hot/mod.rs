@@ -46,7 +46,7 @@ mod raw;
 mod skip_tests;
 
 use acc::{pick, specs, Acc, Agg, Picked, Spec};
-use cond::Cond;
+use cond::{Cond, Decided};
 
 /// Compressed points a statement may decode (`Series::sealed_points`) and
 /// still be answered here. Decoding costs more per value than the engine's
@@ -149,7 +149,7 @@ impl Storage {
         for c in &mut conds {
             c.bind(&table.fields);
         }
-        let mut series: Vec<(u64, &Series, bool)> = Vec::new();
+        let mut series: Vec<(u64, &Series, Test<'_>)> = Vec::new();
         let mut decoded = 0usize;
         'series: for (id, s) in table.series.iter() {
             let mut every_point = true;
@@ -160,7 +160,8 @@ impl Storage {
                     None => every_point = false,
                 }
             }
-            series.push((*id, s, every_point));
+            let test = (!every_point).then(|| conds.iter().map(|c| c.decide(s)).collect());
+            series.push((*id, s, test));
             decoded += s.sealed_points(min, max);
             if series.len() > max_series || decoded > MAX_DECODED_POINTS {
                 return Ok(None);
@@ -204,10 +205,14 @@ enum Shape<'p> {
     Raw(raw::Shown),
 }
 
-/// The series a statement reads (id, series, whether every point passes
-/// the conditions), in id order, and the time range (inclusive).
+/// What a series' points must pass: the conditions with its tags decided
+/// (`Cond::decide`), or `None` where every point passes them.
+type Test<'c> = Option<Vec<Decided<'c>>>;
+
+/// The series a statement reads (id, series, what its points must pass),
+/// in id order, and the time range (inclusive).
 struct Chosen<'t> {
-    series: Vec<(u64, &'t Series, bool)>,
+    series: Vec<(u64, &'t Series, Test<'t>)>,
     conds: &'t [Cond],
     min: i64,
     max: i64,
@@ -230,18 +235,19 @@ impl Chosen<'_> {
     fn points<'a>(
         &self,
         s: &'a Series,
-        every_point: bool,
+        test: &Test<'_>,
         fields: &[usize],
         scratch: &'a mut Plain,
     ) -> &'a Plain {
         s.points_where(self.min, self.max, fields, scratch, |c| {
-            every_point || self.conds.iter().all(|k| k.may_pass(s, &|i| c.bounds(i)))
+            test.is_none() || self.conds.iter().all(|k| k.may_pass(s, &|i| c.bounds(i)))
         })
     }
 
-    /// Whether point `i` of `p` (points of `s`) passes the field conditions.
-    fn passes(&self, s: &Series, p: &Plain, every_point: bool, i: usize) -> bool {
-        every_point || self.conds.iter().all(|c| c.on_point(s, p, i))
+    /// Whether point `i` of `p` (a series' points) passes its `test`.
+    fn passes(test: &Test<'_>, p: &Plain, i: usize) -> bool {
+        test.as_ref()
+            .is_none_or(|t| t.iter().all(|c| c.on_point(p, i)))
     }
 }
 
@@ -269,8 +275,9 @@ fn aggregate_rows(
     let mut groups: BTreeMap<Vec<String>, Buckets> = BTreeMap::new();
     let mut scratch = Plain::default();
     let reads = chosen.reads(index.iter().flatten().copied().collect());
-    for &(_, s, every_point) in &chosen.series {
-        let p = chosen.points(s, every_point, &reads, &mut scratch);
+    for (_, s, test) in &chosen.series {
+        let s = *s;
+        let p = chosen.points(s, test, &reads, &mut scratch);
         let span = p.span(min, max);
         if span.is_empty() {
             continue;
@@ -289,7 +296,7 @@ fn aggregate_rows(
             .collect();
         let buckets = groups.entry(key).or_default();
         for i in span {
-            if !chosen.passes(s, p, every_point, i) {
+            if !Chosen::passes(test, p, i) {
                 continue;
             }
             if !cols.iter().flatten().any(|c| c.valid[i]) {
