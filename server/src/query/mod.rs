@@ -21,6 +21,7 @@ mod into;
 mod policies;
 pub mod render;
 pub mod running;
+pub mod timing;
 mod users;
 
 use std::collections::HashMap;
@@ -52,6 +53,7 @@ pub async fn query<S: Store>(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let mut timing = timing::Timing::start();
     let mut params = Params::parse(raw.as_deref().unwrap_or(""));
     let is_form = headers
         .get(header::CONTENT_TYPE)
@@ -78,7 +80,7 @@ pub async fn query<S: Store>(
                 chunking: render::Chunking::Whole,
                 zone: None,
             };
-            return render::respond(vec![answered], format);
+            return render::respond(vec![answered], format).0;
         }
         Err(e) => return ApiError::Query(format!("error parsing query: {e}")).into_response(),
     };
@@ -95,6 +97,7 @@ pub async fn query<S: Store>(
     if let Err(e) = authorize::authorize(&id, db.as_deref(), &parsed) {
         return e.into_response();
     }
+    timing.parsed();
     let rp = params.get_nonempty("rp").map(str::to_string);
     let now_ns = now_ns();
     let cancel = SqlCancel::new();
@@ -137,6 +140,7 @@ pub async fn query<S: Store>(
         }
         let (state, id) = (state.clone(), id.clone());
         let (db, rp, cancel) = (db.clone(), rp.clone(), cancel.clone());
+        let handed = std::time::Instant::now();
         let outcome = tokio::task::spawn_blocking(move || {
             let cx = execute::Context {
                 id: &id,
@@ -146,15 +150,22 @@ pub async fn query<S: Store>(
                 cancel: &cancel,
             };
             storage::influxql::read_path::take();
+            storage::influxql::stages::take();
             let outcome = execute::execute(&state, &cx, st);
-            (outcome, storage::influxql::read_path::take())
+            let seen = (
+                storage::influxql::read_path::take(),
+                storage::influxql::stages::take(),
+            );
+            (outcome, seen)
         })
         .await
-        .map(|(outcome, seen)| {
+        .map(|(outcome, (seen, stages))| {
             paths.add(seen);
+            timing.stages.add(stages);
             outcome
         })
         .unwrap_or_else(|e| Err(ApiError::Internal(e.to_string())));
+        timing.exec += handed.elapsed();
         // A killed query answers so, whatever its statement came to.
         let outcome = if registered.killed() {
             Err(ApiError::Query("query interrupted".into()))
@@ -181,11 +192,16 @@ pub async fn query<S: Store>(
             }
         }
     }
-    let mut response = render::respond(results, format);
+    let (mut response, rendered) = render::respond(results, format);
     if let Some(path) = paths.summary() {
         response
             .headers_mut()
             .insert(READ_PATH_HEADER, axum::http::HeaderValue::from_static(path));
+    }
+    if let Some(value) = timing.header(rendered) {
+        response
+            .headers_mut()
+            .insert(timing::SERVER_TIMING_HEADER, value);
     }
     response
 }

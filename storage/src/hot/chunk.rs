@@ -1,8 +1,9 @@
 //! A sealed chunk: a run of one series' older points, compressed (`codec.rs`),
-//! with the span of times it holds. Sealed from the front of the series' open
-//! tail once that reaches `Table::chunk` points and a slack; decoded whole for
-//! a read that reaches into it, or to merge a late point or a rewrite into it
-//! (rare: re-encoded then).
+//! with the span of times it holds and the bounds of each numeric field's
+//! values. Sealed from the front of the series' open tail once that reaches
+//! `Table::chunk` points and a slack; decoded whole for a read that reaches
+//! into it (unless its bounds say no point can pass the read's condition), or
+//! to merge a late point or a rewrite into it (rare: re-encoded then).
 
 use std::sync::Arc;
 
@@ -75,6 +76,48 @@ impl Packed {
     }
 }
 
+/// The smallest and largest value of one field in a chunk, so that a read
+/// whose field condition none of them can pass (TSBS `high-cpu-1`:
+/// `usage_user > 90.0`) skips the chunk without decoding it. NaN is left out:
+/// it passes no comparison (`cond.rs`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Bounds {
+    /// No point of the chunk has a (non-NaN) value: no comparison passes.
+    Empty,
+    Float(f64, f64),
+    Integer(i64, i64),
+    /// Not kept (strings, booleans, unsigned: no condition the store reads
+    /// compares them by bounds).
+    Unknown,
+}
+
+impl Bounds {
+    fn of(c: &Column, n: usize) -> Bounds {
+        let valid = &c.valid[..n];
+        match &c.values {
+            Values::Float(v) => v[..n]
+                .iter()
+                .zip(valid)
+                .filter(|(x, ok)| **ok && !x.is_nan())
+                .fold(Bounds::Empty, |b, (&x, _)| match b {
+                    Bounds::Float(lo, hi) => Bounds::Float(lo.min(x), hi.max(x)),
+                    _ => Bounds::Float(x, x),
+                }),
+            Values::Integer(v) => {
+                v[..n]
+                    .iter()
+                    .zip(valid)
+                    .filter(|(_, ok)| **ok)
+                    .fold(Bounds::Empty, |b, (&x, _)| match b {
+                        Bounds::Integer(lo, hi) => Bounds::Integer(lo.min(x), hi.max(x)),
+                        _ => Bounds::Integer(x, x),
+                    })
+            }
+            _ => Bounds::Unknown,
+        }
+    }
+}
+
 /// A run of a series' points, compressed.
 #[derive(Debug)]
 pub(crate) struct Chunk {
@@ -87,6 +130,8 @@ pub(crate) struct Chunk {
     /// By the table's field index, as the series' columns were when sealed;
     /// a field the series gained later (past the end, or `None`) is null here.
     columns: Box<[Option<Packed>]>,
+    /// The bounds of each column's values, by the same index.
+    bounds: Box<[Bounds]>,
 }
 
 impl Chunk {
@@ -102,7 +147,18 @@ impl Chunk {
                 .iter()
                 .map(|c| c.as_ref().map(|c| Packed::of(c, n)))
                 .collect(),
+            bounds: p
+                .columns
+                .iter()
+                .map(|c| c.as_ref().map_or(Bounds::Empty, |c| Bounds::of(c, n)))
+                .collect(),
         }
+    }
+
+    /// The bounds of field `i`'s values (the table's index; `Empty` for a
+    /// field the chunk does not have).
+    pub(crate) fn bounds(&self, i: usize) -> Bounds {
+        self.bounds.get(i).copied().unwrap_or(Bounds::Empty)
     }
 
     /// Appends its points to `out`, whose columns say which fields to decode
@@ -123,6 +179,7 @@ impl Chunk {
         std::mem::size_of::<Chunk>()
             + self.times.len() * 8
             + self.columns.len() * std::mem::size_of::<Option<Packed>>()
+            + self.bounds.len() * std::mem::size_of::<Bounds>()
             + self
                 .columns
                 .iter()

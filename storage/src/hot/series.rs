@@ -51,22 +51,27 @@ impl Series {
     /// Its points with a time in `[min, max]`, plain, and maybe more around
     /// them: the open tail itself where no sealed chunk reaches into the range,
     /// else those chunks decoded (and the tail after them) into `scratch`, with
-    /// only the fields in `fields` (the table's indexes; others `None`).
-    pub(crate) fn points<'a>(
+    /// only the fields in `fields` (the table's indexes; others `None`). Less
+    /// the sealed chunks `keep` refuses: a read whose condition no point of a
+    /// chunk can pass (by its bounds, `Chunk::bounds`) neither decodes it nor
+    /// sees its points.
+    pub(crate) fn points_where<'a>(
         &'a self,
         min: i64,
         max: i64,
         fields: &[usize],
         scratch: &'a mut Plain,
+        keep: impl Fn(&Chunk) -> bool,
     ) -> &'a Plain {
         let from = self.sealed.partition_point(|c| c.max < min);
         let hit = &self.sealed[from..];
         let hit = &hit[..hit.partition_point(|c| c.min <= max)];
-        if hit.is_empty() {
+        let mut kept = hit.iter().filter(|&c| keep(c)).peekable();
+        if kept.peek().is_none() {
             return &self.open;
         }
         scratch.reset_like(&self.open, |i| fields.contains(&i));
-        for c in hit {
+        for c in kept {
             c.unpack_into(scratch);
         }
         if self.open.times.first().is_some_and(|&t| t <= max) {
@@ -75,7 +80,19 @@ impl Series {
         scratch
     }
 
-    /// Points a read of `[min, max]` decodes ([`Series::points`]): those of
+    /// [`Series::points_where`] keeping every chunk (tests).
+    #[cfg(test)]
+    pub(crate) fn points<'a>(
+        &'a self,
+        min: i64,
+        max: i64,
+        fields: &[usize],
+        scratch: &'a mut Plain,
+    ) -> &'a Plain {
+        self.points_where(min, max, fields, scratch, |_| true)
+    }
+
+    /// Points a read of `[min, max]` decodes ([`Series::points_where`]): those of
     /// the sealed chunks reaching into the range (the open tail is read in
     /// place).
     pub(crate) fn sealed_points(&self, min: i64, max: i64) -> usize {
@@ -257,6 +274,12 @@ impl Series {
     #[cfg(test)]
     pub(crate) fn sealed(&self) -> usize {
         self.sealed.len()
+    }
+
+    /// The sealed chunks themselves (tests).
+    #[cfg(test)]
+    pub(crate) fn sealed_chunks(&self) -> &[Chunk] {
+        &self.sealed
     }
 }
 

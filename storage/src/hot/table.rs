@@ -9,6 +9,7 @@ use std::hash::Hasher;
 use engine::arrow::array::{Array, AsArray, RecordBatch};
 use engine::arrow::datatypes::{Int64Type, UInt64Type};
 
+pub(crate) use super::chunk::Bounds;
 use super::column::Src;
 pub(crate) use super::column::{Column, Plain, Values};
 pub(crate) use super::series::{Series, TIME_BYTES, VALUE_BYTES};

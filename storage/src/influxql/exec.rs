@@ -16,9 +16,11 @@ use super::rows::{self, Row};
 use super::schema;
 use super::series::{Series, StatementResult, Value};
 use super::{
-    integral, page, post, pushdown, read_path, reduce, sql, subquery, unflushed, InfluxqlRequest,
+    integral, page, post, pushdown, read_path, reduce, sql, stages, subquery, unflushed,
+    InfluxqlRequest,
 };
 use crate::Storage;
+use stages::Stage;
 
 /// Reads of one table that a concurrent rewrite may invalidate before the
 /// read groups every row (a rewrite is rare; many in a row mean a backfill).
@@ -58,6 +60,7 @@ impl Storage {
         if integral::applies(stmt) {
             return self.run_integral(req, stmt);
         }
+        let started = std::time::Instant::now();
         let shape = plan::check(stmt)?;
         let zone = plan::zone(stmt)?;
         let filter = range::split_in(stmt.condition.as_ref(), req.now_ns, zone.as_ref())?;
@@ -158,6 +161,11 @@ impl Storage {
         let schemas: Vec<_> = tables.iter().map(|(m, _)| m.clone()).collect();
         let all = schema::union(&schemas);
         let mut series = Vec::new();
+        // A subquery's inner statement timed its own stages: the outer one's start here.
+        let mut at = match stmt.sources.as_slice() {
+            [Source::Subquery(_)] => std::time::Instant::now(),
+            _ => started,
+        };
         for (i, (m, table)) in tables.iter().enumerate() {
             let target = plan::Target {
                 db: &db,
@@ -165,17 +173,27 @@ impl Storage {
                 all: &all,
                 source: table.as_ref().map(|(t, _)| t.as_str()),
             };
-            let Some(plan) = plan::plan(stmt, shape, target, &filter, req.now_ns)? else {
+            let planned = plan::plan(stmt, shape, target, &filter, req.now_ns)?;
+            stages::lap(Stage::Plan, at);
+            let Some(plan) = planned else {
+                at = std::time::Instant::now();
                 continue;
             };
             if plan.range.is_empty() {
+                at = std::time::Instant::now();
                 continue;
             }
             let rows = match table {
                 _ if pushed.contains_key(&i) => pushed.remove(&i).unwrap_or_default(),
-                Some((name, scan)) => self.read_subquery(&plan, req, name, scan)?,
+                Some((name, scan)) => {
+                    let ran = std::time::Instant::now();
+                    let rows = self.read_subquery(&plan, req, name, scan)?;
+                    stages::lap(Stage::Engine, ran);
+                    rows
+                }
                 None => self.read_measurement(stmt, &filter.rest, &plan, req, m)?,
             };
+            let built = std::time::Instant::now();
             let rows = plan.drop_valueless(rows);
             let mut found = to_series(&plan, rows, &mut budget)?;
             if plan.order_desc {
@@ -183,6 +201,7 @@ impl Storage {
                 found.reverse();
             }
             series.extend(found);
+            at = stages::lap(Stage::Build, built);
         }
         Ok(StatementResult {
             series: slimit(series, stmt),
@@ -225,7 +244,10 @@ impl Storage {
         } else if let Some(rows) = self.read_hot(stmt, rest, plan, req, m)? {
             (rows, read_path::Path::Hot)
         } else {
-            (self.read_points(plan, req, m)?, read_path::Path::Engine)
+            let ran = std::time::Instant::now();
+            let rows = self.read_points(plan, req, m)?;
+            stages::lap(Stage::Engine, ran);
+            (rows, read_path::Path::Engine)
         };
         read_path::record(path, started.elapsed());
         Ok(rows)

@@ -23,6 +23,7 @@ use super::error::InfluxqlError;
 use super::plan::Plan;
 use super::rows::Row;
 use super::series::Value;
+use super::stages::{self, Stage};
 use super::{unflushed, InfluxqlRequest};
 use crate::Storage;
 
@@ -104,6 +105,7 @@ impl Storage {
         let Some(shown) = shown(plan) else {
             return Ok(None);
         };
+        let at = std::time::Instant::now();
         if !may_read(req.access, &plan.db) || self.catalog.retention_secs(&plan.db) > 0 {
             return Ok(None);
         }
@@ -128,6 +130,7 @@ impl Storage {
             self.row_limit(),
             req.cancel,
         )?;
+        let at = stages::lap(Stage::Wait, at);
         // The unflushed rows' last points, merged over the table's below.
         let mut overlay = TableLasts::default();
         if let Some(parts) = parts {
@@ -144,6 +147,7 @@ impl Storage {
             &plan.measurement,
             |table| answer(plan, &shown, table, &overlay),
         );
+        stages::lap(Stage::Eval, at);
         let rows = match rows {
             Ok(Some(Some(rows))) => rows,
             Ok(_) => return Ok(None),

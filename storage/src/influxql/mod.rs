@@ -39,6 +39,7 @@ pub mod selector;
 pub mod series;
 mod show;
 mod sql;
+pub mod stages;
 mod subquery;
 pub mod transform;
 mod unflushed;

@@ -4,9 +4,10 @@
 //! line, `"partial":true` on split series and on every chunk of a statement
 //! but its last).
 //!
-//! Brief overview: [`respond`] answers a request's statement results as a
-//! streamed body ([`write_statements`] on a blocking thread, `body` carrying
-//! what it writes); [`Response`] writes statements through any [`Write`] a
+//! Brief overview: [`respond`] answers a request's statement results, a small
+//! answer rendered at once into one buffer, a larger one as a streamed body
+//! ([`write_statements`] on a blocking thread, `body` carrying what it
+//! writes); [`Response`] writes statements through any [`Write`] a
 //! bounded buffer at a time (`document`: the `results`/`series` layout;
 //! `json`: values as Go encodes them; `indent`: `pretty=true`), so a large
 //! answer is never one big string; in chunked mode each line is followed by a
@@ -294,11 +295,58 @@ impl<W: Write> Response<W> {
     }
 }
 
+/// Cells (values, times included) up to which an answer is rendered at once
+/// into one buffer on the request's own thread ([`respond`]): a dashboard's
+/// answer (TSBS `lastpoint` at 200 hosts: 4,200 cells; `high-cpu-1`: up to ~15,000)
+/// then skips the hand-off to a blocking thread and the channel, and goes out
+/// with a `Content-Length`. Larger ones stream, never held whole.
+const RENDER_AT_ONCE_CELLS: usize = 16_384;
+
+/// Whether `results` are small enough to render at once ([`RENDER_AT_ONCE_CELLS`]).
+fn small(results: &[Answered]) -> bool {
+    let mut cells = 0usize;
+    for r in results {
+        if let Ok(answer) = &r.result {
+            for s in &answer.series {
+                cells = cells.saturating_add(s.values.len().saturating_mul(s.columns.len()));
+            }
+        }
+        if cells > RENDER_AT_ONCE_CELLS {
+            return false;
+        }
+    }
+    true
+}
+
 /// The `/query` answer for `results` (one per statement, in order, with how
-/// each chunks; see [`write_statements`]): a 200 whose body is rendered on a
-/// blocking thread and sent as it is written, so a large answer is never held
-/// as one buffer.
-pub fn respond(results: Vec<Answered>, format: Format) -> axum::response::Response {
+/// each chunks; see [`write_statements`]), and how long it took to render
+/// when it was rendered at once (`None`: it streams). A 200 whose body is, for
+/// a small answer, rendered here into one buffer; for a larger one, rendered
+/// on a blocking thread and sent as it is written, so a large answer is never
+/// held as one buffer. The bytes are the same either way.
+pub fn respond(
+    results: Vec<Answered>,
+    format: Format,
+) -> (axum::response::Response, Option<std::time::Duration>) {
+    if small(&results) {
+        let started = std::time::Instant::now();
+        // A Vec's `Write` cannot fail.
+        if let Ok(body) = write_statements(Vec::new(), format, &results) {
+            let took = started.elapsed();
+            let response = (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                Body::from(body),
+            )
+                .into_response();
+            return (response, Some(took));
+        }
+    }
+    (stream(results, format), None)
+}
+
+/// [`respond`]'s streamed answer.
+fn stream(results: Vec<Answered>, format: Format) -> axum::response::Response {
     // A few pieces in flight: the renderer waits for a slow client.
     let (tx, rx) = mpsc::channel(4);
     tokio::task::spawn_blocking(move || {

@@ -23,6 +23,7 @@
 //! of a caller that may not read the database.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use engine::{ReadScope, SqlAccess};
 use influxql::ast::{Expr, SelectStatement};
@@ -33,6 +34,7 @@ use super::fill::window_start_in;
 use super::plan::{Aggregate, Plan};
 use super::rows::Row;
 use super::series::Value;
+use super::stages::{self, Stage};
 use crate::hot::table::{Column, Plain, Series, Values};
 use crate::Storage;
 
@@ -40,9 +42,11 @@ mod acc;
 mod cond;
 mod pattern;
 mod raw;
+#[cfg(test)]
+mod skip_tests;
 
 use acc::{pick, specs, Acc, Agg, Picked, Spec};
-use cond::Cond;
+use cond::{Cond, Decided};
 
 /// Compressed points a statement may decode (`Series::sealed_points`) and
 /// still be answered here. Decoding costs more per value than the engine's
@@ -75,6 +79,7 @@ impl Storage {
         req: &super::InfluxqlRequest<'_>,
         schema: &MeasurementSchema,
     ) -> Result<Option<Vec<Row>>, InfluxqlError> {
+        let at = Instant::now();
         if !self.hot.enabled()
             || self.cluster.is_some()
             || plan.source.is_some()
@@ -119,6 +124,7 @@ impl Storage {
         // on (`[hot] hold = "read"`: the first such read marks it and starts
         // its refill, and goes to the engine below until that ended).
         self.hot.want(&plan.db, &plan.measurement);
+        let at = stages::lap(Stage::Plan, at);
         // Every acknowledged write is queued for the store once the coordinator
         // received it, and in it once the applier applied it (`hot/apply.rs`).
         let acked = self.wal.last_seq();
@@ -133,7 +139,9 @@ impl Storage {
             plan.range.max.unwrap_or(i64::MAX),
         );
         let max_series = self.hot.max_series();
-        let Some(tables) = self.hot.try_read() else {
+        let tables = self.hot.try_read();
+        let at = stages::lap(Stage::Wait, at);
+        let Some(tables) = tables else {
             return Ok(None);
         };
         let Some(table) = tables.get(&plan.db, &plan.measurement) else {
@@ -145,7 +153,7 @@ impl Storage {
         for c in &mut conds {
             c.bind(&table.fields);
         }
-        let mut series: Vec<(u64, &Series, bool)> = Vec::new();
+        let mut series: Vec<(u64, &Series, Test<'_>)> = Vec::new();
         let mut decoded = 0usize;
         'series: for (id, s) in table.series.iter() {
             let mut every_point = true;
@@ -156,7 +164,8 @@ impl Storage {
                     None => every_point = false,
                 }
             }
-            series.push((*id, s, every_point));
+            let test = (!every_point).then(|| conds.iter().map(|c| c.decide(s)).collect());
+            series.push((*id, s, test));
             decoded += s.sealed_points(min, max);
             if series.len() > max_series || decoded > MAX_DECODED_POINTS {
                 return Ok(None);
@@ -164,6 +173,7 @@ impl Storage {
         }
         // Series in one order every time (first/last ties are broken by value, `Acc`).
         series.sort_unstable_by_key(|c| c.0);
+        let at = stages::lap(Stage::Series, at);
         let chosen = Chosen {
             series,
             conds: &conds,
@@ -177,6 +187,7 @@ impl Storage {
             Shape::Raw(shown) => Some(raw::rows(plan, &shown, &table.fields, &chosen)),
         };
         drop(tables);
+        stages::lap(Stage::Eval, at);
         let Some(rows) = rows else {
             return Ok(None);
         };
@@ -198,10 +209,14 @@ enum Shape<'p> {
     Raw(raw::Shown),
 }
 
-/// The series a statement reads (id, series, whether every point passes
-/// the conditions), in id order, and the time range (inclusive).
+/// What a series' points must pass: the conditions with its tags decided
+/// (`Cond::decide`), or `None` where every point passes them.
+type Test<'c> = Option<Vec<Decided<'c>>>;
+
+/// The series a statement reads (id, series, what its points must pass),
+/// in id order, and the time range (inclusive).
 struct Chosen<'t> {
-    series: Vec<(u64, &'t Series, bool)>,
+    series: Vec<(u64, &'t Series, Test<'t>)>,
     conds: &'t [Cond],
     min: i64,
     max: i64,
@@ -216,9 +231,27 @@ impl Chosen<'_> {
         fields
     }
 
-    /// Whether point `i` of `p` (points of `s`) passes the field conditions.
-    fn passes(&self, s: &Series, p: &Plain, every_point: bool, i: usize) -> bool {
-        every_point || self.conds.iter().all(|c| c.on_point(s, p, i))
+    /// `s`'s points in the range with `fields` decoded, less the sealed
+    /// chunks whose bounds no point passing the conditions can lie in (TSBS
+    /// `high-cpu-1`'s `usage_user > 90.0`: most of a host's chunks stay
+    /// compressed). A skipped chunk's points fail the conditions, so every
+    /// caller, which tests each point with [`Chosen::passes`], sees the same.
+    fn points<'a>(
+        &self,
+        s: &'a Series,
+        test: &Test<'_>,
+        fields: &[usize],
+        scratch: &'a mut Plain,
+    ) -> &'a Plain {
+        s.points_where(self.min, self.max, fields, scratch, |c| {
+            test.is_none() || self.conds.iter().all(|k| k.may_pass(s, &|i| c.bounds(i)))
+        })
+    }
+
+    /// Whether point `i` of `p` (a series' points) passes its `test`.
+    fn passes(test: &Test<'_>, p: &Plain, i: usize) -> bool {
+        test.as_ref()
+            .is_none_or(|t| t.iter().all(|c| c.on_point(p, i)))
     }
 }
 
@@ -246,8 +279,9 @@ fn aggregate_rows(
     let mut groups: BTreeMap<Vec<String>, Buckets> = BTreeMap::new();
     let mut scratch = Plain::default();
     let reads = chosen.reads(index.iter().flatten().copied().collect());
-    for &(_, s, every_point) in &chosen.series {
-        let p = s.points(min, max, &reads, &mut scratch);
+    for (_, s, test) in &chosen.series {
+        let s = *s;
+        let p = chosen.points(s, test, &reads, &mut scratch);
         let span = p.span(min, max);
         if span.is_empty() {
             continue;
@@ -266,7 +300,7 @@ fn aggregate_rows(
             .collect();
         let buckets = groups.entry(key).or_default();
         for i in span {
-            if !chosen.passes(s, p, every_point, i) {
+            if !Chosen::passes(test, p, i) {
                 continue;
             }
             if !cols.iter().flatten().any(|c| c.valid[i]) {

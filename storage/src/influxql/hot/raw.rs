@@ -8,7 +8,7 @@
 use engine::quote_ident;
 use ingest::{FieldType, MeasurementSchema};
 
-use super::Chosen;
+use super::{Chosen, Test};
 use crate::hot::table::{Column, Plain, Series, Values};
 use crate::influxql::plan::Plan;
 use crate::influxql::rows::Row;
@@ -78,7 +78,7 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
     };
     // Series ranked by their tag values (then id): the engine's tie-break
     // among points of one time.
-    let mut ranked: Vec<&(u64, &Series, bool)> = chosen.series.iter().collect();
+    let mut ranked: Vec<&(u64, &Series, Test<'_>)> = chosen.series.iter().collect();
     ranked.sort_by(|a, b| {
         let key = |s: &Series| -> Vec<String> {
             plan.order_tags
@@ -106,11 +106,11 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
     let held: Vec<&Plain> = ranked
         .iter()
         .zip(scratch.iter_mut())
-        .map(|(r, scratch)| r.1.points(chosen.min, chosen.max, &reads, scratch))
+        .map(|(r, scratch)| chosen.points(r.1, &r.2, &reads, scratch))
         .collect();
     // (group, time, rank, series' position in `ranked`, point).
     let mut points: Vec<(Vec<String>, i64, usize, usize)> = Vec::new();
-    for (rank, &&(_, s, every_point)) in ranked.iter().enumerate() {
+    for (rank, &&(_, s, ref test)) in ranked.iter().enumerate() {
         let p = held[rank];
         let present: Vec<&Column> = shown
             .present
@@ -126,7 +126,7 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
             .map(|t| s.tag(t).to_string())
             .collect();
         for i in p.span(chosen.min, chosen.max) {
-            if present.iter().any(|c| c.valid[i]) && chosen.passes(s, p, every_point, i) {
+            if present.iter().any(|c| c.valid[i]) && Chosen::passes(test, p, i) {
                 points.push((group.clone(), p.times[i], rank, i));
             }
         }

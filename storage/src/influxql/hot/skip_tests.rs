@@ -1,0 +1,129 @@
+//! A sealed chunk skipped by its bounds (`Chosen::points`) must never hide a
+//! point that passes the conditions: for random chunks (floats with NaN and
+//! nulls, integers with nulls, a field the chunk lacks) and random comparisons
+//! (every operator, integer and float literals, on either kind, under `AND`
+//! and `OR` with a tag), a chunk the bounds refuse has no passing point. And
+//! the bounds are tight where they can be: for `<`, `<=`, `>`, `>=` a chunk
+//! they keep has one.
+
+use std::sync::Arc;
+
+use engine::arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, UInt64Array};
+use engine::arrow::datatypes::{DataType, Field, Schema};
+use ingest::{FieldType, MeasurementSchema};
+use proptest::prelude::*;
+
+use super::cond::Cond;
+use crate::hot::table::{Plain, Table};
+
+/// One point: a float (`None`: null) and an integer.
+type Point = (Option<f64>, Option<i64>);
+
+fn schema() -> MeasurementSchema {
+    MeasurementSchema {
+        name: "m".into(),
+        tag_keys: vec!["host".into()],
+        fields: vec![
+            ("f".into(), FieldType::Float),
+            ("g".into(), FieldType::Float),
+            ("i".into(), FieldType::Integer),
+        ],
+    }
+}
+
+/// The points as one series' table, sealed into chunks of `chunk` points
+/// (field `g` is never written: no chunk has it).
+fn table(points: &[Point], chunk: usize) -> Table {
+    let schema = Schema::new(vec![
+        Field::new("time", DataType::Int64, false),
+        Field::new("series_id", DataType::UInt64, false),
+        Field::new("f", DataType::Float64, true),
+        Field::new("i", DataType::Int64, true),
+    ]);
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(0..points.len() as i64)),
+        Arc::new(UInt64Array::from_iter_values(points.iter().map(|_| 1))),
+        Arc::new(Float64Array::from_iter(points.iter().map(|p| p.0))),
+        Arc::new(Int64Array::from_iter(points.iter().map(|p| p.1))),
+    ];
+    let batch = RecordBatch::try_new(Arc::new(schema), cols).unwrap();
+    let mut t = Table::new();
+    t.chunk = chunk;
+    assert!(t.insert(&batch, i64::MAX));
+    t
+}
+
+fn value() -> impl Strategy<Value = Option<f64>> {
+    prop_oneof![
+        1 => Just(None),
+        1 => Just(Some(f64::NAN)),
+        1 => Just(Some(-0.0)),
+        8 => (-20i32..20, 0..4u8).prop_map(|(n, q)| Some(f64::from(n) + f64::from(q) / 4.0)),
+    ]
+}
+
+fn point() -> impl Strategy<Value = Point> {
+    (
+        value(),
+        prop_oneof![1 => Just(None), 6 => (-20i64..20).prop_map(Some)],
+    )
+}
+
+/// A condition, and whether the bounds decide it exactly (one `<`, `<=`,
+/// `>`, `>=`: the smallest or largest value passes if any does).
+fn condition() -> impl Strategy<Value = (String, bool)> {
+    let op = prop_oneof![
+        Just("<"),
+        Just("<="),
+        Just(">"),
+        Just(">="),
+        Just("="),
+        Just("!=")
+    ];
+    let lit = prop_oneof![
+        (-22i64..22).prop_map(|n| n.to_string()),
+        (-22i32..22, 0..4u8).prop_map(|(n, q)| format!("{:.2}", f64::from(n) + f64::from(q) / 4.0)),
+    ];
+    let field = prop_oneof![Just("f"), Just("i"), Just("g")];
+    let cmp = (field, op, lit).prop_map(|(f, op, lit)| format!("{f} {op} {lit}"));
+    (cmp.clone(), cmp, 0..4u8).prop_map(|(a, b, how)| match how {
+        0 => {
+            let tight = !a.contains('=');
+            (a, tight)
+        }
+        1 => (format!("{a} AND {b}"), false),
+        2 => (format!("{a} OR {b}"), false),
+        _ => (format!("({a} OR host = 'h9') AND {b}"), false),
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn a_chunk_refused_by_its_bounds_has_no_passing_point(
+        points in prop::collection::vec(point(), 1..80),
+        chunk in 1usize..12,
+        (text, tight) in condition(),
+    ) {
+        let t = table(&points, chunk);
+        let s = &t.series[&1];
+        let cond = Cond::of(&influxql::parse_expr(&text).unwrap(), &schema());
+        prop_assume!(cond.is_some(), "not a condition the store reads: {}", text);
+        let mut cond = cond.unwrap();
+        cond.bind(&t.fields);
+        let fields: Vec<usize> = (0..t.fields.len()).collect();
+        // Each sealed chunk alone: a read of its span.
+        for c in s.sealed_chunks() {
+            let mut scratch = Plain::default();
+            let p = s.points_where(c.min, c.max, &fields, &mut scratch, |k| std::ptr::eq(k, c));
+            let decided = cond.decide(s);
+            let passing = p.span(c.min, c.max).filter(|&i| decided.on_point(p, i)).count();
+            let kept = cond.may_pass(s, &|i| c.bounds(i));
+            prop_assert!(kept || passing == 0, "{text}: skipped a chunk with {passing} passing");
+            if tight {
+                prop_assert!(!kept || passing > 0, "{text}: kept a chunk without one");
+            }
+        }
+    }
+}
