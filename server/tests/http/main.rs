@@ -30,6 +30,7 @@ mod door;
 mod drop_measurement;
 mod grafana;
 mod hot;
+mod hot_read_your_writes;
 mod influxql;
 mod influxql_diff;
 mod influxql_render;
