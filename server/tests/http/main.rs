@@ -31,6 +31,7 @@ mod drop_measurement;
 mod grafana;
 mod hot;
 mod hot_read_your_writes;
+mod hot_tag_values;
 mod influxql;
 mod influxql_diff;
 mod influxql_render;

@@ -40,6 +40,7 @@ mod acc;
 mod cond;
 mod pattern;
 mod raw;
+mod tag_values;
 
 use acc::{pick, specs, Acc, Agg, Picked, Spec};
 use cond::Cond;
