@@ -77,8 +77,8 @@ pub(super) fn differ(a: &[u8], b: &[u8]) -> Option<String> {
     None
 }
 
-/// `chingest_influxql_reads_total` by path from `/metrics`; empty where the server has
-/// no such metric (InfluxDB).
+/// `chingest_influxql_reads_total` by path and `chingest_hot_fallbacks_total` by reason
+/// from `/metrics`; empty where the server has no such metric (InfluxDB).
 pub(super) async fn read_paths(http: &Http, server: &Server) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     let Ok(u) = uri(&format!("{}/metrics", server.base)) else {
@@ -90,15 +90,23 @@ pub(super) async fn read_paths(http: &Http, server: &Server) -> BTreeMap<String,
     if r.status != 200 {
         return out;
     }
+    // Reads by path, and the reads the hot store could have answered that went to the
+    // engine because its applier was behind or its lock busy (`hot fallback: behind`).
+    let wanted = [
+        ("chingest_influxql_reads_total{path=\"", ""),
+        ("chingest_hot_fallbacks_total{reason=\"", "hot fallback: "),
+    ];
     for line in String::from_utf8_lossy(&r.body).lines() {
-        let Some(rest) = line.strip_prefix("chingest_influxql_reads_total{path=\"") else {
-            continue;
-        };
-        let Some((path, value)) = rest.split_once("\"} ") else {
-            continue;
-        };
-        if let Ok(v) = value.trim().parse::<f64>() {
-            out.insert(path.to_string(), v);
+        for (prefix, label) in wanted {
+            let Some(rest) = line.strip_prefix(prefix) else {
+                continue;
+            };
+            let Some((name, value)) = rest.split_once("\"} ") else {
+                continue;
+            };
+            if let Ok(v) = value.trim().parse::<f64>() {
+                out.insert(format!("{label}{name}"), v);
+            }
         }
     }
     out

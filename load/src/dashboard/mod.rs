@@ -16,7 +16,8 @@
 //!   variable queries (`SHOW TAG VALUES …`, as on every load), timed apart.
 //!
 //! Per panel: its latency and (from chingest's `X-Chingest-Read-Path` header) which path
-//! answered; per server, the deltas of `chingest_influxql_reads_total` by path over its
+//! answered; per server, the deltas of `chingest_influxql_reads_total` by path (and of
+//! `chingest_hot_fallbacks_total`: reads the store left to the engine) over its
 //! phases. At the end every server gets the gathers up to one time, and every panel's query
 //! at that time goes to each: the answers are compared with the first server's
 //! (`compare.rs`).
@@ -139,8 +140,9 @@ pub struct ServerResult {
     pub variables: Latency,
     /// Variable queries that failed, or whose values missed a host.
     pub variables_failed: u64,
-    /// Increase of `chingest_influxql_reads_total` by path over the phases (empty for
-    /// a server without it).
+    /// Increase of `chingest_influxql_reads_total` by path, and of
+    /// `chingest_hot_fallbacks_total` by reason (`hot fallback: behind`), over the phases
+    /// (empty for a server without them).
     pub read_paths: BTreeMap<String, f64>,
     /// Background write requests answered 2xx, and not.
     pub writes_ok: u64,
