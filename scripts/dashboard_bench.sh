@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Dashboard benchmark (issue #44): a wall of Grafana panels (deploy/grafana's host dashboard,
-# its InfluxQL panels repeated to PANELS, each pass another host) refreshed every REFRESH_SECS
-# on chingest and on InfluxDB 1.x while each ingests, one server at a time, ROUNDS rounds of
-# PHASE_SECS each, the order alternating. Never part of CI.
+# its InfluxQL panels repeated to PANELS, each pass another host and the next of VIEWS)
+# refreshed every REFRESH_SECS on chingest (hot store on) and on InfluxDB 1.x while each
+# ingests, one server at a time, ROUNDS rounds of PHASE_SECS each, the order alternating;
+# then every panel's answer compared between them. Never part of CI.
 #
-#   scripts/dashboard_bench.sh                            20 panels, 100 hosts, 2 × 150 s each
-#   PHASE_SECS=30 ROUNDS=1 scripts/dashboard_bench.sh     a quick run
+#   scripts/dashboard_bench.sh            20 panels, 100 hosts, 5 minutes each (2 × 150 s),
+#                                         about 12 minutes in all (6 h of data written first)
+#   PHASE_SECS=30 ROUNDS=1 scripts/dashboard_bench.sh     a smoke run (about 3 minutes)
 #
+# VIEWS (1h,6h,1h:all): tab after tab (8 panels each), the range and `$host`: one host, or
+# `:all` = All (every host, as Grafana expands it). Grafana's $__interval for 1,920 px.
 # Data: HOSTS hosts report as Telegraf does (cpu, mem, disk, net, system, every 10 s), an hour
 # of it before the first phase, into database `telegraf`. Beside the panels, WRITE_RATE
 # requests/s of 5,000-point line-protocol payloads (`chingest-load gen`, 1,000 hosts) go to the
@@ -16,7 +20,8 @@
 #
 # Everything is a variable with a default:
 #   HOSTS (100)  PANELS (20)  CONCURRENCY (6)  REFRESH_SECS (10)  PHASE_SECS (150)  ROUNDS (2)
-#   WRITE_RATE (80)  PORT (18096)  INFLUX_PORT (18196)  INFLUX_RPC_PORT (18197)
+#   VIEWS (1h,6h,1h:all)  WRITE_RATE (80)  PORT (18096)  INFLUX_PORT (18196)  INFLUX_RPC_PORT (18197)
+#   HOT (1): chingest's [hot] enabled (0: off, the engine answers everything)
 #   SQL_CONFIG, REQUEST_TIMEOUT_SECS, SERVER_CONFIG_EXTRA, SERVER_CMD, LOAD, INFLUXD: as in
 #     scripts/query_bench.sh
 #   PREV_SERVER_CMD (unset): another chingest build (or the same one), loaded as "chingest-prev"
@@ -42,6 +47,12 @@ REFRESH_SECS=${REFRESH_SECS:-10}
 PHASE_SECS=${PHASE_SECS:-150}
 ROUNDS=${ROUNDS:-2}
 WRITE_RATE=${WRITE_RATE:-80}
+VIEWS=${VIEWS:-1h,6h,1h:all}
+if [ "${HOT:-1}" = 1 ] && [[ "${SERVER_CONFIG_EXTRA:-}" != *"[hot]"* ]]; then
+  SERVER_CONFIG_EXTRA="[hot]
+enabled = true
+${SERVER_CONFIG_EXTRA:-}"
+fi
 RESULTS=${RESULTS:-test_results/latest}
 NAME=${NAME:-dashboard_bench}
 SAY_AS=dashboard_bench
@@ -75,7 +86,7 @@ if [ "$WRITE_RATE" != 0 ]; then
 fi
 say "load average before: $(loadavg)"
 "$LOAD" dashboard "${servers[@]}" --hosts "$HOSTS" --panels "$PANELS" --concurrency "$CONCURRENCY" \
-  --refresh-secs "$REFRESH_SECS" --phase-secs "$PHASE_SECS" --rounds "$ROUNDS" "${writes[@]}" \
+  --refresh-secs "$REFRESH_SECS" --phase-secs "$PHASE_SECS" --rounds "$ROUNDS" --views "$VIEWS" "${writes[@]}" \
   --note "chingest: \`$SERVER_CMD\`, [sql] as in scripts/lib/bench_env.sh${SERVER_CONFIG_EXTRA:+, and $(echo "$SERVER_CONFIG_EXTRA" | tr '\n' ' ')}${PREV_SERVER_CMD:+; chingest-prev: \`$PREV_SERVER_CMD\`${PREV_CONFIG_EXTRA:+, and $(echo "$PREV_CONFIG_EXTRA" | tr '\n' ' ')}}; InfluxDB $("$INFLUXD" version 2>/dev/null || echo '?'), default settings" \
   --results "$RESULTS" --name "$NAME"
 echo "

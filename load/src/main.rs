@@ -95,9 +95,10 @@ struct DashboardArgs {
     /// Rounds (each server once per round, the order alternating).
     #[arg(long, default_value_t = 2)]
     rounds: usize,
-    /// The dashboard's time range, seconds.
-    #[arg(long, default_value_t = 3600)]
-    range_secs: i64,
+    /// How each dashboard tab shows its panels, tab after tab: a time range
+    /// (`1h`, `6h`), `:all` for `$host` = All (every host), else one host.
+    #[arg(long, default_value = "1h,6h,1h:all")]
+    views: String,
     /// Background write requests per second (0: none); needs --payloads.
     #[arg(long, default_value_t = 0.0)]
     write_rate: f64,
@@ -616,7 +617,7 @@ fn dashboard(a: DashboardArgs) -> anyhow::Result<()> {
         refresh_secs: a.refresh_secs,
         phase_secs: a.phase_secs,
         rounds: a.rounds,
-        range_secs: a.range_secs,
+        views: load::dashboard::panels::views(&a.views)?,
         write_rate: a.write_rate,
         write_db: a.write_db,
         timeout_secs: a.timeout_secs,

@@ -9,6 +9,8 @@ use engine::arrow::array::AsArray;
 
 use ingest::catalog::Record;
 
+use crate::influxql::read_path;
+
 use crate::{
     EngineStats, SqlAccess, SqlError, SqlFormat, SqlRequest, SqlSummary, Storage, StorageError,
     StorageStats,
@@ -72,6 +74,32 @@ impl Storage {
     /// A client triggers these statements (`SHOW TAG VALUES`), so they run in the SQL
     /// sandbox with its time and size limits, never on the flusher's connections.
     pub(crate) fn distinct_tag_values(
+        &self,
+        db: &str,
+        measurement: &str,
+        keys: &[String],
+    ) -> Result<Vec<(String, String)>, StorageError> {
+        // From the hot store where it holds every series (`influxql/hot/tag_values.rs`);
+        // the caller's access to `db` was checked with the statement.
+        let started = std::time::Instant::now();
+        if let Some(m) = self
+            .catalog
+            .schema(db)
+            .into_iter()
+            .find(|m| m.name == measurement)
+        {
+            if let Ok(Some(pairs)) = self.hot_tag_values(None, db, &m, keys, None, 0) {
+                read_path::record(read_path::Path::Hot, started.elapsed());
+                return Ok(pairs);
+            }
+        }
+        let out = self.engine_tag_values(db, measurement, keys)?;
+        read_path::record(read_path::Path::Engine, started.elapsed());
+        Ok(out)
+    }
+
+    /// [`Storage::distinct_tag_values`] from the engine's table and the unflushed rows.
+    fn engine_tag_values(
         &self,
         db: &str,
         measurement: &str,

@@ -3,23 +3,32 @@
 //! servers' order alternating:
 //!
 //! * hosts as Telegraf reports them (`telegraf_data`, the data `grafana.rs` checks Grafana's
-//!   answers on) gathered every 10 s into `db`, an hour of them before the first phase, the
-//!   gathers a phase missed before the next;
+//!   answers on) gathered every 10 s into `db`, the longest view's range of them before the
+//!   first phase, the gathers a phase missed before the next (`gather.rs`);
 //! * optionally a write load beside, open model at `write_rate` requests per second of
 //!   pre-encoded payloads (`chingest-load gen`) into `write_db`;
 //! * every `refresh_secs`, one refresh: the `panels` panel queries of the dashboard (its
-//!   panels again and again, each pass another host), the last hour, variables and macros
-//!   expanded as Grafana sends them, `concurrency` at a time as a browser does. The time of
-//!   a refresh is from its first request to its last answer; every answer must be a 200
-//!   without an error, with at least one series.
+//!   panels again and again, each pass another host), variables and macros expanded as
+//!   Grafana sends them, `concurrency` at a time as a browser does. The time of a refresh
+//!   is from its first request to its last answer; every answer must be a 200 without an
+//!   error, with at least one series. Tab after tab, the panels show one of
+//!   `views` (a time range, one host or `All`). Before each refresh, the dashboard's
+//!   variable queries (`SHOW TAG VALUES …`, as on every load), timed apart.
+//!
+//! Per panel: its latency and (from chingest's `X-Chingest-Read-Path` header) which path
+//! answered; per server, the deltas of `chingest_influxql_reads_total` by path (and of
+//! `chingest_hot_fallbacks_total`: reads the store left to the engine) over its
+//! phases. At the end every server gets the gathers up to one time, and every panel's query
+//! at that time goes to each: the answers are compared with the first server's
+//! (`compare.rs`).
 //!
 //! Only one server is loaded at a time: two servers on one machine would share its cores.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use hyper::Uri;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -32,6 +41,8 @@ use crate::query::http::{encode_component, Http};
 use crate::schedule::{run_step, InFlight, Step};
 use crate::stats::{Latency, LatencyHist, Outcome};
 
+mod compare;
+mod gather;
 #[path = "../../../server/tests/http/grafana/macros.rs"]
 #[allow(dead_code)]
 mod macros;
@@ -63,14 +74,47 @@ pub struct DashboardConfig {
     pub phase_secs: f64,
     /// Rounds (each server once per round).
     pub rounds: usize,
-    /// The dashboard's time range, seconds (the last hour).
-    pub range_secs: i64,
+    /// How each tab shows its panels, tab after tab (`panels::View`).
+    pub views: Vec<panels::View>,
     /// Background write requests per second (0: none).
     pub write_rate: f64,
     /// Database of the background writes.
     pub write_db: String,
     /// Per-request timeout, seconds.
     pub timeout_secs: f64,
+}
+
+impl DashboardConfig {
+    /// Seconds of gathers written before the first phase: the longest view's range.
+    fn history_secs(&self) -> i64 {
+        self.views
+            .iter()
+            .map(|v| v.range_secs)
+            .max()
+            .unwrap_or(3600)
+    }
+}
+
+/// One panel of the wall on one server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PanelResult {
+    /// Title, range and host (`panels::Slot::label`).
+    pub label: String,
+    /// Time of its query.
+    pub query: Latency,
+    /// Answers by `X-Chingest-Read-Path` (`hot`, `engine`, …; `-` where not sent).
+    pub paths: BTreeMap<String, u64>,
+}
+
+/// The first server's answer to a panel compared with another's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The panel (`panels::Slot::label`).
+    pub label: String,
+    /// The other server.
+    pub with: String,
+    /// The first difference; `None` when they agree.
+    pub differs: Option<String>,
 }
 
 /// One server's refreshes over every round.
@@ -90,6 +134,16 @@ pub struct ServerResult {
     pub first_failure: Option<String>,
     /// Refreshes that took longer than the refresh interval.
     pub late: u64,
+    /// Per panel of the wall, in wall order.
+    pub panels: Vec<PanelResult>,
+    /// Time of the variable queries (`SHOW TAG VALUES`), one per refresh each.
+    pub variables: Latency,
+    /// Variable queries that failed, or whose values missed a host.
+    pub variables_failed: u64,
+    /// Increase of `chingest_influxql_reads_total` by path, and of
+    /// `chingest_hot_fallbacks_total` by reason (`hot fallback: behind`), over the phases
+    /// (empty for a server without them).
+    pub read_paths: BTreeMap<String, f64>,
     /// Background write requests answered 2xx, and not.
     pub writes_ok: u64,
     /// Background write requests refused, failed or dropped at the in-flight cap.
@@ -109,6 +163,8 @@ pub struct DashboardRun {
     pub started: String,
     /// Per server, in the order given.
     pub servers: Vec<ServerResult>,
+    /// Every panel's answer on the first server compared with each other server's.
+    pub comparisons: Vec<Comparison>,
 }
 
 fn now_ms() -> i64 {
@@ -136,6 +192,11 @@ struct Subject {
     late: u64,
     writes_ok: u64,
     writes_not_ok: u64,
+    /// Per wall slot: latency and answers by read path.
+    panels: Vec<(LatencyHist, BTreeMap<String, u64>)>,
+    variables: LatencyHist,
+    variables_failed: u64,
+    read_paths: BTreeMap<String, f64>,
 }
 
 /// Runs the benchmark over `servers`; `payloads` for the background writes.
@@ -158,7 +219,8 @@ pub async fn run(
     let http = Http::new(cfg.concurrency + 2, timeout);
     let panels = panels::load(&cfg.dashboard)?;
     let hosts: Vec<String> = (0..cfg.hosts).map(|i| format!("host-{i:04}")).collect();
-    let wall = panels::layout(&panels, cfg.panels, &hosts);
+    let wall = panels::layout(&panels, cfg.panels, &hosts, &cfg.views);
+    let variables = panels::variables(&cfg.dashboard)?;
     let started = crate::host::now_rfc3339();
     let mut subjects: Vec<Subject> = servers
         .iter()
@@ -173,6 +235,10 @@ pub async fn run(
             late: 0,
             writes_ok: 0,
             writes_not_ok: 0,
+            panels: vec![Default::default(); wall.len()],
+            variables: LatencyHist::new(),
+            variables_failed: 0,
+            read_paths: BTreeMap::new(),
         })
         .collect();
     for round in 0..cfg.rounds {
@@ -189,9 +255,16 @@ pub async fn run(
                 s.server.name,
                 cfg.phase_secs
             );
-            phase(cfg, &http, &hosts, &wall, s, payloads.clone()).await?;
+            let before = compare::read_paths(&http, &s.server).await;
+            phase(cfg, &http, &hosts, &wall, &variables, s, payloads.clone()).await?;
+            for (path, n) in compare::read_paths(&http, &s.server).await {
+                *s.read_paths.entry(path.clone()).or_default() +=
+                    n - before.get(&path).copied().unwrap_or(0.0);
+            }
         }
     }
+    eprintln!("comparing every panel's answers");
+    let comparisons = compare::all(cfg, &http, &hosts, &wall, &mut subjects).await?;
     Ok(DashboardRun {
         config: cfg.clone(),
         points_per_write: payloads.as_ref().map_or(0, |p| p.get(0).points),
@@ -207,76 +280,24 @@ pub async fn run(
                 failed: s.failed,
                 first_failure: s.first_failure,
                 late: s.late,
+                panels: wall
+                    .iter()
+                    .zip(&s.panels)
+                    .map(|(slot, (h, paths))| PanelResult {
+                        label: slot.label(),
+                        query: h.summary(),
+                        paths: paths.clone(),
+                    })
+                    .collect(),
+                variables: s.variables.summary(),
+                variables_failed: s.variables_failed,
+                read_paths: s.read_paths,
                 writes_ok: s.writes_ok,
                 writes_not_ok: s.writes_not_ok,
             })
             .collect(),
+        comparisons,
     })
-}
-
-/// Writes every gather of every host after the last one written up to `until_ms`, and
-/// creates the database first time round.
-async fn gather(
-    cfg: &DashboardConfig,
-    http: &Http,
-    hosts: &[String],
-    s: &mut Subject,
-    until_ms: i64,
-) -> Result<()> {
-    let base = &s.server.base;
-    let from = match s.gathered_ms {
-        Some(t) => t + GATHER_MS,
-        None => {
-            let q = format!(
-                "{base}/query?q={}",
-                encode_component(&format!("CREATE DATABASE \"{}\"", cfg.db))
-            );
-            let r = http.post(&uri(&q)?, "text/plain", Bytes::new()).await?;
-            if r.status != 200 {
-                return Err(Error::InvalidArgument(format!(
-                    "{}: CREATE DATABASE answered {}",
-                    s.server.name, r.status
-                )));
-            }
-            until_ms - cfg.range_secs * 1000 - GATHER_MS
-        }
-    };
-    let first = from.div_euclid(GATHER_MS);
-    let last = until_ms.div_euclid(GATHER_MS);
-    let write = uri(&format!(
-        "{base}/write?db={}&precision=ns",
-        encode_component(&cfg.db)
-    ))?;
-    let mut body = String::new();
-    for step in first..=last {
-        let mut points = Vec::new();
-        for (h, host) in hosts.iter().enumerate() {
-            telegraf_data::gather(&mut points, h as i64, host, step, step * GATHER_MS);
-        }
-        for p in points {
-            body.push_str(&p.line());
-            body.push('\n');
-        }
-        if body.len() > 4 << 20 || step == last {
-            let r = http
-                .post(
-                    &write,
-                    "text/plain; charset=utf-8",
-                    Bytes::from(std::mem::take(&mut body)),
-                )
-                .await?;
-            if r.status != 204 {
-                return Err(Error::InvalidArgument(format!(
-                    "{}: a gather's write answered {}: {}",
-                    s.server.name,
-                    r.status,
-                    String::from_utf8_lossy(&r.body)
-                )));
-            }
-        }
-    }
-    s.gathered_ms = Some(last * GATHER_MS);
-    Ok(())
 }
 
 /// Whether `body` is a good panel answer: no error, at least one series.
@@ -303,11 +324,12 @@ async fn phase(
     cfg: &DashboardConfig,
     http: &Http,
     hosts: &[String],
-    wall: &[(panels::Panel, String)],
+    wall: &[panels::Slot],
+    variables: &[String],
     s: &mut Subject,
     payloads: Option<Arc<PayloadSet>>,
 ) -> Result<()> {
-    gather(cfg, http, hosts, s, now_ms()).await?;
+    gather::gather(cfg, http, hosts, s, now_ms()).await?;
     let duration = Duration::from_secs_f64(cfg.phase_secs);
     let writes = Arc::new(Mutex::new((0u64, 0u64)));
     let background = match payloads {
@@ -355,35 +377,41 @@ async fn phase(
         tokio::time::sleep_until((start + every * k).into()).await;
         k += 1;
         let now = now_ms();
-        gather(cfg, http, hosts, s, now).await?;
+        gather::gather(cfg, http, hosts, s, now).await?;
+        for q in variables {
+            let t = Instant::now();
+            let r = http.get(&query_uri(cfg, &s.server, q)?).await;
+            s.variables.record(t.elapsed());
+            let ok = r.is_ok_and(|r| lists_hosts(r.status, &r.body, hosts));
+            s.variables_failed += u64::from(!ok);
+        }
         let gate = Arc::new(Semaphore::new(cfg.concurrency));
         let t0 = Instant::now();
         let mut tasks = Vec::new();
-        for (panel, host) in wall {
-            let q = panels::expand(panel, host, now, cfg.range_secs * 1000, GATHER_MS);
-            let u = uri(&format!(
-                "{}/query?db={}&epoch=ms&q={}",
-                s.server.base,
-                encode_component(&cfg.db),
-                encode_component(&q)
-            ))?;
+        for slot in wall {
+            let q = slot.query(hosts, now, GATHER_MS);
+            let u = query_uri(cfg, &s.server, &q)?;
             let (http, gate) = (http.clone(), gate.clone());
             tasks.push(tokio::spawn(async move {
                 let _slot = gate.acquire_owned().await;
                 let t = Instant::now();
                 let r = http.get(&u).await;
                 let took = t.elapsed();
-                let verdict = match r {
-                    Ok(r) => judge(r.status, &r.body),
-                    Err(e) => Err(e.to_string()),
+                let (verdict, path) = match r {
+                    Ok(r) => (judge(r.status, &r.body), r.read_path),
+                    Err(e) => (Err(e.to_string()), None),
                 };
-                (took, verdict.map_err(|e| format!("{q}: {e}")))
+                (took, path, verdict.map_err(|e| format!("{q}: {e}")))
             }));
         }
         let mut good = true;
-        for t in tasks {
-            let (took, verdict) = t.await.map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        for (k, t) in tasks.into_iter().enumerate() {
+            let (took, path, verdict) =
+                t.await.map_err(|e| Error::InvalidArgument(e.to_string()))?;
             s.query.record(took);
+            let (hist, paths) = &mut s.panels[k];
+            hist.record(took);
+            *paths.entry(path.unwrap_or_else(|| "-".into())).or_default() += 1;
             if let Err(e) = verdict {
                 good = false;
                 s.failed += 1;
@@ -406,4 +434,31 @@ async fn phase(
     s.writes_ok += w.0;
     s.writes_not_ok += w.1;
     Ok(())
+}
+
+pub(super) fn query_uri(cfg: &DashboardConfig, server: &Server, q: &str) -> Result<Uri> {
+    uri(&format!(
+        "{}/query?db={}&epoch=ms&q={}",
+        server.base,
+        encode_component(&cfg.db),
+        encode_component(q)
+    ))
+}
+
+/// Whether a variable query's answer lists every host (Grafana's options for `$host`).
+fn lists_hosts(status: u16, body: &[u8], hosts: &[String]) -> bool {
+    if judge(status, body).is_err() {
+        return false;
+    }
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let listed: std::collections::HashSet<&str> = v["results"][0]["series"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["values"].as_array().into_iter().flatten())
+        .filter_map(|row| row[1].as_str())
+        .collect();
+    hosts.iter().all(|h| listed.contains(h.as_str()))
 }

@@ -20,6 +20,8 @@ pub struct Reply {
     pub status: u16,
     /// The response body.
     pub body: Bytes,
+    /// chingest's `X-Chingest-Read-Path` header (which path answered), if sent.
+    pub read_path: Option<String>,
 }
 
 /// Pooled keep-alive connections to any number of loopback servers.
@@ -72,13 +74,22 @@ impl Http {
                 .await
                 .map_err(|e| fail(e.to_string()))?;
             let status = resp.status().as_u16();
+            let read_path = resp
+                .headers()
+                .get("x-chingest-read-path")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
             let body = resp
                 .into_body()
                 .collect()
                 .await
                 .map_err(|e| fail(e.to_string()))?
                 .to_bytes();
-            Ok(Reply { status, body })
+            Ok(Reply {
+                status,
+                body,
+                read_path,
+            })
         };
         tokio::time::timeout(self.timeout, go)
             .await

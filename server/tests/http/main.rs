@@ -32,6 +32,8 @@ mod drop_measurement;
 mod grafana;
 mod hot;
 mod hot_demand;
+mod hot_read_your_writes;
+mod hot_tag_values;
 mod influxql;
 mod influxql_diff;
 mod influxql_render;

@@ -169,6 +169,8 @@ impl HotStore {
         }
         let table = t.tables.entry(key.clone()).or_insert_with(Table::new);
         table.complete_from = table.complete_from.max(cutoff);
+        // Series with points before `cutoff` only are in the engine alone.
+        table.every_series = false;
         publish(&t);
         true
     }

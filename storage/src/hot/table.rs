@@ -72,6 +72,12 @@ pub(crate) struct Table {
     pub(crate) complete_from: i64,
     /// The newest time ever held.
     pub(crate) newest: i64,
+    /// Every series the measurement has is in `series` (`SHOW TAG VALUES`
+    /// from the store: `influxql/hot/tag_values.rs`). Eviction by window keeps
+    /// each series' newest points, so only emptying the table, a refill (older
+    /// series may be in the engine only) or a point of a new series older than
+    /// `complete_from` (left to the engine) make this false, for good.
+    pub(crate) every_series: bool,
     /// Field names, by index (`Series::columns`).
     pub(crate) fields: Vec<String>,
     pub(crate) series: SeriesMap,
@@ -145,6 +151,7 @@ impl Table {
         Table {
             complete_from: i64::MIN,
             newest: i64::MIN,
+            every_series: true,
             fields: Vec::new(),
             series: SeriesMap::default(),
             bytes: 0,
@@ -158,6 +165,7 @@ impl Table {
     /// time ever held (what comes later is all new).
     pub(crate) fn empty(&mut self) {
         self.series.clear();
+        self.every_series = false;
         self.complete_from = self.newest.saturating_add(1).max(self.complete_from);
         self.bytes = 0;
         self.values = 0;
@@ -226,11 +234,24 @@ impl Table {
         // column by column (one type dispatch per field and series, not per
         // value), which is what ingest sends nearly always.
         let mut g = std::mem::take(&mut self.scratch);
+        let missed = std::cell::Cell::new(false);
         g.group(batch.num_rows(), |row| {
-            // Older than what the table holds completely: the engine has it.
-            (!time.is_null(row) && !sid.is_null(row) && time.value(row) >= self.complete_from)
-                .then(|| sid.value(row))
+            if time.is_null(row) || sid.is_null(row) {
+                return None;
+            }
+            if time.value(row) < self.complete_from {
+                // Older than what the table holds completely: the engine has it
+                // (and a series only it has, if the table lacks this one).
+                if !self.series.contains_key(&sid.value(row)) {
+                    missed.set(true);
+                }
+                return None;
+            }
+            Some(sid.value(row))
         });
+        if missed.get() {
+            self.every_series = false;
+        }
         let nfields = self.fields.len();
         let mut present = vec![false; nfields];
         for (fi, _, _) in &fields {
@@ -404,6 +425,27 @@ mod tests {
         assert_eq!(t.complete_from, 991);
         assert!(t.insert(&batch(&[(7, "a", 995, Some(1.0), None)]), 80));
         assert_eq!(t.series[&7].all().times, vec![995]);
+    }
+
+    #[test]
+    fn every_series_holds_until_a_series_may_be_the_engines_only() {
+        let mut t = Table::new();
+        let rows: Vec<_> = (0..100)
+            .map(|k| (7, "a", k * 10, Some(k as f64), None))
+            .collect();
+        // Eviction by window keeps each series (its newest points).
+        assert!(t.insert(&batch(&rows), 80));
+        assert!(t.complete_from > 0 && t.every_series);
+        // An old point of a held series changes nothing; a new series' does.
+        assert!(t.insert(&batch(&[(7, "a", 5, Some(0.5), None)]), 80));
+        assert!(t.every_series);
+        assert!(t.insert(&batch(&[(8, "b", 5, Some(0.5), None)]), 80));
+        assert!(!t.every_series && !t.series.contains_key(&8));
+        // Emptied: the series written before are the engine's only.
+        let mut t = Table::new();
+        assert!(t.insert(&batch(&rows), 80));
+        t.empty();
+        assert!(!t.every_series);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::expr::{Scope, SRC};
 use super::range;
 use super::schema::name_matches;
 use super::series::{Series, StatementResult, Value};
-use super::{page, unflushed, InfluxqlRequest};
+use super::{page, read_path, unflushed, InfluxqlRequest};
 use crate::Storage;
 
 impl Storage {
@@ -58,7 +58,30 @@ impl Storage {
                 Statement::ShowTagValues { key, .. } => wanted_keys(&m, key)?,
                 _ => m.tag_keys.clone(),
             };
+            if let Statement::ShowTagValues { .. } = statement {
+                let started = std::time::Instant::now();
+                let hot =
+                    self.hot_tag_values(Some(req.access), db, &m, &keys, Some(cond), req.now_ns)?;
+                if let Some(pairs) = hot {
+                    read_path::record(read_path::Path::Hot, started.elapsed());
+                    let values = pairs
+                        .into_iter()
+                        .map(|(k, v)| vec![Value::String(k), Value::String(v)])
+                        .collect();
+                    push(
+                        &mut out,
+                        &m.name,
+                        &["key", "value"],
+                        page(values, limit, offset),
+                    );
+                    continue;
+                }
+            }
+            let started = std::time::Instant::now();
             let sets = self.tag_sets(req, db, &m, cond, &keys)?;
+            if let Statement::ShowTagValues { .. } = statement {
+                read_path::record(read_path::Path::Engine, started.elapsed());
+            }
             if sets.is_empty() {
                 continue;
             }

@@ -44,6 +44,7 @@ mod pattern;
 mod raw;
 #[cfg(test)]
 mod skip_tests;
+mod tag_values;
 
 use acc::{pick, specs, Acc, Agg, Picked, Spec};
 use cond::{Cond, Decided};
