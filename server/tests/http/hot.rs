@@ -890,14 +890,17 @@ fn hot_store_evicts_by_window_and_memory() {
             write(s, "w2", &chunk.join("\n"));
         }
     }
-    assert!(metric(&hot, "chingest_hot_memory_evictions_total") >= 1.0);
-    let bytes = metric(&hot, "chingest_hot_bytes");
-    assert!(bytes <= max_memory as f64, "{bytes} bytes held");
     let whole = format!(
         "SELECT count(f), sum(i), max(f) FROM mem WHERE time >= {T0} AND time < {} GROUP BY time(1m)",
         T0 + 200 * S
     );
+    // A statement the store could answer waits until the idle-priority applier
+    // has applied every acknowledged write (on a loaded machine it may not have
+    // when the last write is answered), so the counts below are final.
     same(&hot, &engine, "w2", &whole, false);
+    assert!(metric(&hot, "chingest_hot_memory_evictions_total") >= 1.0);
+    let bytes = metric(&hot, "chingest_hot_bytes");
+    assert!(bytes <= max_memory as f64, "{bytes} bytes held");
     // The newest points were written after the last emptying: served again.
     let newest = format!(
         "SELECT count(f), sum(i) FROM mem WHERE time >= {} AND time < {}",
