@@ -48,9 +48,11 @@ PHASE_SECS=${PHASE_SECS:-150}
 ROUNDS=${ROUNDS:-2}
 WRITE_RATE=${WRITE_RATE:-80}
 VIEWS=${VIEWS:-1h,6h,1h:all}
-if [ "${HOT:-1}" = 1 ] && [[ "${SERVER_CONFIG_EXTRA:-}" != *"[hot]"* ]]; then
+# Said either way: the default changed (on since stop 49), and a build before it had it off.
+if [[ "${SERVER_CONFIG_EXTRA:-}" != *"[hot]"* ]]; then
+  if [ "${HOT:-1}" = 1 ]; then hot_enabled=true; else hot_enabled=false; fi
   SERVER_CONFIG_EXTRA="[hot]
-enabled = true
+enabled = $hot_enabled
 ${SERVER_CONFIG_EXTRA:-}"
 fi
 RESULTS=${RESULTS:-test_results/latest}

@@ -2,8 +2,9 @@
 # Issue #43: the TSBS-shaped benchmark (scripts/tsbs_bench.sh) with chingest's points on two
 # ClickHouse shards (Debian's clickhouse-server on this machine, loopback), the same build with
 # the embedded engine beside it as "chingest-prev", and InfluxDB 1.6.7: every query type on all
-# three, answers compared value by value. The hot store is off on both chingest servers (its
-# default), so "embedded" is the engine path. Never part of CI.
+# three, answers compared value by value. The hot store is off on both chingest servers (the
+# cluster never uses it; the embedded one is started with CHINGEST_HOT__ENABLED=false), so
+# "embedded" is the engine path. Never part of CI.
 #
 # Usage: [BIN=target/release/chingest] [HOST_COUNTS=200] [QUERIES=20] [TYPES=…] [OUT=/tmp/tsbs-cluster]
 #        [NODE_ENV="VAR=value …" (the cluster node's environment, e.g. CHINGEST_CLUSTER_IDENTITY_INDEX=0)]
@@ -34,6 +35,6 @@ SKIP_BUILD=1 HOST_COUNTS=${HOST_COUNTS:-200} QUERIES=${QUERIES:-20} RESULTS=$OUT
   REPORT=$OUT/benchmarks.md \
   SERVER_CMD="env CHINGEST_STORAGE__ENGINE=clickhouse ${NODE_ENV:-} $BIN serve --config" \
   SERVER_CONFIG_EXTRA=$'\n[storage.clickhouse]\nshards = ["http://127.0.0.1:18411", "http://127.0.0.1:18412"]\nnode = "tsbs"\ntimeout_secs = 120' \
-  PREV_SERVER_CMD="$BIN serve --config" \
+  PREV_SERVER_CMD="env CHINGEST_HOT__ENABLED=false $BIN serve --config" \
   PREV_NAME="the same build with [storage] engine = \"embedded\" (the engine path; hot store off)" \
   scripts/tsbs_bench.sh

@@ -534,9 +534,10 @@ max_threads = 0
 [hot]
 # Keep each series' recent points in memory and answer small InfluxQL aggregates
 # (a few series, the range held completely) from them instead of an engine statement.
-# Only with [storage] engine = "embedded". Off by default: holding the points costs the
-# write path about a fifth more CPU per point (test_results/history/ab_stop46_hot.md).
-enabled = false
+# Only with [storage] engine = "embedded". With hold = "read" only the measurements read
+# are held, so writes nobody reads cost a lookup per batch (test_results/history/
+# ab_stop49_hold_read.md: the same sustainable rate with the store off and on).
+enabled = true
 # How far back from each series' newest point (not the wall clock) points are held.
 window = "24h"
 # Bytes the held points may take (2 GiB); past it the largest measurements are emptied.

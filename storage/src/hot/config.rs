@@ -6,12 +6,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct HotConfig {
-    /// Keep each series' recent points in memory and answer small dashboard
-    /// statements from them instead of the engine. Default: false: holding every
-    /// measurement cost the write path CPU (about a fifth more per point on 2
-    /// cores, and a lower sustainable rate in the same-run ramp A/B:
-    /// test_results/history/ab_stop48_hot.md); `hold = "read"` (the default)
-    /// limits that cost to the measurements read, not yet measured in that A/B.
+    /// Keep recent points in memory and answer small dashboard statements from
+    /// them instead of the engine. Default: true. With `hold = "read"` (the
+    /// default) only the measurements read are held, so a server whose writes
+    /// nobody reads pays a lookup per batch: the same-run ramp A/B of one build
+    /// with the store off and on sustained the same rate
+    /// (test_results/history/ab_stop49_hold_read.md). Holding every measurement
+    /// (`hold = "all"`) cost a step of sustainable rate on 2 cores
+    /// (test_results/history/ab_stop48_hot.md).
     /// Only with
     /// `[storage] engine = "embedded"` (with a ClickHouse cluster other nodes
     /// may write the same series: nothing is held or served then).
@@ -74,7 +76,7 @@ pub enum Hold {
 impl Default for HotConfig {
     fn default() -> Self {
         HotConfig {
-            enabled: false,
+            enabled: true,
             window: "24h".to_string(),
             max_memory: 2 << 30,
             max_series: 1000,
