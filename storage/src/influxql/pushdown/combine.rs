@@ -1,6 +1,6 @@
 //! The partial rows of a pushed-down aggregate combined in Rust: the rows
 //! [`Pushdown::combine_sql`] answers in the embedded engine, value for value, without its
-//! statement (about 10 ms of planning on a 2-core box however few the rows: the floor of a
+//! statement (3–4 ms of planning in a release build however few the rows, part of a
 //! small statement on a cluster, issue #43).
 //!
 //! Each rule below is the engine statement's, so that the answer is the same whichever

@@ -6,7 +6,7 @@
 //! combines them in Rust (`combine.rs`; `answer.rs` runs it) into the rows the aggregate
 //! statement of `sql.rs` would have answered, so fill, time zones, `LIMIT`, `SLIMIT`,
 //! `ORDER BY time DESC` and the rest of the executor work as before. An embedded-engine
-//! statement costs ~10 ms of planning however few its rows: a read without undelivered rows
+//! statement costs 3–4 ms of planning (release) however few its rows: a read without undelivered rows
 //! runs none. The engine's combining statement ([`Pushdown::combine_sql`]) stays as the
 //! fallback for partials the Rust combination does not read, and defines what it must answer.
 //!
