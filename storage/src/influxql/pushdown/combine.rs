@@ -1,7 +1,7 @@
 //! The partial rows of a pushed-down aggregate combined in Rust: the rows
 //! [`Pushdown::combine_sql`] answers in the embedded engine, value for value, without its
-//! statement (3–4 ms of planning in a release build however few the rows, part of a
-//! small statement on a cluster, issue #43).
+//! statement (3–4 ms of planning in a release build however few the rows, part of what a
+//! small statement costs on a cluster, issue #43).
 //!
 //! Each rule below is the engine statement's, so that the answer is the same whichever
 //! combines:
