@@ -146,6 +146,12 @@ pub(crate) fn exercise(s: &Server, round: u64) {
         "/query?db=obs&q=SELECT+count(*)+FROM+cpu+WHERE+time+>=+{t0}"
     ));
     assert_eq!(r.status(), 200);
+    // One the hot store could answer (on by default, `hold = "read"`): its
+    // measurement becomes wanted (`chingest_hot_wanted{db,measurement}`).
+    let r = s.get(&format!(
+        "/query?db=obs&q=SELECT+count(usage)+FROM+cpu+WHERE+time+>=+{t0}"
+    ));
+    assert_eq!(r.status(), 200);
     assert_eq!(s.get("/health").status(), 200);
 }
 
