@@ -309,8 +309,7 @@ mod tests {
     use flush::PartsObserver;
 
     use super::*;
-    use crate::hot::table::Values;
-    use crate::hot::testing::batch;
+    use crate::hot::testing::{batch, floats};
     use crate::HotConfig;
 
     /// A store that is on, holding every measurement, its applier started
@@ -341,25 +340,6 @@ mod tests {
             s.applier.wait_applied(seq, Duration::from_secs(60)),
             "not applied"
         );
-    }
-
-    fn floats(s: &HotStore, m: &str) -> Option<Vec<(i64, f64)>> {
-        let t = s.read();
-        let series = t.get("d", m)?.series[&1].all();
-        let Some(Some(c)) = series.columns.first() else {
-            panic!("no f")
-        };
-        let Values::Float(v) = &c.values else {
-            panic!("not floats")
-        };
-        Some(
-            series
-                .times
-                .iter()
-                .copied()
-                .zip(v.iter().copied())
-                .collect(),
-        )
     }
 
     #[test]
@@ -398,7 +378,7 @@ mod tests {
 
     #[test]
     fn a_store_that_is_off_queues_nothing() {
-        // Off (the default): no applier runs, so anything queued would stay for ever.
+        // Off until configured: no applier runs, so anything queued would stay for ever.
         let s = HotStore::new([]);
         s.received("d", 1, &[("m", &batch(&[(1, 10, 1.0)]))]);
         s.set_aside("d", "m");

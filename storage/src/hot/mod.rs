@@ -193,7 +193,10 @@ impl HotStore {
             metrics::counter!(HOT_FALLBACKS, "reason" => reason).increment(0);
         }
         let store = HotStore {
-            enabled: AtomicBool::new(config.enabled),
+            // Off until `configure` (through `Storage::configure_hot`, which
+            // also starts the applier): on by default, but nothing may be
+            // queued before a thread applies it.
+            enabled: AtomicBool::new(false),
             refill_started: AtomicBool::new(false),
             hold_all: AtomicBool::new(config.hold == Hold::All),
             config: RwLock::new(Limits {

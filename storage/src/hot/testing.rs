@@ -25,3 +25,24 @@ pub(super) fn batch(rows: &[(u64, i64, f64)]) -> RecordBatch {
     ];
     RecordBatch::try_new(Arc::new(schema), cols).unwrap()
 }
+
+/// Series 1's `(time, f)` in measurement `m` of database `d`, as the store holds
+/// them; `None` when it holds no such table.
+pub(super) fn floats(s: &super::HotStore, m: &str) -> Option<Vec<(i64, f64)>> {
+    let t = s.read();
+    let series = t.get("d", m)?.series[&1].all();
+    let Some(Some(c)) = series.columns.first() else {
+        panic!("no f")
+    };
+    let super::table::Values::Float(v) = &c.values else {
+        panic!("not floats")
+    };
+    Some(
+        series
+            .times
+            .iter()
+            .copied()
+            .zip(v.iter().copied())
+            .collect(),
+    )
+}

@@ -272,8 +272,7 @@ mod tests {
 
     use super::*;
     use crate::hot::refill::Merge;
-    use crate::hot::table::Values;
-    use crate::hot::testing::batch;
+    use crate::hot::testing::{batch, floats};
     use crate::HotConfig;
 
     fn store(idle: &str) -> std::sync::Arc<HotStore> {
@@ -295,25 +294,6 @@ mod tests {
 
     fn applied(s: &HotStore, seq: u64) {
         assert!(s.applier.wait_applied(seq, Duration::from_secs(60)));
-    }
-
-    fn floats(s: &HotStore, m: &str) -> Option<Vec<(i64, f64)>> {
-        let t = s.read();
-        let series = t.get("d", m)?.series[&1].all();
-        let Some(Some(c)) = series.columns.first() else {
-            panic!("no f")
-        };
-        let Values::Float(v) = &c.values else {
-            panic!("not floats")
-        };
-        Some(
-            series
-                .times
-                .iter()
-                .copied()
-                .zip(v.iter().copied())
-                .collect(),
-        )
     }
 
     #[test]
