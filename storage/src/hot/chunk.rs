@@ -1,9 +1,10 @@
 //! A sealed chunk: a run of one series' older points, compressed (`codec.rs`),
 //! with the span of times it holds and the bounds of each numeric field's
 //! values. Sealed from the front of the series' open tail once that reaches
-//! `Table::chunk` points and a slack; decoded whole for a read that reaches
-//! into it (unless its bounds say no point can pass the read's condition), or
-//! to merge a late point or a rewrite into it (rare: re-encoded then).
+//! `Table::chunk` points and a slack; decoded, as far as the read's range
+//! reaches, for a read that reaches into it (unless its bounds say no point
+//! can pass the read's condition), or to merge a late point or a rewrite
+//! into it (rare: re-encoded then).
 
 use std::sync::Arc;
 
@@ -37,25 +38,23 @@ impl Packed {
         }
     }
 
-    /// Appends its `n` points to `c` (nulls where `c` is of another type,
-    /// which a field never is: its type is fixed at the door).
-    fn unpack_into(&self, c: &mut Column, n: usize) {
+    /// Appends the first `take` of its `n` points to `c` (nulls where `c` is
+    /// of another type, which a field never is: its type is fixed at the door).
+    fn unpack_into(&self, c: &mut Column, n: usize, take: usize) {
         let valid = &mut c.valid;
         match (self, &mut c.values) {
-            (Packed::Float(w), Values::Float(v)) => codec::unpack_floats(w, n, v, valid),
+            (Packed::Float(w), Values::Float(v)) => codec::unpack_floats(w, n, take, v, valid),
             (Packed::Integer(w), Values::Integer(v)) => {
-                v.reserve(n);
-                codec::unpack_ints(w, n, valid, |x| v.push(x));
+                codec::unpack_ints(w, n, take, valid, v, |x| x)
             }
             (Packed::Unsigned(w), Values::Unsigned(v)) => {
-                v.reserve(n);
-                codec::unpack_ints(w, n, valid, |x| v.push(x as u64));
+                codec::unpack_ints(w, n, take, valid, v, |x| x as u64)
             }
-            (Packed::Boolean(w), Values::Boolean(v)) => codec::unpack_bools(w, n, v, valid),
+            (Packed::Boolean(w), Values::Boolean(v)) => codec::unpack_bools(w, n, take, v, valid),
             (Packed::String(w, dict), Values::String(v)) => {
-                codec::unpack_strings(w, dict, n, v, valid)
+                codec::unpack_strings(w, dict, (n, take), v, valid)
             }
-            _ => c.extend_nulls(n),
+            _ => c.extend_nulls(take),
         }
     }
 
@@ -164,12 +163,20 @@ impl Chunk {
     /// Appends its points to `out`, whose columns say which fields to decode
     /// (and of which type): a read decodes only what it needs.
     pub(crate) fn unpack_into(&self, out: &mut Plain) {
-        codec::unpack_times(&self.times, self.len, &mut out.times);
+        self.unpack_until(i64::MAX, out);
+    }
+
+    /// [`Chunk::unpack_into`] of its points up to `max` only: a read whose
+    /// range ends inside the chunk decodes no further (a point's value is
+    /// the delta from the one before, so the points before its range are
+    /// decoded all the same).
+    pub(crate) fn unpack_until(&self, max: i64, out: &mut Plain) {
+        let take = codec::unpack_times_until(&self.times, self.len, max, &mut out.times);
         for (i, c) in out.columns.iter_mut().enumerate() {
             let Some(c) = c else { continue };
             match self.columns.get(i).and_then(Option::as_ref) {
-                Some(p) => p.unpack_into(c, self.len),
-                None => c.extend_nulls(self.len),
+                Some(p) => p.unpack_into(c, self.len, take),
+                None => c.extend_nulls(take),
             }
         }
     }

@@ -83,15 +83,21 @@ impl<'a> BitReader<'a> {
         self.get(1) == 1
     }
 
-    /// The next `n` (< 64) bits without consuming them; zeros past the end.
-    fn peek(&self, n: u32) -> u64 {
+    /// The next 64 bits without consuming them; zeros past the end.
+    #[inline]
+    fn window(&self) -> u64 {
         let w = self.pos / 64;
         let off = (self.pos % 64) as u32;
-        let mut v = self.words.get(w).copied().unwrap_or(0) >> off;
-        if off + n > 64 {
-            v |= self.words.get(w + 1).copied().unwrap_or(0) << (64 - off);
+        let lo = self.words.get(w).copied().unwrap_or(0) >> off;
+        if off == 0 {
+            lo
+        } else {
+            lo | self.words.get(w + 1).copied().unwrap_or(0) << (64 - off)
         }
-        v & ((1 << n) - 1)
+    }
+
+    fn skip(&mut self, n: usize) {
+        self.pos += n;
     }
 }
 
@@ -124,13 +130,21 @@ fn put_signed(w: &mut BitWriter, v: i64) {
     }
 }
 
+#[inline]
 fn get_signed(r: &mut BitReader<'_>) -> i64 {
-    // The prefix's ones in one read, not a bit at a time (decoding is what a
-    // read of sealed chunks costs).
+    // Prefix and value from one 64-bit window, not a read per part (decoding
+    // is what a read of sealed chunks costs: TSBS `cpu-max-all-1` decodes
+    // 30k integers): every bucket but the widest fits in it, prefix included.
     let last = WIDTHS.len() - 1;
-    let k = (r.peek(last as u32).trailing_ones() as usize).min(last);
-    r.pos += if k == last { k } else { k + 1 };
-    unzigzag(r.get(WIDTHS[k]))
+    let win = r.window();
+    let k = (win.trailing_ones() as usize).min(last);
+    if k == last {
+        r.pos += last;
+        return unzigzag(r.get(WIDTHS[last]));
+    }
+    let (prefix, width) = (k as u32 + 1, WIDTHS[k]);
+    r.pos += (prefix + width) as usize;
+    unzigzag((win >> prefix) & ((1u64 << width) - 1))
 }
 
 /// Ascending (or any) times: the first as is, then each delta-of-delta.
@@ -150,8 +164,10 @@ pub(crate) fn pack_times(times: &[i64]) -> Box<[u64]> {
     w.finish()
 }
 
-/// The `n` times [`pack_times`] packed, appended to `out`.
-pub(crate) fn unpack_times(words: &[u64], n: usize, out: &mut Vec<i64>) {
+/// Of the `n` times [`pack_times`] packed, those up to the first after
+/// `max` (ascending times: those at or before `max`), appended to `out`; how
+/// many. A read decodes a chunk's points only as far as its range reaches.
+pub(crate) fn unpack_times_until(words: &[u64], n: usize, max: i64, out: &mut Vec<i64>) -> usize {
     let mut r = BitReader::new(words);
     let (mut prev, mut delta) = (0i64, 0i64);
     out.reserve(n);
@@ -162,9 +178,19 @@ pub(crate) fn unpack_times(words: &[u64], n: usize, out: &mut Vec<i64>) {
             delta = delta.wrapping_add(get_signed(&mut r));
             prev.wrapping_add(delta)
         };
+        if t > max {
+            return k;
+        }
         out.push(t);
         prev = t;
     }
+    n
+}
+
+/// The `n` times [`pack_times`] packed, appended to `out`.
+#[cfg(test)]
+pub(crate) fn unpack_times(words: &[u64], n: usize, out: &mut Vec<i64>) {
+    unpack_times_until(words, n, i64::MAX, out);
 }
 
 /// Validity: one bit "all valid", else a bit per point.
@@ -178,12 +204,16 @@ fn put_valid(w: &mut BitWriter, valid: &[bool]) {
     }
 }
 
-fn get_valid(r: &mut BitReader<'_>, n: usize, out: &mut Vec<bool>) {
+/// The validity of the first `take` of `n` points, appended to `out` (the
+/// reader then at the values); whether every point is valid.
+fn get_valid(r: &mut BitReader<'_>, n: usize, take: usize, out: &mut Vec<bool>) -> bool {
     if r.bit() {
-        out.extend(std::iter::repeat_n(true, n));
-    } else {
-        out.extend((0..n).map(|_| r.bit()));
+        out.extend(std::iter::repeat_n(true, take));
+        return true;
     }
+    out.extend((0..take).map(|_| r.bit()));
+    r.skip(n - take);
+    false
 }
 
 /// Powers of ten a chunk's floats may be scaled by to be integers.
@@ -258,15 +288,29 @@ pub(crate) fn pack_floats(values: &[f64], valid: &[bool]) -> Box<[u64]> {
     w.finish()
 }
 
-/// The `n` points [`pack_floats`] packed, appended (0.0 where not valid).
-pub(crate) fn unpack_floats(words: &[u64], n: usize, out: &mut Vec<f64>, valid: &mut Vec<bool>) {
+/// The first `take` of the `n` points [`pack_floats`] packed, appended (0.0
+/// where not valid).
+pub(crate) fn unpack_floats(
+    words: &[u64],
+    n: usize,
+    take: usize,
+    out: &mut Vec<f64>,
+    valid: &mut Vec<bool>,
+) {
     let mut r = BitReader::new(words);
     let from = valid.len();
-    get_valid(&mut r, n, valid);
-    out.reserve(n);
+    let all = get_valid(&mut r, n, take, valid);
+    out.reserve(take);
     if r.bit() {
         let p = SCALES[r.get(3) as usize];
         let mut prev = 0i64;
+        if all {
+            out.extend((0..take).map(|_| {
+                prev = prev.wrapping_add(get_signed(&mut r));
+                prev as f64 / p
+            }));
+            return;
+        }
         for &ok in &valid[from..] {
             if ok {
                 prev = prev.wrapping_add(get_signed(&mut r));
@@ -313,23 +357,35 @@ pub(crate) fn pack_ints(values: impl Iterator<Item = i64>, valid: &[bool]) -> Bo
     w.finish()
 }
 
-/// The `n` points [`pack_ints`] packed, each given to `push` (0 where not valid).
-pub(crate) fn unpack_ints(
+/// The first `take` of the `n` points [`pack_ints`] packed, appended to
+/// `out` as `to` makes them (0 where not valid).
+pub(crate) fn unpack_ints<T>(
     words: &[u64],
     n: usize,
+    take: usize,
     valid: &mut Vec<bool>,
-    mut push: impl FnMut(i64),
+    out: &mut Vec<T>,
+    to: impl Fn(i64) -> T,
 ) {
     let mut r = BitReader::new(words);
     let from = valid.len();
-    get_valid(&mut r, n, valid);
+    let all = get_valid(&mut r, n, take, valid);
+    out.reserve(take);
     let mut prev = 0i64;
+    if all {
+        // No validity to test per point: the loop is the bits' alone.
+        out.extend((0..take).map(|_| {
+            prev = prev.wrapping_add(get_signed(&mut r));
+            to(prev)
+        }));
+        return;
+    }
     for &ok in &valid[from..] {
         if ok {
             prev = prev.wrapping_add(get_signed(&mut r));
-            push(prev);
+            out.push(to(prev));
         } else {
-            push(0);
+            out.push(to(0));
         }
     }
 }
@@ -344,11 +400,18 @@ pub(crate) fn pack_bools(values: &[bool], valid: &[bool]) -> Box<[u64]> {
     w.finish()
 }
 
-pub(crate) fn unpack_bools(words: &[u64], n: usize, out: &mut Vec<bool>, valid: &mut Vec<bool>) {
+/// The first `take` of the `n` points [`pack_bools`] packed.
+pub(crate) fn unpack_bools(
+    words: &[u64],
+    n: usize,
+    take: usize,
+    out: &mut Vec<bool>,
+    valid: &mut Vec<bool>,
+) {
     let mut r = BitReader::new(words);
     let from = valid.len();
-    get_valid(&mut r, n, valid);
-    out.extend((from..from + n).map(|k| valid[k] && r.bit()));
+    get_valid(&mut r, n, take, valid);
+    out.extend((from..from + take).map(|k| valid[k] && r.bit()));
 }
 
 /// Strings as codes into the chunk's dictionary (its distinct values, in first
@@ -381,20 +444,21 @@ fn code_width(entries: usize) -> u32 {
     usize::BITS - entries.saturating_sub(1).leading_zeros()
 }
 
-/// The `n` points [`pack_strings`] packed (`""` where not valid).
+/// The first `take` of the `n` points [`pack_strings`] packed (`""` where
+/// not valid).
 pub(crate) fn unpack_strings(
     words: &[u64],
     dict: &[Arc<str>],
-    n: usize,
+    (n, take): (usize, usize),
     out: &mut Vec<Arc<str>>,
     valid: &mut Vec<bool>,
 ) {
     let mut r = BitReader::new(words);
     let from = valid.len();
-    get_valid(&mut r, n, valid);
+    get_valid(&mut r, n, take, valid);
     let width = code_width(dict.len());
     let empty: Arc<str> = Arc::from("");
-    out.extend((from..from + n).map(|k| {
+    out.extend((from..from + take).map(|k| {
         if valid[k] {
             dict[r.get(width) as usize].clone()
         } else {
@@ -471,7 +535,13 @@ mod tests {
     /// `values` (with `valid`) packed and unpacked: the same validity, the same bits.
     fn floats_round_trip(values: &[f64], valid: &[bool]) -> Result<(), TestCaseError> {
         let (mut out, mut ok) = (Vec::new(), Vec::new());
-        unpack_floats(&pack_floats(values, valid), values.len(), &mut out, &mut ok);
+        unpack_floats(
+            &pack_floats(values, valid),
+            values.len(),
+            values.len(),
+            &mut out,
+            &mut ok,
+        );
         prop_assert_eq!(&ok[..], valid);
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         prop_assert_eq!(seen(&bits(&out), &ok), seen(&bits(values), valid));
@@ -500,7 +570,7 @@ mod tests {
         fn ints_round_trip((values, valid) in column(edge_ints())) {
             let (mut out, mut ok) = (Vec::new(), Vec::new());
             let packed = pack_ints(values.iter().copied(), &valid);
-            unpack_ints(&packed, values.len(), &mut ok, |v| out.push(v));
+            unpack_ints(&packed, values.len(), values.len(), &mut ok, &mut out, |v| v);
             prop_assert_eq!(&ok, &valid);
             prop_assert_eq!(seen(&out, &ok), seen(&values, &valid));
         }
@@ -509,14 +579,60 @@ mod tests {
         fn unsigned_round_trip((values, valid) in column(any::<u64>())) {
             let (mut out, mut ok) = (Vec::new(), Vec::new());
             let packed = pack_ints(values.iter().map(|&v| v as i64), &valid);
-            unpack_ints(&packed, values.len(), &mut ok, |v| out.push(v as u64));
+            unpack_ints(&packed, values.len(), values.len(), &mut ok, &mut out, |v| v as u64);
             prop_assert_eq!(seen(&out, &ok), seen(&values, &valid));
+        }
+
+        /// A read decodes a chunk only as far as its range reaches: the
+        /// first `take` points of every kind are those a whole decode gives,
+        /// and the times stop at the first after `max`.
+        #[test]
+        fn a_prefix_decodes_as_the_whole_does(
+            (values, valid) in column(edge_ints()),
+            floats in column(edge_floats()),
+            decimals in decimals(),
+            cut in 0.0f64..=1.0,
+        ) {
+            let n = values.len();
+            let take = ((n as f64) * cut) as usize;
+            let (mut out, mut ok) = (Vec::new(), Vec::new());
+            unpack_ints(&pack_ints(values.iter().copied(), &valid), n, take, &mut ok, &mut out, |v| v);
+            prop_assert_eq!(&ok[..], &valid[..take]);
+            prop_assert_eq!(seen(&out, &ok), seen(&values[..take], &valid[..take]));
+            for (values, valid) in [floats, decimals] {
+                let n = values.len();
+                let take = ((n as f64) * cut) as usize;
+                let (mut out, mut ok) = (Vec::new(), Vec::new());
+                unpack_floats(&pack_floats(&values, &valid), n, take, &mut out, &mut ok);
+                prop_assert_eq!(&ok[..], &valid[..take]);
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                prop_assert_eq!(seen(&bits(&out), &ok), seen(&bits(&values[..take]), &valid[..take]));
+            }
+            let bools: Vec<bool> = values.iter().map(|v| v % 3 == 0).collect();
+            let (mut out, mut ok) = (Vec::new(), Vec::new());
+            unpack_bools(&pack_bools(&bools, &valid), n, take, &mut out, &mut ok);
+            prop_assert_eq!(seen(&out, &ok), seen(&bools[..take], &valid[..take]));
+            let text: Vec<Arc<str>> = values.iter().map(|v| Arc::from((v % 5).to_string())).collect();
+            let (words, dict) = pack_strings(&text, &valid);
+            let (mut out, mut ok) = (Vec::new(), Vec::new());
+            unpack_strings(&words, &dict, (n, take), &mut out, &mut ok);
+            prop_assert_eq!(&ok[..], &valid[..take]);
+            prop_assert!(out.iter().zip(&text).zip(&ok).all(|((a, b), ok)| !ok || a == b));
+            let mut times = values.clone();
+            times.sort_unstable();
+            times.dedup();
+            let max = times.get(take).copied().unwrap_or(i64::MAX);
+            let mut got = Vec::new();
+            let kept = unpack_times_until(&pack_times(&times), times.len(), max, &mut got);
+            let want: Vec<i64> = times.iter().copied().take_while(|&t| t <= max).collect();
+            prop_assert_eq!(kept, want.len());
+            prop_assert_eq!(got, want);
         }
 
         #[test]
         fn bools_round_trip((values, valid) in column(any::<bool>())) {
             let (mut out, mut ok) = (Vec::new(), Vec::new());
-            unpack_bools(&pack_bools(&values, &valid), values.len(), &mut out, &mut ok);
+            unpack_bools(&pack_bools(&values, &valid), values.len(), values.len(), &mut out, &mut ok);
             prop_assert_eq!(&ok, &valid);
             prop_assert_eq!(seen(&out, &ok), seen(&values, &valid));
         }
@@ -526,7 +642,7 @@ mod tests {
             let values: Vec<Arc<str>> = values.iter().map(|s| Arc::from(s.as_str())).collect();
             let (words, dict) = pack_strings(&values, &valid);
             let (mut out, mut ok) = (Vec::new(), Vec::new());
-            unpack_strings(&words, &dict, values.len(), &mut out, &mut ok);
+            unpack_strings(&words, &dict, (values.len(), values.len()), &mut out, &mut ok);
             prop_assert_eq!(&ok, &valid);
             let text = |v: &[Arc<str>], ok: &[bool]| -> Vec<Option<String>> {
                 v.iter().zip(ok).map(|(s, ok)| ok.then(|| s.to_string())).collect()

@@ -44,6 +44,8 @@ mod column;
 mod config;
 #[cfg(test)]
 mod cost;
+#[cfg(test)]
+mod decode_timing;
 mod observe;
 mod refill;
 mod refiller;

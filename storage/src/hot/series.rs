@@ -48,8 +48,8 @@ impl Series {
         matches!(self.open.columns.get(i), Some(Some(_)))
     }
 
-    /// Its points with a time in `[min, max]`, plain, and maybe more around
-    /// them: the open tail itself where no sealed chunk reaches into the range,
+    /// Its points with a time in `[min, max]`, plain, and maybe more before
+    /// them (or after them, from the open tail): the open tail itself where no sealed chunk reaches into the range,
     /// else those chunks decoded (and the tail after them) into `scratch`, with
     /// only the fields in `fields` (the table's indexes; others `None`). Less
     /// the sealed chunks `keep` refuses: a read whose condition no point of a
@@ -72,7 +72,8 @@ impl Series {
         }
         scratch.reset_like(&self.open, |i| fields.contains(&i));
         for c in kept {
-            c.unpack_into(scratch);
+            // Points past `max` are not read: the last chunk stops there.
+            c.unpack_until(max, scratch);
         }
         if self.open.times.first().is_some_and(|&t| t <= max) {
             self.extend_with_open(scratch);

@@ -1,0 +1,76 @@
+//! A timing harness (ignored; run by hand, release or not) for the decode a
+//! hot read pays: one TSBS `cpu` host (10 integer fields, a random walk, a
+//! point every 10 s for 24 h) sealed into chunks, and 8 h of it decoded as
+//! `cpu-max-all-1` reads it (issue #44).
+//!
+//! `cargo test -p storage --release --lib decode_timing -- --ignored --nocapture`
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use engine::arrow::array::{ArrayRef, Int64Array, RecordBatch, UInt64Array};
+use engine::arrow::datatypes::{DataType, Field, Schema};
+
+use super::table::{Plain, Table};
+
+const S: i64 = 1_000_000_000;
+
+/// One host's day of TSBS-shaped points.
+pub(crate) fn tsbs_host() -> Table {
+    let n = 8640usize;
+    let mut fields = vec![
+        Field::new("time", DataType::Int64, false),
+        Field::new("series_id", DataType::UInt64, false),
+    ];
+    let mut cols: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(
+            (0..n as i64).map(|k| k * 10 * S),
+        )),
+        Arc::new(UInt64Array::from_iter_values((0..n).map(|_| 1))),
+    ];
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for f in 0..10 {
+        fields.push(Field::new(format!("f{f}"), DataType::Int64, true));
+        let mut v = 50i64;
+        let walk: Vec<i64> = (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                v = (v + (seed % 7) as i64 - 3).clamp(0, 100);
+                v
+            })
+            .collect();
+        cols.push(Arc::new(Int64Array::from(walk)));
+    }
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
+    let mut t = Table::new();
+    assert!(t.insert(&batch, i64::MAX));
+    t
+}
+
+#[test]
+#[ignore = "timing harness: run by hand"]
+fn decode_timing() {
+    let t = tsbs_host();
+    let s = &t.series[&1];
+    let fields: Vec<usize> = (0..10).collect();
+    let (min, max) = (4 * 3600 * S, 12 * 3600 * S - 1);
+    let mut scratch = Plain::default();
+    let rounds = 2000;
+    let mut took = Vec::new();
+    for _ in 0..5 {
+        let at = Instant::now();
+        let mut sum = 0usize;
+        for _ in 0..rounds {
+            sum += s.points(min, max, &fields, &mut scratch).times.len();
+        }
+        took.push(at.elapsed().as_secs_f64() * 1e6 / rounds as f64);
+        assert!(sum > 0);
+    }
+    took.sort_by(f64::total_cmp);
+    println!(
+        "decode 8 h x 10 integer fields: median {:.1} us per read",
+        took[2]
+    );
+}
