@@ -692,6 +692,7 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         "ADD COLUMN `dc` LowCardinality(String)",
         "FROM system.parts",
         "splitByChar('_', _part)",
+        "UNION ALL SELECT toUInt8(1)",
         "ENGINE = ReplicatedMergeTree(",
         "SHOW CREATE TABLE",
         "system.replicas",
