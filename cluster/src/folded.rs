@@ -1,14 +1,15 @@
-//! A pushed-down read that carries the listing its check reads (issue #43): one request per
+//! A read checked by the shards' index (a pushed-down aggregate's partial, a raw read with a
+//! field condition) that carries the listing its check reads (issue #43): one request per
 //! shard instead of the read and then the listing of the table's parts, each an 18.16
 //! query's 2–6 ms on a small statement. The statement is
 //!
 //! ```sql
-//! SELECT toUInt8(0) AS __k, <the partial's columns>, '' AS __l FROM (<partial>) LIMIT n
+//! SELECT toUInt8(0) AS __k, <the read's columns>, '' AS __l FROM <the read's source> LIMIT n
 //! UNION ALL SELECT toUInt8(1), <a null or '' per column>, __l FROM (<listing lines>)
 //! FORMAT RowBinary
 //! ```
 //!
-//! every row tagged: a partial row (`0`, its columns, an empty line) or a line of the
+//! every row tagged: a row of the read (`0`, its columns, an empty line) or a line of the
 //! listing (`1`, placeholders, the line). Why the listing sees the table no earlier than the
 //! read did — what makes the check after the read exact — is in `identified.rs`. `UNION ALL`
 //! of a subquery and of `system.*` tables, `concat`, `toString` and `CAST(NULL AS
@@ -26,34 +27,49 @@ const ROW: u8 = 0;
 /// The tag of a line of the listing.
 const LISTING: u8 = 1;
 
-/// The statement reading `partial` (its columns cast as `list` says, of `kinds`), at most
-/// `limit` rows of it, and the listing of `db`.`measurement`'s parts on the shard.
+/// One column of a folded read's rows, as its `RowBinary` answer lays it out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Cell {
+    /// A number of this many bytes (the key columns: `time`, `series_id`, `__seq`, `__row`).
+    Fixed(usize),
+    /// A user column cast to its kind's shard type ([`schema::shard_type`]).
+    Column(ColumnKind),
+}
+
+/// What a listing row carries in the place of a user column of `kind`.
+pub(crate) fn placeholder(kind: ColumnKind) -> String {
+    match kind {
+        ColumnKind::Tag => "''".to_string(),
+        other => format!("CAST(NULL AS {})", schema::shard_type(other)),
+    }
+}
+
+/// The statement reading `select` (each row's columns) `FROM {from}`, at most `limit` rows,
+/// and the listing of `db`.`measurement`'s parts on the shard, its rows carrying
+/// `placeholders` (one per column of `select`, of its type) in the read's columns.
 pub(crate) fn statement(
-    list: &[String],
-    kinds: &[ColumnKind],
-    partial: &str,
+    select: &[String],
+    placeholders: &[String],
+    from: &str,
     limit: u64,
     db: &str,
     measurement: &str,
 ) -> String {
-    let placeholders: Vec<String> = kinds
-        .iter()
-        .map(|k| match k {
-            ColumnKind::Tag => "''".to_string(),
-            other => format!("CAST(NULL AS {})", schema::shard_type(*other)),
-        })
-        .collect();
     format!(
-        "SELECT toUInt8({ROW}) AS __k, {}, '' AS __l FROM ({partial}) LIMIT {limit} \
+        "SELECT toUInt8({ROW}) AS __k, {}, '' AS __l FROM {from} LIMIT {limit} \
          UNION ALL SELECT toUInt8({LISTING}), {}, __l FROM ({}) FORMAT RowBinary",
-        list.join(", "),
+        select.join(", "),
         placeholders.join(", "),
         listing_lines_sql(db, measurement),
     )
 }
 
-/// Moves past one value of a column of `kind` ([`schema::shard_type`]'s `RowBinary`).
-fn skip(r: &mut RowBinary<'_>, kind: ColumnKind) -> Result<(), String> {
+/// Moves past one value of `cell`.
+fn skip(r: &mut RowBinary<'_>, cell: Cell) -> Result<(), String> {
+    let kind = match cell {
+        Cell::Fixed(n) => return r.take(n).map(|_| ()),
+        Cell::Column(kind) => kind,
+    };
     if kind == ColumnKind::Tag {
         return r.string().map(|_| ());
     }
@@ -70,7 +86,7 @@ fn skip(r: &mut RowBinary<'_>, kind: ColumnKind) -> Result<(), String> {
 /// The answer to [`statement`] split: the partial rows as the plain read would have answered
 /// them (`RowBinary` of the columns), and the listing's lines (as the listing alone answers
 /// in `TabSeparated`).
-pub(crate) fn split(answer: &[u8], kinds: &[ColumnKind]) -> Result<(Vec<u8>, String), String> {
+pub(crate) fn split(answer: &[u8], cells: &[Cell]) -> Result<(Vec<u8>, String), String> {
     let mut rows = Vec::with_capacity(answer.len());
     let mut listing = String::new();
     let mut r = RowBinary {
@@ -80,8 +96,8 @@ pub(crate) fn split(answer: &[u8], kinds: &[ColumnKind]) -> Result<(Vec<u8>, Str
     while !r.done() {
         let tag = r.take(1)?[0];
         let start = r.at;
-        for kind in kinds {
-            skip(&mut r, *kind)?;
+        for cell in cells {
+            skip(&mut r, *cell)?;
         }
         let columns = &answer[start..r.at];
         let line = r.string()?;
@@ -109,15 +125,21 @@ mod tests {
 
     #[test]
     fn a_folded_answer_splits_into_the_partial_rows_and_the_listing_in_any_order() {
-        let kinds = [ColumnKind::Tag, ColumnKind::Float, ColumnKind::Boolean];
+        let kinds = [
+            Cell::Fixed(4),
+            Cell::Column(ColumnKind::Tag),
+            Cell::Column(ColumnKind::Float),
+            Cell::Column(ColumnKind::Boolean),
+        ];
         let mut answer = Vec::new();
         // A listing line first (26.7 may interleave the members), its columns placeholders.
         answer.push(LISTING);
+        answer.extend_from_slice(&[0; 4]);
         string(&mut answer, "");
         answer.extend_from_slice(&[1, 1]);
         string(&mut answer, "\t\t0\t0\t0\t17");
         // A partial row.
-        let mut row = Vec::new();
+        let mut row = 7u32.to_le_bytes().to_vec();
         string(&mut row, "eu");
         row.push(0);
         row.extend_from_slice(&2.5f64.to_bits().to_le_bytes());
@@ -126,6 +148,7 @@ mod tests {
         answer.extend_from_slice(&row);
         string(&mut answer, "");
         answer.push(LISTING);
+        answer.extend_from_slice(&[0; 4]);
         string(&mut answer, "");
         answer.extend_from_slice(&[1, 1]);
         string(&mut answer, "p_1_1_0\tp\t1\t1\t10\t17");
@@ -146,8 +169,8 @@ mod tests {
                 "CAST(__p0 AS String)".into(),
                 "CAST(__p1 AS Nullable(Float64))".into(),
             ],
-            &[ColumnKind::Tag, ColumnKind::Float],
-            "SELECT 1",
+            &[placeholder(ColumnKind::Tag), placeholder(ColumnKind::Float)],
+            "(SELECT 1)",
             11,
             "d",
             "m",

@@ -259,17 +259,55 @@ impl Cluster {
                 })?
             }
             Some(pointwise) => {
-                let read = |k: usize, snapshot: Option<&IdentitySnapshot>| {
-                    let sql = match snapshot {
-                        Some(s) => sql(&pointwise_filter(
-                            &filter,
-                            pointwise,
-                            rows.whole_series,
-                            &s.rewritten,
-                        )),
-                        None => sql(&filter),
-                    };
-                    Ok((self.http.statement_bytes(k, &sql)?, None))
+                // The key columns cast to the types they are read as, for the listing's
+                // placeholders to match them on every server.
+                let mut select: Vec<String> = [
+                    "CAST(`time` AS Int64)",
+                    "CAST(`series_id` AS UInt64)",
+                    "CAST(`__seq` AS UInt64)",
+                    "CAST(`__row` AS UInt32)",
+                ]
+                .map(String::from)
+                .to_vec();
+                let mut placeholders: Vec<String> =
+                    ["toInt64(0)", "toUInt64(0)", "toUInt64(0)", "toUInt32(0)"]
+                        .map(String::from)
+                        .to_vec();
+                let mut cells = vec![
+                    folded::Cell::Fixed(8),
+                    folded::Cell::Fixed(8),
+                    folded::Cell::Fixed(8),
+                    folded::Cell::Fixed(4),
+                ];
+                for (n, kind) in columns {
+                    select.push(format!(
+                        "CAST({} AS {})",
+                        quote_ident(n),
+                        schema::shard_type(*kind)
+                    ));
+                    placeholders.push(folded::placeholder(*kind));
+                    cells.push(folded::Cell::Column(*kind));
+                }
+                let read = |k: usize, snapshot: Option<&IdentitySnapshot>| match snapshot {
+                    Some(s) => {
+                        let filter =
+                            pointwise_filter(&filter, pointwise, rows.whole_series, &s.rewritten);
+                        if !folds_listing() {
+                            return Ok((self.http.statement_bytes(k, &sql(&filter))?, None));
+                        }
+                        let from = format!("{table} WHERE {filter}");
+                        let limit = max_rows.saturating_add(1);
+                        let sql = folded::statement(
+                            &select,
+                            &placeholders,
+                            &from,
+                            limit,
+                            db,
+                            measurement,
+                        );
+                        self.read_folded(k, &sql, &cells)
+                    }
+                    None => Ok((self.http.statement_bytes(k, &sql(&filter))?, None)),
                 };
                 self.read_identified(db, measurement, columns, read)?.0
             }
@@ -322,23 +360,21 @@ impl Cluster {
             .enumerate()
             .map(|(i, (_, k))| format!("CAST(__p{i} AS {})", schema::shard_type(*k)))
             .collect();
-        let kinds: Vec<ColumnKind> = out.iter().map(|(_, k)| *k).collect();
+        let cells: Vec<folded::Cell> = out.iter().map(|(_, k)| folded::Cell::Column(*k)).collect();
+        let placeholders: Vec<String> = out.iter().map(|(_, k)| folded::placeholder(*k)).collect();
         let (answers, grouped) =
             self.read_identified(db, measurement, columns, |k, snapshot| {
-                let partial = sql(k, snapshot);
+                let from = format!("({})", sql(k, snapshot));
                 let limit = max_rows.saturating_add(1);
                 if snapshot.is_none() || !folds_listing() {
                     let sql = format!(
-                        "SELECT {} FROM ({partial}) LIMIT {limit} FORMAT RowBinary",
+                        "SELECT {} FROM {from} LIMIT {limit} FORMAT RowBinary",
                         list.join(", ")
                     );
                     return Ok((self.http.statement_bytes(k, &sql)?, None));
                 }
-                let sql = folded::statement(&list, &kinds, &partial, limit, db, measurement);
-                let answer = self.http.statement_bytes(k, &sql)?;
-                let (rows, listed) = folded::split(&answer, &kinds)
-                    .map_err(|message| self.unexpected_answer(k, message))?;
-                Ok((rows, Some(listed)))
+                let sql = folded::statement(&list, &placeholders, &from, limit, db, measurement);
+                self.read_folded(k, &sql, &cells)
             })?;
         let mut cols: Vec<Builder> = out.iter().map(|(_, k)| Builder::new(*k)).collect();
         let rows = self.each_row(&answers, max_rows, |r| {
@@ -358,6 +394,20 @@ impl Cluster {
         RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
             .map(|b| (Some(b), grouped))
             .map_err(|e| ClusterError::Engine(engine::EngineError::Arrow(e.to_string())))
+    }
+
+    /// Shard `k`'s answer to a folded read `sql` ([`folded::statement`]): its rows as the
+    /// plain read would have answered them, and the listing's lines.
+    fn read_folded(
+        &self,
+        k: usize,
+        sql: &str,
+        cells: &[folded::Cell],
+    ) -> Result<(Vec<u8>, Option<String>), ClusterError> {
+        let answer = self.http.statement_bytes(k, sql)?;
+        let (rows, listed) =
+            folded::split(&answer, cells).map_err(|message| self.unexpected_answer(k, message))?;
+        Ok((rows, Some(listed)))
     }
 
     /// Reads every row of every shard's `RowBinary` answer (shard order) with `row`; how
