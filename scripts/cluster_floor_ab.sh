@@ -7,9 +7,10 @@
 #
 # Usage: BIN=<new chingest> BASE=<old chingest> LOAD=<chingest-load> [HOSTS=200] [HOURS=24]
 #        [QUERIES=20] [TYPES=single-groupby-1-1-1,lastpoint] [OUT=/tmp/cluster-floor]
-#        scripts/cluster_floor_ab.sh
+#        [RUST_LOG=info,cluster::http=debug] scripts/cluster_floor_ab.sh
 # Servers: embedded (BIN, engine = "embedded", the reference answers), new (BIN), new-unfolded
-# (BIN with CHINGEST_CLUSTER_FOLD_LISTING=0), base (BASE). Results: $OUT/tsbs_bench.md.
+# (BIN with CHINGEST_CLUSTER_FOLD_LISTING=0), base (BASE). Results: $OUT/tsbs_bench.md, and
+# the nodes' logs ($OUT/<server>.log).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${BIN:?BIN=<new chingest>}" "${BASE:?BASE=<old chingest>}" "${LOAD:?LOAD=<chingest-load>}"
@@ -23,6 +24,8 @@ say() { echo "cluster_floor_ab: $*" >&2; }
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  # The nodes' logs (with RUST_LOG=cluster::http=debug: every shard request and its time).
+  mkdir -p "$OUT" && cp "$WORK"/*.log "$OUT/" 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -20,7 +20,8 @@
 //!
 //! A read ([`Cluster::read_partials`], through `Cluster::read_identified`) groups only the
 //! rows of `rewritten`'s series as the index stands and reads every other row as a point;
-//! after the read the node lists the table's active parts (`system.parts`) and checks the
+//! after the read the node lists the table's active parts (`system.parts`; the listing rides
+//! in the read's own statement, `crate::folded`, taken after the read's parts) and checks the
 //! blocks of those outside `checked`, so every part listed is checked, and the read stands
 //! if `rewritten` is as the read used it. A row the read saw is, by then, in a part the
 //! listing holds (merges keep it in a part covering its block; a part holding an unchecked
