@@ -4,6 +4,22 @@
 //! #43: the check after the read is what makes it exact — a rewrite the index did not know
 //! when the read began is found then, and the shard read again —, so a check before it
 //! would only cost each statement one more round trip to every shard).
+//!
+//! The listing that check reads is, where the read can carry it, part of the read's own
+//! statement (`SELECT <partial rows> UNION ALL SELECT <listing rows>`, each row tagged, see
+//! `read.rs`): one request per shard. That is exact only if the listing sees the table no
+//! earlier than the read's rows did, so that every part the read took a row from (or a
+//! merge or mutation covering its blocks) is in the listing and checked. Every supported
+//! server takes a `MergeTree` read's set of parts when it builds the statement's pipeline,
+//! before any stream runs (18.16: `MergeTreeDataSelectExecutor::read`, called while
+//! `InterpreterSelectWithUnionQuery` builds its members in order, the read first; 23.x+: the
+//! storage snapshot of the query plan), and lists `system.parts` in a member built after it
+//! (18.16 fills the listing when its member is built, after the read's; 23.x+ when its
+//! source first runs). A part inserted between the two is listed and not read: checked for
+//! nothing. What can change the rows a read saw — deliveries from this node or any other,
+//! merges, mutations, partition drops, a table made again — is seen as it was by the
+//! separate listing: a new part's blocks are checked, a known name with other rows or
+//! another time or a new metadata time reloads the index.
 
 use engine::table::ColumnKind;
 
@@ -45,23 +61,27 @@ impl Grouped {
 
 impl Cluster {
     /// `read(k, snapshot)` on every shard at once, each grouping what its index says may
-    /// hold a point written twice, each checked on its own after its read and read again
+    /// hold a point written twice — its answer and, where it folded the listing of the
+    /// table's parts into its statement (only with a snapshot), that listing's lines —,
+    /// each checked on its own after its read and read again
     /// when a rewrite landed meanwhile (then with the index's new rewritten series, the
     /// third time grouping every row). A series lives on one shard, so a shard's answer
     /// stands or falls with its own index: no shard waits for another between its read
-    /// and its check. Round trips per shard: the read and one listing of its parts
-    /// (plus one check of new blocks' rows when parts appeared, and the first use's load).
+    /// and its check. Round trips per shard: the read (and one listing of its parts where
+    /// the read did not fold it in; plus one check of new blocks' rows when parts appeared,
+    /// and the first use's load).
     pub(crate) fn read_identified<T: Send>(
         &self,
         db: &str,
         measurement: &str,
         columns: &[(String, ColumnKind)],
-        read: impl Fn(usize, Option<&IdentitySnapshot>) -> Result<T, ClusterError> + Sync,
+        read: impl Fn(usize, Option<&IdentitySnapshot>) -> Result<(T, Option<String>), ClusterError>
+            + Sync,
     ) -> Result<(Vec<T>, Grouped), ClusterError> {
         let answers = self.read_table_everywhere(db, measurement, columns, |k| {
             let mut snapshot = self.current_snapshot(k, db, measurement)?;
             for attempt in 0.. {
-                let answer = read(k, snapshot.as_ref())?;
+                let (answer, listed) = read(k, snapshot.as_ref())?;
                 let grouped = match (&snapshot, attempt) {
                     (_, 1..) => Grouped::Again,
                     (None, _) => Grouped::All,
@@ -69,7 +89,9 @@ impl Cluster {
                 };
                 let valid = match &snapshot {
                     None => true,
-                    Some(used) => self.still_valid_on(k, db, measurement, used)?,
+                    Some(used) => {
+                        self.still_valid_on(k, db, measurement, used, listed.as_deref())?
+                    }
                 };
                 if valid {
                     return Ok((answer, grouped));

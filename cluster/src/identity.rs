@@ -20,7 +20,8 @@
 //!
 //! A read ([`Cluster::read_partials`], through `Cluster::read_identified`) groups only the
 //! rows of `rewritten`'s series as the index stands and reads every other row as a point;
-//! after the read the node lists the table's active parts (`system.parts`) and checks the
+//! after the read the node lists the table's active parts (`system.parts`; the listing rides
+//! in the read's own statement, `crate::folded`, taken after the read's parts) and checks the
 //! blocks of those outside `checked`, so every part listed is checked, and the read stands
 //! if `rewritten` is as the read used it. A row the read saw is, by then, in a part the
 //! listing holds (merges keep it in a part covering its block; a part holding an unchecked
@@ -214,6 +215,17 @@ fn listing_sql(db: &str, measurement: &str) -> String {
     )
 }
 
+/// [`listing_sql`] as one `String` column, each row a line of its tab-separated answer: what
+/// a read appends to its own answer with `UNION ALL` (`crate::folded`), so that the check
+/// after the read costs no round trip of its own.
+pub(crate) fn listing_lines_sql(db: &str, measurement: &str) -> String {
+    format!(
+        "SELECT concat(n, '\\t', p, '\\t', toString(a), '\\t', toString(b), '\\t', \
+         toString(r), '\\t', toString(m)) AS __l FROM ({})",
+        listing_sql(db, measurement)
+    )
+}
+
 /// The listing's answer ([`listing_sql`]): the metadata time (0: no table) and the parts.
 fn parse_listing(text: &str) -> Result<(u64, Vec<Part>), String> {
     let mut metadata = 0;
@@ -290,17 +302,22 @@ impl Cluster {
     }
 
     /// Brings shard `k`'s index of the table up to what the shard holds now: every part
-    /// it lists checked.
+    /// it lists checked. `listed`: the listing's answer already in hand (folded into a
+    /// read, taken after the read's parts were), else it is asked for.
     fn refresh(
         &self,
         k: usize,
         db: &str,
         measurement: &str,
         index: &mut TableIndex,
+        listed: Option<&str>,
     ) -> Result<(), ClusterError> {
         let table = schema::table(db, measurement);
         let listing = listing_sql(db, measurement);
-        let answer = self.http.statement(k, &listing)?;
+        let answer = match listed {
+            Some(answer) => answer.to_string(),
+            None => self.http.statement(k, &listing)?,
+        };
         let (metadata, parts) =
             parse_listing(&answer).map_err(|m| self.unexpected(k, &listing, m))?;
         let renamed = parts.iter().any(|p| {
@@ -356,7 +373,7 @@ impl Cluster {
             }
             let entry = self.index(k, db, measurement);
             let mut index = entry.index.lock();
-            self.refresh(k, db, measurement, &mut index)?;
+            self.refresh(k, db, measurement, &mut index, None)?;
             Ok(index.snapshot())
         })
     }
@@ -377,7 +394,7 @@ impl Cluster {
             };
             let entry = self.index(k, db, measurement);
             let mut index = entry.index.lock();
-            self.refresh(k, db, measurement, &mut index)?;
+            self.refresh(k, db, measurement, &mut index, None)?;
             Ok(index.epoch == snapshot.epoch && !index.overflow)
         })?;
         Ok(valid.into_iter().all(|v| v))
@@ -401,24 +418,26 @@ impl Cluster {
         let entry = self.index(k, db, measurement);
         let mut index = entry.index.lock();
         if !index.loaded || entry.delivered.swap(false, Ordering::Relaxed) {
-            self.refresh(k, db, measurement, &mut index)?;
+            self.refresh(k, db, measurement, &mut index, None)?;
         }
         Ok(index.snapshot())
     }
 
     /// Whether shard `k`'s read with `snapshot` grouped every point written more than once
     /// it may have seen: its index brought up to date after the read, no rewrite found
-    /// since the snapshot was taken.
+    /// since the snapshot was taken. `listed`: the listing the read's own statement
+    /// returned ([`listing_lines_sql`]), else it is asked for now.
     pub(crate) fn still_valid_on(
         &self,
         k: usize,
         db: &str,
         measurement: &str,
         snapshot: &IdentitySnapshot,
+        listed: Option<&str>,
     ) -> Result<bool, ClusterError> {
         let entry = self.index(k, db, measurement);
         let mut index = entry.index.lock();
-        self.refresh(k, db, measurement, &mut index)?;
+        self.refresh(k, db, measurement, &mut index, listed)?;
         Ok(index.epoch == snapshot.epoch && !index.overflow)
     }
 }

@@ -47,6 +47,7 @@ mod databases;
 mod delete;
 mod deliver;
 mod error;
+mod folded;
 mod held;
 mod http;
 mod identified;

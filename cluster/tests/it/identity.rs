@@ -87,7 +87,7 @@ fn a_read_is_told_again_when_a_rewrite_lands_and_not_when_parts_merge() {
 /// The points of the shard table `table`, counted with `snapshot`'s split: the rewritten
 /// series' rows grouped by `(series_id, time)`, every other row read as a point — what a
 /// pushed-down `count` does.
-fn count_points(table: &str, snapshot: Option<&::cluster::IdentitySnapshot>) -> String {
+pub(crate) fn count_points(table: &str, snapshot: Option<&::cluster::IdentitySnapshot>) -> String {
     let (single, grouped) = match snapshot.map(|s| &s.rewritten) {
         None => ("0".to_string(), "1".to_string()),
         Some(r) if r.is_empty() => ("1".to_string(), "0".to_string()),

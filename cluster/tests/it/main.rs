@@ -11,6 +11,7 @@ mod cluster;
 mod cluster_delete;
 mod cluster_replicas;
 mod cluster_retention;
+mod folded_read;
 mod identity;
 mod newer_server;
 

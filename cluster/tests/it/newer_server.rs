@@ -683,6 +683,9 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
     replicated.repair_replicas();
     replicated.drop_database_tables(&rdb).unwrap();
 
+    crate::folded_read::a_pushed_down_read_is_one_request_and_still_sees_another_nodes_rewrite(
+        &shard,
+    );
     let mut seen = shard.seen.lock().unwrap();
     let theirs = other.seen.lock().unwrap();
     seen.statements.extend(theirs.statements.iter().cloned());
@@ -692,6 +695,7 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         "ADD COLUMN `dc` LowCardinality(String)",
         "FROM system.parts",
         "splitByChar('_', _part)",
+        "UNION ALL SELECT toUInt8(1)",
         "ENGINE = ReplicatedMergeTree(",
         "SHOW CREATE TABLE",
         "system.replicas",
