@@ -219,3 +219,46 @@ fn first_and_last_combine_in_rust_as_the_engine_answers() {
         ],
     );
 }
+
+#[test]
+fn wildcards_lone_min_max_and_zone_windows_push_down() {
+    family_test(
+        "wildcards_lone_min_max_and_zone_windows_push_down",
+        "count(*), max(*), mean(/^[nuv]$/)",
+        &[
+            // A lone `min`/`max` shows its point's time: the earliest of equal values
+            // (`n`, `u` repeat across points; `v` ties between series at 0 s and 400 s).
+            "SELECT max(v) FROM m",
+            "SELECT min(v) FROM m WHERE time >= 0s AND time <= 0s",
+            "SELECT min(n) FROM m GROUP BY dc",
+            "SELECT max(u) FROM m GROUP BY host",
+            "SELECT max(n) FROM m WHERE host =~ /h[12]/",
+            "SELECT min(u) FROM m WHERE time >= 200s AND time < 300s",
+            "SELECT count(*) FROM m WHERE time >= 200s AND time < 300s",
+            // `tz()` windows: Asia/Kolkata (+5:30) puts a 7-minute window's edge at 360 s,
+            // UTC's at 420 s.
+            "SELECT count(v), sum(n), first(s), max(u), last(v) FROM m WHERE time >= 0s AND time < 600s \
+             GROUP BY time(7m) tz('Asia/Kolkata')",
+            "SELECT mean(*) FROM m WHERE time >= 0s AND time < 600s \
+             GROUP BY time(7m, 2m), dc fill(previous) tz('Asia/Kolkata')",
+            "SELECT min(n), spread(v) FROM m WHERE time >= 100s AND time < 500s \
+             GROUP BY time(45s), host fill(0) tz('America/St_Johns')",
+        ],
+    );
+}
+
+#[test]
+fn count_distinct_unites_the_shards_sets() {
+    family_test(
+        "count_distinct_unites_the_shards_sets",
+        "count(distinct(v)), count(DISTINCT n), count(distinct(u)), count(distinct(s))",
+        &[
+            // Values repeat across series, on both shards and on the node (the rewrites of
+            // h1 and h2 held there), so a value must read the same in every set.
+            "SELECT count(distinct(v)), sum(n), max(u) FROM m GROUP BY dc",
+            "SELECT count(distinct(n)) FROM m WHERE time >= 200s AND time < 300s",
+            "SELECT count(distinct(v)), count(distinct(s)) FROM m WHERE time >= 0s AND time < 600s \
+             GROUP BY time(2m), host",
+        ],
+    );
+}
