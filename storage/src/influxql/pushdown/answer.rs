@@ -15,7 +15,7 @@ use engine::arrow::array::RecordBatch;
 use engine::table::ColumnKind;
 use engine::{quote_ident, ArrowScan};
 
-use super::{sql_type, Pushdown};
+use super::{sql_type, Call, Pushdown};
 use crate::influxql::error::InfluxqlError;
 use crate::influxql::rows::Row;
 use crate::influxql::InfluxqlRequest;
@@ -107,8 +107,8 @@ impl Storage {
                 );
                 return Ok(Some(rows));
             }
-            Err(e) if push.calls.iter().any(|c| c.distinct) => {
-                // The engine's statement has no sets to combine either.
+            Err(e) if push.calls.iter().any(Call::rust_only) => {
+                // The engine's statement has no sets or whole aggregates to combine either.
                 tracing::debug!(
                     measurement = read.measurement,
                     "pushed-down partials not combined, reading the rows: {e}"

@@ -28,7 +28,7 @@ use engine::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use engine::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 use engine::table::ColumnKind;
 
-use super::{Pushdown, MAX_DISTINCT_VALUES};
+use super::{Form, Pushdown, MAX_DISTINCT_VALUES};
 use crate::influxql::field_call::Func;
 use crate::influxql::fill::window_start_in;
 use crate::influxql::plan::Presence;
@@ -45,6 +45,10 @@ pub(crate) enum CombineError {
     /// values (a shard sent none, or the union grew past it): the rows are read instead.
     #[error("a count(DISTINCT) set over {MAX_DISTINCT_VALUES} values")]
     DistinctTooLarge,
+    /// Used if a group's whole aggregate came in more than one partial row (its points
+    /// were not on one shard).
+    #[error("a group's whole aggregate in more than one partial row of column {0}")]
+    Split(String),
     /// Used if a `count(DISTINCT)` set is not in the partial statement's encoding.
     #[error("a malformed count(DISTINCT) set in partial column {0}")]
     DistinctEncoding(String),
@@ -216,6 +220,8 @@ struct CallCells {
     at: Option<Cells>,
     /// `d<i>`: the set of values (`count(DISTINCT)`), encoded.
     set: Option<Cells>,
+    /// `w<i>`: the group's whole aggregate (`median`, `percentile`).
+    whole: Option<Cells>,
 }
 
 /// One call's combination so far in one group.
@@ -230,6 +236,9 @@ struct CallState {
     at: Option<i64>,
     /// The values seen (`count(DISTINCT)`), as the partials encode them.
     set: HashSet<Vec<u8>>,
+    /// The group's whole aggregate, and whether a partial row sent it.
+    whole: Option<Scalar>,
+    whole_rows: u32,
 }
 
 /// One group's combination so far.
@@ -291,10 +300,12 @@ impl Pushdown {
                             Func::First | Func::Last => Some((col("v")?, col("t")?)),
                             _ => None,
                         },
-                        at: (self.point_time && matches!(c.func, Func::Min | Func::Max))
-                            .then(|| col("t"))
-                            .transpose()?,
-                        set: c.distinct.then(|| col("d")).transpose()?,
+                        at: (self.point_time
+                            && (matches!(c.func, Func::Min | Func::Max) || c.whole()))
+                        .then(|| col("t"))
+                        .transpose()?,
+                        set: (c.form == Form::Distinct).then(|| col("d")).transpose()?,
+                        whole: c.whole().then(|| col("w")).transpose()?,
                     })
                 })
                 .collect::<Result<_, CombineError>>()?;
@@ -318,6 +329,17 @@ impl Pushdown {
                     if let Some(set) = &cols.set {
                         merge_set(&mut group.calls[i].set, set, row, present)
                             .map_err(|e| e.named(&format!("d{i}")))?;
+                    }
+                    if let (Some(whole), true) = (&cols.whole, present) {
+                        // The rule of `decompose`: a group's points are on one shard (or
+                        // on the node), so one partial row holds them all.
+                        let state = &mut group.calls[i];
+                        state.whole_rows += 1;
+                        if state.whole_rows > 1 {
+                            return Err(CombineError::Split(format!("w{i}")));
+                        }
+                        state.whole = whole.get(row);
+                        state.at = cols.at.as_ref().and_then(|t| t.int(row));
                     }
                     merge(c.func, &mut group.calls[i], cols, row, present);
                 }
@@ -361,7 +383,8 @@ impl Pushdown {
             let n = group.n[c.field];
             let f = &self.fields[c.field];
             values.push(match c.func {
-                Func::Count if c.distinct => match (n, state.set.len()) {
+                _ if c.whole() => state.whole.map_or(Value::Null, Scalar::value),
+                Func::Count if c.form == Form::Distinct => match (n, state.set.len()) {
                     (0, _) | (_, 0) => Value::Null,
                     (_, len) => Value::Integer(len as i64),
                 },

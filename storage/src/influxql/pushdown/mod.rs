@@ -32,7 +32,7 @@ use std::collections::BTreeSet;
 use engine::arrow::array::{AsArray, RecordBatch};
 use engine::arrow::datatypes::UInt64Type;
 use engine::table::ColumnKind;
-use influxql::ast::{Expr, SelectStatement};
+use influxql::ast::{Expr, Literal, SelectStatement};
 use ingest::{FieldType, MeasurementSchema};
 
 use super::cluster::strict_shard_condition;
@@ -70,8 +70,33 @@ const PACKED_SEQ_LIMIT: u64 = 1 << 32;
 struct Call {
     func: Func,
     field: usize,
-    /// `count(DISTINCT field)` (`func` is `Count`): the shards send their sets of values.
-    distinct: bool,
+    /// What the partials carry for it beyond `func`'s columns.
+    form: Form,
+}
+
+/// A call that is not one of [`Func`] alone (then `func` is `Count`, its points counted).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Form {
+    /// `func` as it is.
+    Plain,
+    /// `count(DISTINCT field)`: the shards send their sets of values.
+    Distinct,
+    /// `median(field)`, where every group is one series: the shard holding it computes it.
+    Median,
+    /// `percentile(field, p)`, where every group is one series (as `Median`).
+    Percentile(f64),
+}
+
+impl Call {
+    /// Whether a shard computes the whole aggregate of a group (it holds all its points).
+    fn whole(&self) -> bool {
+        matches!(self.form, Form::Median | Form::Percentile(_))
+    }
+
+    /// Whether its partials combine only in Rust (the engine's statement does not read them).
+    fn rust_only(&self) -> bool {
+        self.form != Form::Plain
+    }
 }
 
 /// One field the calls read.
@@ -131,14 +156,18 @@ pub(crate) fn decompose(
         (w, _) => w,
     };
     let exprs = expanded_calls(stmt, plan, schema)?;
+    // Every group a subset of one series (grouped by every tag key of the measurement): it
+    // lives on one shard, or on the node (a series with undelivered rows), whole.
+    let one_series_per_group = schema.tag_keys.iter().all(|k| plan.group_tags.contains(k));
     let mut fields: Vec<FieldUse> = Vec::new();
     let mut calls = Vec::new();
     for e in &exprs {
-        let (func, field, distinct) = match distinct_call(e, schema) {
-            Some(field) => (Func::Count, field, true),
-            None => {
+        let (func, field, form) = match (distinct_call(e, schema), whole_call(e, schema)) {
+            (Some(field), _) => (Func::Count, field, Form::Distinct),
+            (_, Some((form, field))) => (Func::Count, field, form),
+            _ => {
                 let (func, field) = field_call(e, schema)?;
-                (func, field, false)
+                (func, field, Form::Plain)
             }
         };
         let ty = schema.fields.iter().find(|(n, _)| n == field)?.1;
@@ -146,9 +175,10 @@ pub(crate) fn decompose(
             ty,
             FieldType::Float | FieldType::Integer | FieldType::UInteger
         );
-        let fits = match func {
-            Func::Count => true,
-            Func::First | Func::Last => ty != FieldType::Boolean,
+        let fits = match (form, func) {
+            (Form::Median | Form::Percentile(_), _) => numeric && one_series_per_group,
+            (_, Func::Count) => true,
+            (_, Func::First | Func::Last) => ty != FieldType::Boolean,
             _ => numeric,
         };
         if !fits {
@@ -165,11 +195,11 @@ pub(crate) fn decompose(
                 fields.len() - 1
             }
         };
-        fields[index].values |= func.reads_values() || distinct;
+        fields[index].values |= func.reads_values() || form != Form::Plain;
         calls.push(Call {
             func,
             field: index,
-            distinct,
+            form,
         });
     }
     // A set of values does not merge in SQL: a selector's partials, computed per series
@@ -177,13 +207,22 @@ pub(crate) fn decompose(
     let picks = calls
         .iter()
         .any(|c| matches!(c.func, Func::First | Func::Last));
-    if picks && calls.iter().any(|c| c.distinct) {
+    if picks && calls.iter().any(Call::rust_only) {
+        return None;
+    }
+    // A whole aggregate is one partial row per group and window: not over a zone's finer
+    // grid, where a window takes several.
+    if shard_window != agg.window && calls.iter().any(Call::whole) {
         return None;
     }
     let point_time = agg.point_time.is_some();
     // A lone selector shows its point's time: the partials carry it for these.
-    let shows_point = |f: Func| matches!(f, Func::First | Func::Last | Func::Min | Func::Max);
-    if point_time && !matches!(calls.as_slice(), [c] if shows_point(c.func)) {
+    let shows_point = |c: &Call| match c.form {
+        Form::Plain => matches!(c.func, Func::First | Func::Last | Func::Min | Func::Max),
+        Form::Percentile(_) => true,
+        Form::Distinct | Form::Median => false,
+    };
+    if point_time && !matches!(calls.as_slice(), [c] if shows_point(c)) {
         return None;
     }
     let condition = strict_shard_condition(rest, schema)?;
@@ -265,6 +304,25 @@ fn distinct_call<'e>(e: &'e Expr, schema: &MeasurementSchema) -> Option<&'e Stri
         return None;
     };
     plain_field(arg, schema)
+}
+
+/// `median(field)` or `percentile(field, p)` (`p` a number) as written.
+fn whole_call<'e>(e: &'e Expr, schema: &MeasurementSchema) -> Option<(Form, &'e String)> {
+    let Expr::Call { name, args } = strip_parens(e) else {
+        return None;
+    };
+    match (name.as_str(), args.as_slice()) {
+        ("median", [arg]) => Some((Form::Median, plain_field(arg, schema)?)),
+        ("percentile", [arg, p]) => {
+            let p = match strip_parens(p) {
+                Expr::Literal(Literal::Integer(i)) => *i as f64,
+                Expr::Literal(Literal::Float(f)) => *f,
+                _ => return None,
+            };
+            Some((Form::Percentile(p), plain_field(arg, schema)?))
+        }
+        _ => None,
+    }
 }
 
 /// Zone offsets and their changes fall on whole quarter hours (ns); a shard interval that

@@ -7,7 +7,7 @@ use engine::quote_ident;
 use engine::table::ColumnKind;
 use ingest::MeasurementSchema;
 
-use super::{Call, FieldUse, Pushdown, MAX_DISTINCT_VALUES};
+use super::{Call, FieldUse, Form, Pushdown, MAX_DISTINCT_VALUES};
 use crate::influxql::field_call::Func;
 use crate::influxql::plan::{Plan, Presence, Window};
 use crate::influxql::sql::TIME_ALIAS;
@@ -111,7 +111,29 @@ impl Pushdown {
             let v = format!("__v{}", c.field);
             let n = format!("n{}", c.field);
             match c.func {
-                Func::Count if c.distinct => {
+                _ if c.whole() => {
+                    let sorted = format!("arraySort(groupArrayIf({v}, isNotNull({v})))");
+                    let (kind, sql) = match c.form {
+                        Form::Percentile(p) => (f.kind, percentile_sql(&v, &sorted, p, "")),
+                        _ => (ColumnKind::Float, median_sql(&sorted)),
+                    };
+                    // Never merged in SQL (`decompose` pushes no selector beside it).
+                    col(format!("w{i}"), kind, sql, format!("any(w{i})"));
+                    if let (Form::Percentile(p), true) = (c.form, self.point_time) {
+                        // The lone selector's point: values in order, then times.
+                        let points = format!(
+                            "arraySort(groupArrayIf((__v{}, __t), isNotNull({v})))",
+                            c.field
+                        );
+                        col(
+                            format!("t{i}"),
+                            ColumnKind::Integer,
+                            percentile_sql(&v, &points, p, ".2"),
+                            format!("any(t{i})"),
+                        );
+                    }
+                }
+                Func::Count if c.form == Form::Distinct => {
                     let set = format!("groupUniqArray({})", distinct_element(&v, f.kind));
                     col(
                         format!("d{i}"),
@@ -224,6 +246,27 @@ fn pick_key(func: Func, t: &str, v: &str) -> String {
     } else {
         format!("({t}, assumeNotNull({v}))")
     }
+}
+
+/// The nearest-rank percentile `p` of a group's values `v` (`sorted`: them in order), as
+/// the embedded statement computes it (`agg::percentile`): index `floor(n * p / 100 + 0.5)`;
+/// `part`: what of the element to take (`.2`: a tuple's time), or nothing.
+fn percentile_sql(v: &str, sorted: &str, p: f64, part: &str) -> String {
+    let rank = format!("floor(count({v}) * {p:?} / 100 + 0.5)");
+    format!("if({rank} BETWEEN 1 AND count({v}), {sorted}[toInt64({rank})]{part}, NULL)")
+}
+
+/// The median of a group's values (`sorted`: them in order) as the embedded engine's
+/// `quantileExactInclusive(0.5)` computes it (18.16 lacks it): with `h = (n - 1) / 2 + 1`
+/// and `k = floor(h)`, the `k`-th value plus `(h - k)` times the difference to the next,
+/// in the values' type, as a float; the one value of a group of one.
+fn median_sql(sorted: &str) -> String {
+    let n = format!("length({sorted})");
+    let k = format!("intDiv({n} + 1, 2)");
+    format!(
+        "if({n} = 0, NULL, if({n} = 1, toFloat64({sorted}[1]), \
+         toFloat64({sorted}[{k}]) + ((({n} - 1) * 0.5 + 1) - {k}) * toFloat64({sorted}[{k} + 1] - {sorted}[{k}])))"
+    )
 }
 
 /// One value of a `count(DISTINCT)` set as text that is the same on every server (18.16
@@ -480,7 +523,7 @@ impl Pushdown {
             let n = n(c);
             let col = match c.func {
                 // Not combined by the engine (its sets are read in Rust or the rows read).
-                Func::Count if c.distinct => "NULL".to_string(),
+                _ if c.rust_only() => "NULL".to_string(),
                 Func::Count => format!("if(sum({n}) = 0, NULL, toInt64(sum({n})))"),
                 Func::Sum => format!("sum(s{i})"),
                 Func::Mean => format!("if(sum({n}) = 0, NULL, sum(s{i}) / sum({n}))"),

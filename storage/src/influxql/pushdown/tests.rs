@@ -53,6 +53,9 @@ fn decomposable_aggregates_are_pushed_and_the_others_are_not() {
         "SELECT max(v) FROM cpu",
         "SELECT min(u) FROM cpu GROUP BY dc",
         "SELECT count(distinct(v)), count(DISTINCT s), sum(n) FROM cpu GROUP BY host",
+        // Every group one series: its shard computes the whole aggregate.
+        "SELECT median(v), percentile(n, 90), count(v) FROM cpu GROUP BY *",
+        "SELECT percentile(u, 50) FROM cpu GROUP BY dc, host",
         "SELECT count(v) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns) tz('Europe/Paris')",
     ] {
         assert!(pushed(q).is_some(), "{q}");
@@ -63,6 +66,8 @@ fn decomposable_aggregates_are_pushed_and_the_others_are_not() {
         "SELECT sum(v) + 1 FROM cpu",
         // Sets do not merge per series first, as a selector's partials do.
         "SELECT count(distinct(v)), first(v) FROM cpu",
+        "SELECT median(v) FROM cpu GROUP BY host",
+        "SELECT median(v) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(1h), * tz('Asia/Kolkata')",
         "SELECT derivative(mean(v)) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns)",
         "SELECT max(b) FROM cpu",
         "SELECT count(v::integer) FROM cpu",
