@@ -124,18 +124,14 @@ fn family(funcs: &[&str], string_too: bool) -> String {
     cols.join(", ")
 }
 
-/// Every shape of `agg`, and the `extra` statements, answer on `node` as on `embedded`, each
-/// pushed down and combined in Rust.
-fn check(node: &Server, embedded: &Server, agg: &str, extra: &[&str]) {
-    let statements = SHAPES
-        .iter()
-        .map(|s| s.replace("{agg}", agg))
-        .chain(extra.iter().map(|s| s.to_string()));
+/// Every statement answers on `node` as on `embedded`, each pushed down and combined in Rust.
+fn check(node: &Server, embedded: &Server, statements: &[String]) {
     for q in statements {
-        let want = statement_at(embedded, "/query?db=d", &q);
+        let q = q.as_str();
+        let want = statement_at(embedded, "/query?db=d", q);
         assert!(want["results"][0].get("error").is_none(), "{q}: {want}");
         let before = paths(node);
-        let got = statement_at(node, "/query?db=d", &q);
+        let got = statement_at(node, "/query?db=d", q);
         let after = paths(node);
         assert_eq!(got, want, "{q}");
         let ran: Vec<u64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
@@ -147,9 +143,19 @@ fn check(node: &Server, embedded: &Server, agg: &str, extra: &[&str]) {
     }
 }
 
-/// `family`'s statements, first with every write delivered (rewrites on the shards), then
-/// with rewrites of delivered points and a new series held on the node.
+/// Every shape of `agg` and the `extra` statements, as [`statements_test`] checks them.
 fn family_test(test: &str, agg: &str, extra: &[&str]) {
+    let statements: Vec<String> = SHAPES
+        .iter()
+        .map(|s| s.replace("{agg}", agg))
+        .chain(extra.iter().map(|s| s.to_string()))
+        .collect();
+    statements_test(test, &statements);
+}
+
+/// `statements`, first with every write delivered (rewrites on the shards), then with
+/// rewrites of delivered points and a new series held on the node.
+fn statements_test(test: &str, statements: &[String]) {
     let Some((_dir, shards)) = two_shard_cluster(test) else {
         return;
     };
@@ -165,7 +171,7 @@ fn family_test(test: &str, agg: &str, extra: &[&str]) {
         }
     }
     wait_delivered(&[&node], Duration::from_secs(60));
-    check(&node, &embedded, agg, extra);
+    check(&node, &embedded, statements);
     node.terminate();
     // Again, delivering only after ten minutes: the new rows stay on the node.
     let node = Spawn::new(node_dir.path())
@@ -183,7 +189,7 @@ fn family_test(test: &str, agg: &str, extra: &[&str]) {
         h["wal"]["unflushed_points"].as_u64().unwrap() >= 10,
         "the rewrites were meant to stay undelivered: {h}"
     );
-    check(&node, &embedded, agg, extra);
+    check(&node, &embedded, statements);
 }
 
 #[test]
@@ -217,5 +223,72 @@ fn first_and_last_combine_in_rust_as_the_engine_answers() {
             "SELECT first(u) FROM m WHERE time >= 1s GROUP BY host",
             "SELECT last(n) FROM m WHERE time >= 200s AND time < 300s",
         ],
+    );
+}
+
+#[test]
+fn wildcards_lone_min_max_and_zone_windows_push_down() {
+    family_test(
+        "wildcards_lone_min_max_and_zone_windows_push_down",
+        "count(*), max(*), mean(/^[nuv]$/)",
+        &[
+            // A lone `min`/`max` shows its point's time: the earliest of equal values
+            // (`n`, `u` repeat across points; `v` ties between series at 0 s and 400 s).
+            "SELECT max(v) FROM m",
+            "SELECT min(v) FROM m WHERE time >= 0s AND time <= 0s",
+            "SELECT min(n) FROM m GROUP BY dc",
+            "SELECT max(u) FROM m GROUP BY host",
+            "SELECT max(n) FROM m WHERE host =~ /h[12]/",
+            "SELECT min(u) FROM m WHERE time >= 200s AND time < 300s",
+            "SELECT count(*) FROM m WHERE time >= 200s AND time < 300s",
+            // `tz()` windows: Asia/Kolkata (+5:30) puts a 7-minute window's edge at 360 s,
+            // UTC's at 420 s.
+            "SELECT count(v), sum(n), first(s), max(u), last(v) FROM m WHERE time >= 0s AND time < 600s \
+             GROUP BY time(7m) tz('Asia/Kolkata')",
+            "SELECT mean(*) FROM m WHERE time >= 0s AND time < 600s \
+             GROUP BY time(7m, 2m), dc fill(previous) tz('Asia/Kolkata')",
+            "SELECT min(n), spread(v) FROM m WHERE time >= 100s AND time < 500s \
+             GROUP BY time(45s), host fill(0) tz('America/St_Johns')",
+        ],
+    );
+}
+
+#[test]
+fn count_distinct_unites_the_shards_sets() {
+    family_test(
+        "count_distinct_unites_the_shards_sets",
+        "count(distinct(v)), count(DISTINCT n), count(distinct(u)), count(distinct(s))",
+        &[
+            // Values repeat across series, on both shards and on the node (the rewrites of
+            // h1 and h2 held there), so a value must read the same in every set.
+            "SELECT count(distinct(v)), sum(n), max(u) FROM m GROUP BY dc",
+            "SELECT count(distinct(n)) FROM m WHERE time >= 200s AND time < 300s",
+            "SELECT count(distinct(v)), count(distinct(s)) FROM m WHERE time >= 0s AND time < 600s \
+             GROUP BY time(2m), host",
+        ],
+    );
+}
+
+#[test]
+fn median_and_percentile_of_one_series_groups_run_whole_on_its_shard() {
+    // Grouped by every tag key (`*`, or each named): every group is one series, on one
+    // shard or (undelivered rows) on the node. A lone `percentile` shows its point's time.
+    let statements: Vec<String> = [
+        "SELECT median(v), median(n), median(u), percentile(v, 90), percentile(n, 50), \
+         percentile(u, 5) FROM m GROUP BY *",
+        "SELECT median(v), percentile(n, 33.3), count(v) FROM m WHERE time >= 100s AND time < 400s \
+         GROUP BY time(30s), * fill(0)",
+        "SELECT percentile(v, 75) FROM m GROUP BY host, dc",
+        "SELECT percentile(u, 100) FROM m WHERE dc = 'dc1' GROUP BY *",
+        "SELECT median(v), sum(n) FROM m WHERE time >= 150s AND time < 350s \
+         GROUP BY time(20s), * fill(previous) ORDER BY time DESC LIMIT 5",
+        "SELECT percentile(n, 10), median(u) FROM m WHERE time >= 200s AND time < 300s GROUP BY *",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    statements_test(
+        "median_and_percentile_of_one_series_groups_run_whole_on_its_shard",
+        &statements,
     );
 }

@@ -390,7 +390,7 @@ pub(super) fn single_selector_call(stmt: &SelectStatement) -> Option<(&str, &[Ex
 type PerField<'e> = (&'e str, Vec<Vec<Expr>>);
 
 /// `f(*)` or `f(/re/)` as the calls over each matching field.
-pub(super) fn expand_call<'e>(
+pub(crate) fn expand_call<'e>(
     e: &'e Expr,
     schema: &MeasurementSchema,
 ) -> Result<Option<PerField<'e>>, InfluxqlError> {

@@ -25,6 +25,7 @@ mod columns;
 
 use check::*;
 pub(crate) use check::{check, transform_parts};
+pub(crate) use columns::expand_call;
 use columns::*;
 
 /// One output column after `time`.

@@ -15,7 +15,7 @@ use engine::arrow::array::RecordBatch;
 use engine::table::ColumnKind;
 use engine::{quote_ident, ArrowScan};
 
-use super::{sql_type, Pushdown};
+use super::{sql_type, Call, Pushdown};
 use crate::influxql::error::InfluxqlError;
 use crate::influxql::rows::Row;
 use crate::influxql::InfluxqlRequest;
@@ -37,30 +37,33 @@ pub(super) struct Partials<'a> {
 
 /// Counts which combined a pushed-down read's partials, in
 /// `chingest_cluster_pushdown_combined_total{by}`: `rust` ([`Pushdown::combine`]) or
-/// `engine` (its statement, the fallback).
+/// `engine` (its statement, the fallback), or `rows` (not combined: a `count(DISTINCT)` set
+/// over its bound, the rows read instead).
 fn count_combined(by: &'static str) {
     metrics::counter!("chingest_cluster_pushdown_combined_total", "by" => by).increment(1);
 }
 
 /// Registers the counter, so both labels are exported before the first read.
 pub(super) fn register_metrics() {
-    for by in ["rust", "engine"] {
+    for by in ["rust", "engine", "rows"] {
         metrics::counter!("chingest_cluster_pushdown_combined_total", "by" => by).absolute(0);
     }
 }
 
 impl Storage {
-    /// The rows `sql.rs`'s aggregate statement would answer, from `read`'s partials.
+    /// The rows `sql.rs`'s aggregate statement would answer, from `read`'s partials;
+    /// `None` where they cannot answer it (a `count(DISTINCT)` set over its bound): then
+    /// the statement reads the rows.
     pub(super) fn pushdown_answer(
         &self,
         push: &Pushdown,
         read: Partials<'_>,
         req: &InfluxqlRequest<'_>,
-    ) -> Result<Vec<Row>, InfluxqlError> {
+    ) -> Result<Option<Vec<Row>>, InfluxqlError> {
         if read.shards.is_none() && read.node.is_none() {
             // Nothing to combine (the engine's statement is not run either).
             count_combined("rust");
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         }
         let engine = self
             .engine()
@@ -102,7 +105,16 @@ impl Storage {
                     "InfluxQL pushed down: {}",
                     read.shard_sql
                 );
-                return Ok(rows);
+                return Ok(Some(rows));
+            }
+            Err(e) if push.calls.iter().any(Call::rust_only) => {
+                // The engine's statement has no sets or whole aggregates to combine either.
+                tracing::debug!(
+                    measurement = read.measurement,
+                    "pushed-down partials not combined, reading the rows: {e}"
+                );
+                count_combined("rows");
+                return Ok(None);
             }
             Err(e) => tracing::warn!(
                 measurement = read.measurement,
@@ -126,7 +138,7 @@ impl Storage {
         let groups = push.groups.len();
         let rows = self.engine_rows(&sql, req, groups, true, read.measurement)?;
         drop(scans);
-        Ok(rows)
+        Ok(Some(rows))
     }
 
     /// The engine's `ArrowStream` answer to `sql` as batches (maybe several streams).

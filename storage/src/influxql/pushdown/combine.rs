@@ -22,14 +22,15 @@
 //! - a float that is not finite reads as null, as `rows.rs` reads the engine's answer.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use engine::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use engine::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 use engine::table::ColumnKind;
 
-use super::Pushdown;
+use super::{Form, Pushdown, MAX_DISTINCT_VALUES};
 use crate::influxql::field_call::Func;
+use crate::influxql::fill::window_start_in;
 use crate::influxql::plan::Presence;
 use crate::influxql::rows::Row;
 use crate::influxql::series::Value;
@@ -40,6 +41,17 @@ pub(crate) enum CombineError {
     /// Used if a partial batch lacks a column the statement's partials have.
     #[error("no partial column {0}")]
     Missing(String),
+    /// Used if a group's `count(DISTINCT)` set holds more than `MAX_DISTINCT_VALUES`
+    /// values (a shard sent none, or the union grew past it): the rows are read instead.
+    #[error("a count(DISTINCT) set over {MAX_DISTINCT_VALUES} values")]
+    DistinctTooLarge,
+    /// Used if a group's whole aggregate came in more than one partial row (its points
+    /// were not on one shard).
+    #[error("a group's whole aggregate in more than one partial row of column {0}")]
+    Split(String),
+    /// Used if a `count(DISTINCT)` set is not in the partial statement's encoding.
+    #[error("a malformed count(DISTINCT) set in partial column {0}")]
+    DistinctEncoding(String),
     /// Used if a partial column is of a type this combination does not read.
     #[error("partial column {name} of Arrow type {found}")]
     Type {
@@ -204,6 +216,12 @@ struct CallCells {
     max: Option<Cells>,
     /// `v<i>`, `t<i>`: the picked value and its time (`first`, `last`).
     pick: Option<(Cells, Cells)>,
+    /// `t<i>`: the time of the minimum's (maximum's) point (a lone `min`, `max`).
+    at: Option<Cells>,
+    /// `d<i>`: the set of values (`count(DISTINCT)`), encoded.
+    set: Option<Cells>,
+    /// `w<i>`: the group's whole aggregate (`median`, `percentile`).
+    whole: Option<Cells>,
 }
 
 /// One call's combination so far in one group.
@@ -214,6 +232,13 @@ struct CallState {
     max: Option<Scalar>,
     /// The picked partial's time and value.
     pick: Option<(i64, Scalar)>,
+    /// The time of the point of `min` or `max` (a lone selector's).
+    at: Option<i64>,
+    /// The values seen (`count(DISTINCT)`), as the partials encode them.
+    set: HashSet<Vec<u8>>,
+    /// The group's whole aggregate, and whether a partial row sent it.
+    whole: Option<Scalar>,
+    whole_rows: u32,
 }
 
 /// One group's combination so far.
@@ -275,13 +300,23 @@ impl Pushdown {
                             Func::First | Func::Last => Some((col("v")?, col("t")?)),
                             _ => None,
                         },
+                        at: (self.point_time
+                            && (matches!(c.func, Func::Min | Func::Max) || c.whole()))
+                        .then(|| col("t"))
+                        .transpose()?,
+                        set: (c.form == Form::Distinct).then(|| col("d")).transpose()?,
+                        whole: c.whole().then(|| col("w")).transpose()?,
                     })
                 })
                 .collect::<Result<_, CombineError>>()?;
             for row in 0..batch.num_rows() {
-                let bucket = match self.window {
-                    Some(_) => b.int(row).unwrap_or(0),
-                    None => 0,
+                let bucket = match (self.window, &self.zone) {
+                    // A shard interval, inside one of the zone's windows (`zone_grain`).
+                    (Some(w), Some(zone)) => {
+                        window_start_in(b.int(row).unwrap_or(0), w.interval, w.offset, Some(zone))
+                    }
+                    (Some(_), None) => b.int(row).unwrap_or(0),
+                    (None, _) => 0,
                 };
                 let key = (tags.iter().map(|t| t.text(row)).collect(), bucket);
                 let group = groups.entry(key).or_insert_with(new_group);
@@ -291,6 +326,21 @@ impl Pushdown {
                 }
                 for (i, (c, cols)) in self.calls.iter().zip(&calls).enumerate() {
                     let present = n[c.field].uint(row) > 0;
+                    if let Some(set) = &cols.set {
+                        merge_set(&mut group.calls[i].set, set, row, present)
+                            .map_err(|e| e.named(&format!("d{i}")))?;
+                    }
+                    if let (Some(whole), true) = (&cols.whole, present) {
+                        // The rule of `decompose`: a group's points are on one shard (or
+                        // on the node), so one partial row holds them all.
+                        let state = &mut group.calls[i];
+                        state.whole_rows += 1;
+                        if state.whole_rows > 1 {
+                            return Err(CombineError::Split(format!("w{i}")));
+                        }
+                        state.whole = whole.get(row);
+                        state.at = cols.at.as_ref().and_then(|t| t.int(row));
+                    }
                     merge(c.func, &mut group.calls[i], cols, row, present);
                 }
             }
@@ -317,9 +367,11 @@ impl Pushdown {
             // not 0, and `minIf` the type's default (a row the executor drops, its value
             // null).
             let n = group.n[self.calls[0].field];
-            match (group.rows, &group.calls[0].pick) {
+            let state = &group.calls[0];
+            let picked = state.pick.as_ref().map(|(t, _)| *t).or(state.at);
+            match (group.rows, picked) {
                 (0, _) => Some(0),
-                (_, Some((t, _))) if n > 0 => Some(*t),
+                (_, Some(t)) if n > 0 => Some(t),
                 _ => None,
             }
         } else {
@@ -331,6 +383,11 @@ impl Pushdown {
             let n = group.n[c.field];
             let f = &self.fields[c.field];
             values.push(match c.func {
+                _ if c.whole() => state.whole.map_or(Value::Null, Scalar::value),
+                Func::Count if c.form == Form::Distinct => match (n, state.set.len()) {
+                    (0, _) | (_, 0) => Value::Null,
+                    (_, len) => Value::Integer(len as i64),
+                },
                 Func::Count => match n {
                     0 => Value::Null,
                     n => Value::Integer(n as i64),
@@ -368,29 +425,80 @@ fn spread(kind: ColumnKind, max: Option<Scalar>, min: Option<Scalar>) -> Value {
     }
 }
 
+impl CombineError {
+    /// The error with column `name` where it names one.
+    fn named(self, name: &str) -> CombineError {
+        match self {
+            CombineError::DistinctEncoding(_) => CombineError::DistinctEncoding(name.to_string()),
+            other => other,
+        }
+    }
+}
+
+/// Adds the values of partial row `row`'s `count(DISTINCT)` set (`present`: it holds a
+/// value) to `set`: each value as `<bytes>:<value>`, one after another; a null set where
+/// values were is one the shard did not send (over `MAX_DISTINCT_VALUES`).
+fn merge_set(
+    set: &mut HashSet<Vec<u8>>,
+    cells: &Cells,
+    row: usize,
+    present: bool,
+) -> Result<(), CombineError> {
+    let encoded = match cells.get(row) {
+        Some(Scalar::Str(s)) => s,
+        None if present => return Err(CombineError::DistinctTooLarge),
+        _ => return Ok(()),
+    };
+    let bad = || CombineError::DistinctEncoding(String::new());
+    let mut rest = encoded.as_bytes();
+    while !rest.is_empty() {
+        let colon = rest.iter().position(|b| *b == b':').ok_or_else(bad)?;
+        let len: usize = std::str::from_utf8(&rest[..colon])
+            .ok()
+            .and_then(|l| l.parse().ok())
+            .ok_or_else(bad)?;
+        let value = rest.get(colon + 1..colon + 1 + len).ok_or_else(bad)?;
+        set.insert(value.to_vec());
+        rest = &rest[colon + 1 + len..];
+    }
+    if set.len() > MAX_DISTINCT_VALUES {
+        return Err(CombineError::DistinctTooLarge);
+    }
+    Ok(())
+}
+
 /// Adds partial row `row` (`present`: it holds a value of the call's field) to `state`.
 fn merge(func: Func, state: &mut CallState, cols: &CallCells, row: usize, present: bool) {
     if let Some(x) = cols.sum.as_ref().and_then(|c| c.get(row)) {
         let sum = state.sum.take().unwrap_or_else(|| x.zero());
         state.sum = Some(sum.add(&x));
     }
-    // `min` replaces on less, `max` on greater: the first of equal values stays.
+    // `min` replaces on less, `max` on greater: the first of equal values stays, unless
+    // the lone selector's point time `at` is kept: then the earlier point of equal values.
+    let at = cols.at.as_ref().and_then(|c| c.int(row));
+    let earlier = |kept: Option<i64>| matches!((at, kept), (Some(t), Some(k)) if t < k);
     if let Some(x) = cols.min.as_ref().and_then(|c| c.get(row)) {
-        if state
-            .min
-            .as_ref()
-            .is_none_or(|m| x.cmp(m) == Some(Ordering::Less))
-        {
+        let better = match state.min.as_ref().map(|m| x.cmp(m)) {
+            None => true,
+            Some(o) => {
+                o == Some(Ordering::Less) || (o == Some(Ordering::Equal) && earlier(state.at))
+            }
+        };
+        if better {
             state.min = Some(x);
+            state.at = at;
         }
     }
     if let Some(x) = cols.max.as_ref().and_then(|c| c.get(row)) {
-        if state
-            .max
-            .as_ref()
-            .is_none_or(|m| x.cmp(m) == Some(Ordering::Greater))
-        {
+        let better = match state.max.as_ref().map(|m| x.cmp(m)) {
+            None => true,
+            Some(o) => {
+                o == Some(Ordering::Greater) || (o == Some(Ordering::Equal) && earlier(state.at))
+            }
+        };
+        if better {
             state.max = Some(x);
+            state.at = at;
         }
     }
     let Some((v, t)) = &cols.pick else { return };

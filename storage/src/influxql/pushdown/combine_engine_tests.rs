@@ -118,6 +118,12 @@ fn the_rust_combination_answers_the_engine_statement_s_rows() {
         "SELECT last(v) FROM cpu GROUP BY host",
         "SELECT first(s) FROM cpu",
         "SELECT first(n), sum(v) FROM cpu WHERE time >= 0 AND time < 30 GROUP BY time(10ns) fill(0)",
+        // A lone `min`/`max`: its point's time, the earliest of equal values.
+        "SELECT max(v) FROM cpu",
+        "SELECT min(n) FROM cpu GROUP BY host",
+        "SELECT max(u) FROM cpu",
+        "SELECT count(*), max(*) FROM cpu GROUP BY dc",
+        "SELECT count(v), first(v), sum(n) FROM cpu WHERE time >= 0 AND time < 30          GROUP BY time(10ns) tz('Asia/Kolkata')",
     ];
     let mut g = Gen(43);
     for q in statements {

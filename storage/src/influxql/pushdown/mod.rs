@@ -32,15 +32,17 @@ use std::collections::BTreeSet;
 use engine::arrow::array::{AsArray, RecordBatch};
 use engine::arrow::datatypes::UInt64Type;
 use engine::table::ColumnKind;
-use influxql::ast::{Expr, SelectStatement};
+use influxql::ast::{Expr, Literal, SelectStatement};
 use ingest::{FieldType, MeasurementSchema};
 
 use super::cluster::strict_shard_condition;
 use super::error::InfluxqlError;
-use super::field_call::{field_call, Func};
-use super::plan::{Plan, Presence, Window};
+use super::expr::strip_parens;
+use super::field_call::{field_call, plain_field, Func};
+use super::plan::{expand_call, Plan, Presence, Window};
 use super::rows::Row;
 use super::unflushed::{acked_parts, kind};
+use super::zone::TimeZone;
 use super::InfluxqlRequest;
 use crate::Storage;
 
@@ -54,6 +56,11 @@ use partial::sql_type;
 /// listed in the shards' statements).
 const MAX_PENDING_SERIES: usize = 2_000;
 
+/// Values of a `count(DISTINCT)` set past which a partial row sends none and the group's
+/// set is not built: the statement reads the rows instead (a set crosses the network and is
+/// held on the node whole).
+const MAX_DISTINCT_VALUES: usize = 100_000;
+
 /// `__seq` values the partial statements pack with `__row` into one `UInt64` (the order of
 /// a point's writes; 18.16 has no `UInt128`, and comparing tuples there is 4× slower).
 const PACKED_SEQ_LIMIT: u64 = 1 << 32;
@@ -63,6 +70,33 @@ const PACKED_SEQ_LIMIT: u64 = 1 << 32;
 struct Call {
     func: Func,
     field: usize,
+    /// What the partials carry for it beyond `func`'s columns.
+    form: Form,
+}
+
+/// A call that is not one of [`Func`] alone (then `func` is `Count`, its points counted).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Form {
+    /// `func` as it is.
+    Plain,
+    /// `count(DISTINCT field)`: the shards send their sets of values.
+    Distinct,
+    /// `median(field)`, where every group is one series: the shard holding it computes it.
+    Median,
+    /// `percentile(field, p)`, where every group is one series (as `Median`).
+    Percentile(f64),
+}
+
+impl Call {
+    /// Whether a shard computes the whole aggregate of a group (it holds all its points).
+    fn whole(&self) -> bool {
+        matches!(self.form, Form::Median | Form::Percentile(_))
+    }
+
+    /// Whether its partials combine only in Rust (the engine's statement does not read them).
+    fn rust_only(&self) -> bool {
+        self.form != Form::Plain
+    }
 }
 
 /// One field the calls read.
@@ -84,6 +118,11 @@ pub(crate) struct Pushdown {
     /// The tag conditions, for the shards' columns.
     condition: Option<String>,
     window: Option<Window>,
+    /// The intervals the shards' partials are in: `window`, or with `tz()` a finer grid
+    /// whose every interval lies in one of the zone's windows ([`zone_grain`]).
+    shard_window: Option<Window>,
+    /// `tz()` of a window: the node puts each shard interval in its zone window.
+    zone: Option<TimeZone>,
     /// The answer's time is the lone selector's point's (`SELECT last(v) …`).
     point_time: bool,
     /// `[min, max]` (ns) of the rows read.
@@ -108,24 +147,38 @@ pub(crate) fn decompose(
         || plan.transforms()
         || plan.columns.iter().any(|c| c.reducer.is_some())
         || !plan.outer_where.is_empty()
-        || (agg.window.is_some() && agg.zone.is_some())
-        || stmt.fields.len() != plan.columns.len()
         || plan.range.is_empty()
     {
         return None;
     }
+    let shard_window = match (agg.window, &agg.zone) {
+        (Some(w), Some(zone)) => Some(zone_grain(w, zone, &plan.range)?),
+        (w, _) => w,
+    };
+    let exprs = expanded_calls(stmt, plan, schema)?;
+    // Every group a subset of one series (grouped by every tag key of the measurement): it
+    // lives on one shard, or on the node (a series with undelivered rows), whole.
+    let one_series_per_group = schema.tag_keys.iter().all(|k| plan.group_tags.contains(k));
     let mut fields: Vec<FieldUse> = Vec::new();
     let mut calls = Vec::new();
-    for f in &stmt.fields {
-        let (func, field) = field_call(&f.expr, schema)?;
+    for e in &exprs {
+        let (func, field, form) = match (distinct_call(e, schema), whole_call(e, schema)) {
+            (Some(field), _) => (Func::Count, field, Form::Distinct),
+            (_, Some((form, field))) => (Func::Count, field, form),
+            _ => {
+                let (func, field) = field_call(e, schema)?;
+                (func, field, Form::Plain)
+            }
+        };
         let ty = schema.fields.iter().find(|(n, _)| n == field)?.1;
         let numeric = matches!(
             ty,
             FieldType::Float | FieldType::Integer | FieldType::UInteger
         );
-        let fits = match func {
-            Func::Count => true,
-            Func::First | Func::Last => ty != FieldType::Boolean,
+        let fits = match (form, func) {
+            (Form::Median | Form::Percentile(_), _) => numeric && one_series_per_group,
+            (_, Func::Count) => true,
+            (_, Func::First | Func::Last) => ty != FieldType::Boolean,
             _ => numeric,
         };
         if !fits {
@@ -142,12 +195,34 @@ pub(crate) fn decompose(
                 fields.len() - 1
             }
         };
-        fields[index].values |= func.reads_values();
-        calls.push(Call { func, field: index });
+        fields[index].values |= func.reads_values() || form != Form::Plain;
+        calls.push(Call {
+            func,
+            field: index,
+            form,
+        });
+    }
+    // A set of values does not merge in SQL: a selector's partials, computed per series
+    // first, would have to.
+    let picks = calls
+        .iter()
+        .any(|c| matches!(c.func, Func::First | Func::Last));
+    if picks && calls.iter().any(Call::rust_only) {
+        return None;
+    }
+    // A whole aggregate is one partial row per group and window: not over a zone's finer
+    // grid, where a window takes several.
+    if shard_window != agg.window && calls.iter().any(Call::whole) {
+        return None;
     }
     let point_time = agg.point_time.is_some();
-    if point_time && !matches!(calls.as_slice(), [c] if matches!(c.func, Func::First | Func::Last))
-    {
+    // A lone selector shows its point's time: the partials carry it for these.
+    let shows_point = |c: &Call| match c.form {
+        Form::Plain => matches!(c.func, Func::First | Func::Last | Func::Min | Func::Max),
+        Form::Percentile(_) => true,
+        Form::Distinct | Form::Median => false,
+    };
+    if point_time && !matches!(calls.as_slice(), [c] if shows_point(c)) {
         return None;
     }
     let condition = strict_shard_condition(rest, schema)?;
@@ -162,11 +237,121 @@ pub(crate) fn decompose(
         groups,
         condition,
         window: agg.window,
+        shard_window,
+        zone: agg.window.and(agg.zone.clone()),
         point_time,
         min: plan.range.min.unwrap_or(i64::MIN),
         max: plan.range.max.unwrap_or(i64::MAX),
         presence: agg.presence,
         start: plan.range.min.unwrap_or(0),
+    })
+}
+
+/// The statement's calls as the plan's columns: a call over `*` or a regex (`max(*)`,
+/// `count(/re/)`) as one call per field of `schema`, which must be the fields the plan
+/// expanded it to (over every measurement of the statement), named as it named them.
+fn expanded_calls(
+    stmt: &SelectStatement,
+    plan: &Plan,
+    schema: &MeasurementSchema,
+) -> Option<Vec<Expr>> {
+    let mut exprs = Vec::new();
+    let mut names: Vec<Option<String>> = Vec::new();
+    for f in &stmt.fields {
+        let e = strip_parens(&f.expr);
+        match expand_call(e, schema).ok()? {
+            Some((name, per_field)) => {
+                for args in per_field {
+                    let Expr::VarRef { name: field, .. } = &args[0] else {
+                        return None;
+                    };
+                    names.push(Some(format!("{name}_{field}")));
+                    exprs.push(Expr::Call {
+                        name: name.to_string(),
+                        args,
+                    });
+                }
+            }
+            None => {
+                names.push(None);
+                exprs.push(e.clone());
+            }
+        }
+    }
+    let same = exprs.len() == plan.columns.len()
+        && names
+            .iter()
+            .zip(&plan.columns)
+            .all(|(n, c)| n.as_ref().is_none_or(|n| *n == c.name));
+    same.then_some(exprs)
+}
+
+/// The field of `count(DISTINCT field)` (`count(distinct(field))`) as written.
+fn distinct_call<'e>(e: &'e Expr, schema: &MeasurementSchema) -> Option<&'e String> {
+    let Expr::Call { name, args } = strip_parens(e) else {
+        return None;
+    };
+    let [inner] = args.as_slice() else {
+        return None;
+    };
+    let Expr::Call { name: inner, args } = strip_parens(inner) else {
+        return None;
+    };
+    if name != "count" || inner != "distinct" {
+        return None;
+    }
+    let [arg] = args.as_slice() else {
+        return None;
+    };
+    plain_field(arg, schema)
+}
+
+/// `median(field)` or `percentile(field, p)` (`p` a number) as written.
+fn whole_call<'e>(e: &'e Expr, schema: &MeasurementSchema) -> Option<(Form, &'e String)> {
+    let Expr::Call { name, args } = strip_parens(e) else {
+        return None;
+    };
+    match (name.as_str(), args.as_slice()) {
+        ("median", [arg]) => Some((Form::Median, plain_field(arg, schema)?)),
+        ("percentile", [arg, p]) => {
+            let p = match strip_parens(p) {
+                Expr::Literal(Literal::Integer(i)) => *i as f64,
+                Expr::Literal(Literal::Float(f)) => *f,
+                _ => return None,
+            };
+            Some((Form::Percentile(p), plain_field(arg, schema)?))
+        }
+        _ => None,
+    }
+}
+
+/// Zone offsets and their changes fall on whole quarter hours (ns); a shard interval that
+/// divides one, the window and its offset lies in one window of the zone whatever its
+/// offset (`fill::window_start_in`).
+const QUARTER_HOUR: i64 = 900_000_000_000;
+
+/// Shard intervals past which a `tz()` window reads rows instead.
+const MAX_ZONE_INTERVALS: i64 = 100_000;
+
+/// The shards' grid for window `w` in `zone` over `range`: intervals of
+/// `gcd(interval, offset, 15 min)` aligned on the epoch, each inside one zone window, so
+/// the node can put a shard interval's partial in its window. `None` where the range is
+/// unbounded or would need too many intervals, or the zone's offset at either end is not a
+/// whole quarter hour (a historical local mean time).
+fn zone_grain(w: Window, zone: &TimeZone, range: &super::range::TimeRange) -> Option<Window> {
+    let (min, max) = (range.min?, range.max?);
+    let gcd = |mut a: i64, mut b: i64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let grain = gcd(gcd(w.interval, w.offset), QUARTER_HOUR);
+    let whole = |t: i64| i64::from(zone.offset_at(t)) * 1_000_000_000 % QUARTER_HOUR == 0;
+    let intervals = (max / grain).saturating_sub(min / grain);
+    (grain > 0 && whole(min) && whole(max) && intervals <= MAX_ZONE_INTERVALS).then_some(Window {
+        interval: grain,
+        offset: 0,
     })
 }
 
@@ -327,7 +512,6 @@ impl Storage {
         if !packs {
             return Ok(None);
         }
-        count_read("pushdown");
         let read = answer::Partials {
             shards: parts,
             node,
@@ -335,7 +519,11 @@ impl Storage {
             measurement: &schema.name,
             shard_sql: &partial,
         };
-        self.pushdown_answer(&push, read, req).map(Some)
+        let rows = self.pushdown_answer(&push, read, req)?;
+        if rows.is_some() {
+            count_read("pushdown");
+        }
+        Ok(rows)
     }
 }
 

@@ -7,9 +7,9 @@ use engine::quote_ident;
 use engine::table::ColumnKind;
 use ingest::MeasurementSchema;
 
-use super::{Call, FieldUse, Pushdown};
+use super::{Call, FieldUse, Form, Pushdown, MAX_DISTINCT_VALUES};
 use crate::influxql::field_call::Func;
-use crate::influxql::plan::{Plan, Presence};
+use crate::influxql::plan::{Plan, Presence, Window};
 use crate::influxql::sql::TIME_ALIAS;
 
 /// The SQL type of a partial column of `kind`: a shard's (`cluster::schema::shard_type`),
@@ -61,7 +61,7 @@ impl Pushdown {
     /// The group keys of a partial row: the interval's start (`b`), then the `GROUP BY`
     /// tags (`k<g>`), with their SQL over the points.
     fn keys(&self) -> Vec<(String, String)> {
-        let bucket = match self.window {
+        let bucket = match self.shard_window {
             Some(w) => {
                 let (iv, off) = (int(w.interval), int(w.offset));
                 format!("(__t - (((__t - {off}) % {iv}) + {iv}) % {iv})")
@@ -111,6 +111,41 @@ impl Pushdown {
             let v = format!("__v{}", c.field);
             let n = format!("n{}", c.field);
             match c.func {
+                _ if c.whole() => {
+                    let sorted = format!("arraySort(groupArrayIf({v}, isNotNull({v})))");
+                    let (kind, sql) = match c.form {
+                        Form::Percentile(p) => (f.kind, percentile_sql(&v, &sorted, p, "")),
+                        _ => (ColumnKind::Float, median_sql(&sorted)),
+                    };
+                    // Never merged in SQL (`decompose` pushes no selector beside it).
+                    col(format!("w{i}"), kind, sql, format!("any(w{i})"));
+                    if let (Form::Percentile(p), true) = (c.form, self.point_time) {
+                        // The lone selector's point: values in order, then times.
+                        let points = format!(
+                            "arraySort(groupArrayIf((__v{}, __t), isNotNull({v})))",
+                            c.field
+                        );
+                        col(
+                            format!("t{i}"),
+                            ColumnKind::Integer,
+                            percentile_sql(&v, &points, p, ".2"),
+                            format!("any(t{i})"),
+                        );
+                    }
+                }
+                Func::Count if c.form == Form::Distinct => {
+                    let set = format!("groupUniqArray({})", distinct_element(&v, f.kind));
+                    col(
+                        format!("d{i}"),
+                        ColumnKind::String,
+                        format!(
+                            "if(length({set}) > {MAX_DISTINCT_VALUES}, NULL, \
+                             arrayStringConcat(arrayMap(x -> concat(toString(length(x)), ':', x), {set}), ''))"
+                        ),
+                        // Never merged in SQL (`decompose` pushes no selector beside it).
+                        format!("any(d{i})"),
+                    );
+                }
                 Func::Count => {}
                 Func::Sum => col(
                     format!("s{i}"),
@@ -124,6 +159,28 @@ impl Pushdown {
                     format!("sum(toFloat64({v}))"),
                     format!("sum(s{i})"),
                 ),
+                Func::Min | Func::Max if self.point_time => {
+                    // The lone selector's point: the least (greatest) value, the earliest
+                    // of its points (`agg::selector_order`).
+                    let (name, value, arg) = if c.func == Func::Min {
+                        (format!("m{i}"), "min", "argMinIf")
+                    } else {
+                        (format!("x{i}"), "max", "argMaxIf")
+                    };
+                    let key = |v: &str, t: &str| selector_key(c.func, v, t);
+                    col(
+                        name.clone(),
+                        f.kind,
+                        format!("{value}({v})"),
+                        format!("{value}({name})"),
+                    );
+                    col(
+                        format!("t{i}"),
+                        ColumnKind::Integer,
+                        format!("{arg}(__t, {}, isNotNull({v}))", key(&v, "__t")),
+                        format!("{arg}(t{i}, {}, {n} > 0)", key(&name, &format!("t{i}"))),
+                    );
+                }
                 Func::Min | Func::Max | Func::Spread => {
                     if c.func != Func::Max {
                         col(
@@ -188,6 +245,63 @@ fn pick_key(func: Func, t: &str, v: &str) -> String {
         format!("(-{t}, assumeNotNull({v}))")
     } else {
         format!("({t}, assumeNotNull({v}))")
+    }
+}
+
+/// The nearest-rank percentile `p` of a group's values `v` (`sorted`: them in order), as
+/// the embedded statement computes it (`agg::percentile`): index `floor(n * p / 100 + 0.5)`;
+/// `part`: what of the element to take (`.2`: a tuple's time), or nothing.
+fn percentile_sql(v: &str, sorted: &str, p: f64, part: &str) -> String {
+    let rank = format!("floor(count({v}) * {p:?} / 100 + 0.5)");
+    format!("if({rank} BETWEEN 1 AND count({v}), {sorted}[toInt64({rank})]{part}, NULL)")
+}
+
+/// The median of a group's values (`sorted`: them in order) as the embedded engine's
+/// `quantileExactInclusive(0.5)` computes it (18.16 lacks it): with `h = (n - 1) / 2 + 1`
+/// and `k = floor(h)`, the `k`-th value plus `(h - k)` times the difference to the next,
+/// in the values' type, as a float; the one value of a group of one.
+fn median_sql(sorted: &str) -> String {
+    let n = format!("length({sorted})");
+    let k = format!("intDiv({n} + 1, 2)");
+    format!(
+        "if({n} = 0, NULL, if({n} = 1, toFloat64({sorted}[1]), \
+         toFloat64({sorted}[{k}]) + ((({n} - 1) * 0.5 + 1) - {k}) * toFloat64({sorted}[{k} + 1] - {sorted}[{k}])))"
+    )
+}
+
+/// One value of a `count(DISTINCT)` set as text that is the same on every server (18.16
+/// and the embedded engine): a float's bytes in hex (`-0.0` as `0.0`; 18.16 cannot
+/// reinterpret a float as an integer, and prints floats otherwise than today's servers),
+/// an integer's digits, a string as it is.
+fn distinct_element(v: &str, kind: ColumnKind) -> String {
+    match kind {
+        ColumnKind::Float => format!("hex(reinterpretAsString({v} + 0.))"),
+        ColumnKind::String | ColumnKind::Tag => v.to_string(),
+        _ => format!("toString({v})"),
+    }
+}
+
+/// The start of the zone window of time `t` (SQL, ns) for the embedded engine, as
+/// `fill::window_start_in` computes it.
+fn zone_window_sql(w: Window, zone: &str, t: &str) -> String {
+    let (iv, off) = (int(w.interval), int(w.offset));
+    let z = engine::quote_string(zone);
+    let local = |x: &str| {
+        format!("(toInt64(timeZoneOffset(toDateTime(intDiv({x}, 1000000000), {z}))) * 1000000000)")
+    };
+    let t = format!("({t} - {off})");
+    let start = format!("({t} - ((({t} + {}) % {iv}) + {iv}) % {iv})", local(&t));
+    let shift = format!("({} - {})", local(&t), local(&start));
+    format!("(if({shift} != 0 AND abs({shift}) < {iv}, {start} + {shift}, {start}) + {off})")
+}
+
+/// The order a lone `min` (`argMinIf`) or `max` (`argMaxIf`) picks its point by: the
+/// value, then the earliest time (`agg::selector_order`).
+fn selector_key(func: Func, v: &str, t: &str) -> String {
+    if func == Func::Min {
+        format!("(assumeNotNull({v}), {t})")
+    } else {
+        format!("(assumeNotNull({v}), -{t})")
     }
 }
 
@@ -384,15 +498,20 @@ impl Pushdown {
             "any(b)".to_string()
         } else if self.point_time {
             let c = &self.calls[0];
-            let pick = if c.func == Func::First {
-                "minIf"
-            } else {
-                "maxIf"
+            let pick = match c.func {
+                Func::First => "minIf(assumeNotNull(t0)".to_string(),
+                // `assumeNotNull`: 0 over no partial row, as `minIf`'s default is.
+                Func::Min => format!(
+                    "argMinIf(assumeNotNull(t0), {}",
+                    selector_key(c.func, "m0", "t0")
+                ),
+                Func::Max => format!(
+                    "argMaxIf(assumeNotNull(t0), {}",
+                    selector_key(c.func, "x0", "t0")
+                ),
+                _ => "maxIf(assumeNotNull(t0)".to_string(),
             };
-            format!(
-                "if(sum({n}) = 0, NULL, {pick}(assumeNotNull(t0), {n} > 0))",
-                n = n(c)
-            )
+            format!("if(sum({n}) = 0, NULL, {pick}, {n} > 0))", n = n(c))
         } else {
             int(self.start)
         };
@@ -403,6 +522,8 @@ impl Pushdown {
         for (i, c) in self.calls.iter().enumerate() {
             let n = n(c);
             let col = match c.func {
+                // Not combined by the engine (its sets are read in Rust or the rows read).
+                _ if c.rust_only() => "NULL".to_string(),
                 Func::Count => format!("if(sum({n}) = 0, NULL, toInt64(sum({n})))"),
                 Func::Sum => format!("sum(s{i})"),
                 Func::Mean => format!("if(sum({n}) = 0, NULL, sum(s{i}) / sum({n}))"),
@@ -416,7 +537,23 @@ impl Pushdown {
             };
             sql.push_str(&format!(", {col} AS __iq_c{i}"));
         }
-        sql.push_str(&format!(" FROM {parts} AS __parts"));
+        match (&self.zone, self.window) {
+            (Some(zone), Some(w)) => {
+                // Each shard interval `b` in its zone window (`sql.rs`'s `bucket_in_zone`).
+                let cols: Vec<String> = self
+                    .partial_kinds()
+                    .into_iter()
+                    .filter(|(name, _)| name != "b")
+                    .map(|(name, _)| quote_ident(&name))
+                    .collect();
+                sql.push_str(&format!(
+                    " FROM (SELECT {} AS b, {} FROM {parts}) AS __parts",
+                    zone_window_sql(w, &zone.name, "b"),
+                    cols.join(", ")
+                ));
+            }
+            _ => sql.push_str(&format!(" FROM {parts} AS __parts")),
+        }
         let groups: Vec<String> = (0..self.groups.len())
             .map(|g| format!("__iq_g{g}"))
             .collect();

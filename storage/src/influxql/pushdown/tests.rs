@@ -47,6 +47,16 @@ fn decomposable_aggregates_are_pushed_and_the_others_are_not() {
         "SELECT spread(v), last(s) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns, 3ns), host fill(0)",
         "SELECT last(v) FROM cpu WHERE host = 'a' OR dc =~ /x/ GROUP BY host",
         "SELECT count(b) AS c FROM cpu GROUP BY *",
+        // Wildcards as one call per field, a lone selector's point time, `tz()` windows.
+        "SELECT mean(*) FROM cpu",
+        "SELECT count(*), max(/^[nv]$/) FROM cpu GROUP BY host",
+        "SELECT max(v) FROM cpu",
+        "SELECT min(u) FROM cpu GROUP BY dc",
+        "SELECT count(distinct(v)), count(DISTINCT s), sum(n) FROM cpu GROUP BY host",
+        // Every group one series: its shard computes the whole aggregate.
+        "SELECT median(v), percentile(n, 90), count(v) FROM cpu GROUP BY *",
+        "SELECT percentile(u, 50) FROM cpu GROUP BY dc, host",
+        "SELECT count(v) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns) tz('Europe/Paris')",
     ] {
         assert!(pushed(q).is_some(), "{q}");
     }
@@ -54,12 +64,15 @@ fn decomposable_aggregates_are_pushed_and_the_others_are_not() {
         "SELECT median(v) FROM cpu",
         "SELECT count(v) FROM cpu WHERE v > 1",
         "SELECT sum(v) + 1 FROM cpu",
-        "SELECT mean(*) FROM cpu",
-        "SELECT max(v) FROM cpu",
+        // Sets do not merge per series first, as a selector's partials do.
+        "SELECT count(distinct(v)), first(v) FROM cpu",
+        "SELECT median(v) FROM cpu GROUP BY host",
+        "SELECT median(v) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(1h), * tz('Asia/Kolkata')",
         "SELECT derivative(mean(v)) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns)",
         "SELECT max(b) FROM cpu",
         "SELECT count(v::integer) FROM cpu",
-        "SELECT count(v) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns) tz('Europe/Paris')",
+        // A `tz()` window over more shard intervals than `MAX_ZONE_INTERVALS`.
+        "SELECT count(v) FROM cpu WHERE time > 0 AND time < 2000d GROUP BY time(1d) tz('Europe/Paris')",
         "SELECT count(v) FROM cpu WHERE dc = 'a' OR v > 1",
         "SELECT count(v) FROM cpu WHERE nosuch = 'a'",
     ] {
