@@ -49,6 +49,7 @@ mod refill;
 mod refiller;
 mod series;
 pub(crate) mod table;
+pub(crate) mod tag_index;
 #[cfg(test)]
 mod testing;
 mod wanted;

@@ -40,6 +40,8 @@ use crate::Storage;
 
 mod acc;
 mod cond;
+#[cfg(test)]
+mod index_tests;
 mod pattern;
 mod raw;
 #[cfg(test)]
@@ -156,7 +158,13 @@ impl Storage {
         }
         let mut series: Vec<(u64, &Series, Test<'_>)> = Vec::new();
         let mut decoded = 0usize;
-        'series: for (id, s) in table.series.iter() {
+        // The series the tag index names (`hostname = 'x' [OR …]`), else all.
+        let named = cond::candidates(&conds, &table.tags);
+        let held: Box<dyn Iterator<Item = (&u64, &Series)>> = match &named {
+            Some(ids) => Box::new(ids.iter().filter_map(|id| table.series.get_key_value(id))),
+            None => Box::new(table.series.iter()),
+        };
+        'series: for (id, s) in held {
             let mut every_point = true;
             for c in &conds {
                 match c.on_series(s) {
