@@ -278,6 +278,17 @@ impl HotStore {
         applied
     }
 
+    /// Whether every write up to `seq` is applied now (no wait: a statement
+    /// run inline, `influxql/inline.rs`, is refused rather than counted).
+    pub(crate) fn applied_now(&self, seq: u64) -> bool {
+        self.applier.wait_applied(seq, Duration::ZERO)
+    }
+
+    /// The held tables, read-locked, if the lock is free now (inline).
+    pub(crate) fn try_read_now(&self) -> Option<RwLockReadGuard<'_, Tables>> {
+        self.tables.try_read()
+    }
+
     /// The held tables, read-locked, unless the lock is not free within
     /// `[hot] apply_wait_ms` (counted as `locked`): the applier holding it may
     /// be descheduled at its idle priority.
