@@ -73,8 +73,8 @@ mod tests {
     #[test]
     fn a_refusal_throws_the_answer_away_and_ends_with_the_run() {
         assert!(!active() && !refuse());
-        assert_eq!(run(|| active()), Some(true));
-        assert_eq!(run(|| refuse()), None);
+        assert_eq!(run(active), Some(true));
+        assert_eq!(run(refuse), None);
         assert!(!active(), "the mode ends with the run");
         assert_eq!(run(|| 7), Some(7));
     }
