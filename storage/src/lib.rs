@@ -124,6 +124,12 @@ impl Storage {
 
     /// The engine, unless storage is shut down.
     fn engine(&self) -> Result<engine::Engine, StorageError> {
+        // Whatever needs the engine blocks (a statement, the last points'
+        // build): refused in a statement run inline (`influxql/inline.rs`),
+        // which runs again on a blocking thread.
+        if influxql::inline::refuse() {
+            return Err(StorageError::ShuttingDown);
+        }
         self.engine.read().clone().ok_or(StorageError::ShuttingDown)
     }
 }
@@ -267,6 +273,10 @@ impl Store for Storage {
         }
         self.run_influxql(req)
     }
+    fn answers_inline(&self) -> bool {
+        // On a cluster the catalog refreshes over the network.
+        self.hot.enabled() && self.cluster.is_none()
+    }
     fn tag_value_count(&self, db: &str, measurement: &str, key: &str) -> usize {
         // On a cluster the values are those every node wrote (this catalog counts its own),
         // and no key loses its series (deletes are not built there yet): a key any shard
@@ -278,7 +288,11 @@ impl Store for Storage {
             .tag_value_count(db, measurement.as_bytes(), key.as_bytes())
     }
     fn has_read_role(&self, scope: &ReadScope) -> bool {
-        self.engine().is_ok_and(|e| e.has_read_role(scope))
+        // Not `engine()`: a lookup in its roles refuses no inline statement.
+        self.engine
+            .read()
+            .as_ref()
+            .is_some_and(|e| e.has_read_role(scope))
     }
     fn series_cardinality(&self) -> Vec<(String, u64)> {
         self.cardinality()

@@ -277,6 +277,13 @@ pub trait Store: Send + Sync + 'static {
     /// run in the engine's SQL sandbox with `req.access`, over merged points
     /// (a point written twice reads as one, last write wins field by field).
     fn influxql(&self, req: InfluxqlRequest<'_>) -> Result<StatementResult, InfluxqlError>;
+    /// Whether a `SELECT` may be tried on the caller's async worker inside
+    /// [`crate::influxql::inline::run`] (which refuses whatever would block,
+    /// so the caller runs it again on a blocking thread). Implementations whose
+    /// reads may block without refusing answer false.
+    fn answers_inline(&self) -> bool {
+        false
+    }
     /// Series per database (for the `chingest_series` gauge).
     fn series_cardinality(&self) -> Vec<(String, u64)>;
     /// The engine's own state: parts, merges, rows (blocking; `None` when

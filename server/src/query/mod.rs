@@ -17,6 +17,7 @@
 mod authorize;
 mod cq;
 mod execute;
+mod inline;
 mod into;
 mod policies;
 pub mod render;
@@ -119,6 +120,8 @@ pub async fn query<S: Store>(
     let mut failed = false;
     // Which paths the statements' reads took (`X-Chingest-Read-Path`).
     let mut paths = storage::influxql::read_path::Paths::default();
+    // Time this request's statements ran inline (`inline::REQUEST_BUDGET`).
+    let mut inline_spent = std::time::Duration::ZERO;
     for st in parsed {
         let get_warning = (method == Method::GET)
             .then(|| read_only_warning(&st))
@@ -138,33 +141,65 @@ pub async fn query<S: Store>(
             results.push(answered(Err("not executed".to_string())));
             continue;
         }
-        let (state, id) = (state.clone(), id.clone());
-        let (db, rp, cancel) = (db.clone(), rp.clone(), cancel.clone());
         let handed = std::time::Instant::now();
-        let outcome = tokio::task::spawn_blocking(move || {
-            let cx = execute::Context {
-                id: &id,
-                db: db.as_deref(),
-                rp: rp.as_deref(),
-                now_ns,
-                cancel: &cancel,
-            };
-            storage::influxql::read_path::take();
-            storage::influxql::stages::take();
-            let outcome = execute::execute(&state, &cx, st);
-            let seen = (
-                storage::influxql::read_path::take(),
-                storage::influxql::stages::take(),
-            );
-            (outcome, seen)
-        })
-        .await
-        .map(|(outcome, (seen, stages))| {
-            paths.add(seen);
-            timing.stages.add(stages);
-            outcome
-        })
-        .unwrap_or_else(|e| Err(ApiError::Internal(e.to_string())));
+        // A `SELECT` the hot store answers at once runs here, on the worker
+        // (`inline.rs`); anything it refuses runs again on a blocking thread.
+        let mut ran = None;
+        let mut how = inline::Outcome::Blocking;
+        if inline::eligible(&st)
+            && inline_spent < inline::REQUEST_BUDGET
+            && state.store.answers_inline()
+        {
+            if let Some(_slot) = inline::Slot::take() {
+                let cx = execute::Context {
+                    id: &id,
+                    db: db.as_deref(),
+                    rp: rp.as_deref(),
+                    now_ns,
+                    cancel: &cancel,
+                };
+                // A panic answers a 500, as a blocking thread's does (not a
+                // dropped connection).
+                let tried = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    storage::influxql::inline::run(|| run_statement(&state, &cx, st.clone()))
+                }));
+                ran = tried.unwrap_or_else(|_| {
+                    let e = ApiError::Internal("a statement panicked".into());
+                    Some((Err(e), Default::default()))
+                });
+                how = match ran {
+                    Some(_) => inline::Outcome::Inline,
+                    None => inline::Outcome::Refused,
+                };
+                inline_spent += handed.elapsed();
+            }
+        }
+        inline::count(how);
+        let ran = match ran {
+            Some(ran) => Ok(ran),
+            None => {
+                let (state, id) = (state.clone(), id.clone());
+                let (db, rp, cancel) = (db.clone(), rp.clone(), cancel.clone());
+                tokio::task::spawn_blocking(move || {
+                    let cx = execute::Context {
+                        id: &id,
+                        db: db.as_deref(),
+                        rp: rp.as_deref(),
+                        now_ns,
+                        cancel: &cancel,
+                    };
+                    run_statement(&state, &cx, st)
+                })
+                .await
+            }
+        };
+        let outcome = ran
+            .map(|(outcome, (seen, stages))| {
+                paths.add(seen);
+                timing.stages.add(stages);
+                outcome
+            })
+            .unwrap_or_else(|e| Err(ApiError::Internal(e.to_string())));
         timing.exec += handed.elapsed();
         // A killed query answers so, whatever its statement came to.
         let outcome = if registered.killed() {
@@ -204,6 +239,29 @@ pub async fn query<S: Store>(
             .insert(timing::SERVER_TIMING_HEADER, value);
     }
     response
+}
+
+/// Runs one statement with its read paths and stages recorded (on the thread
+/// it runs on: the worker inline, else a blocking thread).
+fn run_statement<S: Store>(
+    state: &AppState<S>,
+    cx: &execute::Context<'_>,
+    st: Statement,
+) -> (
+    Result<storage::influxql::StatementResult, ApiError>,
+    (
+        storage::influxql::read_path::Paths,
+        storage::influxql::stages::Stages,
+    ),
+) {
+    storage::influxql::read_path::take();
+    storage::influxql::stages::take();
+    let outcome = execute::execute(state, cx, st);
+    let seen = (
+        storage::influxql::read_path::take(),
+        storage::influxql::stages::take(),
+    );
+    (outcome, seen)
 }
 
 /// Which path answered the request's reads: `hot` (the hot store), `last_point`

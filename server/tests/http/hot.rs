@@ -130,7 +130,7 @@ pub(crate) fn load(servers: &[&Server], db: &str, lines: &[String]) {
 }
 
 /// `q` answers the same on both, `hot` from the hot store and `engine` from the engine.
-fn same(hot: &Server, engine: &Server, db: &str, q: &str, want_hot: bool) {
+pub(crate) fn same(hot: &Server, engine: &Server, db: &str, q: &str, want_hot: bool) {
     let (hs, ha, hp) = ask(hot, db, q);
     let (es, ea, ep) = ask(engine, db, q);
     assert_eq!((hs, &ha), (es, &ea), "answers differ: {q}");

@@ -32,6 +32,7 @@ mod drop_measurement;
 mod grafana;
 mod hot;
 mod hot_demand;
+mod hot_inline;
 mod hot_read_your_writes;
 mod hot_tag_values;
 mod influxql;

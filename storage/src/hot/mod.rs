@@ -51,6 +51,7 @@ mod refill;
 mod refiller;
 mod series;
 pub(crate) mod table;
+pub(crate) mod tag_index;
 #[cfg(test)]
 mod testing;
 mod wanted;
@@ -277,6 +278,17 @@ impl HotStore {
             metrics::counter!(HOT_FALLBACKS, "reason" => "behind").increment(1);
         }
         applied
+    }
+
+    /// Whether every write up to `seq` is applied now (no wait: a statement
+    /// run inline, `influxql/inline.rs`, is refused rather than counted).
+    pub(crate) fn applied_now(&self, seq: u64) -> bool {
+        self.applier.wait_applied(seq, Duration::ZERO)
+    }
+
+    /// The held tables, read-locked, if the lock is free now (inline).
+    pub(crate) fn try_read_now(&self) -> Option<RwLockReadGuard<'_, Tables>> {
+        self.tables.try_read()
     }
 
     /// The held tables, read-locked, unless the lock is not free within

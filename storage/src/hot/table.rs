@@ -13,6 +13,7 @@ pub(crate) use super::chunk::Bounds;
 use super::column::Src;
 pub(crate) use super::column::{Column, Plain, Values};
 pub(crate) use super::series::{Series, TIME_BYTES, VALUE_BYTES};
+pub(crate) use super::tag_index::TagIndex;
 
 /// Points per sealed chunk (`series.rs`): TSBS's shape held 0.8–0.9 bytes per
 /// value at 256, 512 and 1,024 alike (`cost.rs`); at 1,024 (and its eighth of
@@ -81,6 +82,9 @@ pub(crate) struct Table {
     /// Field names, by index (`Series::columns`).
     pub(crate) fields: Vec<String>,
     pub(crate) series: SeriesMap,
+    /// `series` by tag key and value: changed only with `series` (a series
+    /// added in `merge`, all forgotten in `empty`).
+    pub(crate) tags: TagIndex,
     /// What the held points take, bytes (`HotConfig::max_memory`).
     pub(crate) bytes: usize,
     /// Values held (times and fields).
@@ -154,6 +158,7 @@ impl Table {
             every_series: true,
             fields: Vec::new(),
             series: SeriesMap::default(),
+            tags: TagIndex::default(),
             bytes: 0,
             values: 0,
             scratch: Groups::default(),
@@ -165,6 +170,7 @@ impl Table {
     /// time ever held (what comes later is all new).
     pub(crate) fn empty(&mut self) {
         self.series.clear();
+        self.tags.clear();
         self.every_series = false;
         self.complete_from = self.newest.saturating_add(1).max(self.complete_from);
         self.bytes = 0;
@@ -260,6 +266,7 @@ impl Table {
         let times = time.values();
         for (k, id) in g.ids.iter().enumerate() {
             let rows = &g.order[g.starts[k] as usize..g.starts[k + 1] as usize];
+            let index = &mut self.tags;
             let series = self.series.entry(*id).or_insert_with(|| {
                 let row = rows[0] as usize;
                 let mut tags: Vec<(String, String)> = tags
@@ -268,6 +275,7 @@ impl Table {
                     .map(|(k, a)| (k.to_string(), a.value(row).to_string()))
                     .collect();
                 tags.sort();
+                index.add(*id, &tags);
                 Series::new(tags)
             });
             let (bytes, values) = (series.bytes(), series.values());

@@ -136,6 +136,13 @@ fn publish_wanted(map: &HashMap<String, HashMap<String, Entry>>) {
 }
 
 impl HotStore {
+    /// [`HotStore::want`] where it takes no lock (the measurement is wanted
+    /// already, or everything is held): false where it would, for a
+    /// statement run inline (`influxql/inline.rs`), which then hands off.
+    pub(crate) fn wanted_already(&self, db: &str, measurement: &str) -> bool {
+        !self.enabled() || self.holds_all() || self.wanted.touch(db, measurement)
+    }
+
     /// A statement the store could answer reads `db`.`measurement`: with
     /// `[hot] hold = "read"` a measurement not held yet becomes held and
     /// pending, and its refill is started (the module's documentation).

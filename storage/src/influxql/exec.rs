@@ -383,7 +383,11 @@ impl Storage {
 
     /// Rows one InfluxQL answer may have: `[sql] max_result_rows`.
     pub(crate) fn row_limit(&self) -> u64 {
-        self.engine().map_or(0, |e| e.sql_config().max_result_rows)
+        // Not `engine()`: reading a setting refuses no inline statement.
+        self.engine
+            .read()
+            .as_ref()
+            .map_or(0, |e| e.sql_config().max_result_rows)
     }
 
     /// The engine's rows for `sql` (`groups` tag columns after the time);

@@ -23,6 +23,7 @@ mod expr;
 mod field_call;
 pub mod fill;
 mod hot;
+pub mod inline;
 mod integral;
 mod last_point;
 mod plan;

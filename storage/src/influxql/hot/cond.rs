@@ -11,7 +11,8 @@ use influxql::ast::{BinaryOp, DataType, Expr, Literal};
 use ingest::{FieldType, MeasurementSchema};
 
 use super::pattern::TagMatch;
-use crate::hot::table::{Bounds, Plain, Series, Values};
+use crate::hot::table::{Bounds, Plain, Series, TagIndex, Values};
+use crate::hot::tag_index::{intersect, union};
 use crate::influxql::expr::strip_parens;
 
 /// A tag condition.
@@ -107,6 +108,28 @@ impl Cond {
         }
     }
 
+    /// The ids (sorted) of every series the condition may be true for, from
+    /// the table's tag index, or `None` where it may hold for a series the
+    /// index cannot name (`!=`, `!~`, a regex that is no set of values, a
+    /// tag compared with `''`: a series without it, a field alone). A
+    /// superset: each series named is still tested (`on_series`).
+    pub(super) fn candidates(&self, index: &TagIndex) -> Option<Vec<u64>> {
+        match self {
+            Cond::Eq(t, v, true) if !v.is_empty() => Some(index.series_with(t, v).to_vec()),
+            Cond::Match(t, TagMatch::Values(values), true) if !values.contains("") => Some(
+                values
+                    .iter()
+                    .fold(Vec::new(), |ids, v| union(&ids, index.series_with(t, v))),
+            ),
+            Cond::And(a, b) => match (a.candidates(index), b.candidates(index)) {
+                (Some(a), Some(b)) => Some(intersect(&a, &b)),
+                (x, None) | (None, x) => x,
+            },
+            Cond::Or(a, b) => Some(union(&a.candidates(index)?, &b.candidates(index)?)),
+            Cond::Eq(..) | Cond::Match(..) | Cond::Field(_) => None,
+        }
+    }
+
     /// Adds the fields (the table's indexes) it reads of a point to `out`.
     pub(super) fn fields(&self, out: &mut Vec<usize>) {
         match self {
@@ -152,6 +175,14 @@ impl Cond {
             Cond::Or(a, b) => a.may_pass(s, bounds) || b.may_pass(s, bounds),
         }
     }
+}
+
+/// [`Cond::candidates`] of conditions joined by `AND` (a statement's).
+pub(super) fn candidates(conds: &[Cond], index: &TagIndex) -> Option<Vec<u64>> {
+    conds
+        .iter()
+        .filter_map(|c| c.candidates(index))
+        .reduce(|a, b| intersect(&a, &b))
 }
 
 /// A [`Cond`] with one series' tags decided ([`Cond::decide`]).

@@ -30,6 +30,7 @@ use influxql::ast::{Expr, SelectStatement};
 use ingest::MeasurementSchema;
 
 use super::error::InfluxqlError;
+use super::inline;
 use super::plan::{Aggregate, Plan};
 use super::rows::Row;
 use super::series::Value;
@@ -40,6 +41,8 @@ use crate::Storage;
 mod acc;
 mod bucket;
 mod cond;
+#[cfg(test)]
+mod index_tests;
 mod pattern;
 mod raw;
 #[cfg(test)]
@@ -125,11 +128,28 @@ impl Storage {
         // A statement the store could answer: its measurement is held from now
         // on (`[hot] hold = "read"`: the first such read marks it and starts
         // its refill, and goes to the engine below until that ended).
-        self.hot.want(&plan.db, &plan.measurement);
+        // Inline (`influxql/inline.rs`): nothing waits; what would is refused.
+        let inline = inline::active();
+        if !inline {
+            self.hot.want(&plan.db, &plan.measurement);
+        } else if !self.hot.wanted_already(&plan.db, &plan.measurement) {
+            inline::refuse();
+            return Ok(None);
+        }
         let at = stages::lap(Stage::Plan, at);
         // Every acknowledged write is queued for the store once the coordinator
         // received it, and in it once the applier applied it (`hot/apply.rs`).
         let acked = self.wal.last_seq();
+        if inline
+            && !(self
+                .reads
+                .unflushed()
+                .wait_received(acked, std::time::Duration::ZERO)
+                && self.hot.applied_now(acked))
+        {
+            inline::refuse();
+            return Ok(None);
+        }
         if !self.reads.unflushed().wait_received(acked, RECEIVE_WAIT) {
             return Ok(None);
         }
@@ -141,9 +161,14 @@ impl Storage {
             plan.range.max.unwrap_or(i64::MAX),
         );
         let max_series = self.hot.max_series();
-        let tables = self.hot.try_read();
+        let tables = if inline {
+            self.hot.try_read_now()
+        } else {
+            self.hot.try_read()
+        };
         let at = stages::lap(Stage::Wait, at);
         let Some(tables) = tables else {
+            inline::refuse();
             return Ok(None);
         };
         let Some(table) = tables.get(&plan.db, &plan.measurement) else {
@@ -157,7 +182,17 @@ impl Storage {
         }
         let mut series: Vec<(u64, &Series, Test<'_>)> = Vec::new();
         let mut decoded = 0usize;
-        'series: for (id, s) in table.series.iter() {
+        // Values an inline read may read (`inline::MAX_VALUES`): points in
+        // the range (a series' plain tail counted whole) × columns read.
+        let columns = plan.columns.len().max(1) + conds.len();
+        let mut inline_points = 0usize;
+        // The series the tag index names (`hostname = 'x' [OR …]`), else all.
+        let named = cond::candidates(&conds, &table.tags);
+        let held: Box<dyn Iterator<Item = (&u64, &Series)>> = match &named {
+            Some(ids) => Box::new(ids.iter().filter_map(|id| table.series.get_key_value(id))),
+            None => Box::new(table.series.iter()),
+        };
+        'series: for (id, s) in held {
             let mut every_point = true;
             for c in &conds {
                 match c.on_series(s) {
@@ -168,7 +203,16 @@ impl Storage {
             }
             let test = (!every_point).then(|| conds.iter().map(|c| c.decide(s)).collect());
             series.push((*id, s, test));
-            decoded += s.sealed_points(min, max);
+            let sealed = s.sealed_points(min, max);
+            decoded += sealed;
+            if inline {
+                let tail = s.len() - s.sealed_points(i64::MIN, i64::MAX);
+                inline_points += sealed + tail;
+                if inline_points.saturating_mul(columns) > inline::MAX_VALUES {
+                    inline::refuse();
+                    return Ok(None);
+                }
+            }
             if series.len() > max_series || decoded > MAX_DECODED_POINTS {
                 return Ok(None);
             }
