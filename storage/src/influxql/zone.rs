@@ -146,6 +146,38 @@ impl TimeZone {
         }
     }
 
+    /// Whether every offset this zone is at between `min` and `max` (ns) and
+    /// every instant it changes offset there are whole multiples of `quantum`
+    /// seconds: what a cluster read's `tz()` grid needs of every instant of its
+    /// range, not only of its two ends (a historical local mean time of a few
+    /// years may lie between two whole offsets).
+    pub fn changes_whole_between(&self, min: i64, max: i64, quantum: i64) -> bool {
+        let whole = |s: i64| s.rem_euclid(quantum) == 0;
+        let (lo, hi) = (min.div_euclid(1_000_000_000), max.div_euclid(1_000_000_000));
+        if !whole(i64::from(self.offset_at(min))) {
+            return false;
+        }
+        let from = self.transitions.partition_point(|&(t, _)| t <= lo);
+        let table = self.transitions[from..]
+            .iter()
+            .take_while(|&&(t, _)| t <= hi)
+            .all(|&(t, off)| whole(t) && whole(i64::from(off)));
+        // Past the table's last transition the footer's rule decides: its
+        // offsets and the local times it changes at (a change's instant is a
+        // day's start plus that time less an offset).
+        let past_table = self.transitions.last().is_none_or(|&(last, _)| hi >= last);
+        let rule = match (&self.rule, past_table) {
+            (Some(r), true) => {
+                whole(i64::from(r.std))
+                    && r.dst.is_none_or(|(dst, _, start, _, end)| {
+                        whole(i64::from(dst)) && whole(i64::from(start)) && whole(i64::from(end))
+                    })
+            }
+            _ => true,
+        };
+        table && rule
+    }
+
     /// The offset the transitions give at `sec`.
     fn transitions_offset(&self, sec: i64) -> i32 {
         match self.transitions.partition_point(|&(t, _)| t <= sec) {
@@ -414,6 +446,36 @@ mod tests {
     //! Offsets as Go (and so influxd 1.6.7, whose answers show them as
     //! `+hh:mm`) gives them. Loading a zone needs the system's tzdata.
     use super::*;
+
+    #[test]
+    fn an_odd_offset_between_whole_ones_is_seen_inside_the_range() {
+        const Q: i64 = 900;
+        let s = |sec: i64| sec * 1_000_000_000;
+        // Whole until 9,000 s, 19 min 32 s east until 18,000 s, whole again.
+        let zone = TimeZone {
+            name: "test".into(),
+            transitions: vec![(9_000, 1_172), (18_000, 3_600)],
+            initial: 0,
+            rule: None,
+        };
+        assert!(zone.changes_whole_between(s(0), s(8_999), Q));
+        assert!(zone.changes_whole_between(s(18_000), s(90_000), Q));
+        assert!(zone.offset_at(s(0)) % 900 == 0 && zone.offset_at(s(20_000)) % 900 == 0);
+        assert!(!zone.changes_whole_between(s(0), s(20_000), Q));
+        assert!(!zone.changes_whole_between(s(10_000), s(10_001), Q));
+        // A change at an instant off the quarter hour, between whole offsets.
+        let zone = TimeZone {
+            transitions: vec![(9_001, 3_600)],
+            ..TimeZone::utc()
+        };
+        assert!(!zone.changes_whole_between(s(0), s(10_000), Q));
+        assert!(zone.changes_whole_between(s(9_001), s(10_000), Q));
+        // Today's zones are whole everywhere a dashboard reads.
+        let paris = TimeZone::load("Europe/Paris").expect("Europe/Paris");
+        let y2020 = s(1_577_836_800);
+        assert!(paris.changes_whole_between(y2020, y2020 + s(3 * 365 * 86_400), Q));
+        assert!(!paris.changes_whole_between(s(-2_500_000_000), y2020, Q));
+    }
 
     const S: i64 = 1_000_000_000;
 

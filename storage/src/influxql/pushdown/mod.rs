@@ -336,8 +336,9 @@ const MAX_ZONE_INTERVALS: i64 = 100_000;
 /// The shards' grid for window `w` in `zone` over `range`: intervals of
 /// `gcd(interval, offset, 15 min)` aligned on the epoch, each inside one zone window, so
 /// the node can put a shard interval's partial in its window. `None` where the range is
-/// unbounded or would need too many intervals, or the zone's offset at either end is not a
-/// whole quarter hour (a historical local mean time).
+/// unbounded or would need too many intervals, or the zone is anywhere in the range at an
+/// offset, or changes offset at an instant, off the whole quarter hour (a historical local
+/// mean time).
 fn zone_grain(w: Window, zone: &TimeZone, range: &super::range::TimeRange) -> Option<Window> {
     let (min, max) = (range.min?, range.max?);
     let gcd = |mut a: i64, mut b: i64| {
@@ -347,9 +348,9 @@ fn zone_grain(w: Window, zone: &TimeZone, range: &super::range::TimeRange) -> Op
         a
     };
     let grain = gcd(gcd(w.interval, w.offset), QUARTER_HOUR);
-    let whole = |t: i64| i64::from(zone.offset_at(t)) * 1_000_000_000 % QUARTER_HOUR == 0;
+    let whole = zone.changes_whole_between(min, max, QUARTER_HOUR / 1_000_000_000);
     let intervals = (max / grain).saturating_sub(min / grain);
-    (grain > 0 && whole(min) && whole(max) && intervals <= MAX_ZONE_INTERVALS).then_some(Window {
+    (grain > 0 && whole && intervals <= MAX_ZONE_INTERVALS).then_some(Window {
         interval: grain,
         offset: 0,
     })
