@@ -7,10 +7,11 @@
 //! done, complete from the refill's cutoff. Until then reads go to the engine.
 //!
 //! Order and bounds: measurements newest first (by their newest point), each
-//! from its newest point − `window` on (the cutoff), read oldest slice first
-//! (points land at the end of their series' columns), a slice sized to about
-//! [`SLICE_ROWS`] rows (smaller again when the engine's `[sql]` result limits
-//! refuse it). Before a slice is merged the store checks it fits in 3/4 of
+//! from its newest point − `window` on (the cutoff), read in slices of series
+//! ids (the table's sort order: a slice reads only its own granules; each
+//! series arrives whole, in time order, at the end of its columns), a slice
+//! sized to about [`SLICE_ROWS`] rows (smaller again when the engine's `[sql]`
+//! result limits refuse it). Before a slice is merged the store checks it fits in 3/4 of
 //! `max_memory` (what `shrink` empties down to): one that does not leaves the
 //! measurement unserved (logged), never emptying a served one. Measurements
 //! of a database with a retention are skipped: the evaluator refuses those.
@@ -58,7 +59,11 @@ use crate::Storage;
 
 /// Rows one refill read aims at (the engine's answer and its batches are in
 /// memory at once: about 100 bytes a row for ten fields).
-const SLICE_ROWS: i128 = 50_000;
+const SLICE_ROWS: u128 = 100_000;
+/// The first slice's share of the series ids (`refill_one`): about 135,000
+/// rows of TSBS's 1,000 hosts × 24 h, a few rows of a small measurement
+/// (whose slices then grow 8× each).
+const FIRST_SLICES: u128 = 64;
 /// How long a read waits for a free SQL slot (`[sql] max_concurrent_queries`)
 /// before the measurement is given up.
 const BUSY_WAIT: Duration = Duration::from_secs(60);
@@ -354,21 +359,25 @@ fn refill_one(
     };
     let cutoff = newest.saturating_sub(window);
     let started = Instant::now();
-    let mut step: i128 = ((i128::from(newest) - i128::from(cutoff)) / 16).max(1);
-    let mut from = cutoff;
+    // Where the time goes (the refill's log line): the engine's read
+    // (statement and Arrow decoding) or the store's merge.
+    let (mut reading, mut merging) = (Duration::ZERO, Duration::ZERO);
+    // Slices of series ids (`Storage::refill_points`: the table's sort
+    // order), every point of a slice's series from `cutoff` on, so each
+    // series arrives whole and in time order. Ids are hashes, spread evenly
+    // over `u64`: a slice of ids is about that share of the points.
+    const IDS: u128 = u64::MAX as u128 + 1;
+    let mut step: u128 = IDS / FIRST_SLICES;
+    let mut from: u128 = 0;
     let mut points = 0;
     loop {
         if s.closed.load(Ordering::Acquire) {
             return Ok(None);
         }
-        let end = i128::from(from) + step - 1;
-        let to = if end >= i128::from(newest) {
-            // The last slice: whatever is newer too (written meanwhile).
-            i64::MAX
-        } else {
-            end as i64
-        };
-        let batches = match busy_retry(|| s.refill_points(db, &schema, from, to))? {
+        let to = (from + step - 1).min(IDS - 1);
+        let read_at = Instant::now();
+        let sids = (from as u64, to as u64);
+        let batches = match busy_retry(|| s.refill_points(db, &schema, cutoff, sids))? {
             Refilled::Points(b) => b,
             Refilled::TooLarge if step > 1 => {
                 step = (step / 4).max(1);
@@ -376,11 +385,13 @@ fn refill_one(
             }
             Refilled::TooLarge => {
                 tracing::warn!(db, measurement = name,
-                    "hot store refill: one instant's points exceed the [sql] result limits; read from the engine");
+                    "hot store refill: one series' points exceed the [sql] result limits; read from the engine");
                 s.hot.forget(db, name);
                 return Ok(None);
             }
         };
+        let merge_at = Instant::now();
+        reading += merge_at - read_at;
         let mut rows = 0;
         for b in &batches {
             match s.hot.refill_merge(key, spell, b) {
@@ -393,14 +404,15 @@ fn refill_one(
                 }
             }
         }
+        merging += merge_at.elapsed();
         points += rows;
         metrics::counter!(HOT_REFILL_POINTS).increment(rows as u64);
-        if to == i64::MAX {
+        if to == IDS - 1 {
             break;
         }
         from = to + 1;
         // About SLICE_ROWS rows next time, changing by at most 8× per slice.
-        let want = step * SLICE_ROWS / (rows as i128).max(1);
+        let want = step.saturating_mul(SLICE_ROWS) / (rows as u128).max(1);
         step = want.clamp((step / 8).max(1), step.saturating_mul(8));
     }
     if !s.hot.refill_done(key, spell, cutoff) {
@@ -414,6 +426,8 @@ fn refill_one(
         points,
         cutoff,
         seconds = started.elapsed().as_secs_f64(),
+        read_seconds = reading.as_secs_f64(),
+        merge_seconds = merging.as_secs_f64(),
         "hot store: measurement refilled"
     );
     Ok(Some(points))

@@ -84,17 +84,23 @@ impl Storage {
         Ok(in_table.max(unflushed))
     }
 
-    /// The points of `schema`'s measurement with a time in `[min, max]` (ns,
-    /// inclusive) as the engine's reads see them, in ingest's layout.
+    /// The points of `schema`'s measurement with a time at or after `min`
+    /// (ns) and a series id in `sids` (inclusive) as the engine's reads see
+    /// them, in ingest's layout.
+    ///
+    /// Sliced by series id, not by time: the table is sorted by `(series_id,
+    /// time)`, so a series-id range reads only its own granules, while a time
+    /// range reads a granule of every series each time (issue #44: a refill
+    /// of 8.64M points in 173 time slices took 63 s).
     pub(crate) fn refill_points(
         &self,
         db: &str,
         schema: &MeasurementSchema,
         min: i64,
-        max: i64,
+        sids: (u64, u64),
     ) -> Result<Refilled, InfluxqlError> {
         let engine = self.refill_engine()?;
-        let plan = plan(db, schema, min, max);
+        let plan = plan(db, schema, min, sids);
         let cancel = SqlCancel::new();
         for _ in 0..ATTEMPTS {
             // Every acknowledged write received first (the refill's argument,
@@ -185,8 +191,10 @@ impl Storage {
     }
 }
 
-/// A raw read of every tag and field of `schema` in `[min, max]`.
-fn plan(db: &str, schema: &MeasurementSchema, min: i64, max: i64) -> Plan {
+/// A raw read of every tag and field of `schema` from `min` on, of the
+/// series with an id in `sids`.
+fn plan(db: &str, schema: &MeasurementSchema, min: i64, sids: (u64, u64)) -> Plan {
+    let sid = format!("{}`series_id`", super::expr::SRC);
     Plan {
         db: db.to_string(),
         measurement: schema.name.clone(),
@@ -199,9 +207,10 @@ fn plan(db: &str, schema: &MeasurementSchema, min: i64, max: i64) -> Plan {
         order_tags: Vec::new(),
         range: TimeRange {
             min: Some(min),
-            max: Some(max),
+            max: None,
         },
-        inner_where: Vec::new(),
+        // Both the table's rows and the unflushed ones are read as `__src`.
+        inner_where: vec![format!("{sid} >= {} AND {sid} <= {}", sids.0, sids.1)],
         outer_where: Vec::new(),
         nonnull: Vec::new(),
         shows_every_point: true,
