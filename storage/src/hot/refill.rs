@@ -239,9 +239,9 @@ fn failed(
             "hot store refill failed; the measurement is read from the engine");
         s.hot.forget(&key.0, &key.1);
     } else {
-        tracing::warn!(db = %key.0, measurement = %key.1, error = %e,
-            "hot store refill failed; the measurement is read from the engine until a read after this one");
-        s.hot.unwant(key);
+        let wait = s.hot.unwant(key);
+        tracing::warn!(db = %key.0, measurement = %key.1, error = %e, retry_after_s = wait.as_secs_f64(),
+            "hot store refill failed; the measurement is read from the engine until a read after the backoff");
     }
     false
 }
@@ -277,6 +277,7 @@ pub(super) fn refill_all(storage: &Weak<Storage>, first: bool, retries: &mut Ret
         match refill_one(&s, &key, newest) {
             Ok(Some(points)) => {
                 retries.remove(&key);
+                s.hot.refill_served(&key);
                 tally.served(points);
             }
             Ok(None) => {
