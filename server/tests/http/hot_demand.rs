@@ -18,7 +18,7 @@ const READ: &str = "[hot]\nenabled = true\napply_wait_ms = 60000\n";
 
 /// Asks `q` until the hot store answers it (equal to the engine's answer
 /// every time), at most 120 s.
-fn until_hot(hot: &Server, engine: &Server, db: &str, q: &str) {
+pub(crate) fn until_hot(hot: &Server, engine: &Server, db: &str, q: &str) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while answers(hot, engine, db, q) != "hot" {
         assert!(

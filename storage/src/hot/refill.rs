@@ -156,9 +156,30 @@ impl HotStore {
         Merge::Merged(batch.num_rows())
     }
 
+    /// Adds the series of `batch` (ingest's layout; its points are not
+    /// read) that `key`'s table lacks, with their tags and no point: series
+    /// with points before the refill's cutoff only (`seed_older_series`).
+    /// False when `key` is no longer in the pending `spell`.
+    pub(crate) fn refill_seed(&self, key: &Key, spell: u64, batch: &RecordBatch) -> bool {
+        let mut t = self.tables.write();
+        if !self.enabled() || t.pending.get(key) != Some(&spell) {
+            return false;
+        }
+        let table = t.tables.entry(key.clone()).or_insert_with(Table::new);
+        table.seed_series(batch)
+    }
+
     /// `key`'s refill merged everything from `cutoff` on: served from now,
-    /// complete from `cutoff` (or later). False when it was forgotten meanwhile.
-    pub(crate) fn refill_done(&self, key: &Key, spell: u64, cutoff: i64) -> bool {
+    /// complete from `cutoff` (or later). `every_series`: the table holds
+    /// every series of the measurement (those with older points only
+    /// seeded, `refill_seed`). False when it was forgotten meanwhile.
+    pub(crate) fn refill_done(
+        &self,
+        key: &Key,
+        spell: u64,
+        cutoff: i64,
+        every_series: bool,
+    ) -> bool {
         if !self.enabled() {
             return false;
         }
@@ -174,8 +195,9 @@ impl HotStore {
         }
         let table = t.tables.entry(key.clone()).or_insert_with(Table::new);
         table.complete_from = table.complete_from.max(cutoff);
-        // Series with points before `cutoff` only are in the engine alone.
-        table.every_series = false;
+        // Series with points before `cutoff` only are seeded, or else in
+        // the engine alone; an emptied table (`shrink`) lost some for good.
+        table.every_series &= every_series;
         publish(&t);
         true
     }
@@ -338,6 +360,33 @@ fn busy_retry<T>(
     }
 }
 
+/// Adds to `key`'s table the series with points before `cutoff` only, tags
+/// and no point, so that it holds every series (`SHOW TAG VALUES` from the
+/// store: `influxql/hot/tag_values.rs` lists every series with a point at
+/// any time, as the engine path does). False when it could not (the read too
+/// large for `[sql]`'s limits): the engine answers those statements then.
+fn seed_older_series(
+    s: &Storage,
+    key: &Key,
+    spell: u64,
+    schema: &ingest::MeasurementSchema,
+    cutoff: i64,
+) -> Result<bool, crate::InfluxqlError> {
+    if cutoff == i64::MIN {
+        return Ok(true);
+    }
+    let batches = match busy_retry(|| s.refill_series_before(&key.0, schema, cutoff))? {
+        Refilled::Points(b) => b,
+        Refilled::TooLarge => return Ok(false),
+    };
+    for b in &batches {
+        if !s.hot.refill_seed(key, spell, b) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// Refills `key` from its newest point − `window` on: the points merged, or
 /// `None` when it ends unserved (forgotten meanwhile, over the memory budget).
 fn refill_one(
@@ -352,7 +401,7 @@ fn refill_one(
     };
     let Some(newest) = newest else {
         // No point at all: complete from the beginning of time.
-        return Ok(s.hot.refill_done(key, spell, i64::MIN).then_some(0));
+        return Ok(s.hot.refill_done(key, spell, i64::MIN, true).then_some(0));
     };
     let Some(schema) = s.catalog.schema(db).into_iter().find(|m| &m.name == name) else {
         s.hot.forget(db, name);
@@ -416,7 +465,8 @@ fn refill_one(
         let want = step.saturating_mul(SLICE_ROWS) / (rows as u128).max(1);
         step = want.clamp((step / 8).max(1), step.saturating_mul(8));
     }
-    if !s.hot.refill_done(key, spell, cutoff) {
+    let every_series = seed_older_series(s, key, spell, &schema, cutoff)?;
+    if !s.hot.refill_done(key, spell, cutoff, every_series) {
         return Ok(None);
     }
     // Info: with `[hot] hold = "read"` one per first read of a measurement,
@@ -496,7 +546,7 @@ mod tests {
             Merge::Merged(3)
         );
         assert!(s.read().get("d", "m").is_none());
-        assert!(s.refill_done(&key(), 0, 5));
+        assert!(s.refill_done(&key(), 0, 5, false));
         assert!(s.pending().is_empty());
         assert_eq!(s.read().get("d", "m").unwrap().complete_from, 5);
         assert_eq!(floats(&s), vec![(10, 1.0), (20, 2.0), (30, 3.0), (40, 4.0)]);
@@ -517,13 +567,13 @@ mod tests {
             s.refill_merge(&key(), 0, &batch(&[(1, 20, 1.0)])),
             Merge::Gone
         );
-        assert!(!s.refill_done(&key(), 0, 0));
+        assert!(!s.refill_done(&key(), 0, 0, false));
         s.add("d", &[("m", 0, &batch(&[(1, 30, 3.0)]))]);
         assert!(s.read().get("d", "m").is_none());
         // And a dropped database likewise.
         let s = store(1 << 30);
         s.forget_database("d");
-        assert!(!s.refill_done(&key(), 0, 0));
+        assert!(!s.refill_done(&key(), 0, 0, false));
         assert!(s.read().get("d", "m").is_none());
     }
 
@@ -532,7 +582,7 @@ mod tests {
         let s = store(1000);
         let rows: Vec<_> = (0..100).map(|k| (1, k, k as f64)).collect();
         assert_eq!(s.refill_merge(&key(), 0, &batch(&rows)), Merge::OverBudget);
-        assert!(!s.refill_done(&key(), 0, 0));
+        assert!(!s.refill_done(&key(), 0, 0, false));
         assert!(s.read().get("d", "m").is_none());
         assert_eq!(s.read().bytes, 0);
     }

@@ -287,6 +287,45 @@ impl Table {
         true
     }
 
+    /// Adds the series of `batch` (ingest's layout) it lacks, tags only:
+    /// their points are before `complete_from`, the engine's (the refill,
+    /// `refill.rs`). False when the batch is not in that layout.
+    pub(crate) fn seed_series(&mut self, batch: &RecordBatch) -> bool {
+        let schema = batch.schema();
+        let Some(sid) = batch
+            .column_by_name("series_id")
+            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+        else {
+            return false;
+        };
+        let mut tags = Vec::new();
+        for (i, f) in schema.fields().iter().enumerate() {
+            let name = f.name().as_str();
+            if name == "time" || name == "series_id" || f.is_nullable() {
+                continue;
+            }
+            let Some(s) = batch.column(i).as_string_opt::<i32>() else {
+                return false;
+            };
+            tags.push((name, s));
+        }
+        for row in 0..batch.num_rows() {
+            if sid.is_null(row) {
+                continue;
+            }
+            self.series.entry(sid.value(row)).or_insert_with(|| {
+                let mut tags: Vec<(String, String)> = tags
+                    .iter()
+                    .filter(|(_, a)| !a.value(row).is_empty())
+                    .map(|(k, a)| (k.to_string(), a.value(row).to_string()))
+                    .collect();
+                tags.sort();
+                Series::new(tags)
+            });
+        }
+        true
+    }
+
     /// Drops series `id`'s points older than `window` before its newest:
     /// whole sealed chunks, so a series may hold up to a chunk more than the
     /// window (what the table holds completely stays the cut).

@@ -343,7 +343,7 @@ mod tests {
         // The refill's read sees both writes (engine and unflushed rows).
         let seen = batch(&[(1, 10, 1.0), (1, 20, -2.0), (1, 30, 3.0)]);
         assert_eq!(s.refill_merge(&key("m"), spell, &seen), Merge::Merged(3));
-        assert!(s.refill_done(&key("m"), spell, 0));
+        assert!(s.refill_done(&key("m"), spell, 0, false));
         assert_eq!(
             floats(&s, "m"),
             Some(vec![(10, 1.0), (20, -2.0), (30, 3.0)])
@@ -360,7 +360,7 @@ mod tests {
         let spell = s.spell(&key("m")).unwrap();
         s.received("d", 1, &[("m", &batch(&[(1, 10, 1.0)]))]);
         applied(&s, 1);
-        assert!(s.refill_done(&key("m"), spell, 0));
+        assert!(s.refill_done(&key("m"), spell, 0, false));
         assert!(floats(&s, "m").is_some());
         // A write queued, not applied yet, when the measurement is dropped.
         s.applier.pause(true);
@@ -379,7 +379,7 @@ mod tests {
         assert_eq!(s.refill_merge(&key("m"), spell, &seen), Merge::Merged(2));
         s.applier.pause(false);
         applied(&s, 3);
-        assert!(s.refill_done(&key("m"), spell, 0));
+        assert!(s.refill_done(&key("m"), spell, 0, false));
         assert_eq!(floats(&s, "m"), Some(vec![(10, 1.0), (20, 3.0)]));
         // Read within `idle`: kept.
         s.want("d", "m");
@@ -408,7 +408,7 @@ mod tests {
             // The injected failure: the refill thread gives it up.
             let wait = s.unwant(&key("m"));
             assert_eq!(wait, delay(gave_up));
-            assert!(!s.refill_done(&key("m"), spell, 0), "dropped");
+            assert!(!s.refill_done(&key("m"), spell, 0, false), "dropped");
             // Reads within the wait start no refill and hold nothing.
             s.backoff.advance(wait - Duration::from_millis(1));
             for _ in 0..3 {
@@ -423,7 +423,7 @@ mod tests {
         // A refill that ends served starts the count again.
         s.want("d", "m");
         let spell = s.spell(&key("m")).unwrap();
-        assert!(s.refill_done(&key("m"), spell, 0));
+        assert!(s.refill_done(&key("m"), spell, 0, false));
         s.refill_served(&key("m"));
         s.drop_wanted(|_| true, "test");
         assert_eq!(s.unwant(&key("m")), FIRST);

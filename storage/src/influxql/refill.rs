@@ -99,8 +99,34 @@ impl Storage {
         min: i64,
         sids: (u64, u64),
     ) -> Result<Refilled, InfluxqlError> {
+        let mut plan = plan(db, schema, sids);
+        plan.range.min = Some(min);
+        self.refill_read(schema, &plan, Shape::Points)
+    }
+
+    /// One row per series of `schema`'s measurement with a point before
+    /// `before` (ns), its time 0 and its fields null: the series a refill
+    /// from `before` on does not read, whose tags `SHOW TAG VALUES` lists all
+    /// the same (`hot/refill.rs`).
+    pub(crate) fn refill_series_before(
+        &self,
+        db: &str,
+        schema: &MeasurementSchema,
+        before: i64,
+    ) -> Result<Refilled, InfluxqlError> {
+        let mut plan = plan(db, schema, (0, u64::MAX));
+        plan.range.max = Some(before.saturating_sub(1));
+        self.refill_read(schema, &plan, Shape::SeriesOnly)
+    }
+
+    fn refill_read(
+        &self,
+        schema: &MeasurementSchema,
+        plan: &Plan,
+        shape: Shape,
+    ) -> Result<Refilled, InfluxqlError> {
+        let db = plan.db.as_str();
         let engine = self.refill_engine()?;
-        let plan = plan(db, schema, min, sids);
         let cancel = SqlCancel::new();
         for _ in 0..ATTEMPTS {
             // Every acknowledged write received first (the refill's argument,
@@ -136,15 +162,31 @@ impl Storage {
                     ))
                 })?;
             }
-            let mut list = vec![
-                "toUnixTimestamp64Nano(`time`) AS `__refill_t`".to_string(),
-                "`__iq_sid` AS `__refill_sid`".to_string(),
-            ];
-            list.extend(plan.tags.iter().chain(&plan.fields).map(|c| quote_ident(c)));
-            let statement = format!(
-                "SELECT {} FROM ({merged}) ORDER BY `__refill_sid`, `__refill_t`",
-                list.join(", ")
-            );
+            let statement = match shape {
+                Shape::Points => {
+                    let mut list = vec![
+                        "toUnixTimestamp64Nano(`time`) AS `__refill_t`".to_string(),
+                        "`__iq_sid` AS `__refill_sid`".to_string(),
+                    ];
+                    list.extend(plan.tags.iter().chain(&plan.fields).map(|c| quote_ident(c)));
+                    format!(
+                        "SELECT {} FROM ({merged}) ORDER BY `__refill_sid`, `__refill_t`",
+                        list.join(", ")
+                    )
+                }
+                Shape::SeriesOnly => {
+                    // Tags only: the engine reads no field column.
+                    let mut list = vec![
+                        "toInt64(0) AS `__refill_t`".to_string(),
+                        "`__iq_sid` AS `__refill_sid`".to_string(),
+                    ];
+                    list.extend(plan.tags.iter().map(|c| quote_ident(c)));
+                    format!(
+                        "SELECT {} FROM ({merged}) LIMIT 1 BY `__refill_sid`",
+                        list.join(", ")
+                    )
+                }
+            };
             let mut answer = Vec::new();
             let ran = engine.sql_generated(
                 &statement,
@@ -176,7 +218,7 @@ impl Storage {
                 // A rewrite the flusher found while it ran may be in what it read.
                 continue;
             }
-            return ingest_layout(&answer, schema).map(Refilled::Points);
+            return ingest_layout(&answer, schema, shape).map(Refilled::Points);
         }
         Err(engine::SqlError::Unavailable(format!(
             "the points of {:?} kept changing under the refill's read; try again",
@@ -191,9 +233,18 @@ impl Storage {
     }
 }
 
-/// A raw read of every tag and field of `schema` from `min` on, of the
-/// series with an id in `sids`.
-fn plan(db: &str, schema: &MeasurementSchema, min: i64, sids: (u64, u64)) -> Plan {
+/// What a refill read answers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shape {
+    /// Every point.
+    Points,
+    /// One row per series, tags only (fields null).
+    SeriesOnly,
+}
+
+/// A raw read of every tag and field of `schema` at any time (the caller
+/// bounds it), of the series with an id in `sids`.
+fn plan(db: &str, schema: &MeasurementSchema, sids: (u64, u64)) -> Plan {
     let sid = format!("{}`series_id`", super::expr::SRC);
     Plan {
         db: db.to_string(),
@@ -206,7 +257,7 @@ fn plan(db: &str, schema: &MeasurementSchema, min: i64, sids: (u64, u64)) -> Pla
         group_tags: Vec::new(),
         order_tags: Vec::new(),
         range: TimeRange {
-            min: Some(min),
+            min: None,
             max: None,
         },
         // Both the table's rows and the unflushed ones are read as `__src`.
@@ -227,6 +278,7 @@ fn plan(db: &str, schema: &MeasurementSchema, min: i64, sids: (u64, u64)) -> Pla
 fn ingest_layout(
     answer: &[u8],
     schema: &MeasurementSchema,
+    shape: Shape,
 ) -> Result<Vec<RecordBatch>, InfluxqlError> {
     let bad = |e: engine::arrow::error::ArrowError| InfluxqlError::EngineAnswer(e.to_string());
     let mut fields = vec![
@@ -256,14 +308,18 @@ fn ingest_layout(
             if batch.num_rows() == 0 {
                 continue;
             }
-            if batch.num_columns() != layout.fields().len() {
+            let answered = match shape {
+                Shape::Points => layout.fields().len(),
+                Shape::SeriesOnly => 2 + schema.tag_keys.len(),
+            };
+            if batch.num_columns() != answered {
                 return Err(InfluxqlError::EngineAnswer(format!(
                     "the refill's read: {} columns for {}",
                     batch.num_columns(),
-                    layout.fields().len()
+                    answered
                 )));
             }
-            let columns: Vec<ArrayRef> = batch
+            let mut columns: Vec<ArrayRef> = batch
                 .columns()
                 .iter()
                 .zip(layout.fields())
@@ -285,6 +341,12 @@ fn ingest_layout(
                     )
                 })
                 .collect::<Result<_, InfluxqlError>>()?;
+            for f in &layout.fields()[answered..] {
+                columns.push(engine::arrow::array::new_null_array(
+                    f.data_type(),
+                    batch.num_rows(),
+                ));
+            }
             out.push(RecordBatch::try_new(layout.clone(), columns).map_err(bad)?);
         }
     }
