@@ -360,6 +360,76 @@ fn busy_retry<T>(
     }
 }
 
+/// Merges a refill read's `batches` into `key`'s table: the rows merged, or
+/// `None` when the refill ends unserved (forgotten, over the memory budget).
+fn merge(s: &Storage, key: &Key, spell: u64, batches: &[RecordBatch]) -> Option<usize> {
+    let mut rows = 0;
+    for b in batches {
+        match s.hot.refill_merge(key, spell, b) {
+            Merge::Merged(n) => rows += n,
+            Merge::Gone => return None,
+            Merge::OverBudget => {
+                tracing::warn!(db = %key.0, measurement = %key.1, max_memory = s.hot.limits().1,
+                    "hot store refill: the measurement's window does not fit in 3/4 of [hot] max_memory; read from the engine");
+                return None;
+            }
+        }
+    }
+    Some(rows)
+}
+
+/// Refills series `sid` of `key` from `cutoff` on in time slices (its window
+/// alone exceeds the `[sql]` result limits): the rows merged, or `None` when
+/// the refill ends unserved.
+fn one_series(
+    s: &Storage,
+    key: &Key,
+    spell: u64,
+    schema: &ingest::MeasurementSchema,
+    sid: u64,
+    cutoff: i64,
+    newest: i64,
+) -> Result<Option<usize>, crate::InfluxqlError> {
+    let mut step: i128 = ((i128::from(newest) - i128::from(cutoff)) / 16).max(1);
+    let (mut from, mut points) = (cutoff, 0);
+    loop {
+        if s.closed.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let end = i128::from(from) + step - 1;
+        // The last slice: whatever is newer too (written meanwhile).
+        let to = if end >= i128::from(newest) {
+            i64::MAX
+        } else {
+            end as i64
+        };
+        let batches = match busy_retry(|| s.refill_points(&key.0, schema, (from, to), (sid, sid)))?
+        {
+            Refilled::Points(b) => b,
+            Refilled::TooLarge if step > 1 => {
+                step = (step / 4).max(1);
+                continue;
+            }
+            Refilled::TooLarge => {
+                tracing::warn!(db = %key.0, measurement = %key.1,
+                    "hot store refill: one instant's points exceed the [sql] result limits; read from the engine");
+                s.hot.forget(&key.0, &key.1);
+                return Ok(None);
+            }
+        };
+        let Some(rows) = merge(s, key, spell, &batches) else {
+            return Ok(None);
+        };
+        points += rows;
+        if to == i64::MAX {
+            return Ok(Some(points));
+        }
+        from = to + 1;
+        let want = step * SLICE_ROWS as i128 / (rows as i128).max(1);
+        step = want.clamp((step / 8).max(1), step.saturating_mul(8));
+    }
+}
+
 /// Adds to `key`'s table the series with points before `cutoff` only, tags
 /// and no point, so that it holds every series (`SHOW TAG VALUES` from the
 /// store: `influxql/hot/tag_values.rs` lists every series with a point at
@@ -395,7 +465,7 @@ fn refill_one(
     newest: Option<i64>,
 ) -> Result<Option<usize>, crate::InfluxqlError> {
     let (db, name) = (&key.0, &key.1);
-    let (window, max_memory) = s.hot.limits();
+    let (window, _) = s.hot.limits();
     let Some(spell) = s.hot.spell(key) else {
         return Ok(None);
     };
@@ -427,34 +497,27 @@ fn refill_one(
         let to = (from + step - 1).min(IDS - 1);
         let read_at = Instant::now();
         let sids = (from as u64, to as u64);
-        let batches = match busy_retry(|| s.refill_points(db, &schema, cutoff, sids))? {
-            Refilled::Points(b) => b,
+        let rows = match busy_retry(|| s.refill_points(db, &schema, (cutoff, i64::MAX), sids))? {
+            Refilled::Points(batches) => {
+                let merge_at = Instant::now();
+                reading += merge_at - read_at;
+                let Some(rows) = merge(s, key, spell, &batches) else {
+                    return Ok(None);
+                };
+                merging += merge_at.elapsed();
+                rows
+            }
             Refilled::TooLarge if step > 1 => {
                 step = (step / 4).max(1);
                 continue;
             }
-            Refilled::TooLarge => {
-                tracing::warn!(db, measurement = name,
-                    "hot store refill: one series' points exceed the [sql] result limits; read from the engine");
-                s.hot.forget(db, name);
-                return Ok(None);
-            }
+            // One series' window past the limits: that series in time slices.
+            Refilled::TooLarge => match one_series(s, key, spell, &schema, sids.0, cutoff, newest)?
+            {
+                Some(rows) => rows,
+                None => return Ok(None),
+            },
         };
-        let merge_at = Instant::now();
-        reading += merge_at - read_at;
-        let mut rows = 0;
-        for b in &batches {
-            match s.hot.refill_merge(key, spell, b) {
-                Merge::Merged(n) => rows += n,
-                Merge::Gone => return Ok(None),
-                Merge::OverBudget => {
-                    tracing::warn!(db, measurement = name, max_memory,
-                        "hot store refill: the measurement's window does not fit in 3/4 of [hot] max_memory; read from the engine");
-                    return Ok(None);
-                }
-            }
-        }
-        merging += merge_at.elapsed();
         points += rows;
         metrics::counter!(HOT_REFILL_POINTS).increment(rows as u64);
         if to == IDS - 1 {

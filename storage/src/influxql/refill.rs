@@ -84,9 +84,9 @@ impl Storage {
         Ok(in_table.max(unflushed))
     }
 
-    /// The points of `schema`'s measurement with a time at or after `min`
-    /// (ns) and a series id in `sids` (inclusive) as the engine's reads see
-    /// them, in ingest's layout.
+    /// The points of `schema`'s measurement with a time in `[min, max]` (ns,
+    /// inclusive; `i64::MAX`: unbounded) and a series id in `sids`
+    /// (inclusive) as the engine's reads see them, in ingest's layout.
     ///
     /// Sliced by series id, not by time: the table is sorted by `(series_id,
     /// time)`, so a series-id range reads only its own granules, while a time
@@ -96,11 +96,12 @@ impl Storage {
         &self,
         db: &str,
         schema: &MeasurementSchema,
-        min: i64,
+        (min, max): (i64, i64),
         sids: (u64, u64),
     ) -> Result<Refilled, InfluxqlError> {
         let mut plan = plan(db, schema, sids);
         plan.range.min = Some(min);
+        plan.range.max = (max != i64::MAX).then_some(max);
         self.refill_read(schema, &plan, Shape::Points)
     }
 
@@ -135,7 +136,7 @@ impl Storage {
             let scan = unflushed::scan(
                 &engine,
                 self.reads.unflushed(),
-                &plan,
+                plan,
                 schema,
                 acked,
                 self.row_limit(),
@@ -154,7 +155,7 @@ impl Storage {
                         "cannot read the table's point index: {e}"
                     ))
                 })?;
-            let merged = sql::merged(&plan, &snapshot.rewrites, refs.as_ref());
+            let merged = sql::merged(plan, &snapshot.rewrites, refs.as_ref());
             if let (Some(s), Some(r)) = (scan.as_ref(), refs.as_ref()) {
                 s.arrow.register(r.used()).map_err(|e| {
                     engine::SqlError::Unavailable(format!(
