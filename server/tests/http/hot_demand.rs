@@ -18,7 +18,7 @@ const READ: &str = "[hot]\nenabled = true\napply_wait_ms = 60000\n";
 
 /// Asks `q` until the hot store answers it (equal to the engine's answer
 /// every time), at most 120 s.
-fn until_hot(hot: &Server, engine: &Server, db: &str, q: &str) {
+pub(crate) fn until_hot(hot: &Server, engine: &Server, db: &str, q: &str) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while answers(hot, engine, db, q) != "hot" {
         assert!(
@@ -229,4 +229,27 @@ fn hot_store_first_read_racing_with_writes_loses_no_write() {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Issue #44: the refill reads slices of series ids; a series whose window
+/// alone is past `[sql] max_result_rows` (here each of the five: 2,160
+/// points over 1,000 rows) is read in time slices instead, and the
+/// measurement is served with the engine's answers.
+#[test]
+fn hot_store_refills_a_series_larger_than_the_result_limit() {
+    let (dh, de) = (data_dir(), data_dir());
+    let engine = Spawn::new(de.path()).config(OFF).start();
+    let hot = Spawn::new(dh.path())
+        .config(&format!("{READ}\n[sql]\nmax_result_rows = 1000\n"))
+        .start();
+    load(&[&hot, &engine], "d", &points(7));
+    let q = format!(
+        "SELECT count(f), sum(f), max(i), last(i) FROM m WHERE {} GROUP BY time(30m), host",
+        range(0, SPAN)
+    );
+    assert_eq!(answers(&hot, &engine, "d", &q), "engine", "first read");
+    until_hot(&hot, &engine, "d", &q);
+    let log = hot.log_text();
+    assert!(log.contains("hot store: measurement refilled"), "{log}");
+    assert!(!log.contains("exceed the [sql] result limits"), "{log}");
 }

@@ -4,6 +4,7 @@
 //! equal, and `X-Chingest-Read-Path` says which path answered on each.
 
 use crate::hot::{ask, ON, S, T0};
+use crate::hot_demand::until_hot;
 use crate::read_your_writes::write;
 use crate::util::{data_dir, Server, Spawn};
 
@@ -55,6 +56,50 @@ fn show_tag_values_from_the_hot_store_equal_the_engines() {
         s.query("CREATE DATABASE tv");
         write(s, "tv", &lines().join("\n"));
     }
+    corpus(&hot, &engine);
+}
+
+/// Held from a first read (`hold = "read"`, the default) and refilled from
+/// the newest point − `window` on, a measurement still lists the tag values
+/// of series with older points only (seeded by the refill, as the engine
+/// lists every series with a point at any time): a window of 2 h leaves
+/// four of `cpu`'s seven hosts, and three of `mem`'s, before the cutoff.
+#[test]
+fn show_tag_values_of_measurements_held_from_a_first_read_equal_the_engines() {
+    let (dh, de) = (data_dir(), data_dir());
+    let read = "[hot]\nenabled = true\nhold = \"read\"\nwindow = \"2h\"\napply_wait_ms = 60000\n";
+    let hot = Spawn::new(dh.path()).config(read).start();
+    let engine = Spawn::new(de.path()).config(OFF).start();
+    for s in [&hot, &engine] {
+        s.query("CREATE DATABASE tv");
+        write(s, "tv", &lines().join("\n"));
+    }
+    // Not read yet: nothing held, the engine answers.
+    same(
+        &hot,
+        &engine,
+        "SHOW TAG VALUES FROM cpu WITH KEY = host",
+        false,
+    );
+    // A first read of each measurement, then its refill.
+    let h = 3600 * S;
+    for (m, f, from) in [
+        ("cpu", "f", 5 * h),
+        ("mem", "used", 5 * h),
+        ("disk", "used", -h),
+    ] {
+        let q = format!(
+            "SELECT count({f}) FROM {m} WHERE time >= {} AND time <= {}",
+            T0 + from,
+            T0 + 7 * h
+        );
+        until_hot(&hot, &engine, "tv", &q);
+    }
+    corpus(&hot, &engine);
+}
+
+/// The differential corpus on `hot` and `engine`, which hold the same points.
+fn corpus(hot: &Server, engine: &Server) {
     let keys = [
         "WITH KEY = host",
         "WITH KEY = \"host\"",
@@ -95,49 +140,55 @@ fn show_tag_values_from_the_hot_store_equal_the_engines() {
         for key in keys {
             for w in wheres {
                 same(
-                    &hot,
-                    &engine,
+                    hot,
+                    engine,
                     &format!("SHOW TAG VALUES {from}{key}{w}"),
                     true,
                 );
             }
             for p in pages {
                 same(
-                    &hot,
-                    &engine,
+                    hot,
+                    engine,
                     &format!("SHOW TAG VALUES {from}{key}{p}"),
                     true,
                 );
                 let q = format!("SHOW TAG VALUES {from}{key} WHERE region != 'x'{p}");
-                same(&hot, &engine, &q, true);
+                same(hot, engine, &q, true);
             }
         }
     }
     // A field condition reads points: the engine's.
     same(
-        &hot,
-        &engine,
+        hot,
+        engine,
         "SHOW TAG VALUES FROM cpu WITH KEY = host WHERE f > 1",
         false,
     );
     // Written now and shown at once.
-    for s in [&hot, &engine] {
-        write(s, "tv", &format!("cpu,host=fresh f=1 {}", T0 + 99 * S));
+    // (In the window of `cpu`'s refill under `hold = "read"`: a new series
+    // before it is the engine's alone.)
+    for s in [hot, engine] {
+        write(
+            s,
+            "tv",
+            &format!("cpu,host=fresh f=1 {}", T0 + 6 * 3600 * S + 99 * S),
+        );
     }
     same(
-        &hot,
-        &engine,
+        hot,
+        engine,
         "SHOW TAG VALUES FROM cpu WITH KEY = host",
         true,
     );
     same(
-        &hot,
-        &engine,
+        hot,
+        engine,
         "SHOW TAG VALUES FROM cpu WITH KEY = host WHERE host =~ /^fr/",
         true,
     );
     // A DROP SERIES removes what the store cannot tell: the engine answers.
-    for s in [&hot, &engine] {
+    for s in [hot, engine] {
         let r = s
             .client
             .post(s.url("/query"))
@@ -151,14 +202,14 @@ fn show_tag_values_from_the_hot_store_equal_the_engines() {
         assert!(v["results"][0].get("error").is_none(), "{v}");
     }
     same(
-        &hot,
-        &engine,
+        hot,
+        engine,
         "SHOW TAG VALUES FROM cpu WITH KEY = host",
         false,
     );
     same(
-        &hot,
-        &engine,
+        hot,
+        engine,
         "SHOW TAG VALUES FROM mem WITH KEY = host",
         true,
     );

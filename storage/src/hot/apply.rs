@@ -477,7 +477,7 @@ mod tests {
             s.refill_merge(&key("m"), spell, &seen),
             super::super::refill::Merge::Merged(4)
         );
-        assert!(s.refill_done(&key("m"), spell, 0));
+        assert!(s.refill_done(&key("m"), spell, 0, false));
         assert_eq!(
             floats(&s, "m"),
             Some(vec![(10, 1.0), (20, -2.0), (30, 3.0), (40, 4.0)])
@@ -488,7 +488,7 @@ mod tests {
         s.received("d", 6, &[("m", &b1)]);
         s.applier.pause(false);
         applied(&s, 6);
-        assert!(!s.refill_done(&key("m"), spell, 0));
+        assert!(!s.refill_done(&key("m"), spell, 0, false));
         assert_eq!(floats(&s, "m"), None);
         assert_eq!(refills(), 2);
     }

@@ -38,6 +38,7 @@
 //! engine there.
 
 mod apply;
+mod backoff;
 mod chunk;
 mod codec;
 mod column;
@@ -65,6 +66,7 @@ use engine::arrow::array::RecordBatch;
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use apply::{Applier, Item, SLICE_ROWS};
+use backoff::Backoff;
 
 pub use config::{Hold, HotConfig};
 pub(crate) use observe::AdminWrites;
@@ -146,6 +148,8 @@ pub(crate) struct HotStore {
     wanted: Wanted,
     /// Wakes the refill thread (`refill.rs`).
     kick: Kick,
+    /// Measurements whose last refills were given up (`backoff.rs`).
+    backoff: Backoff,
 }
 
 /// `[hot]` and what is parsed from it.
@@ -189,6 +193,8 @@ impl HotStore {
         }
         metrics::counter!(wanted::HOT_WANTS).increment(0);
         metrics::counter!(wanted::HOT_IDLE_DROPS).increment(0);
+        metrics::counter!(backoff::HOT_REFILL_BACKOFFS).increment(0);
+        metrics::counter!(backoff::HOT_REFILL_BACKOFF_READS).increment(0);
         metrics::gauge!(HOT_MEASUREMENTS, "state" => "wanted").set(0.0);
         metrics::counter!(apply::HOT_BACKLOG_DROPPED).increment(0);
         metrics::gauge!(apply::HOT_BACKLOG_BYTES).set(0.0);
@@ -212,6 +218,7 @@ impl HotStore {
             applier: Arc::default(),
             wanted: Wanted::default(),
             kick: Kick::default(),
+            backoff: Backoff::default(),
         };
         store.existed(existing);
         store
@@ -369,6 +376,7 @@ impl HotStore {
         publish(&t);
         drop(t);
         self.wanted.clear();
+        self.backoff.clear();
     }
 
     /// Inserts `parts` of `db` (measurement, epoch it was queued in, batch),

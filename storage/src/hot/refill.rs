@@ -7,10 +7,11 @@
 //! done, complete from the refill's cutoff. Until then reads go to the engine.
 //!
 //! Order and bounds: measurements newest first (by their newest point), each
-//! from its newest point − `window` on (the cutoff), read oldest slice first
-//! (points land at the end of their series' columns), a slice sized to about
-//! [`SLICE_ROWS`] rows (smaller again when the engine's `[sql]` result limits
-//! refuse it). Before a slice is merged the store checks it fits in 3/4 of
+//! from its newest point − `window` on (the cutoff), read in slices of series
+//! ids (the table's sort order: a slice reads only its own granules; each
+//! series arrives whole, in time order, at the end of its columns), a slice
+//! sized to about [`SLICE_ROWS`] rows (smaller again when the engine's `[sql]`
+//! result limits refuse it). Before a slice is merged the store checks it fits in 3/4 of
 //! `max_memory` (what `shrink` empties down to): one that does not leaves the
 //! measurement unserved (logged), never emptying a served one. Measurements
 //! of a database with a retention are skipped: the evaluator refuses those.
@@ -58,7 +59,11 @@ use crate::Storage;
 
 /// Rows one refill read aims at (the engine's answer and its batches are in
 /// memory at once: about 100 bytes a row for ten fields).
-const SLICE_ROWS: i128 = 50_000;
+const SLICE_ROWS: u128 = 100_000;
+/// The first slice's share of the series ids (`refill_one`): about 135,000
+/// rows of TSBS's 1,000 hosts × 24 h, a few rows of a small measurement
+/// (whose slices then grow 8× each).
+const FIRST_SLICES: u128 = 64;
 /// How long a read waits for a free SQL slot (`[sql] max_concurrent_queries`)
 /// before the measurement is given up.
 const BUSY_WAIT: Duration = Duration::from_secs(60);
@@ -151,9 +156,30 @@ impl HotStore {
         Merge::Merged(batch.num_rows())
     }
 
+    /// Adds the series of `batch` (ingest's layout; its points are not
+    /// read) that `key`'s table lacks, with their tags and no point: series
+    /// with points before the refill's cutoff only (`seed_older_series`).
+    /// False when `key` is no longer in the pending `spell`.
+    pub(crate) fn refill_seed(&self, key: &Key, spell: u64, batch: &RecordBatch) -> bool {
+        let mut t = self.tables.write();
+        if !self.enabled() || t.pending.get(key) != Some(&spell) {
+            return false;
+        }
+        let table = t.tables.entry(key.clone()).or_insert_with(Table::new);
+        table.seed_series(batch)
+    }
+
     /// `key`'s refill merged everything from `cutoff` on: served from now,
-    /// complete from `cutoff` (or later). False when it was forgotten meanwhile.
-    pub(crate) fn refill_done(&self, key: &Key, spell: u64, cutoff: i64) -> bool {
+    /// complete from `cutoff` (or later). `every_series`: the table holds
+    /// every series of the measurement (those with older points only
+    /// seeded, `refill_seed`). False when it was forgotten meanwhile.
+    pub(crate) fn refill_done(
+        &self,
+        key: &Key,
+        spell: u64,
+        cutoff: i64,
+        every_series: bool,
+    ) -> bool {
         if !self.enabled() {
             return false;
         }
@@ -169,8 +195,9 @@ impl HotStore {
         }
         let table = t.tables.entry(key.clone()).or_insert_with(Table::new);
         table.complete_from = table.complete_from.max(cutoff);
-        // Series with points before `cutoff` only are in the engine alone.
-        table.every_series = false;
+        // Series with points before `cutoff` only are seeded, or else in
+        // the engine alone; an emptied table (`shrink`) lost some for good.
+        table.every_series &= every_series;
         publish(&t);
         true
     }
@@ -234,9 +261,9 @@ fn failed(
             "hot store refill failed; the measurement is read from the engine");
         s.hot.forget(&key.0, &key.1);
     } else {
-        tracing::warn!(db = %key.0, measurement = %key.1, error = %e,
-            "hot store refill failed; the measurement is read from the engine until a read after this one");
-        s.hot.unwant(key);
+        let wait = s.hot.unwant(key);
+        tracing::warn!(db = %key.0, measurement = %key.1, error = %e, retry_after_s = wait.as_secs_f64(),
+            "hot store refill failed; the measurement is read from the engine until a read after the backoff");
     }
     false
 }
@@ -272,6 +299,7 @@ pub(super) fn refill_all(storage: &Weak<Storage>, first: bool, retries: &mut Ret
         match refill_one(&s, &key, newest) {
             Ok(Some(points)) => {
                 retries.remove(&key);
+                s.hot.refill_served(&key);
                 tally.served(points);
             }
             Ok(None) => {
@@ -332,6 +360,103 @@ fn busy_retry<T>(
     }
 }
 
+/// Merges a refill read's `batches` into `key`'s table: the rows merged, or
+/// `None` when the refill ends unserved (forgotten, over the memory budget).
+fn merge(s: &Storage, key: &Key, spell: u64, batches: &[RecordBatch]) -> Option<usize> {
+    let mut rows = 0;
+    for b in batches {
+        match s.hot.refill_merge(key, spell, b) {
+            Merge::Merged(n) => rows += n,
+            Merge::Gone => return None,
+            Merge::OverBudget => {
+                tracing::warn!(db = %key.0, measurement = %key.1, max_memory = s.hot.limits().1,
+                    "hot store refill: the measurement's window does not fit in 3/4 of [hot] max_memory; read from the engine");
+                return None;
+            }
+        }
+    }
+    Some(rows)
+}
+
+/// Refills series `sid` of `key` from `cutoff` on in time slices (its window
+/// alone exceeds the `[sql]` result limits): the rows merged, or `None` when
+/// the refill ends unserved.
+fn one_series(
+    s: &Storage,
+    key: &Key,
+    spell: u64,
+    schema: &ingest::MeasurementSchema,
+    sid: u64,
+    cutoff: i64,
+    newest: i64,
+) -> Result<Option<usize>, crate::InfluxqlError> {
+    let mut step: i128 = ((i128::from(newest) - i128::from(cutoff)) / 16).max(1);
+    let (mut from, mut points) = (cutoff, 0);
+    loop {
+        if s.closed.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let end = i128::from(from) + step - 1;
+        // The last slice: whatever is newer too (written meanwhile).
+        let to = if end >= i128::from(newest) {
+            i64::MAX
+        } else {
+            end as i64
+        };
+        let batches = match busy_retry(|| s.refill_points(&key.0, schema, (from, to), (sid, sid)))?
+        {
+            Refilled::Points(b) => b,
+            Refilled::TooLarge if step > 1 => {
+                step = (step / 4).max(1);
+                continue;
+            }
+            Refilled::TooLarge => {
+                tracing::warn!(db = %key.0, measurement = %key.1,
+                    "hot store refill: one instant's points exceed the [sql] result limits; read from the engine");
+                s.hot.forget(&key.0, &key.1);
+                return Ok(None);
+            }
+        };
+        let Some(rows) = merge(s, key, spell, &batches) else {
+            return Ok(None);
+        };
+        points += rows;
+        if to == i64::MAX {
+            return Ok(Some(points));
+        }
+        from = to + 1;
+        let want = step * SLICE_ROWS as i128 / (rows as i128).max(1);
+        step = want.clamp((step / 8).max(1), step.saturating_mul(8));
+    }
+}
+
+/// Adds to `key`'s table the series with points before `cutoff` only, tags
+/// and no point, so that it holds every series (`SHOW TAG VALUES` from the
+/// store: `influxql/hot/tag_values.rs` lists every series with a point at
+/// any time, as the engine path does). False when it could not (the read too
+/// large for `[sql]`'s limits): the engine answers those statements then.
+fn seed_older_series(
+    s: &Storage,
+    key: &Key,
+    spell: u64,
+    schema: &ingest::MeasurementSchema,
+    cutoff: i64,
+) -> Result<bool, crate::InfluxqlError> {
+    if cutoff == i64::MIN {
+        return Ok(true);
+    }
+    let batches = match busy_retry(|| s.refill_series_before(&key.0, schema, cutoff))? {
+        Refilled::Points(b) => b,
+        Refilled::TooLarge => return Ok(false),
+    };
+    for b in &batches {
+        if !s.hot.refill_seed(key, spell, b) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// Refills `key` from its newest point − `window` on: the points merged, or
 /// `None` when it ends unserved (forgotten meanwhile, over the memory budget).
 fn refill_one(
@@ -340,13 +465,13 @@ fn refill_one(
     newest: Option<i64>,
 ) -> Result<Option<usize>, crate::InfluxqlError> {
     let (db, name) = (&key.0, &key.1);
-    let (window, max_memory) = s.hot.limits();
+    let (window, _) = s.hot.limits();
     let Some(spell) = s.hot.spell(key) else {
         return Ok(None);
     };
     let Some(newest) = newest else {
         // No point at all: complete from the beginning of time.
-        return Ok(s.hot.refill_done(key, spell, i64::MIN).then_some(0));
+        return Ok(s.hot.refill_done(key, spell, i64::MIN, true).then_some(0));
     };
     let Some(schema) = s.catalog.schema(db).into_iter().find(|m| &m.name == name) else {
         s.hot.forget(db, name);
@@ -354,56 +479,57 @@ fn refill_one(
     };
     let cutoff = newest.saturating_sub(window);
     let started = Instant::now();
-    let mut step: i128 = ((i128::from(newest) - i128::from(cutoff)) / 16).max(1);
-    let mut from = cutoff;
+    // Where the time goes (the refill's log line): the engine's read
+    // (statement and Arrow decoding) or the store's merge.
+    let (mut reading, mut merging) = (Duration::ZERO, Duration::ZERO);
+    // Slices of series ids (`Storage::refill_points`: the table's sort
+    // order), every point of a slice's series from `cutoff` on, so each
+    // series arrives whole and in time order. Ids are hashes, spread evenly
+    // over `u64`: a slice of ids is about that share of the points.
+    const IDS: u128 = u64::MAX as u128 + 1;
+    let mut step: u128 = IDS / FIRST_SLICES;
+    let mut from: u128 = 0;
     let mut points = 0;
     loop {
         if s.closed.load(Ordering::Acquire) {
             return Ok(None);
         }
-        let end = i128::from(from) + step - 1;
-        let to = if end >= i128::from(newest) {
-            // The last slice: whatever is newer too (written meanwhile).
-            i64::MAX
-        } else {
-            end as i64
-        };
-        let batches = match busy_retry(|| s.refill_points(db, &schema, from, to))? {
-            Refilled::Points(b) => b,
+        let to = (from + step - 1).min(IDS - 1);
+        let read_at = Instant::now();
+        let sids = (from as u64, to as u64);
+        let rows = match busy_retry(|| s.refill_points(db, &schema, (cutoff, i64::MAX), sids))? {
+            Refilled::Points(batches) => {
+                let merge_at = Instant::now();
+                reading += merge_at - read_at;
+                let Some(rows) = merge(s, key, spell, &batches) else {
+                    return Ok(None);
+                };
+                merging += merge_at.elapsed();
+                rows
+            }
             Refilled::TooLarge if step > 1 => {
                 step = (step / 4).max(1);
                 continue;
             }
-            Refilled::TooLarge => {
-                tracing::warn!(db, measurement = name,
-                    "hot store refill: one instant's points exceed the [sql] result limits; read from the engine");
-                s.hot.forget(db, name);
-                return Ok(None);
-            }
+            // One series' window past the limits: that series in time slices.
+            Refilled::TooLarge => match one_series(s, key, spell, &schema, sids.0, cutoff, newest)?
+            {
+                Some(rows) => rows,
+                None => return Ok(None),
+            },
         };
-        let mut rows = 0;
-        for b in &batches {
-            match s.hot.refill_merge(key, spell, b) {
-                Merge::Merged(n) => rows += n,
-                Merge::Gone => return Ok(None),
-                Merge::OverBudget => {
-                    tracing::warn!(db, measurement = name, max_memory,
-                        "hot store refill: the measurement's window does not fit in 3/4 of [hot] max_memory; read from the engine");
-                    return Ok(None);
-                }
-            }
-        }
         points += rows;
         metrics::counter!(HOT_REFILL_POINTS).increment(rows as u64);
-        if to == i64::MAX {
+        if to == IDS - 1 {
             break;
         }
         from = to + 1;
         // About SLICE_ROWS rows next time, changing by at most 8× per slice.
-        let want = step * SLICE_ROWS / (rows as i128).max(1);
+        let want = step.saturating_mul(SLICE_ROWS) / (rows as u128).max(1);
         step = want.clamp((step / 8).max(1), step.saturating_mul(8));
     }
-    if !s.hot.refill_done(key, spell, cutoff) {
+    let every_series = seed_older_series(s, key, spell, &schema, cutoff)?;
+    if !s.hot.refill_done(key, spell, cutoff, every_series) {
         return Ok(None);
     }
     // Info: with `[hot] hold = "read"` one per first read of a measurement,
@@ -414,6 +540,8 @@ fn refill_one(
         points,
         cutoff,
         seconds = started.elapsed().as_secs_f64(),
+        read_seconds = reading.as_secs_f64(),
+        merge_seconds = merging.as_secs_f64(),
         "hot store: measurement refilled"
     );
     Ok(Some(points))
@@ -481,7 +609,7 @@ mod tests {
             Merge::Merged(3)
         );
         assert!(s.read().get("d", "m").is_none());
-        assert!(s.refill_done(&key(), 0, 5));
+        assert!(s.refill_done(&key(), 0, 5, false));
         assert!(s.pending().is_empty());
         assert_eq!(s.read().get("d", "m").unwrap().complete_from, 5);
         assert_eq!(floats(&s), vec![(10, 1.0), (20, 2.0), (30, 3.0), (40, 4.0)]);
@@ -502,13 +630,13 @@ mod tests {
             s.refill_merge(&key(), 0, &batch(&[(1, 20, 1.0)])),
             Merge::Gone
         );
-        assert!(!s.refill_done(&key(), 0, 0));
+        assert!(!s.refill_done(&key(), 0, 0, false));
         s.add("d", &[("m", 0, &batch(&[(1, 30, 3.0)]))]);
         assert!(s.read().get("d", "m").is_none());
         // And a dropped database likewise.
         let s = store(1 << 30);
         s.forget_database("d");
-        assert!(!s.refill_done(&key(), 0, 0));
+        assert!(!s.refill_done(&key(), 0, 0, false));
         assert!(s.read().get("d", "m").is_none());
     }
 
@@ -517,7 +645,7 @@ mod tests {
         let s = store(1000);
         let rows: Vec<_> = (0..100).map(|k| (1, k, k as f64)).collect();
         assert_eq!(s.refill_merge(&key(), 0, &batch(&rows)), Merge::OverBudget);
-        assert!(!s.refill_done(&key(), 0, 0));
+        assert!(!s.refill_done(&key(), 0, 0, false));
         assert!(s.read().get("d", "m").is_none());
         assert_eq!(s.read().bytes, 0);
     }

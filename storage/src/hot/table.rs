@@ -295,6 +295,50 @@ impl Table {
         true
     }
 
+    /// Adds the series of `batch` (ingest's layout) it lacks, tags only:
+    /// their points are before `complete_from`, the engine's (the refill,
+    /// `refill.rs`). False when the batch is not in that layout.
+    pub(crate) fn seed_series(&mut self, batch: &RecordBatch) -> bool {
+        let schema = batch.schema();
+        let Some(sid) = batch
+            .column_by_name("series_id")
+            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+        else {
+            return false;
+        };
+        let mut tags = Vec::new();
+        for (i, f) in schema.fields().iter().enumerate() {
+            let name = f.name().as_str();
+            if name == "time" || name == "series_id" || f.is_nullable() {
+                continue;
+            }
+            let Some(s) = batch.column(i).as_string_opt::<i32>() else {
+                return false;
+            };
+            tags.push((name, s));
+        }
+        let index = &mut self.tags;
+        for row in 0..batch.num_rows() {
+            if sid.is_null(row) {
+                continue;
+            }
+            let id = sid.value(row);
+            self.series.entry(id).or_insert_with(|| {
+                let mut tags: Vec<(String, String)> = tags
+                    .iter()
+                    .filter(|(_, a)| !a.value(row).is_empty())
+                    .map(|(k, a)| (k.to_string(), a.value(row).to_string()))
+                    .collect();
+                tags.sort();
+                // Listed by its tags too, or a read's tag condition would
+                // never name it (`tag_index.rs`).
+                index.add(id, &tags);
+                Series::new(tags)
+            });
+        }
+        true
+    }
+
     /// Drops series `id`'s points older than `window` before its newest:
     /// whole sealed chunks, so a series may hold up to a chunk more than the
     /// window (what the table holds completely stays the cut).
@@ -358,6 +402,17 @@ mod tests {
             .zip(&c.valid)
             .map(|(x, ok)| ok.then_some(*x))
             .collect()
+    }
+
+    #[test]
+    fn a_seeded_series_is_found_by_its_tags() {
+        let mut t = Table::new();
+        assert!(t.insert(&batch(&[(1, "a", 20, Some(2.0), None)]), i64::MAX));
+        // Series 2 has points only before the refill's cutoff: tags only.
+        assert!(t.seed_series(&batch(&[(2, "b", 5, None, None), (1, "a", 5, None, None)])));
+        assert_eq!(t.tags.series_with("host", "a"), &[1]);
+        assert_eq!(t.tags.series_with("host", "b"), &[2]);
+        assert_eq!(t.series[&2].tag("host"), "b");
     }
 
     #[test]

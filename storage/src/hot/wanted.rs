@@ -150,12 +150,16 @@ impl HotStore {
         if !self.enabled() || self.holds_all() || self.wanted.touch(db, measurement) {
             return;
         }
+        let key: Key = (db.to_string(), measurement.to_string());
+        if self.backoff.waiting(&key) {
+            // Its last refill was given up a moment ago (`backoff.rs`).
+            return;
+        }
         let mut map = self.wanted.map.write();
         if map.get(db).is_some_and(|m| m.contains_key(measurement)) {
             // Another read made it wanted meanwhile.
             return;
         }
-        let key: Key = (db.to_string(), measurement.to_string());
         let epoch = self.spells.fetch_add(1, Ordering::Relaxed);
         let servable = {
             let mut t = self.tables.write();
@@ -207,8 +211,21 @@ impl HotStore {
     }
 
     /// Drops `key` as if it had not been read (`hold = "read"`): its refill
-    /// failed for a while, and its next read starts another.
-    pub(crate) fn unwant(&self, key: &Key) {
+    /// failed for a while, and a read once its backoff passed (`backoff.rs`)
+    /// starts another; the wait is returned.
+    pub(crate) fn unwant(&self, key: &Key) -> std::time::Duration {
+        let wait = self.backoff.gave_up(key);
+        self.drop_wanted_key(key);
+        wait
+    }
+
+    /// A refill of `key` ended served: its backoff starts again (`backoff.rs`).
+    pub(crate) fn refill_served(&self, key: &Key) {
+        self.backoff.served(key);
+    }
+
+    /// Drops `key` from the wanted set and the tables.
+    fn drop_wanted_key(&self, key: &Key) {
         let mut map = self.wanted.map.write();
         let Some(e) = map.get_mut(&key.0).and_then(|ms| ms.remove(&key.1)) else {
             return;
@@ -333,7 +350,7 @@ mod tests {
         // The refill's read sees both writes (engine and unflushed rows).
         let seen = batch(&[(1, 10, 1.0), (1, 20, -2.0), (1, 30, 3.0)]);
         assert_eq!(s.refill_merge(&key("m"), spell, &seen), Merge::Merged(3));
-        assert!(s.refill_done(&key("m"), spell, 0));
+        assert!(s.refill_done(&key("m"), spell, 0, false));
         assert_eq!(
             floats(&s, "m"),
             Some(vec![(10, 1.0), (20, -2.0), (30, 3.0)])
@@ -350,7 +367,7 @@ mod tests {
         let spell = s.spell(&key("m")).unwrap();
         s.received("d", 1, &[("m", &batch(&[(1, 10, 1.0)]))]);
         applied(&s, 1);
-        assert!(s.refill_done(&key("m"), spell, 0));
+        assert!(s.refill_done(&key("m"), spell, 0, false));
         assert!(floats(&s, "m").is_some());
         // A write queued, not applied yet, when the measurement is dropped.
         s.applier.pause(true);
@@ -369,17 +386,54 @@ mod tests {
         assert_eq!(s.refill_merge(&key("m"), spell, &seen), Merge::Merged(2));
         s.applier.pause(false);
         applied(&s, 3);
-        assert!(s.refill_done(&key("m"), spell, 0));
+        assert!(s.refill_done(&key("m"), spell, 0, false));
         assert_eq!(floats(&s, "m"), Some(vec![(10, 1.0), (20, 3.0)]));
         // Read within `idle`: kept.
         s.want("d", "m");
         s.drop_idle();
         assert!(floats(&s, "m").is_some());
-        // A refill given up: dropped, and the next read starts another.
+        // A refill given up: dropped, and a read after its backoff starts another.
         s.unwant(&key("m"));
         assert!(s.read().tables.is_empty() && s.wanted.len() == 0);
+        s.backoff.advance(crate::hot::backoff::FIRST);
         s.want("d", "m");
         assert!(s.spell(&key("m")).is_some());
+    }
+
+    /// A measurement read constantly whose refill always fails: each give-up
+    /// makes its reads wait longer before the next refill starts (issue #44).
+    #[test]
+    fn a_refill_given_up_again_and_again_waits_longer_each_time() {
+        use crate::hot::backoff::{delay, CAP, FIRST};
+        let s = store("1h");
+        let kicks = s.kick.count();
+        for gave_up in 1..=12u32 {
+            s.want("d", "m");
+            let spell = s
+                .spell(&key("m"))
+                .expect("a read after the backoff refills");
+            // The injected failure: the refill thread gives it up.
+            let wait = s.unwant(&key("m"));
+            assert_eq!(wait, delay(gave_up));
+            assert!(!s.refill_done(&key("m"), spell, 0, false), "dropped");
+            // Reads within the wait start no refill and hold nothing.
+            s.backoff.advance(wait - Duration::from_millis(1));
+            for _ in 0..3 {
+                s.want("d", "m");
+                assert!(s.spell(&key("m")).is_none(), "refilled during the backoff");
+                assert_eq!(s.wanted.len(), 0);
+            }
+            s.backoff.advance(Duration::from_millis(1));
+        }
+        assert_eq!(delay(12), CAP);
+        assert_eq!(s.kick.count() - kicks, 12, "one refill per backoff passed");
+        // A refill that ends served starts the count again.
+        s.want("d", "m");
+        let spell = s.spell(&key("m")).unwrap();
+        assert!(s.refill_done(&key("m"), spell, 0, false));
+        s.refill_served(&key("m"));
+        s.drop_wanted(|_| true, "test");
+        assert_eq!(s.unwant(&key("m")), FIRST);
     }
 
     #[test]
