@@ -219,6 +219,18 @@ impl Column {
         }
     }
 
+    /// Gives back capacity past `n` points (kept: at least `n`).
+    pub(crate) fn shrink_to(&mut self, n: usize) {
+        self.valid.shrink_to(n);
+        match &mut self.values {
+            Values::Float(v) => v.shrink_to(n),
+            Values::Integer(v) => v.shrink_to(n),
+            Values::Unsigned(v) => v.shrink_to(n),
+            Values::Boolean(v) => v.shrink_to(n),
+            Values::String(v) => v.shrink_to(n),
+        }
+    }
+
     pub(crate) fn drain_front(&mut self, n: usize) -> usize {
         self.valid.drain(..n);
         match &mut self.values {
@@ -313,6 +325,14 @@ impl Plain {
                 (_, Some(t)) => *mine = Some(t.empty_like()),
                 (_, None) => *mine = None,
             }
+        }
+    }
+
+    /// Gives back capacity past `n` points in every column.
+    pub(crate) fn shrink_to(&mut self, n: usize) {
+        self.times.shrink_to(n);
+        for c in self.columns.iter_mut().flatten() {
+            c.shrink_to(n);
         }
     }
 
