@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::hash::Hasher;
 
-use engine::arrow::array::{Array, AsArray, RecordBatch};
+use engine::arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use engine::arrow::datatypes::{Int64Type, UInt64Type};
 
 pub(crate) use super::chunk::Bounds;
@@ -268,13 +268,7 @@ impl Table {
             let rows = &g.order[g.starts[k] as usize..g.starts[k + 1] as usize];
             let index = &mut self.tags;
             let series = self.series.entry(*id).or_insert_with(|| {
-                let row = rows[0] as usize;
-                let mut tags: Vec<(String, String)> = tags
-                    .iter()
-                    .filter(|(_, a)| !a.value(row).is_empty())
-                    .map(|(k, a)| (k.to_string(), a.value(row).to_string()))
-                    .collect();
-                tags.sort();
+                let tags = tags_at(&tags, rows[0] as usize);
                 index.add(*id, &tags);
                 Series::new(tags)
             });
@@ -324,12 +318,7 @@ impl Table {
             }
             let id = sid.value(row);
             self.series.entry(id).or_insert_with(|| {
-                let mut tags: Vec<(String, String)> = tags
-                    .iter()
-                    .filter(|(_, a)| !a.value(row).is_empty())
-                    .map(|(k, a)| (k.to_string(), a.value(row).to_string()))
-                    .collect();
-                tags.sort();
+                let tags = tags_at(&tags, row);
                 // Listed by its tags too, or a read's tag condition would
                 // never name it (`tag_index.rs`).
                 index.add(id, &tags);
@@ -359,6 +348,17 @@ impl Table {
         self.bytes = (self.bytes + s.bytes()).saturating_sub(bytes);
         self.complete_from = self.complete_from.max(cut);
     }
+}
+
+/// A series' tags at batch row `row`: its non-empty tag values, by key.
+fn tags_at(tags: &[(&str, &StringArray)], row: usize) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = tags
+        .iter()
+        .filter(|(_, a)| !a.value(row).is_empty())
+        .map(|(k, a)| (k.to_string(), a.value(row).to_string()))
+        .collect();
+    out.sort();
+    out
 }
 
 #[cfg(test)]
