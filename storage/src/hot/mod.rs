@@ -55,6 +55,7 @@ pub(crate) mod table;
 pub(crate) mod tag_index;
 #[cfg(test)]
 mod testing;
+mod trim;
 mod wanted;
 
 use std::collections::{HashMap, HashSet};

@@ -64,6 +64,9 @@ const SLICE_ROWS: u128 = 100_000;
 /// rows of TSBS's 1,000 hosts × 24 h, a few rows of a small measurement
 /// (whose slices then grow 8× each).
 const FIRST_SLICES: u128 = 64;
+/// Slices merged between two `malloc_trim`s (`trim.rs`): the peak of a
+/// refill's resident memory, at a few ms per trim.
+const TRIM_EVERY: usize = 8;
 /// How long a read waits for a free SQL slot (`[sql] max_concurrent_queries`)
 /// before the measurement is given up.
 const BUSY_WAIT: Duration = Duration::from_secs(60);
@@ -310,6 +313,10 @@ pub(super) fn refill_all(storage: &Weak<Storage>, first: bool, retries: &mut Ret
         }
     }
     let took = started.elapsed();
+    if tally.points > 0 {
+        // What the slices took is free now: give it back (`trim.rs`).
+        super::trim::release_freed_memory();
+    }
     if !first {
         tracing::info!(
             served = tally.served,
@@ -490,6 +497,7 @@ fn refill_one(
     let mut step: u128 = IDS / FIRST_SLICES;
     let mut from: u128 = 0;
     let mut points = 0;
+    let mut slices = 0;
     loop {
         if s.closed.load(Ordering::Acquire) {
             return Ok(None);
@@ -520,6 +528,11 @@ fn refill_one(
         };
         points += rows;
         metrics::counter!(HOT_REFILL_POINTS).increment(rows as u64);
+        slices += 1;
+        if slices % TRIM_EVERY == 0 {
+            // The slices' freed pages, before they pile up (`trim.rs`).
+            super::trim::release_freed_memory();
+        }
         if to == IDS - 1 {
             break;
         }
