@@ -278,10 +278,12 @@ impl HotStore {
         self.config.read().config.apply_wait()
     }
 
-    /// Whether every write up to `seq` is applied, waiting at most
-    /// `[hot] apply_wait_ms` for it (counted as `behind` if not).
-    pub(crate) fn wait_applied(&self, seq: u64) -> bool {
-        let applied = self.applier.wait_applied(seq, self.apply_wait());
+    /// Whether every write up to `seq` to measurement `m` of `db` is applied,
+    /// waiting at most `[hot] apply_wait_ms` for it (counted as `behind` if
+    /// not). Writes to other measurements are not waited for.
+    pub(crate) fn wait_applied(&self, seq: u64, db: &str, m: &str) -> bool {
+        let key = (db.to_string(), m.to_string());
+        let applied = self.applier.wait_applied_for(seq, &key, self.apply_wait());
         if !applied {
             metrics::counter!(HOT_FALLBACKS, "reason" => "behind").increment(1);
         }
@@ -290,8 +292,9 @@ impl HotStore {
 
     /// Whether every write up to `seq` is applied now (no wait: a statement
     /// run inline, `influxql/inline.rs`, is refused rather than counted).
-    pub(crate) fn applied_now(&self, seq: u64) -> bool {
-        self.applier.wait_applied(seq, Duration::ZERO)
+    pub(crate) fn applied_now(&self, seq: u64, db: &str, m: &str) -> bool {
+        let key = (db.to_string(), m.to_string());
+        self.applier.wait_applied_for(seq, &key, Duration::ZERO)
     }
 
     /// The held tables, read-locked, if the lock is free now (inline).

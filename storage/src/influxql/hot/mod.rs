@@ -145,7 +145,7 @@ impl Storage {
                 .reads
                 .unflushed()
                 .wait_received(acked, std::time::Duration::ZERO)
-                && self.hot.applied_now(acked))
+                && self.hot.applied_now(acked, &plan.db, &plan.measurement))
         {
             inline::refuse();
             return Ok(None);
@@ -153,7 +153,7 @@ impl Storage {
         if !self.reads.unflushed().wait_received(acked, RECEIVE_WAIT) {
             return Ok(None);
         }
-        if !self.hot.wait_applied(acked) {
+        if !self.hot.wait_applied(acked, &plan.db, &plan.measurement) {
             return Ok(None);
         }
         let (min, max) = (

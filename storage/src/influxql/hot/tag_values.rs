@@ -71,7 +71,7 @@ impl Storage {
         // Every acknowledged write in the store first, as for a `SELECT`.
         let acked = self.wal.last_seq();
         if !self.reads.unflushed().wait_received(acked, RECEIVE_WAIT)
-            || !self.hot.wait_applied(acked)
+            || !self.hot.wait_applied(acked, db, &m.name)
         {
             return Ok(None);
         }
