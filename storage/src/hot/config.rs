@@ -42,7 +42,7 @@ pub struct HotConfig {
     /// batches) it is ten seconds or more of a starved applier.
     pub max_backlog: u64,
     /// How long a read that could be answered here waits for the applier to
-    /// have applied every write acknowledged before it (and then for the
+    /// have applied every write to its measurement acknowledged before it (and then for the
     /// tables' read lock), in milliseconds, before it goes to the engine
     /// instead (`chingest_hot_fallbacks_total`). Default 3: the engine's own
     /// floor is 3–4 ms a statement (docs/influxql.md), so waiting longer than
