@@ -24,7 +24,7 @@ pub struct HotConfig {
     /// served as well as live data. Default `24h`.
     pub window: String,
     /// The most bytes the held points may take (times and values, 8 bytes each, a
-    /// validity byte per value, string bytes): past it the largest measurements are
+    /// validity byte per value, string bytes, each series' tag strings): past it the largest measurements are
     /// emptied and held again from their next points on. Default 2 GiB (a twelfth
     /// of a 24 GiB machine).
     pub max_memory: u64,

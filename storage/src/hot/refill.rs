@@ -169,7 +169,21 @@ impl HotStore {
             return false;
         }
         let table = t.tables.entry(key.clone()).or_insert_with(Table::new);
-        table.seed_series(batch)
+        let before = table.bytes;
+        let seeded = table.seed_series(batch);
+        let after = table.bytes;
+        // The seeded series' tags count against `[hot] max_memory` like
+        // points, and past the share a refill may fill (`merge`) the
+        // measurement is read from the engine instead.
+        t.bytes = (t.bytes + after).saturating_sub(before);
+        let (_, max_memory) = self.limits();
+        if t.bytes > max_memory / 4 * 3 {
+            drop(t);
+            self.forget(&key.0, &key.1);
+            return false;
+        }
+        publish(&t);
+        seeded
     }
 
     /// `key`'s refill merged everything from `cutoff` on: served from now,
@@ -659,6 +673,22 @@ mod tests {
         let rows: Vec<_> = (0..100).map(|k| (1, k, k as f64)).collect();
         assert_eq!(s.refill_merge(&key(), 0, &batch(&rows)), Merge::OverBudget);
         assert!(!s.refill_done(&key(), 0, 0, false));
+        assert!(s.read().get("d", "m").is_none());
+        assert_eq!(s.read().bytes, 0);
+    }
+
+    #[test]
+    fn seeded_series_count_against_the_memory_budget() {
+        // Each seeded series takes its tags' bytes ("host" = "h<id>" and two
+        // `String` headers, about 60): 100 of them fit 1 MB, 100,000 do not.
+        let s = store(1 << 20);
+        let few: Vec<_> = (0..100).map(|k| (k, 1, 0.0)).collect();
+        assert!(s.refill_seed(&key(), 0, &batch(&few)));
+        let held = s.read().bytes;
+        assert!((100 * 50..100 * 80).contains(&held), "{held} bytes");
+        let many: Vec<_> = (0..100_000).map(|k| (k, 1, 0.0)).collect();
+        assert!(!s.refill_seed(&key(), 0, &batch(&many)), "over the budget");
+        assert!(!s.refill_done(&key(), 0, 0, true));
         assert!(s.read().get("d", "m").is_none());
         assert_eq!(s.read().bytes, 0);
     }

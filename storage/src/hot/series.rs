@@ -26,11 +26,24 @@ pub(crate) struct Series {
     /// Points and bytes in `sealed`.
     sealed_len: usize,
     sealed_bytes: usize,
+    /// What its tags take (`tag_bytes`): counted in `bytes` so that
+    /// `[hot] max_memory` bounds series held with few or no points too (a
+    /// refill seeds every series of a measurement, `refill.rs`).
+    tag_bytes: usize,
+}
+
+/// Bytes of a series' tags: each key's and value's string and its two
+/// `String` headers.
+pub(crate) fn tag_bytes(tags: &[(String, String)]) -> usize {
+    tags.iter()
+        .map(|(k, v)| k.len() + v.len() + 2 * std::mem::size_of::<String>())
+        .sum()
 }
 
 impl Series {
     pub(crate) fn new(tags: Vec<(String, String)>) -> Series {
         Series {
+            tag_bytes: tag_bytes(&tags),
             tags,
             ..Series::default()
         }
@@ -136,11 +149,12 @@ impl Series {
         self.len() * (1 + self.open.cells())
     }
 
-    /// What its points take, bytes.
+    /// What its points and tags take, bytes.
     pub(crate) fn bytes(&self) -> usize {
         self.open.times.len() * (TIME_BYTES + VALUE_BYTES * self.open.cells())
             + self.strings
             + self.sealed_bytes
+            + self.tag_bytes
     }
 
     pub(crate) fn oldest(&self) -> Option<i64> {

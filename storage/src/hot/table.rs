@@ -3,6 +3,7 @@
 //! series holds overwrites it field by field: last write wins, as the engine's
 //! point merge reads it).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::Hasher;
 
@@ -266,12 +267,16 @@ impl Table {
         let times = time.values();
         for (k, id) in g.ids.iter().enumerate() {
             let rows = &g.order[g.starts[k] as usize..g.starts[k + 1] as usize];
-            let index = &mut self.tags;
-            let series = self.series.entry(*id).or_insert_with(|| {
-                let tags = tags_at(&tags, rows[0] as usize);
-                index.add(*id, &tags);
-                Series::new(tags)
-            });
+            let series = match self.series.entry(*id) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    let tags = tags_at(&tags, rows[0] as usize);
+                    self.tags.add(*id, &tags);
+                    let new = Series::new(tags);
+                    self.bytes += new.bytes();
+                    e.insert(new)
+                }
+            };
             let (bytes, values) = (series.bytes(), series.values());
             series.merge(
                 rows, times, &fields, &present, nfields, overwrite, self.chunk,
@@ -311,19 +316,20 @@ impl Table {
             };
             tags.push((name, s));
         }
-        let index = &mut self.tags;
         for row in 0..batch.num_rows() {
             if sid.is_null(row) {
                 continue;
             }
             let id = sid.value(row);
-            self.series.entry(id).or_insert_with(|| {
+            if let Entry::Vacant(e) = self.series.entry(id) {
                 let tags = tags_at(&tags, row);
                 // Listed by its tags too, or a read's tag condition would
                 // never name it (`tag_index.rs`).
-                index.add(id, &tags);
-                Series::new(tags)
-            });
+                self.tags.add(id, &tags);
+                let new = Series::new(tags);
+                self.bytes += new.bytes();
+                e.insert(new);
+            }
         }
         true
     }
@@ -413,6 +419,14 @@ mod tests {
         assert_eq!(t.tags.series_with("host", "a"), &[1]);
         assert_eq!(t.tags.series_with("host", "b"), &[2]);
         assert_eq!(t.series[&2].tag("host"), "b");
+        // Its tags count against the memory budget as points do.
+        assert_eq!(t.bytes, t.series[&1].bytes() + host("b"));
+        assert_eq!(t.series[&2].bytes(), host("b"));
+    }
+
+    /// What a series' `host` tag of value `v` takes (`series::tag_bytes`).
+    fn host(v: &str) -> usize {
+        super::super::series::tag_bytes(&[("host".to_string(), v.to_string())])
     }
 
     #[test]
@@ -440,7 +454,7 @@ mod tests {
         assert_eq!(t.series[&1].tag("region"), "");
         assert_eq!(t.complete_from, i64::MIN);
         assert_eq!(t.values, 3 * 3);
-        assert_eq!(t.bytes, 3 * (TIME_BYTES + 2 * VALUE_BYTES));
+        assert_eq!(t.bytes, 3 * (TIME_BYTES + 2 * VALUE_BYTES) + host("a"));
     }
 
     #[test]
@@ -466,7 +480,7 @@ mod tests {
         let c = s.columns[1].as_ref().unwrap();
         assert_eq!(c.valid, vec![true, true, true]);
         assert!(matches!(&c.values, Values::Integer(v) if v == &vec![1, 2, 3]));
-        assert_eq!(t.bytes, 3 * (TIME_BYTES + 2 * VALUE_BYTES));
+        assert_eq!(t.bytes, 3 * (TIME_BYTES + 2 * VALUE_BYTES) + host("a"));
     }
 
     #[test]
