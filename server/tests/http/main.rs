@@ -18,6 +18,7 @@ mod cluster_identity;
 mod cluster_policies;
 mod cluster_pushdown;
 mod cluster_pushdown_identity;
+mod cluster_pushdown_seq;
 mod cluster_replicas;
 mod cluster_retention;
 mod cluster_shard_down;
