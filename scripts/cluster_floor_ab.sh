@@ -7,7 +7,9 @@
 #
 # Usage: BIN=<new chingest> BASE=<old chingest> LOAD=<chingest-load> [HOSTS=200] [HOURS=24]
 #        [QUERIES=20] [TYPES=single-groupby-1-1-1,lastpoint] [OUT=/tmp/cluster-floor]
-#        [RUST_LOG=info,cluster::http=debug] scripts/cluster_floor_ab.sh
+#        [RUST_LOG=info,cluster::http=debug] [PORTS=186] scripts/cluster_floor_ab.sh
+# PORTS: the first three digits of every port (shards <PORTS>11/12 over HTTP, <PORTS>21/22
+# native; servers <PORTS>31-34), so that two runs can share a machine.
 # Servers: embedded (BIN, engine = "embedded", the reference answers), new (BIN), new-unfolded
 # (BIN with CHINGEST_CLUSTER_FOLD_LISTING=0), base (BASE). Results: $OUT/tsbs_bench.md, and
 # the nodes' logs ($OUT/<server>.log).
@@ -18,6 +20,7 @@ OUT=${OUT:-/tmp/cluster-floor}
 CH=${CHINGEST_CLICKHOUSE_SERVER:-/usr/sbin/clickhouse-server}
 HOSTS=${HOSTS:-200}
 HOURS=${HOURS:-24}
+P=${PORTS:-186}
 WORK=$(mktemp -d /tmp/cluster-floor.XXXXXX)
 pids=()
 say() { echo "cluster_floor_ab: $*" >&2; }
@@ -32,10 +35,10 @@ trap cleanup EXIT
 # shellcheck source=lib/clickhouse_shards.sh
 source scripts/lib/clickhouse_shards.sh
 
-shard "$WORK/s0" 18611 18621
-shard "$WORK/s1" 18612 18622
-wait_http 'http://127.0.0.1:18611/?query=SELECT%201'
-wait_http 'http://127.0.0.1:18612/?query=SELECT%201'
+shard "$WORK/s0" ${P}11 ${P}21
+shard "$WORK/s1" ${P}12 ${P}22
+wait_http "http://127.0.0.1:${P}11/?query=SELECT%201"
+wait_http "http://127.0.0.1:${P}12/?query=SELECT%201"
 
 node() { # name port engine command...
   local name=$1 port=$2 engine=$3
@@ -58,7 +61,7 @@ TOML
     cat >>"$WORK/$name.toml" <<TOML
 
 [storage.clickhouse]
-shards = ["http://127.0.0.1:18611", "http://127.0.0.1:18612"]
+shards = ["http://127.0.0.1:${P}11", "http://127.0.0.1:${P}12"]
 node = "$name"
 timeout_secs = 120
 TOML
@@ -77,24 +80,24 @@ sys.exit(0 if w["unflushed_points"] == 0 and w["flushed_seq"] is not None and w[
   done
 }
 
-node embedded 18631 embedded "$BIN"
-node new 18632 clickhouse "$BIN"
+node embedded ${P}31 embedded "$BIN"
+node new ${P}32 clickhouse "$BIN"
 data=(--hosts "$HOSTS" --hours "$HOURS" --db benchmark)
-for s in embedded=18631 new=18632; do
+for s in embedded=${P}31 new=${P}32; do
   say "fill ${s%=*}: $HOSTS hosts × $HOURS h, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   "$LOAD" tsbs-fill --server "${s%=*}=http://127.0.0.1:${s#*=}" "${data[@]}" \
     --batch $((HOSTS * 10)) --concurrency 4 --out "$WORK/fill-${s%=*}.json"
   flushed "${s#*=}"
 done
-node new-unfolded 18633 clickhouse env CHINGEST_CLUSTER_FOLD_LISTING=0 "$BIN"
-node base 18634 clickhouse "$BASE"
+node new-unfolded ${P}33 clickhouse env CHINGEST_CLUSTER_FOLD_LISTING=0 "$BIN"
+node base ${P}34 clickhouse "$BASE"
 say "settling 30 s"
 sleep 30
 mkdir -p "$OUT"
 say "queries: load average $(cut -d' ' -f1-3 /proc/loadavg)"
 "$LOAD" tsbs-query --phase "$HOSTS hosts" "${data[@]}" --types "${TYPES:-single-groupby-1-1-1,lastpoint}" \
-  --server embedded=http://127.0.0.1:18631 --server new=http://127.0.0.1:18632 \
-  --server new-unfolded=http://127.0.0.1:18633 --server base=http://127.0.0.1:18634 \
+  --server embedded=http://127.0.0.1:${P}31 --server new=http://127.0.0.1:${P}32 \
+  --server new-unfolded=http://127.0.0.1:${P}33 --server base=http://127.0.0.1:${P}34 \
   --fill "$WORK/fill-embedded.json" --fill "$WORK/fill-new.json" \
   --fill "$WORK/fill-new.json" --fill "$WORK/fill-new.json" \
   --queries "${QUERIES:-20}" --results "$OUT" \

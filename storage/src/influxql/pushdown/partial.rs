@@ -356,6 +356,12 @@ impl Pushdown {
                 };
                 points.push_str(&format!(", {} AS __v{j}", typed(v, f)));
             }
+            // The largest `__seq` among the rows read: whether their write order packs
+            // (`PACKED_SEQ_LIMIT`). Rows the statement does not read never need packing, so
+            // their `__seq` is not read (a scan of the whole table's column before).
+            let seq = q("__seq");
+            let seq = if grouped { format!("max({seq})") } else { seq };
+            points.push_str(&format!(", {seq} AS __ms"));
             let mut conds = conds.clone();
             conds.extend(only);
             points.push_str(&format!(" FROM {source} AS __src"));
@@ -397,8 +403,8 @@ impl Pushdown {
         self.partial_sql_with(source, exclude, split, true)
     }
 
-    /// [`Pushdown::partial_sql`]; `seq`: column `ms` is the source's largest `__seq` (a
-    /// scalar subquery reading it again; an Arrow scan, read once, is checked before).
+    /// [`Pushdown::partial_sql`]; `seq`: column `ms` is the largest `__seq` of the rows the
+    /// statement reads (an Arrow scan, read once, is checked before: `toUInt64(0)`).
     pub(super) fn partial_sql_with(
         &self,
         source: &str,
@@ -408,7 +414,7 @@ impl Pushdown {
     ) -> String {
         let points = self.points_sql(source, exclude, split);
         let ms = if seq {
-            format!("(SELECT max(`__seq`) FROM {source})")
+            "max(__ms)".to_string()
         } else {
             "toUInt64(0)".to_string()
         };

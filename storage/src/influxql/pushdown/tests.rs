@@ -97,6 +97,10 @@ fn partials_read_points_and_the_combination_has_the_aggregate_statement_columns(
         "{sql}"
     );
     assert!(sql.ends_with("GROUP BY __p0, __p1, __p2"), "{sql}");
+    // Whether the write order packs: the `__seq` of the rows read, not a second scan of
+    // the whole table's.
+    assert!(sql.contains("max(__ms) AS __p"), "{sql}");
+    assert!(!sql.contains("FROM `__shard_db`.`cpu`)"), "{sql}");
     let combine = p.combine_sql("P");
     assert!(combine.starts_with("SELECT any(b) AS __iq_t, k0 AS __iq_g0, k1 AS __iq_g1, if(sum(n0) = 0, NULL, toInt64(sum(n0))) AS __iq_c0"), "{combine}");
     assert!(
@@ -131,7 +135,7 @@ fn with_an_index_only_the_rewritten_series_are_grouped() {
     // No rewrite: no row grouped by its point.
     let none = p.partial_sql("t", Some("3"), Some(&[]));
     assert!(!none.contains("GROUP BY __src.`series_id`"), "{none}");
-    assert!(none.contains("SELECT __src.`series_id` AS __sid, __src.`time` AS __t, __src.`host` AS __k0, CAST(__src.`v` AS Nullable(Float64)) AS __v0 FROM t AS __src WHERE __src.`series_id` NOT IN (3)"), "{none}");
+    assert!(none.contains("SELECT __src.`series_id` AS __sid, __src.`time` AS __t, __src.`host` AS __k0, CAST(__src.`v` AS Nullable(Float64)) AS __v0, __src.`__seq` AS __ms FROM t AS __src WHERE __src.`series_id` NOT IN (3)"), "{none}");
     // Two: their rows grouped, every other row as it is, both as one set of points.
     let some = p.partial_sql("t", None, Some(&[5, 9]));
     assert!(some.contains("FROM t AS __src WHERE __src.`series_id` NOT IN (5,9) UNION ALL SELECT __src.`series_id` AS __sid, __src.`time` AS __t, any(__src.`host`) AS __k0, CAST(argMaxIf(__src.`v`, "), "{some}");
