@@ -269,23 +269,32 @@ impl Cluster {
         let text = self.http.statement(k, &listing)?;
         let (metadata, parts) =
             parse_listing(&text).map_err(|m| self.unexpected(k, &listing, m))?;
-        let answered = match kept.step(metadata, &parts) {
-            Step::Current => Answered::Kept,
+        let merged = match kept.step(metadata, &parts) {
+            Step::Current => Ok(Answered::Kept),
             Step::Read(fresh) => {
                 let fresh: Vec<&Part> = fresh.iter().collect();
-                self.merge_last_points(k, read, Some(&blocks_of(&fresh)), &mut kept)?;
-                Answered::NewParts
+                self.merge_last_points(k, read, Some(&blocks_of(&fresh)), &mut kept)
+                    .map(|()| Answered::NewParts)
             }
             Step::Reload => {
                 *kept = Kept {
                     used: kept.used,
                     ..Kept::default()
                 };
-                self.merge_last_points(k, read, None, &mut kept)?;
-                kept.loaded = true;
+                let loaded = self.merge_last_points(k, read, None, &mut kept);
                 kept.metadata = metadata;
-                Answered::Loaded
+                loaded.map(|()| Answered::Loaded)
             }
+        };
+        let answered = match merged {
+            Ok(answered) => answered,
+            // More series than a read may answer over the whole table: the statement's own
+            // range may hold fewer (the plain read is bounded by it), so it decides.
+            Err(ClusterError::TooManyRows { .. }) => {
+                counted(Answered::Shard);
+                return plain();
+            }
+            Err(e) => return Err(e),
         };
         kept.parts = parts.into_iter().map(|p| (p.name.clone(), p)).collect();
         match kept.answer(read.min, read.max) {
