@@ -182,6 +182,7 @@ impl Cluster {
             next_sql_shard: std::sync::atomic::AtomicUsize::new(0),
             retention: Mutex::new(HashMap::new()),
             identity: Mutex::new(HashMap::new()),
+            last_points: crate::last_points::LastPoints::default(),
             known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             waiting: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             versions,

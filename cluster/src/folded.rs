@@ -65,7 +65,7 @@ pub(crate) fn statement(
 }
 
 /// Moves past one value of `cell`.
-fn skip(r: &mut RowBinary<'_>, cell: Cell) -> Result<(), String> {
+pub(crate) fn skip(r: &mut RowBinary<'_>, cell: Cell) -> Result<(), String> {
     let kind = match cell {
         Cell::Fixed(n) => return r.take(n).map(|_| ()),
         Cell::Column(kind) => kind,

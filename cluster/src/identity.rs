@@ -62,13 +62,13 @@ pub struct IdentitySnapshot {
 
 /// One active part of a shard table, as `system.parts` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Part {
-    name: String,
-    partition: String,
-    min_block: i64,
-    max_block: i64,
-    rows: u64,
-    modified: u64,
+pub(crate) struct Part {
+    pub(crate) name: String,
+    pub(crate) partition: String,
+    pub(crate) min_block: i64,
+    pub(crate) max_block: i64,
+    pub(crate) rows: u64,
+    pub(crate) modified: u64,
 }
 
 /// A new epoch: never one any index of this process had.
@@ -159,7 +159,7 @@ pub(crate) type Indexes = Mutex<HashMap<(usize, String, String), Arc<Entry>>>;
 
 /// Whether reads use the index (`CHINGEST_CLUSTER_IDENTITY_INDEX=0`: every row grouped, as
 /// before it existed; for comparisons).
-fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     std::env::var("CHINGEST_CLUSTER_IDENTITY_INDEX").as_deref() != Ok("0")
 }
 
@@ -180,7 +180,7 @@ fn rewritten_sql(table: &str, rows: Option<&str>, limit: usize) -> String {
 
 /// A condition on `_part` selecting the rows of every part that holds a block of `parts`
 /// (a part of them, or a merge or mutation of it).
-fn blocks_of(parts: &[&Part]) -> String {
+pub(crate) fn blocks_of(parts: &[&Part]) -> String {
     let one: Vec<String> = parts
         .iter()
         .map(|p| {
@@ -199,7 +199,7 @@ fn blocks_of(parts: &[&Part]) -> String {
 /// The statement listing a shard table's active parts and, in a row of its own with an
 /// empty name (no part has one), its metadata time: one round trip (issue #43; the two
 /// were two statements before, each an 18.16 query's cost).
-fn listing_sql(db: &str, measurement: &str) -> String {
+pub(crate) fn listing_sql(db: &str, measurement: &str) -> String {
     let (database, name) = (
         quote_string(&schema::shard_database(db)),
         quote_string(measurement),
@@ -227,7 +227,7 @@ pub(crate) fn listing_lines_sql(db: &str, measurement: &str) -> String {
 }
 
 /// The listing's answer ([`listing_sql`]): the metadata time (0: no table) and the parts.
-fn parse_listing(text: &str) -> Result<(u64, Vec<Part>), String> {
+pub(crate) fn parse_listing(text: &str) -> Result<(u64, Vec<Part>), String> {
     let mut metadata = 0;
     let mut parts = parse_parts(text)?;
     parts.retain(|p| match p.name.is_empty() {
@@ -270,7 +270,7 @@ fn parse_series(text: &str) -> Result<Vec<u64>, String> {
 
 impl Cluster {
     /// Shard `k`'s answer `text` to `sql` did not read as expected.
-    fn unexpected(&self, k: usize, sql: &str, message: String) -> ClusterError {
+    pub(crate) fn unexpected(&self, k: usize, sql: &str, message: String) -> ClusterError {
         ClusterError::Refused {
             shard: k,
             endpoint: self.http.endpoint(k),
@@ -299,6 +299,7 @@ impl Cluster {
         self.identity
             .lock()
             .retain(|(_, d, m), _| d != db || measurement.is_some_and(|x| x != m));
+        self.last_points.forget(db, measurement);
     }
 
     /// Brings shard `k`'s index of the table up to what the shard holds now: every part

@@ -52,6 +52,7 @@ mod held;
 mod http;
 mod identified;
 mod identity;
+mod last_points;
 mod nodes;
 mod read;
 mod replicas;
@@ -116,6 +117,9 @@ pub struct Cluster {
     /// Per shard table, which series may hold a point written more than once
     /// ([`identity`]).
     identity: identity::Indexes,
+    /// Per shard table, each series' last point as of a listing of its parts
+    /// ([`last_points`]).
+    last_points: last_points::LastPoints,
 }
 
 impl Cluster {

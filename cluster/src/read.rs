@@ -20,6 +20,7 @@ use arrow::datatypes::{Field, Schema};
 use engine::quote_ident;
 use engine::table::{engine_schema, ColumnKind};
 
+use crate::last_points::LastPointRead;
 use crate::{folded, schema, Cluster, ClusterError, Grouped, IdentitySnapshot};
 
 /// One column being built.
@@ -252,6 +253,27 @@ impl Cluster {
             )
         };
         let answers = match rows.pointwise.filter(|_| !rows.last_per_series) {
+            None if rows.last_per_series => {
+                let mut cells = vec![folded::Cell::Fixed(8); 3];
+                cells.push(folded::Cell::Fixed(4));
+                cells.extend(columns.iter().map(|(_, k)| folded::Cell::Column(*k)));
+                let select = format!("`time`, `series_id`, `__seq`, `__row`{list}");
+                let read = LastPointRead {
+                    db,
+                    measurement,
+                    table: &table,
+                    select: &select,
+                    cells: &cells,
+                    condition: rows.condition,
+                    min: rows.min,
+                    max: rows.max,
+                    max_rows,
+                };
+                let sql = sql(&filter);
+                self.read_table_everywhere(db, measurement, columns, |k| {
+                    self.last_points_on(k, &read, || self.http.statement_bytes(k, &sql))
+                })?
+            }
             None => {
                 let sql = sql(&filter);
                 self.read_table_everywhere(db, measurement, columns, |k| {

@@ -456,6 +456,50 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
             .unwrap();
         assert_eq!(back.num_rows(), if last_per_series { 19 } else { 57 });
     }
+    // Each series' last point kept by the node (`last_points.rs`): the first read lists the
+    // parts and reads the whole table, a new part's last points are read by its blocks,
+    // then the listing alone answers.
+    let last = |sent: usize| {
+        let back = cluster
+            .read_rows(
+                &db,
+                "last",
+                &columns,
+                RowSelection {
+                    min: 0,
+                    max: i64::MAX,
+                    condition: None,
+                    last_per_series: true,
+                    pointwise: None,
+                    whole_series: &[],
+                },
+                1000,
+            )
+            .unwrap()
+            .unwrap();
+        let seen = shard.seen.lock().unwrap();
+        let statements = &seen.statements[sent..];
+        let ours = statements.iter().filter(|s| s.contains(&db)).count();
+        (
+            back.num_rows(),
+            ours,
+            statements.iter().any(|s| s.contains("_part")),
+        )
+    };
+    cluster.deliver(e, &db, "last", &[part(1, 20)], 0).unwrap();
+    let sent = shard.seen.lock().unwrap().statements.len();
+    assert_eq!(last(sent).0, 20);
+    cluster.deliver(e, &db, "last", &[part(2, 5)], 0).unwrap();
+    let sent = shard.seen.lock().unwrap().statements.len();
+    assert_eq!(
+        last(sent),
+        (20, 2, true),
+        "the listing, the new part's last points"
+    );
+    let sent = shard.seen.lock().unwrap().statements.len();
+    assert_eq!(last(sent), (20, 1, false), "the listing alone");
+    // Gone again: what follows counts the partitions of `cpu` alone.
+    cluster.drop_table(&db, "last").unwrap();
     // A field condition on the shard (raw `SELECT … WHERE usage > 20`): the rows meeting
     // it (h18 and h19 at 3 s, h19 at 2 s) and every row of a series sent whole (h1's 3).
     let back = cluster

@@ -380,6 +380,11 @@ pub(crate) fn register_metrics() {
         metrics::counter!("chingest_cluster_pushdown_grouping_total", "grouped" => grouped)
             .absolute(0);
     }
+    // Each shard's answer to a read of each group's last point (`cluster/src/last_points.rs`).
+    for answered in ["kept", "new_parts", "loaded", "shard"] {
+        metrics::counter!("chingest_cluster_last_point_reads_total", "answered" => answered)
+            .absolute(0);
+    }
 }
 
 /// The largest `__seq` of a batch's column `name` (0 when empty).
