@@ -26,8 +26,9 @@
 //! listed (a row read twice is one row: rows are kept once by their bytes). The read
 //! itself has no time bounds: a statement's range is applied to the kept rows, and a
 //! statement whose range ends before some series' last point is read as before. Bounded:
-//! at most `max_rows` rows per entry (more fail the read, as they do the plain read) and
-//! [`MAX_ENTRIES`] entries. Off with replicas (their parts differ) and with
+//! at most `max_rows` rows per entry (more fail the read, as they do the plain read), at
+//! most [`MAX_ENTRY_BYTES`] per entry (past it the shard answers as before, nothing kept)
+//! and [`MAX_ENTRIES`] entries: at most 256 MiB in all. Off with replicas (their parts differ) and with
 //! `CHINGEST_CLUSTER_LAST_POINTS=0` (for comparisons).
 
 use std::collections::HashMap;
@@ -43,6 +44,10 @@ use crate::{Cluster, ClusterError};
 /// Shard tables (× columns × condition) whose last points are kept; the least recently
 /// used is forgotten beyond.
 pub(crate) const MAX_ENTRIES: usize = 64;
+
+/// The most bytes of rows one entry keeps (about 16,000 TSBS `cpu` rows): a table with
+/// more series' last points is read from the shard each time instead.
+pub(crate) const MAX_ENTRY_BYTES: usize = 4 << 20;
 
 /// How a read of each series' last point was answered on one shard (the label of
 /// `chingest_cluster_last_point_reads_total`).
@@ -84,6 +89,11 @@ struct Kept {
     parts: HashMap<String, Part>,
     series: HashMap<u64, Last>,
     rows: u64,
+    /// Bytes of the kept rows.
+    bytes: usize,
+    /// Its last points were more than an entry keeps (rows or bytes): every read asks the
+    /// shard, rather than load them again each time only to give up.
+    oversized: bool,
     used: u64,
 }
 
@@ -161,11 +171,13 @@ impl Kept {
         }
         if time > last.time {
             self.rows -= last.rows.len() as u64;
+            self.bytes -= last.rows.iter().map(|r| r.len()).sum::<usize>();
             last.rows.clear();
             last.time = time;
         }
         last.rows.push(row.into());
         self.rows += 1;
+        self.bytes += row.len();
         true
     }
 
@@ -265,6 +277,10 @@ impl Cluster {
             .last_points
             .clock
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if kept.oversized {
+            counted(Answered::Shard);
+            return plain();
+        }
         let listing = listing_sql(read.db, read.measurement);
         let text = self.http.statement(k, &listing)?;
         let (metadata, parts) =
@@ -287,14 +303,21 @@ impl Cluster {
             }
         };
         let answered = match merged {
-            Ok(answered) => answered,
-            // More series than a read may answer over the whole table: the statement's own
-            // range may hold fewer (the plain read is bounded by it), so it decides.
-            Err(ClusterError::TooManyRows { .. }) => {
-                counted(Answered::Shard);
-                return plain();
-            }
+            // More series than a read may answer over the whole table (the statement's own
+            // range may hold fewer: the plain read is bounded by it, so it decides), or more
+            // bytes than an entry keeps: not kept, now or later.
+            Err(ClusterError::TooManyRows { .. }) => None,
+            Ok(_) if kept.bytes > MAX_ENTRY_BYTES => None,
+            Ok(answered) => Some(answered),
             Err(e) => return Err(e),
+        };
+        let Some(answered) = answered else {
+            *kept = Kept {
+                oversized: true,
+                ..Kept::default()
+            };
+            counted(Answered::Shard);
+            return plain();
         };
         kept.parts = parts.into_iter().map(|p| (p.name.clone(), p)).collect();
         match kept.answer(read.min, read.max) {
@@ -446,6 +469,18 @@ mod tests {
         );
         assert!(k.merge(1, 11, b"e"));
         assert_eq!(k.rows, 2);
+    }
+
+    #[test]
+    fn kept_bytes_follow_the_rows_kept() {
+        let mut k = Kept::default();
+        assert!(k.merge(1, 10, &[1, 2, 3]));
+        assert!(k.merge(1, 10, &[4, 5]));
+        assert!(k.merge(2, 10, &[6]));
+        assert_eq!((k.rows, k.bytes), (3, 6));
+        // A later time replaces series 1's two rows.
+        assert!(k.merge(1, 20, &[7]));
+        assert_eq!((k.rows, k.bytes), (2, 2));
     }
 
     #[test]
