@@ -88,11 +88,6 @@ impl<'a> BitReader<'a> {
     fn window(&self) -> u64 {
         let w = self.pos / 64;
         let off = (self.pos % 64) as u32;
-        if let Some(&[lo, hi]) = self.words.get(w..w + 2) {
-            // Two words inside: no test of the offset (`hi << 64` is no
-            // shift Rust has; `<< 1 << 63 - off` is 0 at offset 0).
-            return lo >> off | hi << 1 << (63 - off);
-        }
         let lo = self.words.get(w).copied().unwrap_or(0) >> off;
         if off == 0 {
             lo
