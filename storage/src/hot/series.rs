@@ -156,6 +156,28 @@ impl Series {
             .sum()
     }
 
+    /// Points a read of `[min, max]` reads: those of the sealed chunks
+    /// reaching into the range from each one's start (a value is the delta
+    /// from the one before) to `max` (where a chunk holds `max`, its share of
+    /// points up to it by time: a read decodes no further), and those of the
+    /// open tail in the range. What bounds an inline read (`inline.rs`).
+    pub(crate) fn points_read(&self, min: i64, max: i64) -> usize {
+        let from = self.sealed.partition_point(|c| c.max < min);
+        let hit = &self.sealed[from..];
+        let sealed: usize = hit[..hit.partition_point(|c| c.min <= max)]
+            .iter()
+            .map(|c| {
+                if c.max <= max {
+                    return c.len;
+                }
+                let span = (i128::from(c.max) - i128::from(c.min) + 1) as u128;
+                let part = (i128::from(max) - i128::from(c.min) + 1) as u128;
+                (c.len as u128 * part).div_ceil(span) as usize
+            })
+            .sum();
+        sealed + self.open.span(min, max).len()
+    }
+
     fn extend_with_open(&self, out: &mut Plain) {
         out.times.extend_from_slice(&self.open.times);
         for (mine, theirs) in out.columns.iter_mut().zip(&self.open.columns) {
@@ -358,6 +380,24 @@ mod tests {
 
     use super::super::table::Table;
     use crate::hot::column::Values;
+
+    /// What an inline read counts: the sealed points from the first chunk's
+    /// start to `max`, and the open tail's in the range only.
+    #[test]
+    fn a_read_counts_the_points_it_decodes_and_the_tail_it_reads() {
+        // 8,640 points 10 s apart, in chunks of 1,024 (and a plain tail).
+        let t = super::super::decode_timing::tsbs_host();
+        let s = &t.series[&1];
+        let at = |k: i64| k * 10_000_000_000;
+        let sealed = s.sealed_points(i64::MIN, i64::MAX);
+        assert_eq!(s.points_read(i64::MIN, i64::MAX), s.len());
+        // Points 1,500 to 2,999: chunk 1 from its start (1,024) and chunk 2
+        // up to 2,999 (952); nothing of the tail.
+        assert_eq!(s.points_read(at(1500), at(2999)), 1024 + 952);
+        // The last 100 points: in the tail only.
+        assert!(s.len() - sealed > 100);
+        assert_eq!(s.points_read(at(8540), i64::MAX), 100);
+    }
 
     /// A row: time, s, b, u.
     type Row = (i64, Option<&'static str>, Option<bool>, Option<u64>);
