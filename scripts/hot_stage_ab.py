@@ -13,7 +13,8 @@ medians of each `Server-Timing` stage where a build sends it (docs/influxql.md).
 
 Usage: [QUERIES=50 ROUNDS=2 HOSTS=200 LOAD=path/to/chingest-load TYPES=a,b] \
   scripts/hot_stage_ab.py BEFORE_BINARY AFTER_BINARY
-(ports 18741 and 18742, data under /tmp/hot-stage-ab-*). REUSE=1 starts the
+(ports PORT and PORT+1, 18741 unless PORT is set; data under
+${DIR:-/tmp/hot-stage-ab}-*). REUSE=1 starts the
 servers on the data a previous run left (no fill; the hot store refills from
 the engine at start-up); HOLD=1 keeps them running after the queries until
 Ctrl-C (for `perf record -p`); ATTACH=1 only queries servers already
@@ -37,10 +38,12 @@ TYPES = os.environ.get("TYPES", "single-groupby-1-1-1,single-groupby-1-8-1,singl
 
 
 REUSE = os.environ.get("REUSE") == "1"
+PORT = int(os.environ.get("PORT", "18741"))
+DIR = os.environ.get("DIR", "/tmp/hot-stage-ab")
 
 
 def start(name, binary, port):
-    d = f"/tmp/hot-stage-ab-{name}"
+    d = f"{DIR}-{name}"
     if not REUSE:
         shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d, exist_ok=True)
@@ -115,8 +118,16 @@ def draw(t, rng):
 def get(conn, q):
     path = "/query?" + urllib.parse.urlencode({"db": "benchmark", "q": q})
     t0 = time.perf_counter()
-    conn.request("GET", path)
-    r = conn.getresponse()
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+    except (http.client.RemoteDisconnected, ConnectionError):
+        # The server closed the idle keep-alive connection (a long wait on
+        # the other server's refill): once more on a new one, timed anew.
+        conn.close()
+        t0 = time.perf_counter()
+        conn.request("GET", path)
+        r = conn.getresponse()
     body = r.read()
     dt = time.perf_counter() - t0
     assert r.status == 200, body
@@ -135,12 +146,12 @@ def stages(header):
 
 def main():
     if os.environ.get("ATTACH") == "1":
-        run({"before": (None, 18741), "after": (None, 18742)})
+        run({"before": (None, PORT), "after": (None, PORT + 1)})
         return
     servers = {}
     try:
-        servers["before"] = (start("before", BEFORE, 18741), 18741)
-        servers["after"] = (start("after", AFTER, 18742), 18742)
+        servers["before"] = (start("before", BEFORE, PORT), PORT)
+        servers["after"] = (start("after", AFTER, PORT + 1), PORT + 1)
         for name, (_, port) in servers.items():
             if REUSE:
                 break

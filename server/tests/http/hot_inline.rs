@@ -79,3 +79,44 @@ fn cheap_hot_reads_run_inline_and_heavy_ones_hand_off_answering_alike() {
     assert_eq!(ran(&engine, "inline"), 0.0);
     assert!(ran(&engine, "blocking") > 0.0);
 }
+
+/// TSBS `high-cpu-1`: `SELECT *` of 12 h of one host (4,320 points, 10 float
+/// fields, 10 tags) where one field passes a threshold. It decodes 43,200
+/// values, within an inline statement's bound; counted with its tags as
+/// columns (21 × 4,320) it was refused inline and planned twice (issue #44).
+#[test]
+fn a_tsbs_high_cpu_read_runs_inline() {
+    let (dh, de) = (data_dir(), data_dir());
+    let hot = Spawn::new(dh.path()).config(ON).start();
+    let engine = Spawn::new(de.path()).config(OFF).start();
+    let tags = "region=eu-west-1,datacenter=eu-west-1a,rack=87,os=Ubuntu16.04LTS,\
+                arch=x64,team=NYC,service=18,service_version=1,service_environment=test";
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let lines: Vec<String> = (0..2)
+        .flat_map(|h| (0..4320).map(move |k| (h, k)))
+        .map(|(h, k)| {
+            let fields: Vec<String> = (0..10)
+                .map(|f| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    format!("usage_{f}={}", (seed % 100_000) as f64 / 997.0)
+                })
+                .collect();
+            format!(
+                "cpu,hostname=host_{h},{tags} {} {}",
+                fields.join(","),
+                T0 + k * 10 * S
+            )
+        })
+        .collect();
+    load(&[&hot, &engine], "d", &lines);
+    let q = format!(
+        "SELECT * FROM cpu WHERE usage_0 > 90.0 AND time >= {T0} AND time < {} AND hostname = 'host_1'",
+        T0 + 12 * 3600 * S
+    );
+    same(&hot, &engine, "d", &q, true);
+    let before = ran(&hot, "inline");
+    same(&hot, &engine, "d", &q, true);
+    assert_eq!(ran(&hot, "inline"), before + 1.0, "not run inline: {q}");
+}

@@ -171,9 +171,29 @@ impl Chunk {
     /// the delta from the one before, so the points before its range are
     /// decoded all the same).
     pub(crate) fn unpack_until(&self, max: i64, out: &mut Plain) {
-        let take = codec::unpack_times_until(&self.times, self.len, max, &mut out.times);
-        for (i, c) in out.columns.iter_mut().enumerate() {
+        let take = self.unpack_times_until(max, &mut out.times);
+        self.unpack_columns(take, &mut out.columns, |_| true);
+    }
+
+    /// Appends its times up to `max` to `out`: how many ([`Chunk::unpack_until`]).
+    pub(crate) fn unpack_times_until(&self, max: i64, out: &mut Vec<i64>) -> usize {
+        codec::unpack_times_until(&self.times, self.len, max, out)
+    }
+
+    /// Appends the first `take` points of each column of `out` whose index
+    /// `want` takes (columns appended to in two passes, the condition's first:
+    /// `Series::points_sifted`).
+    pub(crate) fn unpack_columns(
+        &self,
+        take: usize,
+        out: &mut [Option<Column>],
+        want: impl Fn(usize) -> bool,
+    ) {
+        for (i, c) in out.iter_mut().enumerate() {
             let Some(c) = c else { continue };
+            if !want(i) {
+                continue;
+            }
             match self.columns.get(i).and_then(Option::as_ref) {
                 Some(p) => p.unpack_into(c, self.len, take),
                 None => c.extend_nulls(take),

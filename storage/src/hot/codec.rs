@@ -321,27 +321,70 @@ pub(crate) fn unpack_floats(
         }
         return;
     }
-    let mut prev: Option<u64> = None;
-    let (mut lead, mut trail) = (0u32, 0u32);
-    for &ok in &valid[from..] {
-        if !ok {
-            out.push(0.0);
-            continue;
+    let mut xor = Xor {
+        prev: 0,
+        lead: 0,
+        trail: 0,
+    };
+    let Some(first) = valid[from..].iter().position(|&ok| ok) else {
+        out.extend(std::iter::repeat_n(0.0, take));
+        return;
+    };
+    out.extend(std::iter::repeat_n(0.0, first));
+    xor.prev = r.get(64);
+    out.push(f64::from_bits(xor.prev));
+    let rest = from + first + 1..from + take;
+    if all {
+        // No validity to test per point: the loop is the bits' alone.
+        out.extend(rest.map(|_| f64::from_bits(xor.next(&mut r))));
+        return;
+    }
+    for k in rest {
+        out.push(if valid[k] {
+            f64::from_bits(xor.next(&mut r))
+        } else {
+            0.0
+        });
+    }
+}
+
+/// The state of [`pack_floats`]' XOR coding: the value before, the window
+/// of meaningful bits last sent.
+struct Xor {
+    prev: u64,
+    lead: u32,
+    trail: u32,
+}
+
+impl Xor {
+    /// The next value. Control bits, header and meaningful bits from one
+    /// 64-bit window where they fit in it (all but the longest XORs), as
+    /// `get_signed` reads integers: a read per part was most of what a
+    /// float cost to decode.
+    #[inline]
+    fn next(&mut self, r: &mut BitReader<'_>) -> u64 {
+        let win = r.window();
+        if win & 1 == 0 {
+            r.pos += 1;
+            return self.prev;
         }
-        let bits = match prev {
-            None => r.get(64),
-            Some(p) if !r.bit() => p,
-            Some(p) => {
-                if r.bit() {
-                    lead = r.get(5) as u32;
-                    let len = r.get(6) as u32 + 1;
-                    trail = 64 - lead - len;
-                }
-                p ^ (r.get(64 - lead - trail) << trail)
-            }
+        let (skip, len) = if win & 2 == 0 {
+            (2, 64 - self.lead - self.trail)
+        } else {
+            self.lead = ((win >> 2) & 31) as u32;
+            let len = ((win >> 7) & 63) as u32 + 1;
+            self.trail = 64 - self.lead - len;
+            (13, len)
         };
-        out.push(f64::from_bits(bits));
-        prev = Some(bits);
+        let bits = if skip + len < 64 {
+            r.pos += (skip + len) as usize;
+            (win >> skip) & ((1u64 << len) - 1)
+        } else {
+            r.pos += skip as usize;
+            r.get(len)
+        };
+        self.prev ^= bits << self.trail;
+        self.prev
     }
 }
 
@@ -468,202 +511,5 @@ pub(crate) fn unpack_strings(
 }
 
 #[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    fn edge_ints() -> impl Strategy<Value = i64> {
-        prop_oneof![
-            Just(i64::MIN),
-            Just(i64::MAX),
-            Just(0),
-            Just(-1),
-            -20i64..20,
-            any::<i64>(),
-        ]
-    }
-
-    fn edge_floats() -> impl Strategy<Value = f64> {
-        prop_oneof![
-            Just(f64::NAN),
-            Just(f64::from_bits(0x7ff8_dead_beef_0001)),
-            Just(f64::from_bits(0xfff0_0000_0000_0001)),
-            Just(f64::INFINITY),
-            Just(f64::NEG_INFINITY),
-            Just(-0.0),
-            Just(0.0),
-            Just(f64::MIN_POSITIVE),
-            Just(f64::MAX),
-            (0i32..100).prop_map(f64::from),
-            any::<f64>(),
-        ]
-    }
-
-    /// A gauge's column: decimals of one number of places (0 to 4), now and
-    /// then one that no scale makes an integer.
-    fn decimals() -> impl Strategy<Value = (Vec<f64>, Vec<bool>)> {
-        (0i32..5).prop_flat_map(|d| {
-            column(prop_oneof![
-                20 => (-100_000i64..100_000).prop_map(move |n| n as f64 / 10f64.powi(d)),
-                1 => Just(0.1 + 0.2),
-                1 => Just(-0.0),
-            ])
-        })
-    }
-
-    /// Values with their validity: 0 to 300 points, sometimes all valid.
-    fn column<T: std::fmt::Debug>(
-        values: impl Strategy<Value = T>,
-    ) -> impl Strategy<Value = (Vec<T>, Vec<bool>)> {
-        prop::collection::vec(
-            (values, prop_oneof![3 => Just(true), 1 => any::<bool>()]),
-            0..300,
-        )
-        .prop_map(|v| v.into_iter().unzip())
-    }
-
-    /// What a reader sees: the value where valid, nothing elsewhere.
-    fn seen<T: Copy>(values: &[T], valid: &[bool]) -> Vec<Option<T>> {
-        values
-            .iter()
-            .zip(valid)
-            .map(|(v, ok)| ok.then_some(*v))
-            .collect()
-    }
-
-    /// `values` (with `valid`) packed and unpacked: the same validity, the same bits.
-    fn floats_round_trip(values: &[f64], valid: &[bool]) -> Result<(), TestCaseError> {
-        let (mut out, mut ok) = (Vec::new(), Vec::new());
-        unpack_floats(
-            &pack_floats(values, valid),
-            values.len(),
-            values.len(),
-            &mut out,
-            &mut ok,
-        );
-        prop_assert_eq!(&ok[..], valid);
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        prop_assert_eq!(seen(&bits(&out), &ok), seen(&bits(values), valid));
-        Ok(())
-    }
-
-    proptest! {
-        #[test]
-        fn times_round_trip(times in prop::collection::vec(edge_ints(), 0..300)) {
-            let mut out = vec![7];
-            unpack_times(&pack_times(&times), times.len(), &mut out);
-            prop_assert_eq!(&out[1..], &times[..]);
-        }
-
-        #[test]
-        fn floats_round_trip_to_the_bit((values, valid) in column(edge_floats())) {
-            floats_round_trip(&values, &valid)?;
-        }
-
-        #[test]
-        fn decimal_floats_round_trip_to_the_bit((values, valid) in decimals()) {
-            floats_round_trip(&values, &valid)?;
-        }
-
-        #[test]
-        fn ints_round_trip((values, valid) in column(edge_ints())) {
-            let (mut out, mut ok) = (Vec::new(), Vec::new());
-            let packed = pack_ints(values.iter().copied(), &valid);
-            unpack_ints(&packed, values.len(), values.len(), &mut ok, &mut out, |v| v);
-            prop_assert_eq!(&ok, &valid);
-            prop_assert_eq!(seen(&out, &ok), seen(&values, &valid));
-        }
-
-        #[test]
-        fn unsigned_round_trip((values, valid) in column(any::<u64>())) {
-            let (mut out, mut ok) = (Vec::new(), Vec::new());
-            let packed = pack_ints(values.iter().map(|&v| v as i64), &valid);
-            unpack_ints(&packed, values.len(), values.len(), &mut ok, &mut out, |v| v as u64);
-            prop_assert_eq!(seen(&out, &ok), seen(&values, &valid));
-        }
-
-        /// A read decodes a chunk only as far as its range reaches: the
-        /// first `take` points of every kind are those a whole decode gives,
-        /// and the times stop at the first after `max`.
-        #[test]
-        fn a_prefix_decodes_as_the_whole_does(
-            (values, valid) in column(edge_ints()),
-            floats in column(edge_floats()),
-            decimals in decimals(),
-            cut in 0.0f64..=1.0,
-        ) {
-            let n = values.len();
-            let take = ((n as f64) * cut) as usize;
-            let (mut out, mut ok) = (Vec::new(), Vec::new());
-            unpack_ints(&pack_ints(values.iter().copied(), &valid), n, take, &mut ok, &mut out, |v| v);
-            prop_assert_eq!(&ok[..], &valid[..take]);
-            prop_assert_eq!(seen(&out, &ok), seen(&values[..take], &valid[..take]));
-            for (values, valid) in [floats, decimals] {
-                let n = values.len();
-                let take = ((n as f64) * cut) as usize;
-                let (mut out, mut ok) = (Vec::new(), Vec::new());
-                unpack_floats(&pack_floats(&values, &valid), n, take, &mut out, &mut ok);
-                prop_assert_eq!(&ok[..], &valid[..take]);
-                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                prop_assert_eq!(seen(&bits(&out), &ok), seen(&bits(&values[..take]), &valid[..take]));
-            }
-            let bools: Vec<bool> = values.iter().map(|v| v % 3 == 0).collect();
-            let (mut out, mut ok) = (Vec::new(), Vec::new());
-            unpack_bools(&pack_bools(&bools, &valid), n, take, &mut out, &mut ok);
-            prop_assert_eq!(seen(&out, &ok), seen(&bools[..take], &valid[..take]));
-            let text: Vec<Arc<str>> = values.iter().map(|v| Arc::from((v % 5).to_string())).collect();
-            let (words, dict) = pack_strings(&text, &valid);
-            let (mut out, mut ok) = (Vec::new(), Vec::new());
-            unpack_strings(&words, &dict, (n, take), &mut out, &mut ok);
-            prop_assert_eq!(&ok[..], &valid[..take]);
-            prop_assert!(out.iter().zip(&text).zip(&ok).all(|((a, b), ok)| !ok || a == b));
-            let mut times = values.clone();
-            times.sort_unstable();
-            times.dedup();
-            let max = times.get(take).copied().unwrap_or(i64::MAX);
-            let mut got = Vec::new();
-            let kept = unpack_times_until(&pack_times(&times), times.len(), max, &mut got);
-            let want: Vec<i64> = times.iter().copied().take_while(|&t| t <= max).collect();
-            prop_assert_eq!(kept, want.len());
-            prop_assert_eq!(got, want);
-        }
-
-        #[test]
-        fn bools_round_trip((values, valid) in column(any::<bool>())) {
-            let (mut out, mut ok) = (Vec::new(), Vec::new());
-            unpack_bools(&pack_bools(&values, &valid), values.len(), values.len(), &mut out, &mut ok);
-            prop_assert_eq!(&ok, &valid);
-            prop_assert_eq!(seen(&out, &ok), seen(&values, &valid));
-        }
-
-        #[test]
-        fn strings_round_trip((values, valid) in column("[a-c]{0,3}|[^\u{0}]{0,20}")) {
-            let values: Vec<Arc<str>> = values.iter().map(|s| Arc::from(s.as_str())).collect();
-            let (words, dict) = pack_strings(&values, &valid);
-            let (mut out, mut ok) = (Vec::new(), Vec::new());
-            unpack_strings(&words, &dict, (values.len(), values.len()), &mut out, &mut ok);
-            prop_assert_eq!(&ok, &valid);
-            let text = |v: &[Arc<str>], ok: &[bool]| -> Vec<Option<String>> {
-                v.iter().zip(ok).map(|(s, ok)| ok.then(|| s.to_string())).collect()
-            };
-            prop_assert_eq!(text(&out, &ok), text(&values, &valid));
-        }
-    }
-
-    #[test]
-    fn regular_times_take_a_bit_each_and_small_steps_a_byte() {
-        let times: Vec<i64> = (0..1024)
-            .map(|k| 1_700_000_000_000_000_000 + k * 10_000_000_000)
-            .collect();
-        // 64 bits for the first, the first delta in 5 + 64, then a bit each.
-        assert!(pack_times(&times).len() * 8 <= 160);
-        let walk: Vec<i64> = (0..1024).map(|k| 50 + (k % 7) - 3).collect();
-        let valid = vec![true; walk.len()];
-        // A gauge in tenths: as the integers it is in tenths, under 2 bytes.
-        let tenths: Vec<f64> = walk.iter().map(|&n| n as f64 / 10.0).collect();
-        assert!(pack_floats(&tenths, &valid).len() * 8 <= 1024 * 6 / 8 + 16);
-        // Steps of at most 6: 2 + 4 bits each.
-        assert!(pack_ints(walk.iter().copied(), &valid).len() * 8 <= 1024 * 6 / 8 + 16);
-    }
-}
+#[path = "codec_tests.rs"]
+pub(crate) mod tests;

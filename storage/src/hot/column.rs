@@ -219,6 +219,18 @@ impl Column {
         }
     }
 
+    /// Keeps its first `n` points (all, if it has no more).
+    pub(crate) fn truncate(&mut self, n: usize) {
+        self.valid.truncate(n);
+        match &mut self.values {
+            Values::Float(v) => v.truncate(n),
+            Values::Integer(v) => v.truncate(n),
+            Values::Unsigned(v) => v.truncate(n),
+            Values::Boolean(v) => v.truncate(n),
+            Values::String(v) => v.truncate(n),
+        }
+    }
+
     /// Gives back capacity past `n` points (kept: at least `n`).
     pub(crate) fn shrink_to(&mut self, n: usize) {
         self.valid.shrink_to(n);
@@ -325,6 +337,14 @@ impl Plain {
                 (_, Some(t)) => *mine = Some(t.empty_like()),
                 (_, None) => *mine = None,
             }
+        }
+    }
+
+    /// Keeps its first `n` points (every column: some may hold fewer).
+    pub(crate) fn truncate(&mut self, n: usize) {
+        self.times.truncate(n);
+        for c in self.columns.iter_mut().flatten() {
+            c.truncate(n);
         }
     }
 

@@ -11,6 +11,7 @@ use std::time::Instant;
 use engine::arrow::array::{ArrayRef, Int64Array, RecordBatch, UInt64Array};
 use engine::arrow::datatypes::{DataType, Field, Schema};
 
+use super::codec;
 use super::table::{Plain, Table};
 
 const S: i64 = 1_000_000_000;
@@ -72,5 +73,71 @@ fn decode_timing() {
     println!(
         "decode 8 h x 10 integer fields: median {:.1} us per read",
         took[2]
+    );
+}
+
+/// 12 h of one host's 10 float fields as TSBS-like gauges at full precision
+/// (a random walk of steps of up to ±1: XOR coded, no decimal scale), packed
+/// in chunks of 1,024 as the store seals them.
+fn float_chunks() -> Vec<(Box<[u64]>, usize)> {
+    let (n, chunk) = (4320usize, 1024usize);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut chunks = Vec::new();
+    for _ in 0..10 {
+        let mut v = 50.0f64;
+        let walk: Vec<f64> = (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                v = (v + (seed % 2001) as f64 / 1000.0 - 1.0).clamp(0.0, 100.0);
+                v
+            })
+            .collect();
+        for part in walk.chunks(chunk) {
+            let valid = vec![true; part.len()];
+            chunks.push((codec::pack_floats(part, &valid), part.len()));
+        }
+    }
+    chunks
+}
+
+/// The XOR float decoder against the one it replaced (a read per part),
+/// interleaved in one run: medians of 7 rounds.
+#[test]
+#[ignore = "timing harness: run by hand"]
+fn float_decode_timing() {
+    let chunks = float_chunks();
+    let values: usize = chunks.iter().map(|c| c.1).sum();
+    let bytes: usize = chunks.iter().map(|c| c.0.len() * 8).sum();
+    let rounds = 200;
+    let (mut new, mut old) = (Vec::new(), Vec::new());
+    let (mut out, mut valid) = (Vec::with_capacity(1024), Vec::with_capacity(1024));
+    for _ in 0..7 {
+        let at = Instant::now();
+        for _ in 0..rounds {
+            for (words, n) in &chunks {
+                out.clear();
+                valid.clear();
+                codec::unpack_floats(words, *n, *n, &mut out, &mut valid);
+                std::hint::black_box(&out);
+            }
+        }
+        new.push(at.elapsed().as_secs_f64() * 1e9 / (rounds * values) as f64);
+        let at = Instant::now();
+        for _ in 0..rounds {
+            for (words, n) in &chunks {
+                std::hint::black_box(codec::tests::unpack_xor_floats_by_parts(words, *n, *n));
+            }
+        }
+        old.push(at.elapsed().as_secs_f64() * 1e9 / (rounds * values) as f64);
+    }
+    new.sort_by(f64::total_cmp);
+    old.sort_by(f64::total_cmp);
+    println!(
+        "XOR floats, {values} values at {:.2} B each: windowed median {:.2} ns a value, by parts {:.2} ns",
+        bytes as f64 / values as f64,
+        new[3],
+        old[3]
     );
 }

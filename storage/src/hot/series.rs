@@ -8,6 +8,26 @@ use super::chunk::Chunk;
 use super::column::{BatchField, Plain};
 
 /// Bytes per time and per field value (plus its validity byte) in the open tail.
+/// Whether point `i` of the points decoded passes a read's condition.
+pub(crate) type PointTest<'f> = &'f dyn Fn(&Plain, usize) -> bool;
+
+/// A test of a read's points ([`Series::points_sifted`]), run on the fields
+/// it reads before the read's other fields are decoded.
+pub(crate) struct Sift<'f> {
+    /// The fields (the table's indexes) `passes` reads.
+    pub(crate) fields: &'f [usize],
+    /// Whether point `i` of those decoded passes; `None`: every point may.
+    pub(crate) passes: Option<PointTest<'f>>,
+}
+
+impl Sift<'_> {
+    /// No test: every chunk's fields decoded together.
+    pub(crate) const NONE: Sift<'static> = Sift {
+        fields: &[],
+        passes: None,
+    };
+}
+
 pub(crate) const TIME_BYTES: usize = 8;
 pub(crate) const VALUE_BYTES: usize = 9;
 
@@ -68,6 +88,7 @@ impl Series {
     /// the sealed chunks `keep` refuses: a read whose condition no point of a
     /// chunk can pass (by its bounds, `Chunk::bounds`) neither decodes it nor
     /// sees its points.
+    #[cfg(test)]
     pub(crate) fn points_where<'a>(
         &'a self,
         min: i64,
@@ -75,6 +96,23 @@ impl Series {
         fields: &[usize],
         scratch: &'a mut Plain,
         keep: impl Fn(&Chunk) -> bool,
+    ) -> &'a Plain {
+        self.points_sifted(min, max, fields, scratch, keep, &Sift::NONE)
+    }
+
+    /// [`Series::points_where`], less also the sealed chunks of which no
+    /// point in `[min, max]` passes `sift`: those columns decoded first, the
+    /// others only where a point passed (TSBS `high-cpu-1` shows 10 fields of
+    /// the points where one passes a threshold). A chunk left out is one
+    /// whose points every caller, testing each point, would pass over.
+    pub(crate) fn points_sifted<'a>(
+        &'a self,
+        min: i64,
+        max: i64,
+        fields: &[usize],
+        scratch: &'a mut Plain,
+        keep: impl Fn(&Chunk) -> bool,
+        sift: &Sift<'_>,
     ) -> &'a Plain {
         let from = self.sealed.partition_point(|c| c.max < min);
         let hit = &self.sealed[from..];
@@ -84,9 +122,22 @@ impl Series {
             return &self.open;
         }
         scratch.reset_like(&self.open, |i| fields.contains(&i));
+        let first = |i: usize| sift.fields.contains(&i);
         for c in kept {
+            let at = scratch.times.len();
             // Points past `max` are not read: the last chunk stops there.
-            c.unpack_until(max, scratch);
+            let take = c.unpack_times_until(max, &mut scratch.times);
+            let Some(passes) = sift.passes else {
+                c.unpack_columns(take, &mut scratch.columns, |_| true);
+                continue;
+            };
+            c.unpack_columns(take, &mut scratch.columns, first);
+            let from = at + scratch.times[at..].partition_point(|&t| t < min);
+            if !(from..at + take).any(|i| passes(scratch, i)) {
+                scratch.truncate(at);
+                continue;
+            }
+            c.unpack_columns(take, &mut scratch.columns, |i| !first(i));
         }
         if self.open.times.first().is_some_and(|&t| t <= max) {
             self.extend_with_open(scratch);
@@ -116,6 +167,28 @@ impl Series {
             .iter()
             .map(|c| c.len)
             .sum()
+    }
+
+    /// Points a read of `[min, max]` reads: those of the sealed chunks
+    /// reaching into the range from each one's start (a value is the delta
+    /// from the one before) to `max` (where a chunk holds `max`, its share of
+    /// points up to it by time: a read decodes no further), and those of the
+    /// open tail in the range. What bounds an inline read (`inline.rs`).
+    pub(crate) fn points_read(&self, min: i64, max: i64) -> usize {
+        let from = self.sealed.partition_point(|c| c.max < min);
+        let hit = &self.sealed[from..];
+        let sealed: usize = hit[..hit.partition_point(|c| c.min <= max)]
+            .iter()
+            .map(|c| {
+                if c.max <= max {
+                    return c.len;
+                }
+                let span = (i128::from(c.max) - i128::from(c.min) + 1) as u128;
+                let part = (i128::from(max) - i128::from(c.min) + 1) as u128;
+                (c.len as u128 * part).div_ceil(span) as usize
+            })
+            .sum();
+        sealed + self.open.span(min, max).len()
     }
 
     fn extend_with_open(&self, out: &mut Plain) {
@@ -321,6 +394,24 @@ mod tests {
 
     use super::super::table::Table;
     use crate::hot::column::Values;
+
+    /// What an inline read counts: the sealed points from the first chunk's
+    /// start to `max`, and the open tail's in the range only.
+    #[test]
+    fn a_read_counts_the_points_it_decodes_and_the_tail_it_reads() {
+        // 8,640 points 10 s apart, in chunks of 1,024 (and a plain tail).
+        let t = super::super::decode_timing::tsbs_host();
+        let s = &t.series[&1];
+        let at = |k: i64| k * 10_000_000_000;
+        let sealed = s.sealed_points(i64::MIN, i64::MAX);
+        assert_eq!(s.points_read(i64::MIN, i64::MAX), s.len());
+        // Points 1,500 to 2,999: chunk 1 from its start (1,024) and chunk 2
+        // up to 2,999 (952); nothing of the tail.
+        assert_eq!(s.points_read(at(1500), at(2999)), 1024 + 952);
+        // The last 100 points: in the tail only.
+        assert!(s.len() - sealed > 100);
+        assert_eq!(s.points_read(at(8540), i64::MAX), 100);
+    }
 
     /// A row: time, s, b, u.
     type Row = (i64, Option<&'static str>, Option<bool>, Option<u64>);

@@ -10,10 +10,10 @@ use std::hash::Hasher;
 use engine::arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use engine::arrow::datatypes::{Int64Type, UInt64Type};
 
-pub(crate) use super::chunk::Bounds;
+pub(crate) use super::chunk::{Bounds, Chunk};
 use super::column::Src;
 pub(crate) use super::column::{Column, Plain, Values};
-pub(crate) use super::series::{Series, TIME_BYTES, VALUE_BYTES};
+pub(crate) use super::series::{Series, Sift, TIME_BYTES, VALUE_BYTES};
 pub(crate) use super::tag_index::TagIndex;
 
 /// Points per sealed chunk (`series.rs`): TSBS's shape held 0.8–0.9 bytes per

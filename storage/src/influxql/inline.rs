@@ -15,11 +15,13 @@
 
 use std::cell::Cell;
 
-/// Values (points in the range × the columns the statement reads) a hot read
-/// run inline may read: TSBS `high-cpu-1` (12 h of one host, 10 fields:
-/// 43k) reads in about a millisecond on this 2-core box, `cpu-max-all-8`
-/// (230k) in 4–5 ms, which goes to a blocking thread (a quarter of the
-/// 250,000 sealed points that send a read to the engine, in values).
+/// Values (points in the range × the fields the statement reads; tags, one
+/// per series, are not counted) a hot read run inline may read, and cells
+/// (rows × columns) a raw one may build: TSBS `high-cpu-1` (12 h of one
+/// host, 10 fields: 43k) reads in about a millisecond on this 2-core box,
+/// `cpu-max-all-8` (230k) in 4–5 ms, which goes to a blocking thread (a
+/// quarter of the 250,000 sealed points that send a read to the engine, in
+/// values).
 pub const MAX_VALUES: usize = 50_000;
 
 /// Where the thread is.

@@ -35,7 +35,7 @@ use super::plan::{Aggregate, Plan};
 use super::rows::Row;
 use super::series::Value;
 use super::stages::{self, Stage};
-use crate::hot::table::{Column, Plain, Series, Values};
+use crate::hot::table::{Chunk, Column, Plain, Series, Sift, Values};
 use crate::Storage;
 
 mod acc;
@@ -182,9 +182,15 @@ impl Storage {
         }
         let mut series: Vec<(u64, &Series, Test<'_>)> = Vec::new();
         let mut decoded = 0usize;
-        // Values an inline read may read (`inline::MAX_VALUES`): points in
-        // the range (a series' plain tail counted whole) × columns read.
-        let columns = plan.columns.len().max(1) + conds.len();
+        // Values an inline read may read (`inline::MAX_VALUES`): points it
+        // reads (`Series::points_read`: its plain tail's in the range only;
+        // counted whole, TSBS `high-cpu-1` counted up to 1,152 points it
+        // does not read) × the fields it
+        // reads. Tags are not values read (one per series, not per point):
+        // counted as columns, TSBS `high-cpu-1`'s `SELECT *` (10 fields, 10
+        // tags) read 4,320 × 21 and was refused inline, to be planned again
+        // on a blocking thread.
+        let columns = shape.fields_read(&table.fields, &conds).len().max(1);
         let mut inline_points = 0usize;
         // The series the tag index names (`hostname = 'x' [OR …]`), else all.
         let named = cond::candidates(&conds, &table.tags);
@@ -206,8 +212,7 @@ impl Storage {
             let sealed = s.sealed_points(min, max);
             decoded += sealed;
             if inline {
-                let tail = s.len() - s.sealed_points(i64::MIN, i64::MAX);
-                inline_points += sealed + tail;
+                inline_points += s.points_read(min, max);
                 if inline_points.saturating_mul(columns) > inline::MAX_VALUES {
                     inline::refuse();
                     return Ok(None);
@@ -230,7 +235,7 @@ impl Storage {
             Shape::Aggregate { agg, specs, lone } => {
                 aggregate_rows(plan, agg, &specs, lone, &table.fields, &chosen)
             }
-            Shape::Raw(shown) => Some(raw::rows(plan, &shown, &table.fields, &chosen)),
+            Shape::Raw(shown) => raw::rows(plan, &shown, &table.fields, &chosen),
         };
         drop(tables);
         stages::lap(Stage::Eval, at);
@@ -253,6 +258,24 @@ enum Shape<'p> {
         lone: bool,
     },
     Raw(raw::Shown),
+}
+
+impl Shape<'_> {
+    /// The fields (the table's indexes) a read decodes: those shown or
+    /// aggregated, those tested for presence, and those the conditions read.
+    fn fields_read(&self, fields: &[String], conds: &[Cond]) -> Vec<usize> {
+        let at = |name: &String| fields.iter().position(|f| f == name);
+        let mut read: Vec<usize> = match self {
+            Shape::Aggregate { specs, .. } => specs.iter().filter_map(|s| at(&s.field)).collect(),
+            Shape::Raw(shown) => shown.fields().filter_map(at).collect(),
+        };
+        for c in conds {
+            c.fields(&mut read);
+        }
+        read.sort_unstable();
+        read.dedup();
+        read
+    }
 }
 
 /// What a series' points must pass: the conditions with its tags decided
@@ -280,8 +303,10 @@ impl Chosen<'_> {
     /// `s`'s points in the range with `fields` decoded, less the sealed
     /// chunks whose bounds no point passing the conditions can lie in (TSBS
     /// `high-cpu-1`'s `usage_user > 90.0`: most of a host's chunks stay
-    /// compressed). A skipped chunk's points fail the conditions, so every
-    /// caller, which tests each point with [`Chosen::passes`], sees the same.
+    /// compressed), and less those of which no point in the range passes
+    /// them (their condition's fields decoded first, the others not).
+    /// A skipped chunk's points fail the conditions, so every caller, which
+    /// tests each point with [`Chosen::passes`], sees the same.
     fn points<'a>(
         &self,
         s: &'a Series,
@@ -289,9 +314,23 @@ impl Chosen<'_> {
         fields: &[usize],
         scratch: &'a mut Plain,
     ) -> &'a Plain {
-        s.points_where(self.min, self.max, fields, scratch, |c| {
+        let keep = |c: &Chunk| {
             test.is_none() || self.conds.iter().all(|k| k.may_pass(s, &|i| c.bounds(i)))
-        })
+        };
+        let mut first = Vec::new();
+        for c in self.conds {
+            c.fields(&mut first);
+        }
+        // Sifting pays where the condition reads fewer fields than the read.
+        let passes = |p: &Plain, i: usize| Chosen::passes(test, p, i);
+        let sift = match test {
+            Some(_) if fields.iter().any(|f| !first.contains(f)) => Sift {
+                fields: &first,
+                passes: Some(&passes),
+            },
+            _ => Sift::NONE,
+        };
+        s.points_sifted(self.min, self.max, fields, scratch, keep, &sift)
     }
 
     /// Whether point `i` of `p` (a series' points) passes its `test`.

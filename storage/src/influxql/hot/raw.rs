@@ -10,6 +10,7 @@ use ingest::{FieldType, MeasurementSchema};
 
 use super::{Chosen, Test};
 use crate::hot::table::{Column, Plain, Series, Values};
+use crate::influxql::inline;
 use crate::influxql::plan::Plan;
 use crate::influxql::rows::Row;
 use crate::influxql::series::Value;
@@ -70,8 +71,28 @@ impl Shown {
     }
 }
 
-/// The rows of `chosen`'s points, as the engine's raw statement returns them.
-pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chosen<'_>) -> Vec<Row> {
+impl Shown {
+    /// The fields it shows or tests for presence, by name (some twice).
+    pub(super) fn fields(&self) -> impl Iterator<Item = &String> {
+        self.present
+            .iter()
+            .chain(self.cols.iter().filter_map(|c| match c {
+                Col::Field(f) => Some(f),
+                _ => None,
+            }))
+    }
+}
+
+/// The rows of `chosen`'s points, as the engine's raw statement returns them;
+/// `None` where an inline read (`inline::MAX_VALUES`) would build more cells
+/// than it may (refused there: the count that let it run inline was of the
+/// fields it decodes, and a row shows tags too).
+pub(super) fn rows(
+    plan: &Plan,
+    shown: &Shown,
+    fields: &[String],
+    chosen: &Chosen<'_>,
+) -> Option<Vec<Row>> {
     let column = |s: &'_ Series, name: &str| -> Option<usize> {
         let i = fields.iter().position(|f| f == name)?;
         s.has_field(i).then_some(i)
@@ -90,13 +111,7 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
     });
     // Each series' points in the range, decoded where compressed (the
     // fields shown, tested for presence, or in conditions).
-    let named = shown
-        .present
-        .iter()
-        .chain(shown.cols.iter().filter_map(|c| match c {
-            Col::Field(f) => Some(f),
-            _ => None,
-        }));
+    let named = shown.fields();
     let reads = chosen.reads(
         named
             .filter_map(|name| fields.iter().position(|f| f == name))
@@ -140,25 +155,46 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
     let limit = plan
         .limit
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    if inline::active()
+        && points.len().saturating_mul(shown.cols.len()) > inline::MAX_VALUES
+        && inline::refuse()
+    {
+        return None;
+    }
+    // Each series' cells as far as they are the series' (its tags), and
+    // where its fields are, found once: a row then looks up no name (the
+    // tags and names compared per row were a fifth of TSBS `high-cpu-1`).
+    let cells: Vec<Vec<Cell<'_>>> = ranked
+        .iter()
+        .zip(&held)
+        .map(|(&&(_, s, _), p)| {
+            shown
+                .cols
+                .iter()
+                .map(|c| match c {
+                    Col::Null => Cell::Fixed(Value::Null),
+                    Col::Tag(t) => Cell::Fixed(match s.tag(t) {
+                        "" => Value::Null,
+                        v => Value::String(v.to_string()),
+                    }),
+                    Col::Field(f) => match column(s, f).and_then(|c| p.columns[c].as_ref()) {
+                        Some(c) => Cell::Field(c),
+                        None => Cell::Fixed(Value::Null),
+                    },
+                })
+                .collect()
+        })
+        .collect();
     let mut rows = Vec::new();
     let mut at = 0;
     while at < points.len() {
         let end = at + points[at..].partition_point(|p| p.0 == points[at].0);
         for &(ref group, time, rank, i) in points[at..end].iter().skip(offset).take(limit) {
-            let (s, p) = (ranked[rank].1, held[rank]);
             // A slot for the time `exec.rs` puts first: no reallocation per row.
             let mut values = Vec::with_capacity(shown.cols.len() + 1);
-            values.extend(shown.cols.iter().map(|c| {
-                match c {
-                    Col::Null => Value::Null,
-                    Col::Tag(t) => match s.tag(t) {
-                        "" => Value::Null,
-                        v => Value::String(v.to_string()),
-                    },
-                    Col::Field(f) => column(s, f)
-                        .and_then(|c| p.columns[c].as_ref())
-                        .map_or(Value::Null, |c| value(c, i)),
-                }
+            values.extend(cells[rank].iter().map(|c| match c {
+                Cell::Fixed(v) => v.clone(),
+                Cell::Field(c) => value(c, i),
             }));
             rows.push(Row {
                 time: Some(time),
@@ -168,7 +204,15 @@ pub(super) fn rows(plan: &Plan, shown: &Shown, fields: &[String], chosen: &Chose
         }
         at = end;
     }
-    rows
+    Some(rows)
+}
+
+/// One shown column of one series' rows.
+enum Cell<'p> {
+    /// The same in every row (a tag, or a field the series lacks).
+    Fixed(Value),
+    /// The series' column of a field.
+    Field(&'p Column),
 }
 
 fn value(c: &Column, i: usize) -> Value {

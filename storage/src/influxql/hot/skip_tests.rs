@@ -4,7 +4,8 @@
 //! (every operator, integer and float literals, on either kind, under `AND`
 //! and `OR` with a tag), a chunk the bounds refuse has no passing point. And
 //! the bounds are tight where they can be: for `<`, `<=`, `>`, `>=` a chunk
-//! they keep has one.
+//! they keep has one. A read sifting chunks by their decoded condition
+//! fields (`Series::points_sifted`) gives every passing point a whole read gives.
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use ingest::{FieldType, MeasurementSchema};
 use proptest::prelude::*;
 
 use super::cond::Cond;
-use crate::hot::table::{Plain, Table};
+use crate::hot::table::{Column, Plain, Sift, Table, Values};
 
 /// One point: a float (`None`: null) and an integer.
 type Point = (Option<f64>, Option<i64>);
@@ -126,4 +127,62 @@ proptest! {
             }
         }
     }
+
+    #[test]
+    fn a_sifted_read_gives_every_passing_point_a_whole_read_gives(
+        points in prop::collection::vec(point(), 1..80),
+        chunk in 1usize..12,
+        (text, _) in condition(),
+        (from, len) in (0i64..80, 0i64..80),
+    ) {
+        let t = table(&points, chunk);
+        let s = &t.series[&1];
+        let cond = Cond::of(&influxql::parse_expr(&text).unwrap(), &schema());
+        prop_assume!(cond.is_some(), "not a condition the store reads: {}", text);
+        let mut cond = cond.unwrap();
+        cond.bind(&t.fields);
+        let (min, max) = (from, from + len);
+        let fields: Vec<usize> = (0..t.fields.len()).collect();
+        let mut first = Vec::new();
+        cond.fields(&mut first);
+        let decided = cond.decide(s);
+        let passes = |p: &Plain, i: usize| decided.on_point(p, i);
+        let sift = Sift { fields: &first, passes: Some(&passes) };
+        let (mut whole, mut sifted) = (Plain::default(), Plain::default());
+        let w = s.points_where(min, max, &fields, &mut whole, |_| true);
+        let p = s.points_sifted(min, max, &fields, &mut sifted, |_| true, &sift);
+        for c in p.columns.iter().flatten() {
+            prop_assert_eq!(c.valid.len(), p.times.len(), "{}: a column of another length", text);
+        }
+        prop_assert_eq!(passing(w, min, max, &passes), passing(p, min, max, &passes), "{}", text);
+    }
+}
+
+/// The points of `p` in `[min, max]` that pass: time, then each field's
+/// value's bits (`None`: null).
+fn passing(
+    p: &Plain,
+    min: i64,
+    max: i64,
+    passes: &dyn Fn(&Plain, usize) -> bool,
+) -> Vec<(i64, Vec<Option<u64>>)> {
+    let bits = |c: &Column, i: usize| {
+        c.valid[i].then(|| match &c.values {
+            Values::Float(v) => v[i].to_bits(),
+            Values::Integer(v) => v[i] as u64,
+            _ => unreachable!("floats and integers only"),
+        })
+    };
+    p.span(min, max)
+        .filter(|&i| passes(p, i))
+        .map(|i| {
+            (
+                p.times[i],
+                p.columns
+                    .iter()
+                    .map(|c| c.as_ref().and_then(|c| bits(c, i)))
+                    .collect(),
+            )
+        })
+        .collect()
 }
