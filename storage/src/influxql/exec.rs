@@ -460,8 +460,12 @@ fn to_series(
     rows: Vec<Row>,
     budget: &mut RowBudget,
 ) -> Result<Vec<Series>, InfluxqlError> {
-    let mut columns = vec!["time".to_string()];
+    // One list of names for every group (TSBS `lastpoint`: 20 names × 200
+    // groups were copied), and each group's key moved, not copied.
+    let mut columns = Vec::with_capacity(plan.columns.len() + 1);
+    columns.push("time".to_string());
     columns.extend(plan.columns.iter().map(|c| c.name.clone()));
+    let columns = std::sync::Arc::new(columns);
     let mut out: Vec<Series> = Vec::new();
     let mut current: Option<Vec<String>> = None;
     for row in rows {
@@ -477,7 +481,7 @@ fn to_series(
                 columns: columns.clone(),
                 values: Vec::new(),
             });
-            current = Some(row.group.clone());
+            current = Some(row.group);
         }
         // In place: the engine's rows leave a slot for the time (`rows.rs`).
         let mut values = row.values;
