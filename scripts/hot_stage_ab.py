@@ -13,7 +13,8 @@ medians of each `Server-Timing` stage where a build sends it (docs/influxql.md).
 
 Usage: [QUERIES=50 ROUNDS=2 HOSTS=200 LOAD=path/to/chingest-load TYPES=a,b] \
   scripts/hot_stage_ab.py BEFORE_BINARY AFTER_BINARY
-(ports 18741 and 18742, data under /tmp/hot-stage-ab-*). REUSE=1 starts the
+(ports 18741 and 18742, or PORTS=a,b; data under /tmp/hot-stage-ab-*, or
+/tmp/hot-stage-ab-$TAG-* with TAG set: runs side by side). REUSE=1 starts the
 servers on the data a previous run left (no fill; the hot store refills from
 the engine at start-up); HOLD=1 keeps them running after the queries until
 Ctrl-C (for `perf record -p`); ATTACH=1 only queries servers already
@@ -37,10 +38,13 @@ TYPES = os.environ.get("TYPES", "single-groupby-1-1-1,single-groupby-1-8-1,singl
 
 
 REUSE = os.environ.get("REUSE") == "1"
+PORTS = [int(p) for p in os.environ.get("PORTS", "18741,18742").split(",")]
+TAG = os.environ.get("TAG", "")
+DIR = "/tmp/hot-stage-ab-" + (f"{TAG}-" if TAG else "")
 
 
 def start(name, binary, port):
-    d = f"/tmp/hot-stage-ab-{name}"
+    d = f"{DIR}{name}"
     if not REUSE:
         shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d, exist_ok=True)
@@ -67,7 +71,7 @@ def start(name, binary, port):
 def fill(name, port):
     subprocess.run([LOAD, "tsbs-fill", "--server", f"{name}=http://127.0.0.1:{port}",
                     "--hosts", str(HOSTS), "--hours", str(HOURS), "--batch", str(HOSTS * 10),
-                    "--out", f"/tmp/hot-stage-ab-{name}/fill.json"],
+                    "--out", f"{DIR}{name}/fill.json"],
                    check=True, stdout=subprocess.DEVNULL)
     for _ in range(1200):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -135,12 +139,12 @@ def stages(header):
 
 def main():
     if os.environ.get("ATTACH") == "1":
-        run({"before": (None, 18741), "after": (None, 18742)})
+        run({"before": (None, PORTS[0]), "after": (None, PORTS[1])})
         return
     servers = {}
     try:
-        servers["before"] = (start("before", BEFORE, 18741), 18741)
-        servers["after"] = (start("after", AFTER, 18742), 18742)
+        servers["before"] = (start("before", BEFORE, PORTS[0]), PORTS[0])
+        servers["after"] = (start("after", AFTER, PORTS[1]), PORTS[1])
         for name, (_, port) in servers.items():
             if REUSE:
                 break
