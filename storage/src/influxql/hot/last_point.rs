@@ -103,6 +103,14 @@ impl Storage {
             return Ok(None);
         }
         let index = |name: &str| table.fields.iter().position(|f| f == name);
+        // Each shown column's source, looked up once (not per row).
+        let sources: Vec<Source<'_>> = shown
+            .iter()
+            .map(|c| match c {
+                Shown::Tag(t) => Source::Tag(t),
+                Shown::Field(f) => Source::Field(index(f)),
+            })
+            .collect();
         // The fields of which one makes a point show (a field the table never
         // held shows nothing).
         let present: Vec<usize> = plan
@@ -154,13 +162,13 @@ impl Storage {
             .map(|(group, (_, s, tail, i))| {
                 // A slot for the time `exec.rs` puts first.
                 let mut values = Vec::with_capacity(shown.len() + 1);
-                values.extend(shown.iter().map(|c| {
-                    match c {
-                        Shown::Tag(t) => match s.tag(t) {
+                values.extend(sources.iter().map(|c| {
+                    match *c {
+                        Source::Tag(t) => match s.tag(t) {
                             "" => Value::Null,
                             v => Value::String(v.to_string()),
                         },
-                        Shown::Field(f) => index(f)
+                        Source::Field(k) => k
                             .and_then(|k| tail.columns.get(k))
                             .and_then(Option::as_ref)
                             .map_or(Value::Null, |c| value(c, i)),
@@ -181,6 +189,14 @@ impl Storage {
         }
         Ok(Some(rows))
     }
+}
+
+/// Where a shown column's value comes from in a held series.
+enum Source<'a> {
+    /// The series' tag of this key.
+    Tag(&'a str),
+    /// The table's field of this index (`None`: the table never held it).
+    Field(Option<usize>),
 }
 
 /// What a series' open tail says of its newest point that shows.
