@@ -221,8 +221,21 @@ fn newest_shown(tail: &Plain, present: &[usize], min: i64, max: i64) -> Newest {
                 .is_some_and(|c| c.valid[i])
         })
     };
-    if let Some(i) = tail.span(min, max).rev().find(|&i| shows(i)) {
-        return Newest::At(i);
+    // From the range's newest point back to the first before the range;
+    // no search where the range reaches past the tail (no `WHERE time`:
+    // the newest point nearly always answers).
+    let times = &tail.times;
+    let end = match times.last() {
+        Some(&t) if t <= max => times.len(),
+        _ => times.partition_point(|&t| t <= max),
+    };
+    for (i, &t) in times[..end].iter().enumerate().rev() {
+        if t < min {
+            return Newest::NoneInRange;
+        }
+        if shows(i) {
+            return Newest::At(i);
+        }
     }
     // Points before the tail's first may lie in the range.
     match tail.times.first() {
