@@ -231,7 +231,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-            columns: vec!["time".into(), "a".into(), "b".into()],
+            columns: std::sync::Arc::new(vec!["time".into(), "a".into(), "b".into()]),
             values: rows,
         }
     }

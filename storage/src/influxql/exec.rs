@@ -239,7 +239,9 @@ impl Storage {
         m: &ingest::MeasurementSchema,
     ) -> Result<Vec<Row>, InfluxqlError> {
         let started = std::time::Instant::now();
-        let (rows, path) = if let Some(rows) = self.read_last_points(plan, req, m)? {
+        let (rows, path) = if let Some(rows) = self.read_hot_last_points(plan, req)? {
+            (rows, read_path::Path::Hot)
+        } else if let Some(rows) = self.read_last_points(plan, req, m)? {
             (rows, read_path::Path::LastPoint)
         } else if let Some(rows) = self.read_hot(stmt, rest, plan, req, m)? {
             (rows, read_path::Path::Hot)
@@ -458,8 +460,12 @@ fn to_series(
     rows: Vec<Row>,
     budget: &mut RowBudget,
 ) -> Result<Vec<Series>, InfluxqlError> {
-    let mut columns = vec!["time".to_string()];
+    // One list of names for every group (TSBS `lastpoint`: 20 names × 200
+    // groups were copied), and each group's key moved, not copied.
+    let mut columns = Vec::with_capacity(plan.columns.len() + 1);
+    columns.push("time".to_string());
     columns.extend(plan.columns.iter().map(|c| c.name.clone()));
+    let columns = std::sync::Arc::new(columns);
     let mut out: Vec<Series> = Vec::new();
     let mut current: Option<Vec<String>> = None;
     for row in rows {
@@ -475,7 +481,7 @@ fn to_series(
                 columns: columns.clone(),
                 values: Vec::new(),
             });
-            current = Some(row.group.clone());
+            current = Some(row.group);
         }
         // In place: the engine's rows leave a slot for the time (`rows.rs`).
         let mut values = row.values;

@@ -224,9 +224,11 @@ pub(crate) fn answer(
             series.push(Series {
                 name: s.name,
                 tags: s.tags,
-                columns: std::iter::once("time".to_string())
-                    .chain(names.iter().cloned())
-                    .collect(),
+                columns: std::sync::Arc::new(
+                    std::iter::once("time".to_string())
+                        .chain(names.iter().cloned())
+                        .collect(),
+                ),
                 values,
             });
         }

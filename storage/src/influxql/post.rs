@@ -159,7 +159,7 @@ mod tests {
         let mut s = Series {
             name: "net".into(),
             tags: vec![],
-            columns: vec!["time".into(), "bits".into(), "max".into()],
+            columns: std::sync::Arc::new(vec!["time".into(), "bits".into(), "max".into()]),
             values: vec![
                 vec![Value::Time(0), Value::Float(10.0), Value::Float(1.0)],
                 vec![Value::Time(10 * s0), Value::Float(30.0), Value::Null],

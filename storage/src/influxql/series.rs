@@ -3,6 +3,8 @@
 //! nanoseconds since the epoch ([`Value::Time`]); the HTTP layer formats them
 //! (RFC3339 by default, `epoch=` units otherwise).
 
+use std::sync::Arc;
+
 /// One value of a result cell.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -34,6 +36,9 @@ impl Value {
     }
 }
 
+/// A series' column names (see [`Series::columns`]).
+pub type Columns = Arc<Vec<String>>;
+
 /// One series of an answer: a measurement (or `SHOW` result name) and a tag
 /// set (`GROUP BY`), its columns and rows in answer order. Data answers have
 /// `time` as their first column; `SHOW` answers usually have none.
@@ -44,8 +49,11 @@ pub struct Series {
     /// The `GROUP BY` tags, sorted by key; empty when not grouped by tags
     /// (rendered without a `tags` object).
     pub tags: Vec<(String, String)>,
-    /// Column names.
-    pub columns: Vec<String>,
+    /// Column names: shared by every series of one statement's answer
+    /// (`exec.rs`'s `to_series`: TSBS `lastpoint` copied 20 names for each
+    /// of its 200 series), copied only where one is changed
+    /// (`Arc::make_mut`).
+    pub columns: Columns,
     /// Rows, one value per column.
     pub values: Vec<Vec<Value>>,
 }
@@ -56,7 +64,7 @@ impl Series {
         Series {
             name: name.to_string(),
             tags: Vec::new(),
-            columns: columns.iter().map(|c| c.to_string()).collect(),
+            columns: Arc::new(columns.iter().map(|c| c.to_string()).collect()),
             values,
         }
     }

@@ -359,7 +359,7 @@ fn push(out: &mut Vec<Series>, name: &str, columns: &[&str], values: Vec<Vec<Val
     out.push(Series {
         name: name.to_string(),
         tags: Vec::new(),
-        columns: columns.iter().map(|c| c.to_string()).collect(),
+        columns: std::sync::Arc::new(columns.iter().map(|c| c.to_string()).collect()),
         values,
     });
 }

@@ -252,7 +252,7 @@ mod tests {
             series: vec![Series {
                 name: "cpu".into(),
                 tags: vec![("host".into(), "a'b".into())],
-                columns: vec!["time".into(), "m".into()],
+                columns: std::sync::Arc::new(vec!["time".into(), "m".into()]),
                 values: vec![
                     vec![Value::Time(5), Value::Float(1.5)],
                     vec![Value::Time(6), Value::Null],

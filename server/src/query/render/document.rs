@@ -4,7 +4,9 @@
 
 use std::io::{self, Write};
 
-use storage::influxql::series::{Series, Value};
+use std::sync::Arc;
+
+use storage::influxql::series::{Columns, Series, Value};
 
 use super::indent::Indenter;
 use super::json::{json_string, json_value, Times};
@@ -30,8 +32,8 @@ pub(super) struct Sink<W: Write> {
     scratch: Vec<u8>,
     /// The last series' column names and their JSON array: the series of one
     /// statement share them (TSBS `lastpoint`: 20 names written again for each
-    /// of 1,000 series).
-    columns: (Vec<String>, Vec<u8>),
+    /// of 1,000 series); shared names are known equal without comparing them.
+    columns: (Columns, Vec<u8>),
 }
 
 impl<W: Write> Sink<W> {
@@ -41,7 +43,7 @@ impl<W: Write> Sink<W> {
             buf: Vec::with_capacity(BUFFER_BYTES),
             indent: pretty.then(Indenter::default),
             scratch: Vec::new(),
-            columns: (Vec::new(), Vec::new()),
+            columns: (Columns::default(), Vec::new()),
         }
     }
 
@@ -164,8 +166,8 @@ impl<W: Write> Sink<W> {
             sep(&mut self.buf);
             self.put(b"\"columns\":");
             let (names, text) = &mut self.columns;
-            if *names != s.columns {
-                names.clone_from(&s.columns);
+            if !Arc::ptr_eq(names, &s.columns) && *names != s.columns {
+                *names = s.columns.clone();
                 text.clear();
                 text.push(b'[');
                 for (i, c) in s.columns.iter().enumerate() {

@@ -17,6 +17,10 @@ pub(super) struct Times<'a> {
     /// order, many sharing one time (every series' point of one instant).
     /// One buffer for the whole answer, rewritten at each new time.
     pub(super) last: RefCell<(Option<i64>, Vec<u8>)>,
+    /// The day (local, days since the epoch) of the last date written, and
+    /// its `YYYY-MM-DDT`: consecutive times of an answer share their day
+    /// nearly always (a day of 1-minute buckets, 1,440 times).
+    day: RefCell<(i64, [u8; 11])>,
 }
 
 impl<'a> Times<'a> {
@@ -25,6 +29,7 @@ impl<'a> Times<'a> {
             epoch,
             zone,
             last: RefCell::new((None, Vec::new())),
+            day: RefCell::new((i64::MIN, [0; 11])),
         }
     }
 }
@@ -45,7 +50,7 @@ pub(super) fn json_value(buf: &mut Vec<u8>, v: &Value, times: &Times<'_>) {
                     let offset = times.zone.map_or(0, |zone| zone.offset_at(*ns));
                     text.clear();
                     text.push(b'"');
-                    rfc3339_nano(text, *ns, offset);
+                    rfc3339_nano(text, *ns, offset, &mut times.day.borrow_mut());
                     text.push(b'"');
                     *at = Some(*ns);
                 }
@@ -144,21 +149,36 @@ pub(super) fn json_string(buf: &mut Vec<u8>, s: &str) {
 
 /// Go's `time.RFC3339Nano` of `ns` at `offset` seconds east of UTC:
 /// `2006-01-02T15:04:05.999999999Z07:00` (fraction trimmed of trailing
-/// zeros and left out when zero; `Z` for a zero offset).
-fn rfc3339_nano(buf: &mut Vec<u8>, ns: i64, offset: i32) {
+/// zeros and left out when zero; `Z` for a zero offset). `day`: the last day
+/// written and its date (see [`Times`]); the rest is written digit by digit,
+/// no formatting machinery (it was most of a 720-row answer's render).
+fn rfc3339_nano(buf: &mut Vec<u8>, ns: i64, offset: i32, day: &mut (i64, [u8; 11])) {
     let local = i128::from(ns) + i128::from(offset) * 1_000_000_000;
     let secs = local.div_euclid(1_000_000_000);
     let nanos = local.rem_euclid(1_000_000_000) as u32;
     let days = secs.div_euclid(86_400) as i64;
     let sod = secs.rem_euclid(86_400) as u32;
-    let (y, m, d) = storage::influxql::zone::civil_from_days(days);
-    let _ = write!(
-        buf,
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60
-    );
+    if day.0 != days {
+        let (y, m, d) = storage::influxql::zone::civil_from_days(days);
+        let mut date = Vec::with_capacity(16);
+        let _ = write!(date, "{y:04}-{m:02}-{d:02}T");
+        match <[u8; 11]>::try_from(date.as_slice()) {
+            Ok(text) => *day = (days, text),
+            // A year past 9999 (or before 0): no cache, written as before.
+            Err(_) => {
+                *day = (i64::MIN, [0; 11]);
+                buf.extend_from_slice(&date);
+            }
+        }
+    }
+    if day.0 == days {
+        buf.extend_from_slice(&day.1);
+    }
+    two_digits(buf, sod / 3600);
+    buf.push(b':');
+    two_digits(buf, sod / 60 % 60);
+    buf.push(b':');
+    two_digits(buf, sod % 60);
     if nanos > 0 {
         let mut digits = [b'0'; 9];
         let mut n = nanos;
@@ -173,8 +193,108 @@ fn rfc3339_nano(buf: &mut Vec<u8>, ns: i64, offset: i32) {
     if offset == 0 {
         buf.push(b'Z');
     } else {
-        let sign = if offset < 0 { '-' } else { '+' };
+        buf.push(if offset < 0 { b'-' } else { b'+' });
         let abs = offset.unsigned_abs();
-        let _ = write!(buf, "{sign}{:02}:{:02}", abs / 3600, abs / 60 % 60);
+        two_digits(buf, abs / 3600);
+        buf.push(b':');
+        two_digits(buf, abs / 60 % 60);
+    }
+}
+
+/// `n` (below 100) as two digits; `{:02}` writes more where it is not, so
+/// that is kept.
+fn two_digits(buf: &mut Vec<u8>, n: u32) {
+    if n < 100 {
+        buf.extend_from_slice(&[b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
+    } else {
+        let _ = write!(buf, "{n:02}");
+    }
+}
+
+/// The time writer against what it replaced (`format!` of every part): the
+/// same bytes over random times and offsets.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The time writer before the date cache and the digit pairs.
+    fn rfc3339_nano_before(buf: &mut Vec<u8>, ns: i64, offset: i32) {
+        let local = i128::from(ns) + i128::from(offset) * 1_000_000_000;
+        let secs = local.div_euclid(1_000_000_000);
+        let nanos = local.rem_euclid(1_000_000_000) as u32;
+        let days = secs.div_euclid(86_400) as i64;
+        let sod = secs.rem_euclid(86_400) as u32;
+        let (y, m, d) = storage::influxql::zone::civil_from_days(days);
+        let _ = write!(
+            buf,
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+            sod / 3600,
+            sod / 60 % 60,
+            sod % 60
+        );
+        if nanos > 0 {
+            let mut digits = [b'0'; 9];
+            let mut n = nanos;
+            for d in digits.iter_mut().rev() {
+                *d = b'0' + (n % 10) as u8;
+                n /= 10;
+            }
+            let end = digits.iter().rposition(|d| *d != b'0').map_or(0, |i| i + 1);
+            buf.push(b'.');
+            buf.extend_from_slice(&digits[..end]);
+        }
+        if offset == 0 {
+            buf.push(b'Z');
+        } else {
+            let sign = if offset < 0 { '-' } else { '+' };
+            let abs = offset.unsigned_abs();
+            let _ = write!(buf, "{sign}{:02}:{:02}", abs / 3600, abs / 60 % 60);
+        }
+    }
+
+    /// xorshift: a failure replays.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    #[test]
+    fn times_are_written_as_before_across_days_and_offsets() {
+        let mut rng = Rng(0x1_4444);
+        let mut day = (i64::MIN, [0u8; 11]);
+        let mut t: i64 = 1_451_606_400_000_000_000;
+        for k in 0..200_000u64 {
+            let bits = rng.next();
+            // Mostly consecutive times (the cache's case), now and then a
+            // jump anywhere, before 1970 and past 9999 included.
+            t = match k % 97 {
+                0 => bits as i64,
+                1 => -((bits >> 3) as i64),
+                _ => t.saturating_add((bits % (3 * 3_600_000_000_000)) as i64),
+            };
+            if bits.is_multiple_of(5) {
+                t -= t.rem_euclid(1_000_000_000);
+            }
+            let offset = match bits % 7 {
+                0 => -(((bits >> 8) % 50_000) as i32),
+                1 => ((bits >> 8) % 50_000) as i32,
+                2 => 3600,
+                _ => 0,
+            };
+            let (mut now, mut before) = (Vec::new(), Vec::new());
+            rfc3339_nano(&mut now, t, offset, &mut day);
+            rfc3339_nano_before(&mut before, t, offset);
+            assert_eq!(
+                String::from_utf8(now).unwrap(),
+                String::from_utf8(before).unwrap(),
+                "{t} at {offset}"
+            );
+        }
     }
 }

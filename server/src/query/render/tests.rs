@@ -436,7 +436,7 @@ fn chunked_show_statements() {
     // SHOW TAG VALUES WITH KEY = host (chunk_size=2): a line per series, no flags.
     let tv = |m: &str, hosts: &[&str]| Series {
         name: m.into(),
-        columns: vec!["key".into(), "value".into()],
+        columns: std::sync::Arc::new(vec!["key".into(), "value".into()]),
         values: hosts
             .iter()
             .map(|h| vec![Value::String("host".into()), Value::String(h.to_string())])
@@ -464,7 +464,7 @@ fn chunked_show_statements() {
     assert!(!body.contains("partial"));
     // SHOW SERIES: no name, split like a SELECT.
     let keys = StatementResult::of(vec![Series {
-        columns: vec!["key".into()],
+        columns: std::sync::Arc::new(vec!["key".into()]),
         values: ["big,host=a", "big,host=b", "fl"]
             .iter()
             .map(|k| vec![Value::String(k.to_string())])
@@ -512,7 +512,7 @@ fn empty_parts_are_left_out_and_tags_sorted() {
     let s = Series {
         name: String::new(),
         tags: vec![("z".into(), "1".into()), ("a".into(), String::new())],
-        columns: vec!["name".into()],
+        columns: std::sync::Arc::new(vec!["name".into()]),
         values: Vec::new(),
     };
     let a = StatementResult {

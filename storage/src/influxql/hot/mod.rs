@@ -43,6 +43,7 @@ mod bucket;
 mod cond;
 #[cfg(test)]
 mod index_tests;
+mod last_point;
 mod pattern;
 mod raw;
 #[cfg(test)]
