@@ -5,9 +5,9 @@
 //! before). The hand-off and back cost 0.1–0.6 ms of statements that read in
 //! 0.2 ms.
 //!
-//! Only a statement with a time range, or one asking each group's last
-//! point, is tried (`eligible`). A worker running a statement serves no
-//! other connection meanwhile, so what runs inline is bounded three ways, and a client sending many (or many at once)
+//! Only a statement with a time range is tried (`eligible`). A worker
+//! running a statement serves no other connection meanwhile, so what runs
+//! inline is bounded three ways, and a client sending many (or many at once)
 //! gets the blocking pool, not the workers: each statement by its values
 //! read; at most half the runtime's workers (at least one) run statements
 //! inline at once, so writes' and other requests' async handling always has
@@ -17,7 +17,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use influxql::ast::{Expr, SelectStatement, Source, Statement};
+use influxql::ast::{Expr, Statement};
 
 /// `/query` statements by how they ran.
 pub(super) const INLINE_METRIC: &str = "chingest_influxql_inline_total";
@@ -30,26 +30,13 @@ pub(super) const REQUEST_BUDGET: Duration = Duration::from_millis(2);
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether `st` may be tried inline: a `SELECT` without `INTO` (which
-/// writes) whose condition reads `time`, or that asks each group's last
-/// point (TSBS `lastpoint`: the hot store answers it where it holds every
-/// series, `storage`'s `hot/last_point.rs`). Any other without a time range
-/// reaches back before what the store holds nearly always; refused, it would
-/// be planned twice (0.2 ms more in the same-run A/B).
+/// writes) whose condition reads `time`. One without a time range is a
+/// last-point read (TSBS `lastpoint`: the engine's path) or reaches back
+/// before what the store holds nearly always; refused, it would be planned
+/// twice (0.2 ms more in the same-run A/B).
 pub(super) fn eligible(st: &Statement) -> bool {
     matches!(st, Statement::Select(s)
-        if s.into.is_none()
-            && (s.condition.as_ref().is_some_and(reads_time) || asks_last_point(s)))
-}
-
-/// `ORDER BY time DESC LIMIT 1` (no offset) of measurements: each group's
-/// last point.
-fn asks_last_point(s: &SelectStatement) -> bool {
-    s.order_desc
-        && s.limit == Some(1)
-        && s.offset.unwrap_or(0) == 0
-        && s.sources
-            .iter()
-            .all(|src| matches!(src, Source::Measurement(_)))
+        if s.into.is_none() && s.condition.as_ref().is_some_and(reads_time))
 }
 
 /// Whether `e` names `time` anywhere.
@@ -118,7 +105,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_selects_with_a_time_range_or_of_last_points_are_tried() {
+    fn only_selects_with_a_time_range_are_tried() {
         let st = |q: &str| {
             influxql::parse_query(q, &Default::default())
                 .unwrap()
@@ -128,18 +115,6 @@ mod tests {
             "SELECT max(f) FROM m WHERE host = 'a' AND (time >= now() - 1h)"
         )));
         assert!(!eligible(&st("SELECT last(*) FROM m GROUP BY host")));
-        assert!(eligible(&st(
-            "SELECT * FROM cpu GROUP BY \"hostname\" ORDER BY time DESC LIMIT 1"
-        )));
-        assert!(!eligible(&st(
-            "SELECT * FROM cpu ORDER BY time DESC LIMIT 2"
-        )));
-        assert!(!eligible(&st(
-            "SELECT * FROM cpu ORDER BY time DESC LIMIT 1 OFFSET 1"
-        )));
-        assert!(!eligible(&st(
-            "SELECT * FROM (SELECT * FROM cpu) ORDER BY time DESC LIMIT 1"
-        )));
         assert!(!eligible(&st("SELECT f FROM m WHERE host = 'a'")));
         assert!(!eligible(&st("SELECT f INTO n FROM m WHERE time > 0")));
         assert!(!eligible(&st("SHOW DATABASES")));

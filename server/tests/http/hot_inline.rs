@@ -5,7 +5,7 @@
 //! values than an inline statement may read is refused there and answered
 //! from the hot store on a blocking thread, equal too.
 
-use crate::hot::{ask, load, same, OFF, ON, S, T0};
+use crate::hot::{load, same, OFF, ON, S, T0};
 use crate::util::{data_dir, Server, Spawn};
 
 /// `chingest_influxql_inline_total{outcome="…"}` (0 before the first).
@@ -119,99 +119,4 @@ fn a_tsbs_high_cpu_read_runs_inline() {
     let before = ran(&hot, "inline");
     same(&hot, &engine, "d", &q, true);
     assert_eq!(ran(&hot, "inline"), before + 1.0, "not run inline: {q}");
-}
-
-/// `SELECT … ORDER BY time DESC LIMIT 1` (TSBS `lastpoint`) runs inline
-/// where the hot store can prove each series' newest point is held, and is
-/// refused there otherwise (a series idle since before what the store holds
-/// completely), answered then on a blocking thread by the flusher's last
-/// points, as before. Either way the answer is the engine statement's.
-#[test]
-fn last_points_run_inline_where_the_store_holds_each_series_newest_point() {
-    let (dh, de) = (data_dir(), data_dir());
-    // A window of an hour: a host writing for three evicts what is older,
-    // and what the store holds completely starts an hour before its newest.
-    let hot = Spawn::new(dh.path())
-        .config(&format!("{ON}window = \"1h\"\n"))
-        .start();
-    let engine = Spawn::new(de.path()).config(OFF).start();
-    let min = 60 * S;
-    // `idle` writes once, at T0; h0..h3 every 10 minutes for three hours,
-    // h1 and h2 at one time (a tie in `region` r1), h3 without a region,
-    // and h0's last points without `f` (its newest point that has `f` is
-    // older, in the store's open tail).
-    let mut lines = vec![format!("cpu,host=idle,region=r0 f=1.5,i=1i {T0}")];
-    for k in 0..=18i64 {
-        let t = T0 + k * 10 * min;
-        lines.push(format!("cpu,host=h1,region=r1 f={}.25,i={k}i {t}", k % 5));
-        lines.push(format!(
-            "cpu,host=h2,region=r1 f={}.5,i={}i {t}",
-            k % 3,
-            k + 100
-        ));
-        lines.push(format!("cpu,host=h3 f={}.75 {}", k % 4, t + S));
-        let h0 = match k {
-            17 | 18 => format!("cpu,host=h0,region=r0 i={k}i {}", t + 2 * S),
-            _ => format!("cpu,host=h0,region=r0 f={k}.5,i={k}i {}", t + 2 * S),
-        };
-        lines.push(h0);
-    }
-    load(&[&hot, &engine], "d", &lines);
-    let shapes = [
-        (
-            "SELECT * FROM cpu GROUP BY host",
-            " WHERE host =~ /.*/ GROUP BY host",
-        ),
-        (
-            "SELECT * FROM cpu GROUP BY region",
-            " WHERE host =~ /.*/ GROUP BY region",
-        ),
-        (
-            "SELECT f FROM cpu GROUP BY *",
-            " WHERE host =~ /.*/ GROUP BY *",
-        ),
-        ("SELECT * FROM cpu", " WHERE host =~ /.*/"),
-    ];
-    // Each shape's answer on the hot store's server, with its read path,
-    // equal to the engine statement's (a tag condition every point meets
-    // keeps the statement off the last points) on the other server.
-    let answer = |shape: (&str, &str)| -> String {
-        let (memory, tail) = shape;
-        let q = format!("{memory} ORDER BY time DESC LIMIT 1");
-        let select = memory.split(" FROM cpu").next().unwrap();
-        let by_engine = format!("{select} FROM cpu{tail} ORDER BY time DESC LIMIT 1");
-        let (hs, ha, hp) = ask(&hot, "d", &q);
-        let (es, ea, ep) = ask(&engine, "d", &by_engine);
-        assert_eq!(ep, "engine", "{by_engine}");
-        assert_eq!((hs, &ha), (es, &ea), "answers differ: {q}");
-        assert!(ha["results"][0]["series"].is_array(), "{q}: {ha}");
-        hp
-    };
-    // `idle`'s newest point is older than what the store holds completely:
-    // refused inline, answered on a blocking thread by the last points (or
-    // the engine, where a series' last point lacks `f`: `SELECT f`).
-    for shape in shapes {
-        answer(shape);
-        let (refused, inline) = (ran(&hot, "refused"), ran(&hot, "inline"));
-        assert_ne!(answer(shape), "hot", "{shape:?}");
-        assert_eq!(
-            ran(&hot, "refused"),
-            refused + 1.0,
-            "not refused: {shape:?}"
-        );
-        assert_eq!(ran(&hot, "inline"), inline, "{shape:?}");
-    }
-    // A newer point of `idle`: now every series' newest point is held.
-    let t = T0 + 3 * 3600 * S;
-    load(
-        &[&hot, &engine],
-        "d",
-        &[format!("cpu,host=idle,region=r0 f=9.5 {t}")],
-    );
-    for shape in shapes {
-        answer(shape);
-        let inline = ran(&hot, "inline");
-        assert_eq!(answer(shape), "hot", "{shape:?}");
-        assert_eq!(ran(&hot, "inline"), inline + 1.0, "not inline: {shape:?}");
-    }
 }

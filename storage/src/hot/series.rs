@@ -212,12 +212,6 @@ impl Series {
         p
     }
 
-    /// The open tail: the series' newest points, plain (older ones, if any,
-    /// are sealed before it).
-    pub(crate) fn open_tail(&self) -> &Plain {
-        &self.open
-    }
-
     /// Points held.
     pub(crate) fn len(&self) -> usize {
         self.sealed_len + self.open.times.len()

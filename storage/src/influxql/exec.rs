@@ -239,9 +239,7 @@ impl Storage {
         m: &ingest::MeasurementSchema,
     ) -> Result<Vec<Row>, InfluxqlError> {
         let started = std::time::Instant::now();
-        let (rows, path) = if let Some(rows) = self.read_hot_last_points(plan, req)? {
-            (rows, read_path::Path::Hot)
-        } else if let Some(rows) = self.read_last_points(plan, req, m)? {
+        let (rows, path) = if let Some(rows) = self.read_last_points(plan, req, m)? {
             (rows, read_path::Path::LastPoint)
         } else if let Some(rows) = self.read_hot(stmt, rest, plan, req, m)? {
             (rows, read_path::Path::Hot)

@@ -5,8 +5,8 @@
 //! blocks for milliseconds and must never run on a worker.
 //!
 //! [`run`] marks the thread: from then on anything that would wait or is not
-//! cheap refuses instead — an engine statement or the flusher's last points
-//! (`Storage::engine`; the hot store's are read at once), a hot read that would wait for the coordinator, the
+//! cheap refuses instead — an engine statement or the last points
+//! (`Storage::engine`), a hot read that would wait for the coordinator, the
 //! applier or the store's lock, a measurement not held yet, or a read of more
 //! than [`MAX_VALUES`] values — and the caller runs the statement again on a
 //! blocking thread as before, its inline answer thrown away. A refused

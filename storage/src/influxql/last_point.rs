@@ -35,7 +35,7 @@ pub(crate) fn register_metrics() {
 }
 
 /// Where an output column's value comes from.
-pub(super) enum Shown {
+enum Shown {
     Field(String),
     /// A tag (`''`, no tag, shows as null).
     Tag(String),
@@ -43,7 +43,7 @@ pub(super) enum Shown {
 
 /// The shown columns, when `plan` asks for each group's last point and
 /// every column is a field or a tag as it is.
-pub(super) fn shown(plan: &Plan) -> Option<Vec<Shown>> {
+fn shown(plan: &Plan) -> Option<Vec<Shown>> {
     // Tag conditions are left to the engine too (the last points know no
     // InfluxQL conditions).
     if !plan.asks_last_point() || !plan.inner_where.is_empty() {

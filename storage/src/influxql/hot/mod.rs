@@ -43,7 +43,6 @@ mod bucket;
 mod cond;
 #[cfg(test)]
 mod index_tests;
-mod last_point;
 mod pattern;
 mod raw;
 #[cfg(test)]
