@@ -222,7 +222,15 @@ impl ClusterSync {
             self.read_nodes();
         }
         let began = Instant::now();
-        match self.refresh() {
+        let mut read = self.refresh();
+        // A measurement drop learned in this read leaves the measurement out of the catalog
+        // until a read learns its table again (it may have been made again since): read again
+        // at once, or statements until the next read would not see a measurement the shards
+        // hold. The second read applies no drop twice.
+        if let Ok((_, _, true)) = read {
+            read = self.refresh();
+        }
+        match read.map(|(down, drops, _)| (down, drops)) {
             Ok((down, drops)) => {
                 if down.is_empty() {
                     *self.fresh_since.lock() = Some(began);
@@ -329,10 +337,11 @@ impl ClusterSync {
         *before = down;
     }
 
-    /// One refresh; the shards that did not answer (empty: every shard answered) and the
-    /// database drops to apply.
+    /// One refresh; the shards that did not answer (empty: every shard answered), the
+    /// database drops to apply, and whether a measurement drop was applied (its table, if
+    /// made again, is learned only by the next refresh).
     #[allow(clippy::type_complexity)]
-    fn refresh(&self) -> Result<(Vec<usize>, Vec<(String, u64)>), String> {
+    fn refresh(&self) -> Result<(Vec<usize>, Vec<(String, u64)>, bool), String> {
         let theirs = self.cluster.catalog().map_err(|e| e.to_string())?;
         let db_drops = drops_to_apply(self.cluster.node(), &theirs);
         // Not yet applied here: neither listed again nor learned again below.
@@ -433,7 +442,7 @@ impl ClusterSync {
                 applied.insert((db.clone(), measurement.clone(), name.clone()));
             }
         }
-        Ok((theirs.unreachable, db_drops))
+        Ok((theirs.unreachable, db_drops, !dropped.is_empty()))
     }
 }
 
