@@ -67,11 +67,16 @@ fn check(step: &str, nodes: &[&Server], embedded: &Server) {
             let want = on_d(embedded, q);
             assert!(want["results"][0].get("error").is_none(), "{q}: {want}");
             assert_eq!(on_d(node, q), want, "{step}: {q}");
-            let kept = answered(node, "kept");
-            assert_eq!(on_d(node, q), want, "{step}: {q} again");
-            assert_eq!(
-                answered(node, "kept"),
-                kept + 2,
+            // Again, from the kept rows on both shards. Once more if not: the node may learn
+            // another node's drop in between (its catalog is read every 2 s and ahead of
+            // statements), which forgets the kept rows; the read after that keeps them.
+            let from_kept = || {
+                let kept = answered(node, "kept");
+                assert_eq!(on_d(node, q), want, "{step}: {q} again");
+                answered(node, "kept") == kept + 2
+            };
+            assert!(
+                from_kept() || from_kept(),
                 "{step}: {q} again should be answered from the kept rows on both shards"
             );
         }
