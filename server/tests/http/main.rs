@@ -10,7 +10,6 @@ mod backup_forged;
 mod bounds;
 mod cli;
 mod cluster;
-mod cluster_catalog_ahead;
 mod cluster_combine;
 mod cluster_delete;
 mod cluster_drop;
