@@ -207,6 +207,22 @@ impl Engine {
             .run_generated(sql, format, access, cancel, sink)
     }
 
+    /// [`sql_generated`](Self::sql_generated) for the server's own background
+    /// reads (the hot store's refill): outside `[sql] max_concurrent_queries`,
+    /// one at a time. See [`Sandbox::run_background`](crate::sandbox).
+    pub fn sql_background(
+        &self,
+        sql: &str,
+        format: OutputFormat,
+        access: &SqlAccess,
+        cancel: &SqlCancel,
+        sink: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> std::result::Result<SqlSummary, SqlError> {
+        self.inner
+            .sandbox
+            .run_background(sql, format, access, cancel, sink)
+    }
+
     /// Whether the SQL sandbox has an engine role for `scope` (one the engine booted with).
     pub fn has_read_role(&self, scope: &ReadScope) -> bool {
         self.inner.sandbox.has_role(scope)

@@ -87,7 +87,10 @@ pub(crate) struct Sandbox {
     access: EngineAccess,
     /// Reader connections, with their comment and the role they have set.
     idle: Mutex<Vec<Idle>>,
-    in_flight: Mutex<usize>,
+    /// Statements running: `.0` every one, `.1` of them the server's own
+    /// background reads ([`run_background`](Self::run_background)), which
+    /// the bound of client statements does not count.
+    in_flight: Mutex<(usize, usize)>,
     next_id: AtomicU64,
     control: Mutex<Option<Connection>>,
     stats: Mutex<Option<Connection>>,
@@ -107,14 +110,22 @@ impl Drop for AdminWrite<'_> {
     }
 }
 
-/// A slot of the concurrency bound, released on drop.
-struct Slot<'a>(&'a Sandbox);
+/// A slot of the concurrency bound (`.1`: a background one), released on drop.
+struct Slot<'a>(&'a Sandbox, bool);
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        *self.0.in_flight.lock() -= 1;
+        let mut n = self.0.in_flight.lock();
+        n.0 -= 1;
+        if self.1 {
+            n.1 -= 1;
+        }
     }
 }
+
+/// Background statements that may run at once: the hot store's refill reads
+/// its slices one at a time.
+const BACKGROUND_STATEMENTS: usize = 1;
 
 impl Sandbox {
     pub(crate) fn start(
@@ -129,7 +140,7 @@ impl Sandbox {
             access,
             admin_writes,
             idle: Mutex::new(Vec::new()),
-            in_flight: Mutex::new(0),
+            in_flight: Mutex::new((0, 0)),
             next_id: AtomicU64::new(0),
             control: Mutex::new(None),
             stats: Mutex::new(None),
@@ -283,7 +294,36 @@ impl Sandbox {
         cancel: &SqlCancel,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError> {
-        let _slot = self.slot()?;
+        let slot = self.slot()?;
+        self.run_generated_in(slot, sql, format, access, cancel, sink)
+    }
+
+    /// [`run_generated`](Self::run_generated) for the server's own background
+    /// reads (the hot store's refill): outside `[sql] max_concurrent_queries`,
+    /// which bounds what clients run, so that a refill never makes a client's
+    /// statement `Busy`; at most [`BACKGROUND_STATEMENTS`] at once (`Busy`
+    /// beyond), each under the same limits and watchdog.
+    pub(crate) fn run_background(
+        &self,
+        sql: &str,
+        format: OutputFormat,
+        access: &SqlAccess,
+        cancel: &SqlCancel,
+        sink: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<SqlSummary, SqlError> {
+        let slot = self.background_slot()?;
+        self.run_generated_in(slot, sql, format, access, cancel, sink)
+    }
+
+    fn run_generated_in(
+        &self,
+        _slot: Slot<'_>,
+        sql: &str,
+        format: OutputFormat,
+        access: &SqlAccess,
+        cancel: &SqlCancel,
+        sink: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<SqlSummary, SqlError> {
         let scope = match access {
             SqlAccess::Read(scope) => scope.clone(),
             SqlAccess::Admin => ReadScope::All,
@@ -310,13 +350,30 @@ impl Sandbox {
             return Err(SqlError::Unavailable("the engine is shutting down".into()));
         }
         let mut n = self.in_flight.lock();
-        if *n >= self.config.max_concurrent_queries {
+        if n.0 - n.1 >= self.config.max_concurrent_queries {
             return Err(SqlError::Busy {
                 limit: self.config.max_concurrent_queries,
             });
         }
-        *n += 1;
-        Ok(Slot(self))
+        n.0 += 1;
+        Ok(Slot(self, false))
+    }
+
+    /// A background slot ([`run_background`](Self::run_background)), or `Busy`
+    /// at once.
+    fn background_slot(&self) -> Result<Slot<'_>, SqlError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(SqlError::Unavailable("the engine is shutting down".into()));
+        }
+        let mut n = self.in_flight.lock();
+        if n.1 >= BACKGROUND_STATEMENTS {
+            return Err(SqlError::Busy {
+                limit: BACKGROUND_STATEMENTS,
+            });
+        }
+        n.0 += 1;
+        n.1 += 1;
+        Ok(Slot(self, true))
     }
 
     /// Stops accepting statements, kills the running ones, closes idle connections.
@@ -332,7 +389,7 @@ impl Sandbox {
             self.kill(&c);
         }
         let deadline = Instant::now() + Duration::from_secs(5);
-        while *self.in_flight.lock() > 0 && Instant::now() < deadline {
+        while self.in_flight.lock().0 > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
         self.idle.lock().clear();

@@ -397,6 +397,55 @@ fn beyond_the_concurrency_bound_statements_are_refused_at_once() {
     }
 }
 
+/// The server's own background reads (the hot store's refill) run outside the
+/// bound of client statements: with one of them running, clients still get
+/// their `max_concurrent_queries` (2) statements, and a second background read
+/// is refused at once (one at a time).
+#[test]
+fn background_reads_do_not_take_the_clients_slots() {
+    let _serial = serial();
+    let background = |sql: &'static str| {
+        let mut out = Vec::new();
+        engine()
+            .sql_background(
+                sql,
+                OutputFormat::TabSeparated,
+                &SqlAccess::Admin,
+                &SqlCancel::new(),
+                &mut |c| {
+                    out.extend_from_slice(c);
+                    true
+                },
+            )
+            .map(|_| String::from_utf8_lossy(&out).into_owned())
+    };
+    let barrier = Arc::new(Barrier::new(2));
+    let b = barrier.clone();
+    let refill = std::thread::spawn(move || {
+        b.wait();
+        background("SELECT sleep(1.5)")
+    });
+    barrier.wait();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    assert_eq!(
+        background("SELECT 1").unwrap_err(),
+        SqlError::Busy { limit: 1 },
+        "a second background read must be refused"
+    );
+    assert!(started.elapsed() < Duration::from_millis(200));
+    // Two client statements at once, beside the background one.
+    let clients: Vec<_> = (0..2)
+        .map(|_| std::thread::spawn(|| run("SELECT sleep(0.5), 7", &reader())))
+        .collect();
+    for c in clients {
+        let (out, _) = c.join().unwrap().expect("a client statement beside a refill");
+        assert_eq!(out, "0\t7\n");
+    }
+    assert_eq!(refill.join().unwrap().unwrap(), "0\n");
+    assert_every_connection_is_clean(2);
+}
+
 /// A file only the process can read, with content that must never come back.
 fn canary() -> (tempfile::TempDir, String, String) {
     let dir = tempfile::tempdir().unwrap();

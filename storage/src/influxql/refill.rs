@@ -52,7 +52,7 @@ impl Storage {
             engine::table::qualified(db, measurement)
         );
         let mut answer = Vec::new();
-        let ran = engine.sql_generated(
+        let ran = engine.sql_background(
             &sql,
             engine::OutputFormat::TabSeparated,
             &SqlAccess::Admin,
@@ -189,7 +189,7 @@ impl Storage {
                 }
             };
             let mut answer = Vec::new();
-            let ran = engine.sql_generated(
+            let ran = engine.sql_background(
                 &statement,
                 engine::OutputFormat::ArrowStream,
                 &SqlAccess::Admin,
