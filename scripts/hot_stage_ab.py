@@ -70,7 +70,7 @@ def start(name, binary, port):
 def fill(name, port):
     subprocess.run([LOAD, "tsbs-fill", "--server", f"{name}=http://127.0.0.1:{port}",
                     "--hosts", str(HOSTS), "--hours", str(HOURS), "--batch", str(HOSTS * 10),
-                    "--out", f"/tmp/hot-stage-ab-{name}/fill.json"],
+                    "--out", f"{DIR}-{name}/fill.json"],
                    check=True, stdout=subprocess.DEVNULL)
     for _ in range(1200):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)

@@ -36,6 +36,7 @@ use ingest::FieldType;
 use super::series::{Series, Value};
 use super::zone::TimeZone;
 
+mod aligned;
 mod grid;
 
 pub use grid::{window_start, window_start_in, Grid};
@@ -88,16 +89,33 @@ pub fn fill_series_in(
     offset: Option<u64>,
 ) {
     let walk = Walk { grid, zone };
-    let present = split_columns(&series.values, columns.len());
+    let rows = std::mem::take(&mut series.values);
+    series.values = match aligned::fill_aligned(rows, fill, &walk, columns, limit, offset) {
+        Ok(rows) => rows,
+        Err(rows) => fill_columns(&rows, fill, &walk, columns, limit, offset),
+    };
+}
+
+/// [`fill_series_in`] column by column, then the columns joined into rows:
+/// any rows (a column may lack values, the engine may repeat a time).
+fn fill_columns(
+    rows: &[Vec<Value>],
+    fill: &Fill,
+    walk: &Walk<'_>,
+    columns: &[FillColumn],
+    limit: Option<u64>,
+    offset: Option<u64>,
+) -> Vec<Vec<Value>> {
+    let present = split_columns(rows, columns.len());
     let emitted: Vec<Vec<(i64, Value)>> = present
         .iter()
         .zip(columns)
         .map(|(points, column)| {
-            let filled = fill_column(points, fill, &walk, column);
+            let filled = fill_column(points, fill, walk, column);
             super::page(filled, limit, offset)
         })
         .collect();
-    series.values = join_rows(&emitted, fill, grid, columns);
+    join_rows(&emitted, fill, walk.grid, columns)
 }
 
 /// Per column, the (time, value) cells that hold a value, in row order.
@@ -155,7 +173,8 @@ fn fill_column(
             next += 1;
         }
         if out.last().is_none_or(|(last_t, _)| *last_t != t) {
-            let value = fill_value(fill, column, prev, points.get(next), t, grid);
+            let around = (prev.map(cell), points.get(next).map(cell));
+            let value = fill_value(fill, column, around, t, grid);
             out.push((t, value));
         }
         match walk.next(t, &mut at) {
@@ -167,15 +186,17 @@ fn fill_column(
     out
 }
 
+/// A column's point as [`fill_value`] reads it.
+fn cell(p: &(i64, Value)) -> (i64, &Value) {
+    (p.0, &p.1)
+}
+
+/// A column's points before and after an empty interval, where it has them.
+type Around<'v> = (Option<(i64, &'v Value)>, Option<(i64, &'v Value)>);
+
 /// The value InfluxDB's fill iterator gives an empty interval at `t`.
-fn fill_value(
-    fill: &Fill,
-    column: &FillColumn,
-    prev: Option<&(i64, Value)>,
-    next: Option<&(i64, Value)>,
-    t: i64,
-    grid: &Grid,
-) -> Value {
+fn fill_value(fill: &Fill, column: &FillColumn, around: Around<'_>, t: i64, grid: &Grid) -> Value {
+    let (prev, next) = around;
     match fill {
         Fill::Null if column.count => Value::Integer(0),
         Fill::Null | Fill::None => Value::Null,
@@ -195,11 +216,11 @@ fn fill_value(
 
 /// `fill(linear)`: InfluxDB's `linearFloat`/`linearInteger`/`linearUnsigned`,
 /// with times counted in whole intervals (Go's truncating division).
-fn linear(t: i64, prev: &(i64, Value), next: &(i64, Value), interval: i64) -> Value {
+fn linear(t: i64, prev: (i64, &Value), next: (i64, &Value), interval: i64) -> Value {
     let (x0, x1, x) = (prev.0 / interval, next.0 / interval, t / interval);
     let dx = (x1.wrapping_sub(x0)) as f64;
     let at = (x.wrapping_sub(x0)) as f64;
-    match (&prev.1, &next.1) {
+    match (prev.1, next.1) {
         (Value::Float(y0), Value::Float(y1)) => Value::Float((y1 - y0) / dx * at + y0),
         (Value::Integer(y0), Value::Integer(y1)) => {
             let m = y1.wrapping_sub(*y0) as f64 / dx;
@@ -326,6 +347,8 @@ fn join_rows(
         .collect()
 }
 
+#[cfg(test)]
+mod aligned_tests;
 #[cfg(test)]
 mod tests;
 

@@ -215,6 +215,89 @@ impl Acc {
         }
     }
 
+    /// Adds a run of one series' points that share a bucket (`valid`: which
+    /// hold the field), in order: what [`Acc::add_float`] does point by
+    /// point, the function matched once a run rather than once a point
+    /// (TSBS `single-groupby-*` runs 6 points a bucket, `cpu-max-all-1` 360).
+    /// The same updates in the same order: the same bits (a float sum's
+    /// rounding, `min` of `0.0` and `-0.0` keeping the first).
+    pub(super) fn add_floats(&mut self, agg: Agg, times: &[i64], values: &[f64], valid: &[bool]) {
+        let points = values.iter().zip(valid).filter(|(_, &ok)| ok);
+        match agg {
+            Agg::Part(Func::Count) => self.n += points.count() as u64,
+            Agg::Part(Func::Sum | Func::Mean) => {
+                let mut sum = self.float;
+                for (&v, _) in points {
+                    self.n += 1;
+                    sum += v;
+                }
+                self.float = sum;
+            }
+            Agg::Part(Func::Min | Func::Max | Func::Spread) => {
+                let (mut lo, mut hi) = (self.min, self.max);
+                for (&v, _) in points {
+                    self.n += 1;
+                    if v < lo {
+                        lo = v;
+                    }
+                    if v > hi {
+                        hi = v;
+                    }
+                }
+                (self.min, self.max) = (lo, hi);
+            }
+            _ => {
+                for ((&v, _), &t) in values
+                    .iter()
+                    .zip(valid)
+                    .zip(times)
+                    .filter(|((_, &ok), _)| ok)
+                {
+                    self.add_float(agg, t, v);
+                }
+            }
+        }
+    }
+
+    /// [`Acc::add_floats`] for an integer field: [`Acc::add_int`]'s updates.
+    pub(super) fn add_ints(&mut self, agg: Agg, times: &[i64], values: &[i64], valid: &[bool]) {
+        let points = values.iter().zip(valid).filter(|(_, &ok)| ok);
+        match agg {
+            Agg::Part(Func::Count) => self.n += points.count() as u64,
+            Agg::Part(Func::Sum) => {
+                for (&v, _) in points {
+                    self.n += 1;
+                    self.int = self.int.wrapping_add(v);
+                }
+            }
+            Agg::Part(Func::Mean) => {
+                for (&v, _) in points {
+                    self.n += 1;
+                    self.wide += i128::from(v);
+                }
+            }
+            Agg::Part(Func::Min | Func::Max | Func::Spread) => {
+                let (mut lo, mut hi) = (self.imin, self.imax);
+                for (&v, _) in points {
+                    self.n += 1;
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                }
+                (self.imin, self.imax) = (lo, hi);
+            }
+            _ => {
+                for ((&v, _), &t) in values
+                    .iter()
+                    .zip(valid)
+                    .zip(times)
+                    .filter(|((_, &ok), _)| ok)
+                {
+                    self.add_int(agg, t, v);
+                }
+            }
+        }
+    }
+
     pub(super) fn value(&mut self, spec: &Spec) -> Value {
         if self.n == 0 || spec.kind.is_none() {
             return Value::Null;
@@ -358,3 +441,7 @@ pub(super) fn pick(p: &mut Picked, func: Func, col: &Option<&Column>, i: usize, 
         };
     }
 }
+
+#[cfg(test)]
+#[path = "acc_tests.rs"]
+mod tests;

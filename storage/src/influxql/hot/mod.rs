@@ -22,7 +22,6 @@
 //! before what the store holds completely, of a database with a retention, or
 //! of a caller that may not read the database.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use engine::{ReadScope, SqlAccess};
@@ -33,12 +32,12 @@ use super::error::InfluxqlError;
 use super::inline;
 use super::plan::{Aggregate, Plan};
 use super::rows::Row;
-use super::series::Value;
 use super::stages::{self, Stage};
-use crate::hot::table::{Chunk, Column, Plain, Series, Sift, Values};
+use crate::hot::table::{Chunk, Plain, Series, Sift};
 use crate::Storage;
 
 mod acc;
+mod aggregate;
 mod bucket;
 mod cond;
 #[cfg(test)]
@@ -49,8 +48,8 @@ mod raw;
 mod skip_tests;
 mod tag_values;
 
-use acc::{pick, specs, Acc, Agg, Picked, Spec};
-use bucket::Bucket;
+use acc::{specs, Spec};
+use aggregate::aggregate_rows;
 use cond::{Cond, Decided};
 
 /// Compressed points a statement may decode (`Series::sealed_points`) and
@@ -339,153 +338,3 @@ impl Chosen<'_> {
             .is_none_or(|t| t.iter().all(|c| c.on_point(p, i)))
     }
 }
-
-/// The aggregate's rows (`None`: a column the evaluator cannot read).
-fn aggregate_rows(
-    plan: &Plan,
-    agg: &Aggregate,
-    specs: &[Spec],
-    lone: bool,
-    fields: &[String],
-    chosen: &Chosen<'_>,
-) -> Option<Vec<Row>> {
-    let (min, max) = (chosen.min, chosen.max);
-    let index: Vec<Option<usize>> = specs
-        .iter()
-        .map(|s| {
-            s.kind?;
-            fields.iter().position(|f| *f == s.field)
-        })
-        .collect();
-    let window = agg.window;
-    let zone = agg.zone.as_ref();
-    let fixed = plan.range.min.unwrap_or(0);
-    let width = specs.len();
-    // Each group's buckets by start, as slots into one arena of aggregates
-    // (`width` per bucket) and picks: no allocation per bucket (`-1-1-12`:
-    // 720 of them).
-    let mut groups: BTreeMap<Vec<String>, BTreeMap<i64, u32>> = BTreeMap::new();
-    let mut accs: Vec<Acc> = Vec::new();
-    let mut picks: Vec<Picked> = Vec::new();
-    let mut scratch = Plain::default();
-    // The bucket slot of each point of a series' span (`NO_SLOT`: it adds to none).
-    let mut slots: Vec<u32> = Vec::new();
-    let reads = chosen.reads(index.iter().flatten().copied().collect());
-    for (_, s, test) in &chosen.series {
-        let s = *s;
-        let p = chosen.points(s, test, &reads, &mut scratch);
-        let span = p.span(min, max);
-        if span.is_empty() {
-            continue;
-        }
-        let cols: Vec<Option<&Column>> = index
-            .iter()
-            .map(|i| i.and_then(|i| p.columns.get(i)).and_then(Option::as_ref))
-            .collect();
-        if cols.iter().all(Option::is_none) {
-            continue;
-        }
-        let key: Vec<String> = plan
-            .group_tags
-            .iter()
-            .map(|t| s.tag(t).to_string())
-            .collect();
-        let buckets = groups.entry(key).or_default();
-        // First each point's bucket, looked up only where it changes (the
-        // points are in time order), then each column's values into their
-        // buckets' aggregates, one column at a time: the same values in the
-        // same order into each aggregate as point by point.
-        slots.clear();
-        let mut current: Option<(Bucket, u32)> = None;
-        for i in span.clone() {
-            if !Chosen::passes(test, p, i) || !cols.iter().flatten().any(|c| c.valid[i]) {
-                // No aggregated field at this point: no bucket from it.
-                slots.push(NO_SLOT);
-                continue;
-            }
-            let t = p.times[i];
-            let slot = match current {
-                Some((b, slot)) if b.holds(t) => slot,
-                _ => {
-                    let b = Bucket::of(t, window.map(|w| (w.interval, w.offset)), zone, fixed);
-                    let slot = *buckets.entry(b.start).or_insert_with(|| {
-                        accs.extend(std::iter::repeat_n(Acc::EMPTY, width));
-                        picks.push(Picked {
-                            time: 0,
-                            value: 0.0,
-                            ivalue: 0,
-                            any: false,
-                        });
-                        (picks.len() - 1) as u32
-                    });
-                    current = Some((b, slot));
-                    slot
-                }
-            };
-            slots.push(slot);
-        }
-        let times = &p.times[span.clone()];
-        for (k, (spec, col)) in specs.iter().zip(&cols).enumerate() {
-            let Some(c) = col else { continue };
-            let valid = &c.valid[span.clone()];
-            let points = slots.iter().zip(valid).zip(times).enumerate();
-            let points = points.filter(|(_, ((&slot, &ok), _))| ok && slot != NO_SLOT);
-            match &c.values {
-                Values::Float(v) => {
-                    let v = &v[span.clone()];
-                    for (j, ((&slot, _), &t)) in points {
-                        accs[slot as usize * width + k].add_float(spec.agg, t, v[j]);
-                    }
-                }
-                Values::Integer(v) => {
-                    let v = &v[span.clone()];
-                    for (j, ((&slot, _), &t)) in points {
-                        accs[slot as usize * width + k].add_int(spec.agg, t, v[j]);
-                    }
-                }
-                _ => {
-                    if points.count() > 0 {
-                        return None;
-                    }
-                }
-            }
-        }
-        if let (true, Agg::Part(func)) = (lone, specs[0].agg) {
-            for (j, (&slot, &t)) in slots.iter().zip(times).enumerate() {
-                if slot != NO_SLOT {
-                    pick(&mut picks[slot as usize], func, &cols[0], span.start + j, t);
-                }
-            }
-        }
-    }
-    let mut rows = Vec::new();
-    for (group, buckets) in groups {
-        for (time, slot) in buckets {
-            let slot = slot as usize;
-            let (accs, picked) = (&mut accs[slot * width..][..width], picks[slot]);
-            let time = match (lone, specs[0].agg) {
-                (false, _) => time,
-                // The nearest rank's point; none (a null time in the engine's
-                // row): let the engine answer.
-                (true, Agg::Percentile(p)) => {
-                    let k = accs[0].rank(p)?;
-                    accs[0].time_at(k)
-                }
-                (true, _) if !picked.any => continue,
-                (true, _) => picked.time,
-            };
-            // A slot for the time `exec.rs` puts first: no reallocation per row.
-            let mut values: Vec<Value> = Vec::with_capacity(specs.len() + 1);
-            values.extend(accs.iter_mut().zip(specs).map(|(a, s)| a.value(s)));
-            rows.push(Row {
-                time: Some(time),
-                group: group.clone(),
-                values,
-            });
-        }
-    }
-    Some(rows)
-}
-
-/// No bucket: the point adds to no aggregate.
-const NO_SLOT: u32 = u32::MAX;
