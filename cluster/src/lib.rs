@@ -54,6 +54,7 @@ mod http;
 mod identified;
 mod identity;
 mod last_points;
+mod meta;
 mod nodes;
 mod partials;
 mod read;
