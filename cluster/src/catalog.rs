@@ -122,22 +122,42 @@ struct ShardCatalog {
     retention: BTreeMap<String, RetentionSetting>,
 }
 
+/// A shard's answer; `None` where it does not answer (a shard down is not an error).
+fn reachable<T>(answer: Result<T, ClusterError>) -> Result<Option<T>, ClusterError> {
+    match answer {
+        Ok(part) => Ok(Some(part)),
+        Err(ClusterError::Unreachable { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 impl Cluster {
     /// The databases and tables on every shard that answers; a shard that does not is
     /// listed in [`ClusterCatalog::unreachable`], not an error. A shard that answers with
     /// an error fails the whole read (its tables would silently be missing). Every shard is
     /// read at once (a statement that needs a fresh catalog waits for the slowest shard,
     /// not for their sum).
+    ///
+    /// Consistent for a measurement dropped and made again: every shard's metadata (its
+    /// listed drops) is read first, then every shard's tables. A drop is listed only once
+    /// its table left every shard (`DROP MEASUREMENT`), so every table this read lists
+    /// exists after every drop it lists: one made again since, which a node applying the
+    /// drop learns from the same read (never the table the drop removed).
     pub fn catalog(&self) -> Result<ClusterCatalog, ClusterError> {
-        let shards = self.config.shards.len();
-        let read: Vec<Result<Option<ShardCatalog>, ClusterError>> = std::thread::scope(|scope| {
-            let reads: Vec<_> = (0..shards)
-                .map(|k| scope.spawn(move || self.shard_catalog(k)))
-                .collect();
-            reads
-                .into_iter()
-                .map(|r| r.join().expect("a catalog read does not panic"))
-                .collect()
+        let metas = self.on_every_shard(|k| reachable(self.read_shard_meta(k)));
+        let tables = self.on_every_shard(|k| match &metas[k] {
+            Ok(Some(_)) => reachable(self.read_shard_tables(k)),
+            _ => Ok(None),
+        });
+        let read = metas.into_iter().zip(tables).map(|(meta, tables)| {
+            Ok::<_, ClusterError>(match (meta?, tables?) {
+                (Some(mut part), Some(tables)) => {
+                    part.databases.extend(tables.databases);
+                    part.tables = tables.tables;
+                    Some(part)
+                }
+                _ => None,
+            })
         });
         let mut out = ClusterCatalog::default();
         let mut per_shard = Vec::new();
@@ -205,16 +225,22 @@ impl Cluster {
         Ok(out)
     }
 
-    /// What shard `k` holds of the catalog; `None`: it does not answer.
-    fn shard_catalog(&self, k: usize) -> Result<Option<ShardCatalog>, ClusterError> {
-        match self.read_shard_catalog(k) {
-            Ok(shard) => Ok(Some(shard)),
-            Err(ClusterError::Unreachable { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
+    /// `read(k)` on every shard at once (one thread per shard); the answers in shard order.
+    fn on_every_shard<T: Send>(&self, read: impl Fn(usize) -> T + Sync) -> Vec<T> {
+        let read = &read;
+        std::thread::scope(|scope| {
+            let reads: Vec<_> = (0..self.config.shards.len())
+                .map(|k| scope.spawn(move || read(k)))
+                .collect();
+            reads
+                .into_iter()
+                .map(|r| r.join().expect("a catalog read does not panic"))
+                .collect()
+        })
     }
 
-    fn read_shard_catalog(&self, k: usize) -> Result<ShardCatalog, ClusterError> {
+    /// Shard `k`'s chingest tables and their columns (and the databases they are in).
+    fn read_shard_tables(&self, k: usize) -> Result<ShardCatalog, ClusterError> {
         let mut out = ShardCatalog::default();
         let columns = self.http.statement(
             k,
@@ -246,6 +272,12 @@ impl Cluster {
                 columns.entry(name).or_insert(kind);
             }
         }
+        Ok(out)
+    }
+
+    /// What shard `k`'s metadata database lists (databases, drops, retention, policies).
+    fn read_shard_meta(&self, k: usize) -> Result<ShardCatalog, ClusterError> {
+        let mut out = ShardCatalog::default();
         // chingest's metadata in one statement where every table of it exists (made on
         // the first refresh that misses one), else a statement per table.
         let mut one = self.http.statement(k, &meta_union());

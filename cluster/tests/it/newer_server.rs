@@ -430,6 +430,15 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         "60"
     );
 
+    // The catalog lists the table (its drops read first, then the tables).
+    let catalog = cluster.catalog().unwrap();
+    assert!(
+        catalog
+            .tables
+            .contains_key(&(db.clone(), "cpu".to_string())),
+        "{catalog:?}"
+    );
+
     // Reads.
     let columns = [
         ("host".to_string(), ColumnKind::Tag),

@@ -178,15 +178,7 @@ impl ClusterSync {
             self.read_nodes();
         }
         let began = Instant::now();
-        let mut read = self.refresh();
-        // A measurement drop learned in this read leaves the measurement out of the catalog
-        // until a read learns its table again (it may have been made again since): read again
-        // at once, or statements until the next read would not see a measurement the shards
-        // hold. The second read applies no drop twice.
-        if let Ok((_, _, true)) = read {
-            read = self.refresh();
-        }
-        match read.map(|(down, drops, _)| (down, drops)) {
+        match self.refresh() {
             Ok((down, drops)) => {
                 if down.is_empty() {
                     *self.fresh_since.lock() = Some(began);
@@ -293,11 +285,10 @@ impl ClusterSync {
         *before = down;
     }
 
-    /// One refresh; the shards that did not answer (empty: every shard answered), the
-    /// database drops to apply, and whether a measurement drop was applied (its table, if
-    /// made again, is learned only by the next refresh).
+    /// One refresh; the shards that did not answer (empty: every shard answered) and the
+    /// database drops to apply.
     #[allow(clippy::type_complexity)]
-    fn refresh(&self) -> Result<(Vec<usize>, Vec<(String, u64)>, bool), String> {
+    fn refresh(&self) -> Result<(Vec<usize>, Vec<(String, u64)>), String> {
         let theirs = self.cluster.catalog().map_err(|e| e.to_string())?;
         let db_drops = drops_to_apply(self.cluster.node(), &theirs);
         // Not yet applied here: neither listed again nor learned again below.
@@ -342,9 +333,10 @@ impl ClusterSync {
             }
         }
         // Drops other nodes ran: their measurements' fields and tags forgotten here, before
-        // the tables below are learned (a table made again since is learned again).
-        let dropped = self
-            .apply_drops(&theirs)
+        // the tables below are learned. The read lists its tables after its drops
+        // (`Cluster::catalog`): a table it lists was made again after the drop, and is
+        // learned again in this refresh.
+        self.apply_drops(&theirs)
             .map_err(|e| format!("applying the cluster's drops: {e}"))?;
         // A retention that cannot be listed (a shard refusing the statement) must not keep
         // the node from learning tables and columns: logged, tried again next refresh.
@@ -353,9 +345,7 @@ impl ClusterSync {
         }
         let mut applied = self.applied.lock();
         for ((db, measurement), columns) in &theirs.tables {
-            if !self.catalog.database_exists(db)
-                || dropped.contains(&(db.clone(), measurement.clone()))
-            {
+            if !self.catalog.database_exists(db) {
                 continue;
             }
             let m = measurement.as_bytes().to_vec();
@@ -398,7 +388,7 @@ impl ClusterSync {
                 applied.insert((db.clone(), measurement.clone(), name.clone()));
             }
         }
-        Ok((theirs.unreachable, db_drops, !dropped.is_empty()))
+        Ok((theirs.unreachable, db_drops))
     }
 }
 
