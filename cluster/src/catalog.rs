@@ -345,6 +345,33 @@ impl Cluster {
         Ok(took)
     }
 
+    /// Whether any shard holds the table of one of `measurements` of `db` (one statement per
+    /// shard, until one does): what a statement naming a measurement this node's catalog
+    /// lacks asks before answering that there is none. A shard down is passed over (another
+    /// may hold it); its error is returned only when no shard that answered holds one.
+    pub fn holds_any_table(&self, db: &str, measurements: &[&str]) -> Result<bool, ClusterError> {
+        if measurements.is_empty() {
+            return Ok(false);
+        }
+        let names: Vec<String> = measurements.iter().map(|m| quote_string(m)).collect();
+        let sql = format!(
+            "SELECT count() FROM system.tables WHERE database = {} AND name IN ({}) \
+             FORMAT TabSeparated",
+            quote_string(&schema::shard_database(db)),
+            names.join(", ")
+        );
+        let mut down = None;
+        for k in 0..self.config.shards.len() {
+            match self.http.statement(k, &sql) {
+                Ok(answer) if answer.trim() != "0" => return Ok(true),
+                Ok(_) => {}
+                Err(e @ ClusterError::Unreachable { .. }) => down = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        down.map_or(Ok(false), Err)
+    }
+
     /// Whether any shard holds a row of `db`.`measurement`.
     pub fn has_rows(&self, db: &str, measurement: &str) -> Result<bool, ClusterError> {
         for k in 0..self.config.shards.len() {

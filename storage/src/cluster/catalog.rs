@@ -8,7 +8,8 @@
 //!   type is refused with InfluxDB's `field type conflict`, as on one node), and learns the
 //!   databases other nodes created;
 //! - before each InfluxQL statement when the last read is older than [`STATEMENT_AGE`], so
-//!   `SHOW` and `SELECT` see the measurements, tags and fields another node delivered.
+//!   `SHOW` and `SELECT` see the measurements, tags and fields another node delivered;
+//! - by a `SELECT` naming a measurement the catalog lacks and a shard holds (`named.rs`).
 //!
 //! The same thread drops the shards' expired partitions every
 //! [`EXPIRE_EVERY`] (`cluster/retention.rs`).
@@ -160,6 +161,22 @@ impl ClusterSync {
             self.refresh_locked(false)
         };
         self.apply_learned_drops(drops);
+    }
+
+    /// Refreshes unless a refresh that began at or after `asked` reached every shard: what
+    /// a statement needs that found on the shards a measurement the catalog lacks (a read
+    /// begun before the table was made may have missed it). Blocks, as
+    /// [`refresh_if_older`](Self::refresh_if_older); statements that ask at once share one
+    /// read. The database drops it finds are left to the background refresh (every
+    /// [`REFRESH`], which finds them again): the caller is a statement under way, not one
+    /// about to begin.
+    pub(crate) fn refresh_since(&self, asked: Instant) {
+        let fresh = |s: &Option<Instant>| s.is_some_and(|t| t >= asked);
+        let _running = self.running.lock();
+        if fresh(&self.fresh_since.lock()) {
+            return;
+        }
+        let _left_to_the_background = self.refresh_locked(false);
     }
 
     fn refresh_logged(&self) {

@@ -16,7 +16,8 @@
 //!    per listed drop (a durable marker keeps a restart from forgetting a measurement
 //!    written again since), and learns it again from the shards, in the same catalog read,
 //!    if rows written since made its table anew (the read lists the tables after the
-//!    drops). What a node still holds to deliver was acknowledged after the
+//!    drops). A statement naming a measurement the catalog lacks asks the shards first
+//!    (`cluster/named.rs`): its table may be newer than the last read. What a node still holds to deliver was acknowledged after the
 //!    drop began (step 1): delivered as it is.
 
 use std::collections::HashSet;
