@@ -14,10 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use engine::table::ColumnKind;
 use engine::{quote_ident, quote_string, unescape_tsv};
 
+use crate::meta::{create_databases_table, META_DATABASE};
 use crate::{schema, Cluster, ClusterError, DatabaseLives, RetentionSetting};
-
-/// The database on every shard where chingest lists the databases created on any node.
-pub(crate) const META_DATABASE: &str = "__chingest";
 
 /// The columns every chingest table on a shard has (not user columns).
 const KEY_COLUMNS: [&str; 5] = ["time", "series_id", "__node", "__seq", "__row"];
@@ -47,26 +45,6 @@ pub struct ClusterCatalog {
     pub policies: BTreeMap<String, (String, u64)>,
     /// Shards that did not answer (what they hold is missing above).
     pub unreachable: Vec<usize>,
-}
-
-/// The `CREATE TABLE IF NOT EXISTS` of the databases listed by name.
-fn create_databases_table() -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS {META_DATABASE}.databases (name String) \
-         ENGINE = MergeTree ORDER BY name"
-    )
-}
-
-/// The `CREATE TABLE IF NOT EXISTS` of every table of chingest's metadata a catalog reads.
-pub(crate) fn meta_tables() -> [String; 6] {
-    [
-        create_databases_table(),
-        crate::delete::create_drops_table(),
-        crate::databases::create_created_table(),
-        crate::databases::create_applied_table(),
-        crate::databases::create_policies_table(),
-        crate::retention::create_retention_table(),
-    ]
 }
 
 /// Every table of chingest's metadata a catalog reads, newest per key, as rows of (kind,
@@ -144,114 +122,42 @@ struct ShardCatalog {
     retention: BTreeMap<String, RetentionSetting>,
 }
 
+/// A shard's answer; `None` where it does not answer (a shard down is not an error).
+fn reachable<T>(answer: Result<T, ClusterError>) -> Result<Option<T>, ClusterError> {
+    match answer {
+        Ok(part) => Ok(Some(part)),
+        Err(ClusterError::Unreachable { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 impl Cluster {
-    /// Runs `sql`, a read of a table of chingest's metadata database, on shard `k`; a table
-    /// (or database) not made there yet reads as empty.
-    pub(crate) fn read_meta(&self, k: usize, sql: &str) -> Result<String, ClusterError> {
-        match self.http.statement(k, sql) {
-            Err(e) if e.is_missing_table() => Ok(String::new()),
-            answer => answer,
-        }
-    }
-
-    /// [`list_meta`](Self::list_meta) where at least one shard must take the row: how many
-    /// did, or the last unreachable shard's error when none answered.
-    pub(crate) fn list_meta_somewhere(
-        &self,
-        create: &str,
-        insert: &str,
-    ) -> Result<usize, ClusterError> {
-        match self.list_meta(create, insert)? {
-            (0, Some(down)) => Err(down),
-            (took, _) => Ok(took),
-        }
-    }
-
-    /// Adds a row to a table of chingest's metadata database (made first where missing:
-    /// `create` is its `CREATE TABLE IF NOT EXISTS`) on every shard that answers; how many
-    /// took it, and the last unreachable shard's error.
-    pub(crate) fn list_meta(
-        &self,
-        create: &str,
-        insert: &str,
-    ) -> Result<(usize, Option<ClusterError>), ClusterError> {
-        let mut took = 0;
-        let mut last_down = None;
-        for k in 0..self.config.shards.len() {
-            match self.list_meta_on(k, create, insert) {
-                Ok(()) => took += 1,
-                Err(e @ ClusterError::Unreachable { .. }) => last_down = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok((took, last_down))
-    }
-
-    /// [`list_meta`](Self::list_meta) on shard `k`: the row added (on one replica: the
-    /// table is replicated where the shard's tables are), the table made first where
-    /// missing.
-    pub(crate) fn list_meta_on(
-        &self,
-        k: usize,
-        create: &str,
-        insert: &str,
-    ) -> Result<(), ClusterError> {
-        match self.http.statement(k, insert) {
-            Err(e) if e.is_missing_table() => {
-                self.make_meta_table(k, create)?;
-                self.http.statement(k, insert).map(drop)
-            }
-            done => done.map(drop),
-        }
-    }
-
-    /// Makes a table of chingest's metadata (`create`: its `CREATE TABLE IF NOT EXISTS`),
-    /// and its database, on every replica of shard `k` that answers.
-    pub(crate) fn make_meta_table(&self, k: usize, create: &str) -> Result<(), ClusterError> {
-        self.http
-            .every_replica(k, &format!("CREATE DATABASE IF NOT EXISTS {META_DATABASE}"))?;
-        self.http.every_replica(k, &self.meta_create(k, create))?;
-        Ok(())
-    }
-
-    /// `create`, a `CREATE TABLE IF NOT EXISTS __chingest.<t> (…) ENGINE = <merge> ORDER BY
-    /// …` of chingest's metadata, with its engine replicated among shard `k`'s replicas
-    /// when the cluster's tables are ([`schema::engine`]).
-    pub(crate) fn meta_create(&self, k: usize, create: &str) -> String {
-        let Some(root) = &self.config.zookeeper_path else {
-            return create.to_string();
-        };
-        let prefix = format!("CREATE TABLE IF NOT EXISTS {META_DATABASE}.");
-        let table = create
-            .strip_prefix(&prefix)
-            .and_then(|rest| rest.split([' ', '(']).next())
-            .expect("chingest's metadata tables are made by name");
-        let (head, rest) = create
-            .split_once(" ENGINE = ")
-            .expect("chingest's metadata tables name their engine");
-        let (merge, tail) = rest.split_once(" ORDER BY ").expect("and their order");
-        let path = schema::zookeeper_path(root, k, META_DATABASE, table);
-        format!(
-            "{head} ENGINE = {} ORDER BY {tail}",
-            schema::engine(merge, Some(&path))
-        )
-    }
-
     /// The databases and tables on every shard that answers; a shard that does not is
     /// listed in [`ClusterCatalog::unreachable`], not an error. A shard that answers with
     /// an error fails the whole read (its tables would silently be missing). Every shard is
     /// read at once (a statement that needs a fresh catalog waits for the slowest shard,
     /// not for their sum).
+    ///
+    /// Consistent for a measurement dropped and made again: every shard's metadata (its
+    /// listed drops) is read first, then every shard's tables. A drop is listed only once
+    /// its table left every shard (`DROP MEASUREMENT`), so every table this read lists
+    /// exists after every drop it lists: one made again since, which a node applying the
+    /// drop learns from the same read (never the table the drop removed).
     pub fn catalog(&self) -> Result<ClusterCatalog, ClusterError> {
-        let shards = self.config.shards.len();
-        let read: Vec<Result<Option<ShardCatalog>, ClusterError>> = std::thread::scope(|scope| {
-            let reads: Vec<_> = (0..shards)
-                .map(|k| scope.spawn(move || self.shard_catalog(k)))
-                .collect();
-            reads
-                .into_iter()
-                .map(|r| r.join().expect("a catalog read does not panic"))
-                .collect()
+        let metas = self.on_every_shard(|k| reachable(self.read_shard_meta(k)));
+        let tables = self.on_every_shard(|k| match &metas[k] {
+            Ok(Some(_)) => reachable(self.read_shard_tables(k)),
+            _ => Ok(None),
+        });
+        let read = metas.into_iter().zip(tables).map(|(meta, tables)| {
+            Ok::<_, ClusterError>(match (meta?, tables?) {
+                (Some(mut part), Some(tables)) => {
+                    part.databases.extend(tables.databases);
+                    part.tables = tables.tables;
+                    Some(part)
+                }
+                _ => None,
+            })
         });
         let mut out = ClusterCatalog::default();
         let mut per_shard = Vec::new();
@@ -319,16 +225,22 @@ impl Cluster {
         Ok(out)
     }
 
-    /// What shard `k` holds of the catalog; `None`: it does not answer.
-    fn shard_catalog(&self, k: usize) -> Result<Option<ShardCatalog>, ClusterError> {
-        match self.read_shard_catalog(k) {
-            Ok(shard) => Ok(Some(shard)),
-            Err(ClusterError::Unreachable { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
+    /// `read(k)` on every shard at once (one thread per shard); the answers in shard order.
+    fn on_every_shard<T: Send>(&self, read: impl Fn(usize) -> T + Sync) -> Vec<T> {
+        let read = &read;
+        std::thread::scope(|scope| {
+            let reads: Vec<_> = (0..self.config.shards.len())
+                .map(|k| scope.spawn(move || read(k)))
+                .collect();
+            reads
+                .into_iter()
+                .map(|r| r.join().expect("a catalog read does not panic"))
+                .collect()
+        })
     }
 
-    fn read_shard_catalog(&self, k: usize) -> Result<ShardCatalog, ClusterError> {
+    /// Shard `k`'s chingest tables and their columns (and the databases they are in).
+    fn read_shard_tables(&self, k: usize) -> Result<ShardCatalog, ClusterError> {
         let mut out = ShardCatalog::default();
         let columns = self.http.statement(
             k,
@@ -360,6 +272,12 @@ impl Cluster {
                 columns.entry(name).or_insert(kind);
             }
         }
+        Ok(out)
+    }
+
+    /// What shard `k`'s metadata database lists (databases, drops, retention, policies).
+    fn read_shard_meta(&self, k: usize) -> Result<ShardCatalog, ClusterError> {
+        let mut out = ShardCatalog::default();
         // chingest's metadata in one statement where every table of it exists (made on
         // the first refresh that misses one), else a statement per table.
         let mut one = self.http.statement(k, &meta_union());
@@ -385,13 +303,6 @@ impl Cluster {
             Err(e) => return Err(e),
         }
         Ok(out)
-    }
-
-    /// Makes every table of chingest's metadata on shard `k` that is missing there.
-    fn ensure_meta_tables(&self, k: usize) -> Result<(), ClusterError> {
-        meta_tables()
-            .iter()
-            .try_for_each(|create| self.make_meta_table(k, create))
     }
 
     /// Lists `db`, created at `at` (ms, this node's clock; [`crate::databases`]), on every
@@ -432,6 +343,33 @@ impl Cluster {
             }
         }
         Ok(took)
+    }
+
+    /// Whether any shard holds the table of one of `measurements` of `db` (one statement per
+    /// shard, until one does): what a statement naming a measurement this node's catalog
+    /// lacks asks before answering that there is none. A shard down is passed over (another
+    /// may hold it); its error is returned only when no shard that answered holds one.
+    pub fn holds_any_table(&self, db: &str, measurements: &[&str]) -> Result<bool, ClusterError> {
+        if measurements.is_empty() {
+            return Ok(false);
+        }
+        let names: Vec<String> = measurements.iter().map(|m| quote_string(m)).collect();
+        let sql = format!(
+            "SELECT count() FROM system.tables WHERE database = {} AND name IN ({}) \
+             FORMAT TabSeparated",
+            quote_string(&schema::shard_database(db)),
+            names.join(", ")
+        );
+        let mut down = None;
+        for k in 0..self.config.shards.len() {
+            match self.http.statement(k, &sql) {
+                Ok(answer) if answer.trim() != "0" => return Ok(true),
+                Ok(_) => {}
+                Err(e @ ClusterError::Unreachable { .. }) => down = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        down.map_or(Ok(false), Err)
     }
 
     /// Whether any shard holds a row of `db`.`measurement`.
@@ -500,60 +438,5 @@ impl Cluster {
             }
         }
         Ok(out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ClusterConfig;
-
-    fn cluster(zookeeper_path: Option<&str>) -> Cluster {
-        Cluster::connect(ClusterConfig {
-            // Nothing listens there: the node starts all the same.
-            shards: vec![vec![
-                "http://127.0.0.1:9/".into(),
-                "http://127.0.0.1:7/".into(),
-            ]],
-            zookeeper_path: zookeeper_path.map(str::to_string),
-            insert_quorum: 0,
-            user: None,
-            password: None,
-            node: "n".into(),
-            incarnation: String::new(),
-            timeout: std::time::Duration::from_millis(200),
-            distributed: None,
-            delete_wait: std::time::Duration::from_secs(1),
-            readers: Vec::new(),
-        })
-        .unwrap()
-    }
-
-    #[test]
-    fn metadata_tables_are_replicated_where_the_shards_tables_are() {
-        let c = cluster(Some("/ch"));
-        let mut creates = meta_tables().to_vec();
-        creates.push(
-            "CREATE TABLE IF NOT EXISTS __chingest.nodes (node String, delivered_through \
-             UInt64, at UInt64) ENGINE = ReplacingMergeTree(at) ORDER BY node"
-                .into(),
-        );
-        for create in &creates {
-            let sql = c.meta_create(0, create);
-            assert!(
-                sql.contains("ENGINE = ReplicatedMergeTree('/ch/0/")
-                    || sql.contains("ENGINE = ReplicatedReplacingMergeTree('/ch/0/"),
-                "{sql}"
-            );
-            assert!(sql.contains("'{replica}'"), "{sql}");
-            assert!(sql.contains(" ORDER BY "), "{sql}");
-        }
-        // Each its own path.
-        let paths: std::collections::HashSet<String> =
-            creates.iter().map(|c2| c.meta_create(0, c2)).collect();
-        assert_eq!(paths.len(), creates.len());
-        assert!(c
-            .meta_create(0, &creates[6])
-            .ends_with("'{replica}', at) ORDER BY node"));
     }
 }

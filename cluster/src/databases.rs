@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use engine::{quote_string, unescape_tsv};
 
-use crate::catalog::META_DATABASE;
+use crate::meta::META_DATABASE;
 use crate::{schema, Cluster, ClusterError};
 
 /// Where creations are listed with their time.

@@ -19,7 +19,7 @@
 use engine::table::ColumnKind;
 
 use crate::identity::listing_lines_sql;
-use crate::read::RowBinary;
+use crate::row_binary::RowBinary;
 use crate::schema;
 
 /// The tag of a partial row.

@@ -38,7 +38,7 @@ use parking_lot::Mutex;
 
 use crate::folded::{skip, Cell};
 use crate::identity::{blocks_of, listing_sql, parse_listing, Part};
-use crate::read::RowBinary;
+use crate::row_binary::RowBinary;
 use crate::{Cluster, ClusterError};
 
 /// Shard tables (× columns × condition) whose last points are kept; the least recently

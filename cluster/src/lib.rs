@@ -2,8 +2,9 @@
 //!
 //! Brief overview: delivery of flushed batches to a ClickHouse cluster (the shard map,
 //! the tables on each shard, exactly-once inserts through the embedded engine), and what
-//! else a node does there: reads (`read.rs`), `/api/v1/sql` ([`Cluster::sql`]), the
-//! catalog the nodes share, deletes, drops and retention. storage uses it; the flusher
+//! else a node does there: reads (`read.rs` the rows, `partials.rs` pushed-down answers,
+//! both decoded by `row_binary.rs`), `/api/v1/sql` ([`Cluster::sql`]), the catalog the
+//! nodes share, deletes, drops and retention. storage uses it; the flusher
 //! writes to it through `flush::Destination`, which storage implements over it (flush
 //! does not know the cluster, nor this crate the flusher).
 //!
@@ -53,10 +54,13 @@ mod http;
 mod identified;
 mod identity;
 mod last_points;
+mod meta;
 mod nodes;
+mod partials;
 mod read;
 mod replicas;
 mod retention;
+mod row_binary;
 mod schema;
 pub mod shard;
 mod sql;

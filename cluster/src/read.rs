@@ -13,138 +13,14 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch, StringBuilder,
-    TimestampNanosecondBuilder, UInt32Builder, UInt64Builder,
+    ArrayRef, RecordBatch, TimestampNanosecondBuilder, UInt32Builder, UInt64Builder,
 };
-use arrow::datatypes::{Field, Schema};
 use engine::quote_ident;
 use engine::table::{engine_schema, ColumnKind};
 
 use crate::last_points::LastPointRead;
-use crate::{folded, schema, Cluster, ClusterError, Grouped, IdentitySnapshot};
-
-/// One column being built.
-enum Builder {
-    Tag(StringBuilder),
-    Float(Float64Builder),
-    Integer(Int64Builder),
-    Unsigned(UInt64Builder),
-    String(StringBuilder),
-    Boolean(BooleanBuilder),
-}
-
-impl Builder {
-    fn new(kind: ColumnKind) -> Builder {
-        match kind {
-            ColumnKind::Tag => Builder::Tag(StringBuilder::new()),
-            ColumnKind::Float => Builder::Float(Float64Builder::new()),
-            ColumnKind::Integer => Builder::Integer(Int64Builder::new()),
-            ColumnKind::Unsigned => Builder::Unsigned(UInt64Builder::new()),
-            ColumnKind::String => Builder::String(StringBuilder::new()),
-            ColumnKind::Boolean => Builder::Boolean(BooleanBuilder::new()),
-        }
-    }
-
-    /// Appends one value of a `RowBinary` answer of a column cast to its shard type
-    /// ([`schema::shard_type`]).
-    fn read(&mut self, r: &mut RowBinary<'_>) -> Result<(), String> {
-        match self {
-            Builder::Tag(b) => b.append_value(r.string()?),
-            Builder::String(b) => match r.present()? {
-                true => b.append_value(r.string()?),
-                false => b.append_null(),
-            },
-            Builder::Float(b) => match r.present()? {
-                true => b.append_value(f64::from_bits(r.u64()?)),
-                false => b.append_null(),
-            },
-            Builder::Integer(b) => match r.present()? {
-                true => b.append_value(r.i64()?),
-                false => b.append_null(),
-            },
-            Builder::Unsigned(b) => match r.present()? {
-                true => b.append_value(r.u64()?),
-                false => b.append_null(),
-            },
-            Builder::Boolean(b) => match r.present()? {
-                true => b.append_value(r.take(1)?[0] != 0),
-                false => b.append_null(),
-            },
-        }
-        Ok(())
-    }
-
-    fn finish(self) -> ArrayRef {
-        match self {
-            Builder::Tag(mut b) | Builder::String(mut b) => Arc::new(b.finish()),
-            Builder::Float(mut b) => Arc::new(b.finish()),
-            Builder::Integer(mut b) => Arc::new(b.finish()),
-            Builder::Unsigned(mut b) => Arc::new(b.finish()),
-            Builder::Boolean(mut b) => Arc::new(b.finish()),
-        }
-    }
-}
-
-/// A `RowBinary` answer being read: little-endian numbers, strings as a LEB128 length and
-/// the bytes, a nullable value as a null byte (1: null) then the value if not null.
-pub(crate) struct RowBinary<'a> {
-    pub(crate) bytes: &'a [u8],
-    pub(crate) at: usize,
-}
-
-impl<'a> RowBinary<'a> {
-    pub(crate) fn done(&self) -> bool {
-        self.at >= self.bytes.len()
-    }
-
-    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.at.checked_add(n).filter(|e| *e <= self.bytes.len());
-        let end = end.ok_or_else(|| format!("cut short at byte {}", self.at))?;
-        let out = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(out)
-    }
-
-    pub(crate) fn u64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
-    }
-
-    pub(crate) fn i64(&mut self) -> Result<i64, String> {
-        Ok(i64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
-    }
-
-    pub(crate) fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
-    }
-
-    /// A nullable value's null byte: whether the value follows.
-    pub(crate) fn present(&mut self) -> Result<bool, String> {
-        match self.take(1)?[0] {
-            0 => Ok(true),
-            1 => Ok(false),
-            b => Err(format!("null byte {b} at byte {}", self.at - 1)),
-        }
-    }
-
-    pub(crate) fn string(&mut self) -> Result<&'a str, String> {
-        let mut len = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.take(1)?[0];
-            len |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                let bytes = self.take(usize::try_from(len).map_err(|e| e.to_string())?)?;
-                return std::str::from_utf8(bytes).map_err(|e| e.to_string());
-            }
-        }
-        Err(format!("string length too long at byte {}", self.at))
-    }
-}
+use crate::row_binary::Builder;
+use crate::{folded, schema, Cluster, ClusterError, IdentitySnapshot};
 
 /// Which rows of a measurement a read asks the shards for.
 #[derive(Debug, Clone, Copy)]
@@ -194,22 +70,11 @@ fn pointwise_filter(filter: &str, pointwise: &str, whole: &[u64], rewritten: &[u
 /// Whether a pushed-down read carries the listing its check reads
 /// (`CHINGEST_CLUSTER_FOLD_LISTING=0`: asked for on its own after the read, as before; for
 /// comparisons and to show the tests see the difference).
-fn folds_listing() -> bool {
+pub(crate) fn folds_listing() -> bool {
     std::env::var("CHINGEST_CLUSTER_FOLD_LISTING").as_deref() != Ok("0")
 }
 
 impl Cluster {
-    /// Shard `k`'s `RowBinary` answer could not be read as the statement's columns.
-    fn unexpected_answer(&self, k: usize, message: String) -> ClusterError {
-        ClusterError::Refused {
-            shard: k,
-            endpoint: self.http.endpoint(k),
-            statement: "SELECT … FORMAT RowBinary".into(),
-            message: format!("unexpected answer: {message}"),
-            code: None,
-        }
-    }
-
     /// The rows of `db`.`measurement` on every shard that `rows` selects, in the embedded
     /// layout of `columns` (`table::engine_schema`: a column a shard's rows lack reads as
     /// `''` or null); `None` when there is none. More than `max_rows` rows fail
@@ -357,131 +222,9 @@ impl Cluster {
     }
 }
 
-impl Cluster {
-    /// The answer of `sql(k, snapshot)` on shard `k` — a `SELECT` whose columns are named
-    /// `__p0`, `__p1`, … over [`Cluster::shard_table`] of `db`.`measurement`, grouping by
-    /// point identity only the rows `snapshot` says may share a point (`None`: every row) —
-    /// from every shard at once, each checked by its index after its read and read again
-    /// if a rewrite landed meanwhile (`Cluster::read_identified`); every shard's rows in
-    /// one batch, column `i` read as `out[i]` says (cast to the kind's shard type, so the
-    /// binary answer's layout is known); `None` when no shard answers a row, with what the
-    /// shards grouped. `columns` are made on a shard that lacks them first. More than
-    /// `max_rows` rows over all shards fail the read: what a pushed-down aggregate sends
-    /// (`storage/src/influxql/pushdown.rs`) is one row per group and interval.
-    pub fn read_partials(
-        &self,
-        db: &str,
-        measurement: &str,
-        columns: &[(String, ColumnKind)],
-        sql: impl Fn(usize, Option<&IdentitySnapshot>) -> String + Sync,
-        out: &[(String, ColumnKind)],
-        max_rows: u64,
-    ) -> Result<(Option<RecordBatch>, Grouped), ClusterError> {
-        let list: Vec<String> = out
-            .iter()
-            .enumerate()
-            .map(|(i, (_, k))| format!("CAST(__p{i} AS {})", schema::shard_type(*k)))
-            .collect();
-        let cells: Vec<folded::Cell> = out.iter().map(|(_, k)| folded::Cell::Column(*k)).collect();
-        let placeholders: Vec<String> = out.iter().map(|(_, k)| folded::placeholder(*k)).collect();
-        let (answers, grouped) =
-            self.read_identified(db, measurement, columns, |k, snapshot| {
-                let from = format!("({})", sql(k, snapshot));
-                let limit = max_rows.saturating_add(1);
-                if snapshot.is_none() || !folds_listing() {
-                    let sql = format!(
-                        "SELECT {} FROM {from} LIMIT {limit} FORMAT RowBinary",
-                        list.join(", ")
-                    );
-                    return Ok((self.http.statement_bytes(k, &sql)?, None));
-                }
-                let sql = folded::statement(&list, &placeholders, &from, limit, db, measurement);
-                self.read_folded(k, &sql, &cells)
-            })?;
-        let mut cols: Vec<Builder> = out.iter().map(|(_, k)| Builder::new(*k)).collect();
-        let rows = self.each_row(&answers, max_rows, |r| {
-            cols.iter_mut().try_for_each(|b| b.read(r))
-        })?;
-        if rows == 0 {
-            return Ok((None, grouped));
-        }
-        let arrays: Vec<ArrayRef> = cols.into_iter().map(Builder::finish).collect();
-        let fields: Vec<Field> = out
-            .iter()
-            .zip(&arrays)
-            .map(|((name, kind), a)| {
-                Field::new(name, a.data_type().clone(), *kind != ColumnKind::Tag)
-            })
-            .collect();
-        RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
-            .map(|b| (Some(b), grouped))
-            .map_err(|e| ClusterError::Engine(engine::EngineError::Arrow(e.to_string())))
-    }
-
-    /// Shard `k`'s answer to a folded read `sql` ([`folded::statement`]): its rows as the
-    /// plain read would have answered them, and the listing's lines.
-    fn read_folded(
-        &self,
-        k: usize,
-        sql: &str,
-        cells: &[folded::Cell],
-    ) -> Result<(Vec<u8>, Option<String>), ClusterError> {
-        let answer = self.http.statement_bytes(k, sql)?;
-        let (rows, listed) =
-            folded::split(&answer, cells).map_err(|message| self.unexpected_answer(k, message))?;
-        Ok((rows, Some(listed)))
-    }
-
-    /// Reads every row of every shard's `RowBinary` answer (shard order) with `row`; how
-    /// many there were. More than `max_rows` fail the read; an answer `row` cannot read is
-    /// the shard's unexpected answer.
-    fn each_row(
-        &self,
-        answers: &[Vec<u8>],
-        max_rows: u64,
-        mut row: impl FnMut(&mut RowBinary<'_>) -> Result<(), String>,
-    ) -> Result<u64, ClusterError> {
-        let mut rows = 0u64;
-        for (k, answer) in answers.iter().enumerate() {
-            let mut r = RowBinary {
-                bytes: answer,
-                at: 0,
-            };
-            while !r.done() {
-                rows += 1;
-                if rows > max_rows {
-                    return Err(ClusterError::TooManyRows { max_rows });
-                }
-                row(&mut r).map_err(|message| self.unexpected_answer(k, message))?;
-            }
-        }
-        Ok(rows)
-    }
-
-    /// The table of `db`.`measurement` on each shard, as [`Cluster::read_partials`]'
-    /// statements name it.
-    pub fn shard_table(db: &str, measurement: &str) -> String {
-        schema::table(db, measurement)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn string(out: &mut Vec<u8>, s: &str) {
-        let mut len = s.len();
-        loop {
-            let b = (len & 0x7f) as u8;
-            len >>= 7;
-            if len == 0 {
-                out.push(b);
-                break;
-            }
-            out.push(b | 0x80);
-        }
-        out.extend_from_slice(s.as_bytes());
-    }
 
     #[test]
     fn a_field_condition_spares_the_rewritten_and_undelivered_series() {
@@ -493,63 +236,5 @@ mod tests {
             pointwise_filter("t", "`v` > 1", &[9, 3], &[3, 5]),
             "t AND ((`v` > 1) OR `series_id` IN (3,5,9))"
         );
-    }
-
-    #[test]
-    fn row_binary_reads_every_kind_nulls_and_long_strings_and_refuses_a_cut_answer() {
-        let long = "x".repeat(300); // a two-byte length
-        let mut bytes = Vec::new();
-        string(&mut bytes, &long);
-        bytes.extend_from_slice(&[0]);
-        bytes.extend_from_slice(&1.5f64.to_bits().to_le_bytes());
-        bytes.extend_from_slice(&[1]); // a null integer
-        bytes.extend_from_slice(&[0]);
-        bytes.extend_from_slice(&u64::MAX.to_le_bytes());
-        bytes.extend_from_slice(&[0]);
-        string(&mut bytes, "é\t\n");
-        bytes.extend_from_slice(&[0, 1]);
-        let kinds = [
-            ColumnKind::Tag,
-            ColumnKind::Float,
-            ColumnKind::Integer,
-            ColumnKind::Unsigned,
-            ColumnKind::String,
-            ColumnKind::Boolean,
-        ];
-        let mut cols: Vec<Builder> = kinds.iter().map(|k| Builder::new(*k)).collect();
-        let mut r = RowBinary {
-            bytes: &bytes,
-            at: 0,
-        };
-        for b in &mut cols {
-            b.read(&mut r).unwrap();
-        }
-        assert!(r.done());
-        let arrays: Vec<ArrayRef> = cols.into_iter().map(Builder::finish).collect();
-        use arrow::array::{Array, AsArray};
-        use arrow::datatypes::{Float64Type, Int64Type, UInt64Type};
-        assert_eq!(arrays[0].as_string::<i32>().value(0), long);
-        assert_eq!(arrays[1].as_primitive::<Float64Type>().value(0), 1.5);
-        assert!(arrays[2].as_primitive::<Int64Type>().is_null(0));
-        assert_eq!(arrays[3].as_primitive::<UInt64Type>().value(0), u64::MAX);
-        assert_eq!(arrays[4].as_string::<i32>().value(0), "é\t\n");
-        assert!(arrays[5].as_boolean().value(0));
-
-        // Cut short, or a null byte that is neither 0 nor 1: an error, not a value.
-        let mut cut = RowBinary {
-            bytes: &bytes[..bytes.len() - 1],
-            at: 0,
-        };
-        let mut cols: Vec<Builder> = kinds.iter().map(|k| Builder::new(*k)).collect();
-        let failed = cols.iter_mut().try_for_each(|b| b.read(&mut cut));
-        assert!(failed.unwrap_err().contains("cut short"));
-        let mut bad = RowBinary {
-            bytes: &[7, 0, 0, 0, 0, 0, 0, 0, 0],
-            at: 0,
-        };
-        assert!(Builder::new(ColumnKind::Float)
-            .read(&mut bad)
-            .unwrap_err()
-            .contains("null byte 7"));
     }
 }

@@ -430,6 +430,18 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         "60"
     );
 
+    // The catalog lists the table (its drops read first, then the tables), and a
+    // statement naming a measurement the node lacks asks the shards for its table.
+    let catalog = cluster.catalog().unwrap();
+    assert!(
+        catalog
+            .tables
+            .contains_key(&(db.clone(), "cpu".to_string())),
+        "{catalog:?}"
+    );
+    assert!(cluster.holds_any_table(&db, &["nope", "cpu"]).unwrap());
+    assert!(!cluster.holds_any_table(&db, &["nope", "it's"]).unwrap());
+
     // Reads.
     let columns = [
         ("host".to_string(), ColumnKind::Tag),

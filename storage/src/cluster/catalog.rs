@@ -8,7 +8,8 @@
 //!   type is refused with InfluxDB's `field type conflict`, as on one node), and learns the
 //!   databases other nodes created;
 //! - before each InfluxQL statement when the last read is older than [`STATEMENT_AGE`], so
-//!   `SHOW` and `SELECT` see the measurements, tags and fields another node delivered.
+//!   `SHOW` and `SELECT` see the measurements, tags and fields another node delivered;
+//! - by a `SELECT` naming a measurement the catalog lacks and a shard holds (`named.rs`).
 //!
 //! The same thread drops the shards' expired partitions every
 //! [`EXPIRE_EVERY`] (`cluster/retention.rs`).
@@ -162,6 +163,22 @@ impl ClusterSync {
         self.apply_learned_drops(drops);
     }
 
+    /// Refreshes unless a refresh that began at or after `asked` reached every shard: what
+    /// a statement needs that found on the shards a measurement the catalog lacks (a read
+    /// begun before the table was made may have missed it). Blocks, as
+    /// [`refresh_if_older`](Self::refresh_if_older); statements that ask at once share one
+    /// read. The database drops it finds are left to the background refresh (every
+    /// [`REFRESH`], which finds them again): the caller is a statement under way, not one
+    /// about to begin.
+    pub(crate) fn refresh_since(&self, asked: Instant) {
+        let fresh = |s: &Option<Instant>| s.is_some_and(|t| t >= asked);
+        let _running = self.running.lock();
+        if fresh(&self.fresh_since.lock()) {
+            return;
+        }
+        let _left_to_the_background = self.refresh_locked(false);
+    }
+
     fn refresh_logged(&self) {
         let drops = {
             let _running = self.running.lock();
@@ -178,15 +195,7 @@ impl ClusterSync {
             self.read_nodes();
         }
         let began = Instant::now();
-        let mut read = self.refresh();
-        // A measurement drop learned in this read leaves the measurement out of the catalog
-        // until a read learns its table again (it may have been made again since): read again
-        // at once, or statements until the next read would not see a measurement the shards
-        // hold. The second read applies no drop twice.
-        if let Ok((_, _, true)) = read {
-            read = self.refresh();
-        }
-        match read.map(|(down, drops, _)| (down, drops)) {
+        match self.refresh() {
             Ok((down, drops)) => {
                 if down.is_empty() {
                     *self.fresh_since.lock() = Some(began);
@@ -293,11 +302,10 @@ impl ClusterSync {
         *before = down;
     }
 
-    /// One refresh; the shards that did not answer (empty: every shard answered), the
-    /// database drops to apply, and whether a measurement drop was applied (its table, if
-    /// made again, is learned only by the next refresh).
+    /// One refresh; the shards that did not answer (empty: every shard answered) and the
+    /// database drops to apply.
     #[allow(clippy::type_complexity)]
-    fn refresh(&self) -> Result<(Vec<usize>, Vec<(String, u64)>, bool), String> {
+    fn refresh(&self) -> Result<(Vec<usize>, Vec<(String, u64)>), String> {
         let theirs = self.cluster.catalog().map_err(|e| e.to_string())?;
         let db_drops = drops_to_apply(self.cluster.node(), &theirs);
         // Not yet applied here: neither listed again nor learned again below.
@@ -342,9 +350,10 @@ impl ClusterSync {
             }
         }
         // Drops other nodes ran: their measurements' fields and tags forgotten here, before
-        // the tables below are learned (a table made again since is learned again).
-        let dropped = self
-            .apply_drops(&theirs)
+        // the tables below are learned. The read lists its tables after its drops
+        // (`Cluster::catalog`): a table it lists was made again after the drop, and is
+        // learned again in this refresh.
+        self.apply_drops(&theirs)
             .map_err(|e| format!("applying the cluster's drops: {e}"))?;
         // A retention that cannot be listed (a shard refusing the statement) must not keep
         // the node from learning tables and columns: logged, tried again next refresh.
@@ -353,9 +362,7 @@ impl ClusterSync {
         }
         let mut applied = self.applied.lock();
         for ((db, measurement), columns) in &theirs.tables {
-            if !self.catalog.database_exists(db)
-                || dropped.contains(&(db.clone(), measurement.clone()))
-            {
+            if !self.catalog.database_exists(db) {
                 continue;
             }
             let m = measurement.as_bytes().to_vec();
@@ -398,7 +405,7 @@ impl ClusterSync {
                 applied.insert((db.clone(), measurement.clone(), name.clone()));
             }
         }
-        Ok((theirs.unreachable, db_drops, !dropped.is_empty()))
+        Ok((theirs.unreachable, db_drops))
     }
 }
 

@@ -14,8 +14,10 @@
 //! 4. The drop is listed on the shards (`__chingest.drops`: database, measurement, start);
 //!    every node's catalog refresh forgets the measurement's fields, tags and series once
 //!    per listed drop (a durable marker keeps a restart from forgetting a measurement
-//!    written again since), and learns it again from the shards if rows written since
-//!    made its table anew. What a node still holds to deliver was acknowledged after the
+//!    written again since), and learns it again from the shards, in the same catalog read,
+//!    if rows written since made its table anew (the read lists the tables after the
+//!    drops). A statement naming a measurement the catalog lacks asks the shards first
+//!    (`cluster/named.rs`): its table may be newer than the last read. What a node still holds to deliver was acknowledged after the
 //!    drop began (step 1): delivered as it is.
 
 use std::collections::HashSet;
@@ -102,8 +104,9 @@ impl Storage {
 impl ClusterSync {
     /// Forgets, in this node's catalog, each measurement whose listed drop (`theirs`) is
     /// newer than the last this node applied (module doc, step 4); the ones it forgot. The
-    /// caller does not learn those from the same `theirs`: its tables were read before its
-    /// drops, so a table it lists may be the one the drop removed.
+    /// caller learns the tables of the same `theirs` next: they were read after its drops
+    /// (`Cluster::catalog`), so a table it lists was made again after the drop, never the
+    /// one the drop removed.
     pub(crate) fn apply_drops(
         &self,
         theirs: &cluster::ClusterCatalog,

@@ -11,6 +11,7 @@
 //!   (every node delivered what it acknowledged before the statement).
 //! - `drop_measurement.rs`, `drop_database.rs`: `DROP MEASUREMENT` and `DROP DATABASE`,
 //!   on the shards and on every node.
+//! - `named.rs`: a statement naming a measurement the catalog lacks asks the shards first.
 //! - `retention.rs`: a database's retention set on the shards first, expired partitions
 //!   dropped there.
 //!
@@ -21,4 +22,5 @@ pub(crate) mod delete;
 pub(crate) mod destination;
 pub(crate) mod drop_database;
 pub(crate) mod drop_measurement;
+pub(crate) mod named;
 pub(crate) mod retention;

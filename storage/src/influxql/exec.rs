@@ -95,7 +95,7 @@ impl Storage {
                 let catalog = |db: &str| {
                     self.catalog
                         .database_exists(db)
-                        .then(|| self.catalog.schema(db))
+                        .then(|| self.statement_schema(db, sources))
                 };
                 let resolved = schema::resolve(req.db, sources, &catalog)?;
                 let all = schema::union(&resolved.measurements);
