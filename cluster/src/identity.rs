@@ -308,6 +308,7 @@ impl Cluster {
         if let Some(entry) = self.identity.lock().get(&key) {
             entry.delivered.store(true, Ordering::Relaxed);
         }
+        self.tag_maps.delivered(k, db, measurement);
     }
 
     /// Forgets every shard's index of `db`.`measurement` (`None`: of every measurement of
@@ -317,6 +318,7 @@ impl Cluster {
             .lock()
             .retain(|(_, d, m), _| d != db || measurement.is_some_and(|x| x != m));
         self.last_points.forget(db, measurement);
+        self.tag_maps.forget(db, measurement);
     }
 
     /// Brings shard `k`'s index of the table up to what the shard holds now: every part

@@ -58,6 +58,7 @@ mod read;
 mod replicas;
 mod retention;
 mod schema;
+mod series_of_tags;
 pub mod shard;
 mod sql;
 mod status;
@@ -79,6 +80,7 @@ pub use identified::Grouped;
 pub use identity::{IdentitySnapshot, MAX_REWRITTEN_SERIES};
 pub use read::RowSelection;
 pub use retention::{Expired, RetentionSetting};
+pub use series_of_tags::{series_in, TagValues, MAX_MAP_BYTES, MAX_PRUNED_SERIES};
 pub use shard::ShardMap;
 pub use status::{Delivered, ReplicaStatus, ShardStatus};
 pub use version::ServerVersion;
@@ -120,6 +122,8 @@ pub struct Cluster {
     /// Per shard table, each series' last point as of a listing of its parts
     /// ([`last_points`]).
     last_points: last_points::LastPoints,
+    /// Per shard table and tag, the series holding each value ([`series_of_tags`]).
+    tag_maps: series_of_tags::TagMaps,
 }
 
 impl Cluster {

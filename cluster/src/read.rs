@@ -21,7 +21,8 @@ use engine::quote_ident;
 use engine::table::{engine_schema, ColumnKind};
 
 use crate::last_points::LastPointRead;
-use crate::{folded, schema, Cluster, ClusterError, Grouped, IdentitySnapshot};
+use crate::series_of_tags::series_in;
+use crate::{folded, schema, Cluster, ClusterError, Grouped, IdentitySnapshot, TagValues};
 
 /// One column being built.
 enum Builder {
@@ -171,6 +172,10 @@ pub struct RowSelection<'a> {
     /// Series whose every row is sent whatever `pointwise` says: those with rows the node
     /// holds undelivered (one may rewrite a point a shard holds).
     pub whole_series: &'a [u64],
+    /// The values of a tag every row `condition` selects holds: the shards are asked only
+    /// for the series holding them ([`crate::series_of_tags`]; with `pointwise` only, the
+    /// read that carries the listing its check needs).
+    pub series_of: Option<&'a TagValues>,
 }
 
 /// `filter` and, for the rows of series outside `whole` (and the snapshot's rewritten
@@ -310,28 +315,29 @@ impl Cluster {
                     placeholders.push(folded::placeholder(*kind));
                     cells.push(folded::Cell::Column(*kind));
                 }
-                let read = |k: usize, snapshot: Option<&IdentitySnapshot>| match snapshot {
-                    Some(s) => {
-                        let filter =
-                            pointwise_filter(&filter, pointwise, rows.whole_series, &s.rewritten);
-                        if !folds_listing() {
-                            return Ok((self.http.statement_bytes(k, &sql(&filter))?, None));
-                        }
-                        let from = format!("{table} WHERE {filter}");
-                        let limit = max_rows.saturating_add(1);
-                        let sql = folded::statement(
-                            &select,
-                            &placeholders,
-                            &from,
-                            limit,
-                            db,
-                            measurement,
-                        );
-                        self.read_folded(k, &sql, &cells)
+                let read = |k: usize,
+                            snapshot: Option<&IdentitySnapshot>,
+                            series: Option<&[u64]>| {
+                    let filter = match series {
+                        Some(ids) => format!("{filter} AND {}", series_in(ids)),
+                        None => filter.clone(),
+                    };
+                    let Some(s) = snapshot else {
+                        return Ok((self.http.statement_bytes(k, &sql(&filter))?, None));
+                    };
+                    let filter =
+                        pointwise_filter(&filter, pointwise, rows.whole_series, &s.rewritten);
+                    if !folds_listing() {
+                        return Ok((self.http.statement_bytes(k, &sql(&filter))?, None));
                     }
-                    None => Ok((self.http.statement_bytes(k, &sql(&filter))?, None)),
+                    let from = format!("{table} WHERE {filter}");
+                    let limit = max_rows.saturating_add(1);
+                    let sql =
+                        folded::statement(&select, &placeholders, &from, limit, db, measurement);
+                    self.read_folded(k, &sql, &cells)
                 };
-                self.read_identified(db, measurement, columns, read)?.0
+                self.read_identified(db, measurement, columns, rows.series_of, read)?
+                    .0
             }
         };
         let rows = self.each_row(&answers, max_rows, |r| {
@@ -367,13 +373,18 @@ impl Cluster {
     /// binary answer's layout is known); `None` when no shard answers a row, with what the
     /// shards grouped. `columns` are made on a shard that lacks them first. More than
     /// `max_rows` rows over all shards fail the read: what a pushed-down aggregate sends
-    /// (`storage/src/influxql/pushdown.rs`) is one row per group and interval.
+    /// (`storage/src/influxql/pushdown.rs`) is one row per group and interval. `prune`: the
+    /// tag values its rows all hold; `sql` is then given the series of those on the shard,
+    /// to add [`series_in`] of them to its condition (`None`: every series,
+    /// [`crate::series_of_tags`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn read_partials(
         &self,
         db: &str,
         measurement: &str,
         columns: &[(String, ColumnKind)],
-        sql: impl Fn(usize, Option<&IdentitySnapshot>) -> String + Sync,
+        prune: Option<&TagValues>,
+        sql: impl Fn(usize, Option<&IdentitySnapshot>, Option<&[u64]>) -> String + Sync,
         out: &[(String, ColumnKind)],
         max_rows: u64,
     ) -> Result<(Option<RecordBatch>, Grouped), ClusterError> {
@@ -385,8 +396,8 @@ impl Cluster {
         let cells: Vec<folded::Cell> = out.iter().map(|(_, k)| folded::Cell::Column(*k)).collect();
         let placeholders: Vec<String> = out.iter().map(|(_, k)| folded::placeholder(*k)).collect();
         let (answers, grouped) =
-            self.read_identified(db, measurement, columns, |k, snapshot| {
-                let from = format!("({})", sql(k, snapshot));
+            self.read_identified(db, measurement, columns, prune, |k, snapshot, series| {
+                let from = format!("({})", sql(k, snapshot, series));
                 let limit = max_rows.saturating_add(1);
                 if snapshot.is_none() || !folds_listing() {
                     let sql = format!(

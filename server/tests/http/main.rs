@@ -22,6 +22,7 @@ mod cluster_pushdown_identity;
 mod cluster_pushdown_seq;
 mod cluster_replicas;
 mod cluster_retention;
+mod cluster_series_prune;
 mod cluster_shard_down;
 mod console;
 mod cq;
