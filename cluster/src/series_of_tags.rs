@@ -226,6 +226,10 @@ impl Cluster {
         let key = (k, db.into(), measurement.into(), values.tag.clone());
         let entry = self.tag_maps.entry(key);
         let mut map = entry.map.lock();
+        // Over the bound: read unpruned, without a listing to keep a map that is not kept.
+        if map.oversized {
+            return Ok(None);
+        }
         if !map.loaded || entry.delivered.swap(false, Ordering::Relaxed) {
             self.refresh_tag_map(k, db, measurement, &values.tag, &mut map, None)?;
         }
