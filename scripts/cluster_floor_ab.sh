@@ -10,9 +10,10 @@
 #        [RUST_LOG=info,cluster::http=debug] [PORTS=186] scripts/cluster_floor_ab.sh
 # PORTS: the first three digits of every port (shards <PORTS>11/12 over HTTP, <PORTS>21/22
 # native; servers <PORTS>31-34), so that two runs can share a machine.
-# Servers: embedded (BIN, engine = "embedded", the reference answers), new (BIN), new-unfolded
-# (BIN with CHINGEST_CLUSTER_FOLD_LISTING=0), base (BASE). Results: $OUT/tsbs_bench.md, and
-# the nodes' logs ($OUT/<server>.log).
+# Servers: embedded (BIN, engine = "embedded", the reference answers), new (BIN), a variant of
+# new (VARIANT=<name>=<VAR=value>: BIN with that environment; default
+# new-unfolded=CHINGEST_CLUSTER_FOLD_LISTING=0, e.g. new-unpruned=CHINGEST_CLUSTER_SERIES_PRUNING=0),
+# base (BASE). Results: $OUT/tsbs_bench.md, and the nodes' logs ($OUT/<server>.log).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${BIN:?BIN=<new chingest>}" "${BASE:?BASE=<old chingest>}" "${LOAD:?LOAD=<chingest-load>}"
@@ -21,6 +22,8 @@ CH=${CHINGEST_CLICKHOUSE_SERVER:-/usr/sbin/clickhouse-server}
 HOSTS=${HOSTS:-200}
 HOURS=${HOURS:-24}
 P=${PORTS:-186}
+VARIANT=${VARIANT:-new-unfolded=CHINGEST_CLUSTER_FOLD_LISTING=0}
+VARIANT_NAME=${VARIANT%%=*}
 WORK=$(mktemp -d /tmp/cluster-floor.XXXXXX)
 pids=()
 say() { echo "cluster_floor_ab: $*" >&2; }
@@ -89,7 +92,7 @@ for s in embedded=${P}31 new=${P}32; do
     --batch $((HOSTS * 10)) --concurrency 4 --out "$WORK/fill-${s%=*}.json"
   flushed "${s#*=}"
 done
-node new-unfolded ${P}33 clickhouse env CHINGEST_CLUSTER_FOLD_LISTING=0 "$BIN"
+node "$VARIANT_NAME" ${P}33 clickhouse env "${VARIANT#*=}" "$BIN"
 node base ${P}34 clickhouse "$BASE"
 say "settling 30 s"
 sleep 30
@@ -97,11 +100,11 @@ mkdir -p "$OUT"
 say "queries: load average $(cut -d' ' -f1-3 /proc/loadavg)"
 "$LOAD" tsbs-query --phase "$HOSTS hosts" "${data[@]}" --types "${TYPES:-single-groupby-1-1-1,lastpoint}" \
   --server embedded=http://127.0.0.1:${P}31 --server new=http://127.0.0.1:${P}32 \
-  --server new-unfolded=http://127.0.0.1:${P}33 --server base=http://127.0.0.1:${P}34 \
+  --server "$VARIANT_NAME=http://127.0.0.1:${P}33" --server base=http://127.0.0.1:${P}34 \
   --fill "$WORK/fill-embedded.json" --fill "$WORK/fill-new.json" \
   --fill "$WORK/fill-new.json" --fill "$WORK/fill-new.json" \
   --queries "${QUERIES:-20}" --results "$OUT" \
-  --note "cluster_floor_ab.sh: new=$BIN, base=$BASE; one node (new) wrote the points, the other cluster nodes read them through the same two 18.16 shards; hot store off everywhere." \
+  --note "cluster_floor_ab.sh: new=$BIN, $VARIANT_NAME=${VARIANT#*=} $BIN, base=$BASE; one node (new) wrote the points, the other cluster nodes read them through the same two 18.16 shards; hot store off everywhere." \
   >/dev/null
 say "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 say "done: $OUT/tsbs_bench.md"

@@ -183,6 +183,7 @@ impl Cluster {
             retention: Mutex::new(HashMap::new()),
             identity: Mutex::new(HashMap::new()),
             last_points: crate::last_points::LastPoints::default(),
+            tag_maps: crate::series_of_tags::TagMaps::default(),
             known: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             waiting: Mutex::new(vec![HashMap::new(); config.shards.len()]),
             versions,

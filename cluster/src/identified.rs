@@ -23,6 +23,7 @@
 
 use engine::table::ColumnKind;
 
+use crate::series_of_tags::{Pruning, TagValues};
 use crate::{Cluster, ClusterError, IdentitySnapshot};
 
 /// Which rows a statement's shards grouped by point identity (what
@@ -69,19 +70,38 @@ impl Cluster {
     /// stands or falls with its own index: no shard waits for another between its read
     /// and its check. Round trips per shard: the read (and one listing of its parts where
     /// the read did not fold it in; plus one check of new blocks' rows when parts appeared,
-    /// and the first use's load).
+    /// and the first use's load). `prune`: the tag values the statement's rows all hold;
+    /// `read` is then given the series of those on the shard (`None`: every series), checked
+    /// after the read by the same listing ([`crate::series_of_tags`]) and read again with
+    /// the series found meanwhile.
     pub(crate) fn read_identified<T: Send>(
         &self,
         db: &str,
         measurement: &str,
         columns: &[(String, ColumnKind)],
-        read: impl Fn(usize, Option<&IdentitySnapshot>) -> Result<(T, Option<String>), ClusterError>
+        prune: Option<&TagValues>,
+        read: impl Fn(
+                usize,
+                Option<&IdentitySnapshot>,
+                Option<&[u64]>,
+            ) -> Result<(T, Option<String>), ClusterError>
             + Sync,
     ) -> Result<(Vec<T>, Grouped), ClusterError> {
+        // Pruned only by a tag the read's columns hold (made on every shard first).
+        let prune = prune.filter(|p| {
+            columns
+                .iter()
+                .any(|(n, k)| *n == p.tag && *k == ColumnKind::Tag)
+        });
         let answers = self.read_table_everywhere(db, measurement, columns, |k| {
             let mut snapshot = self.current_snapshot(k, db, measurement)?;
+            let mut series = match prune {
+                Some(p) => self.pruned_series(k, db, measurement, p)?,
+                None => None,
+            };
+            let mut pruned_again = false;
             for attempt in 0.. {
-                let (answer, listed) = read(k, snapshot.as_ref())?;
+                let (answer, listed) = read(k, snapshot.as_ref(), series.as_deref())?;
                 let grouped = match (&snapshot, attempt) {
                     (_, 1..) => Grouped::Again,
                     (None, _) => Grouped::All,
@@ -93,21 +113,47 @@ impl Cluster {
                         self.still_valid_on(k, db, measurement, used, listed.as_deref())?
                     }
                 };
-                if valid {
+                // Every series of the values the read may have seen among those it asked
+                // for ([`crate::series_of_tags`]).
+                let all_series = match (prune, &series) {
+                    (Some(p), Some(used)) => {
+                        self.pruned_still_valid(k, db, measurement, p, used, listed.as_deref())?
+                    }
+                    _ => true,
+                };
+                if valid && all_series {
+                    if prune.is_some() {
+                        let pruning = match series.as_deref() {
+                            None => Pruning::Unpruned,
+                            Some(_) if pruned_again => Pruning::Again,
+                            Some([]) => Pruning::None,
+                            Some(_) => Pruning::Pruned,
+                        };
+                        pruning.count();
+                    }
                     return Ok((answer, grouped));
                 }
                 tracing::debug!(
                     shard = k,
                     measurement,
                     attempt,
-                    "a rewrite appeared while the shard was read: read again"
+                    valid,
+                    all_series,
+                    "a rewrite or a series of the condition appeared while the shard was read: \
+                     read again"
                 );
+                pruned_again |= !all_series;
                 snapshot = match attempt {
                     0 => self.current_snapshot(k, db, measurement)?,
                     _ => None,
                 };
+                series = match (attempt, prune) {
+                    (0, Some(p)) if !all_series => self.pruned_series(k, db, measurement, p)?,
+                    (0, _) => series,
+                    _ => None,
+                };
             }
-            unreachable!("the third read groups every row")
+            unreachable!("the third read groups every row and reads every series")
         })?;
         let grouped = Grouped::of(answers.iter().map(|(_, g)| *g));
         Ok((answers.into_iter().map(|(a, _)| a).collect(), grouped))

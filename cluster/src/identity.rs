@@ -71,6 +71,38 @@ pub(crate) struct Part {
     pub(crate) modified: u64,
 }
 
+/// Per partition id, the block numbers whose rows a node has looked at: sorted, disjoint,
+/// non-adjacent ranges. A part whose blocks all lie in one range holds no row it has not
+/// looked at (a merge or mutation of parts seen); any other holds an insert's new rows.
+#[derive(Debug, Default)]
+pub(crate) struct CheckedBlocks(HashMap<String, Vec<(i64, i64)>>);
+
+impl CheckedBlocks {
+    /// Whether every block of `p` was looked at.
+    pub(crate) fn covers(&self, p: &Part) -> bool {
+        self.0.get(&p.partition).is_some_and(|ranges| {
+            ranges
+                .iter()
+                .any(|(a, b)| *a <= p.min_block && p.max_block <= *b)
+        })
+    }
+
+    /// The blocks of `p` were looked at.
+    pub(crate) fn add(&mut self, p: &Part) {
+        let ranges = self.0.entry(p.partition.clone()).or_default();
+        ranges.push((p.min_block, p.max_block));
+        ranges.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+        for &(a, b) in ranges.iter() {
+            match merged.last_mut() {
+                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        *ranges = merged;
+    }
+}
+
 /// A new epoch: never one any index of this process had.
 fn next_epoch() -> u64 {
     static EPOCHS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -83,8 +115,7 @@ pub(crate) struct TableIndex {
     loaded: bool,
     /// The table's `metadata_modification_time` when loaded.
     metadata: u64,
-    /// Per partition id, the checked block numbers: sorted, disjoint, non-adjacent ranges.
-    checked: HashMap<String, Vec<(i64, i64)>>,
+    checked: CheckedBlocks,
     /// The parts listed last: name → (rows, modification time).
     parts: HashMap<String, (u64, u64)>,
     rewritten: BTreeSet<u64>,
@@ -102,25 +133,11 @@ impl TableIndex {
     }
 
     fn covered(&self, p: &Part) -> bool {
-        self.checked.get(&p.partition).is_some_and(|ranges| {
-            ranges
-                .iter()
-                .any(|(a, b)| *a <= p.min_block && p.max_block <= *b)
-        })
+        self.checked.covers(p)
     }
 
     fn check(&mut self, p: &Part) {
-        let ranges = self.checked.entry(p.partition.clone()).or_default();
-        ranges.push((p.min_block, p.max_block));
-        ranges.sort_unstable();
-        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
-        for &(a, b) in ranges.iter() {
-            match merged.last_mut() {
-                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
-                _ => merged.push((a, b)),
-            }
-        }
-        *ranges = merged;
+        self.checked.add(p);
     }
 
     fn add_rewritten(&mut self, series: impl IntoIterator<Item = u64>) {
@@ -291,6 +308,7 @@ impl Cluster {
         if let Some(entry) = self.identity.lock().get(&key) {
             entry.delivered.store(true, Ordering::Relaxed);
         }
+        self.tag_maps.delivered(k, db, measurement);
     }
 
     /// Forgets every shard's index of `db`.`measurement` (`None`: of every measurement of
@@ -300,6 +318,7 @@ impl Cluster {
             .lock()
             .retain(|(_, d, m), _| d != db || measurement.is_some_and(|x| x != m));
         self.last_points.forget(db, measurement);
+        self.tag_maps.forget(db, measurement);
     }
 
     /// Brings shard `k`'s index of the table up to what the shard holds now: every part
@@ -469,7 +488,7 @@ mod tests {
         ] {
             index.check(&p);
         }
-        assert_eq!(index.checked["1"], vec![(1, 3), (5, 5)]);
+        assert_eq!(index.checked.0["1"], vec![(1, 3), (5, 5)]);
         assert!(index.covered(&part("1", 1, 3)), "a merge of checked parts");
         assert!(index.covered(&part("1", 2, 2)));
         assert!(

@@ -62,6 +62,7 @@ mod replicas;
 mod retention;
 mod row_binary;
 mod schema;
+mod series_of_tags;
 pub mod shard;
 mod sql;
 mod status;
@@ -83,6 +84,7 @@ pub use identified::Grouped;
 pub use identity::{IdentitySnapshot, MAX_REWRITTEN_SERIES};
 pub use read::RowSelection;
 pub use retention::{Expired, RetentionSetting};
+pub use series_of_tags::{series_in, TagValues, MAX_MAP_BYTES, MAX_PRUNED_SERIES};
 pub use shard::ShardMap;
 pub use status::{Delivered, ReplicaStatus, ShardStatus};
 pub use version::ServerVersion;
@@ -124,6 +126,8 @@ pub struct Cluster {
     /// Per shard table, each series' last point as of a listing of its parts
     /// ([`last_points`]).
     last_points: last_points::LastPoints,
+    /// Per shard table and tag, the series holding each value ([`series_of_tags`]).
+    tag_maps: series_of_tags::TagMaps,
 }
 
 impl Cluster {

@@ -10,7 +10,7 @@ use engine::table::ColumnKind;
 
 use crate::read::folds_listing;
 use crate::row_binary::Builder;
-use crate::{folded, schema, Cluster, ClusterError, Grouped, IdentitySnapshot};
+use crate::{folded, schema, Cluster, ClusterError, Grouped, IdentitySnapshot, TagValues};
 
 impl Cluster {
     /// The answer of `sql(k, snapshot)` on shard `k` — a `SELECT` whose columns are named
@@ -22,13 +22,18 @@ impl Cluster {
     /// binary answer's layout is known); `None` when no shard answers a row, with what the
     /// shards grouped. `columns` are made on a shard that lacks them first. More than
     /// `max_rows` rows over all shards fail the read: what a pushed-down aggregate sends
-    /// (`storage/src/influxql/pushdown.rs`) is one row per group and interval.
+    /// (`storage/src/influxql/pushdown.rs`) is one row per group and interval. `prune`: the
+    /// tag values its rows all hold; `sql` is then given the series of those on the shard,
+    /// to add [`series_in`](crate::series_of_tags::series_in) of them to its condition
+    /// (`None`: every series, [`crate::series_of_tags`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn read_partials(
         &self,
         db: &str,
         measurement: &str,
         columns: &[(String, ColumnKind)],
-        sql: impl Fn(usize, Option<&IdentitySnapshot>) -> String + Sync,
+        prune: Option<&TagValues>,
+        sql: impl Fn(usize, Option<&IdentitySnapshot>, Option<&[u64]>) -> String + Sync,
         out: &[(String, ColumnKind)],
         max_rows: u64,
     ) -> Result<(Option<RecordBatch>, Grouped), ClusterError> {
@@ -40,8 +45,8 @@ impl Cluster {
         let cells: Vec<folded::Cell> = out.iter().map(|(_, k)| folded::Cell::Column(*k)).collect();
         let placeholders: Vec<String> = out.iter().map(|(_, k)| folded::placeholder(*k)).collect();
         let (answers, grouped) =
-            self.read_identified(db, measurement, columns, |k, snapshot| {
-                let from = format!("({})", sql(k, snapshot));
+            self.read_identified(db, measurement, columns, prune, |k, snapshot, series| {
+                let from = format!("({})", sql(k, snapshot, series));
                 let limit = max_rows.saturating_add(1);
                 if snapshot.is_none() || !folds_listing() {
                     let sql = format!(

@@ -20,7 +20,8 @@ use engine::table::{engine_schema, ColumnKind};
 
 use crate::last_points::LastPointRead;
 use crate::row_binary::Builder;
-use crate::{folded, schema, Cluster, ClusterError, IdentitySnapshot};
+use crate::series_of_tags::series_in;
+use crate::{folded, schema, Cluster, ClusterError, IdentitySnapshot, TagValues};
 
 /// Which rows of a measurement a read asks the shards for.
 #[derive(Debug, Clone, Copy)]
@@ -47,6 +48,10 @@ pub struct RowSelection<'a> {
     /// Series whose every row is sent whatever `pointwise` says: those with rows the node
     /// holds undelivered (one may rewrite a point a shard holds).
     pub whole_series: &'a [u64],
+    /// The values of a tag every row `condition` selects holds: the shards are asked only
+    /// for the series holding them ([`crate::series_of_tags`]; with `pointwise` only, the
+    /// read that carries the listing its check needs).
+    pub series_of: Option<&'a TagValues>,
 }
 
 /// `filter` and, for the rows of series outside `whole` (and the snapshot's rewritten
@@ -175,28 +180,29 @@ impl Cluster {
                     placeholders.push(folded::placeholder(*kind));
                     cells.push(folded::Cell::Column(*kind));
                 }
-                let read = |k: usize, snapshot: Option<&IdentitySnapshot>| match snapshot {
-                    Some(s) => {
-                        let filter =
-                            pointwise_filter(&filter, pointwise, rows.whole_series, &s.rewritten);
-                        if !folds_listing() {
-                            return Ok((self.http.statement_bytes(k, &sql(&filter))?, None));
-                        }
-                        let from = format!("{table} WHERE {filter}");
-                        let limit = max_rows.saturating_add(1);
-                        let sql = folded::statement(
-                            &select,
-                            &placeholders,
-                            &from,
-                            limit,
-                            db,
-                            measurement,
-                        );
-                        self.read_folded(k, &sql, &cells)
+                let read = |k: usize,
+                            snapshot: Option<&IdentitySnapshot>,
+                            series: Option<&[u64]>| {
+                    let filter = match series {
+                        Some(ids) => format!("{filter} AND {}", series_in(ids)),
+                        None => filter.clone(),
+                    };
+                    let Some(s) = snapshot else {
+                        return Ok((self.http.statement_bytes(k, &sql(&filter))?, None));
+                    };
+                    let filter =
+                        pointwise_filter(&filter, pointwise, rows.whole_series, &s.rewritten);
+                    if !folds_listing() {
+                        return Ok((self.http.statement_bytes(k, &sql(&filter))?, None));
                     }
-                    None => Ok((self.http.statement_bytes(k, &sql(&filter))?, None)),
+                    let from = format!("{table} WHERE {filter}");
+                    let limit = max_rows.saturating_add(1);
+                    let sql =
+                        folded::statement(&select, &placeholders, &from, limit, db, measurement);
+                    self.read_folded(k, &sql, &cells)
                 };
-                self.read_identified(db, measurement, columns, read)?.0
+                self.read_identified(db, measurement, columns, rows.series_of, read)?
+                    .0
             }
         };
         let rows = self.each_row(&answers, max_rows, |r| {

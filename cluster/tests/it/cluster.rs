@@ -269,6 +269,7 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
                 last_per_series: false,
                 pointwise: None,
                 whole_series: &[],
+                series_of: None,
             },
             100,
         )

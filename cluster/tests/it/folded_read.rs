@@ -40,7 +40,8 @@ pub(crate) fn a_pushed_down_read_is_one_request_and_still_sees_another_nodes_rew
                 &db,
                 "cpu",
                 &columns,
-                |_, s| count_points(&table, s),
+                None,
+                |_, s, _| count_points(&table, s),
                 &kinds,
                 10,
             )

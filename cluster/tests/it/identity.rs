@@ -127,7 +127,8 @@ fn a_read_checked_only_after_it_ran_still_counts_a_point_once() {
                 &db,
                 "cpu",
                 &columns,
-                |_, s| count_points(&table, s),
+                None,
+                |_, s, _| count_points(&table, s),
                 &kinds,
                 10,
             )

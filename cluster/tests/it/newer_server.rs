@@ -363,7 +363,7 @@ fn error_code(text: &str) -> Option<u32> {
 /// tables the client asks about on purpose (it checks before it makes).
 #[test]
 fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
-    use ::cluster::{Cluster, ClusterConfig, RowSelection, ServerVersion};
+    use ::cluster::{Cluster, ClusterConfig, RowSelection, ServerVersion, TagValues};
     use engine::arrow::array::AsArray;
     use engine::table::{ColumnKind, Part};
 
@@ -461,6 +461,7 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
                     last_per_series,
                     pointwise: None,
                     whole_series: &[],
+                    series_of: None,
                 },
                 1000,
             )
@@ -484,6 +485,7 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
                     last_per_series: true,
                     pointwise: None,
                     whole_series: &[],
+                    series_of: None,
                 },
                 1000,
             )
@@ -526,12 +528,42 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
                 last_per_series: false,
                 pointwise: Some("`usage` > 20"),
                 whole_series: &[0x9E37_79B9_7F4A_7C15],
+                series_of: None,
             },
             1000,
         )
         .unwrap()
         .unwrap();
     assert_eq!(back.num_rows(), 6);
+    // The same, pruned to the series of some hosts by the node's map of the table's tag
+    // values (`series_of_tags.rs`): the map's load, `series_id IN (…)`, `0` for values no
+    // series holds, and (below) a new part's series looked up by its blocks.
+    let pruned = |hosts: &[&str], pointwise: &str, columns: &[(String, ColumnKind)]| {
+        let values = TagValues {
+            tag: "host".into(),
+            values: hosts.iter().map(|h| h.to_string()).collect(),
+        };
+        let selection = RowSelection {
+            min: 0,
+            max: i64::MAX,
+            condition: Some("`host` != 'h0'"),
+            last_per_series: false,
+            pointwise: Some(pointwise),
+            whole_series: &[],
+            series_of: Some(&values),
+        };
+        let back = cluster.read_rows(&db, "cpu", columns, selection, 1000);
+        back.unwrap().map_or(0, |b| b.num_rows())
+    };
+    assert_eq!(pruned(&["h18", "h19"], "`usage` > 20", &columns), 3);
+    assert_eq!(pruned(&["nowhere"], "`usage` > 20", &columns), 0);
+    let sent = |part: &str| {
+        let seen = shard.seen.lock().unwrap();
+        seen.statements
+            .iter()
+            .any(|s| s.contains(&db) && s.contains(part))
+    };
+    assert!(sent("SELECT DISTINCT `series_id`, CAST(`host` AS String)") && sent(" AND 0 AND "));
     let hosts = cluster
         .distinct_tags(&db, "cpu", &["host".to_string()], 100)
         .unwrap();
@@ -602,11 +634,14 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
                 last_per_series: false,
                 pointwise: None,
                 whole_series: &[],
+                series_of: None,
             },
             1000,
         )
         .unwrap()
         .unwrap();
+    assert_eq!(pruned(&["h100", "h3"], "`usage` > 0", &dc_columns), 4);
+    assert!(sent("`series_id` IN (") && sent("CAST(`host` AS String) FROM") && sent("_part"));
     let mut dcs: Vec<&str> = back
         .column_by_name("dc")
         .unwrap()
@@ -657,7 +692,15 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         ("n".to_string(), ColumnKind::Unsigned),
     ];
     let parts = cluster
-        .read_partials(&db, "cpu", &columns, |_, _| partial.clone(), &kinds, 10)
+        .read_partials(
+            &db,
+            "cpu",
+            &columns,
+            None,
+            |_, _, _| partial.clone(),
+            &kinds,
+            10,
+        )
         .unwrap()
         .0
         .unwrap();
@@ -672,7 +715,8 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
             &db,
             "cpu",
             &dc_columns,
-            |_, _| {
+            None,
+            |_, _, _| {
                 format!(
                     "SELECT __src.`dc` AS __p0, count() AS __p1 FROM {table} AS __src \
                      WHERE __src.`dc` IN ('eu', 'us') GROUP BY __p0 ORDER BY __p0"

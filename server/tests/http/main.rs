@@ -23,6 +23,7 @@ mod cluster_pushdown_seq;
 mod cluster_recreate;
 mod cluster_replicas;
 mod cluster_retention;
+mod cluster_series_prune;
 mod cluster_shard_down;
 mod console;
 mod cq;

@@ -18,6 +18,7 @@ use ingest::MeasurementSchema;
 use super::error::InfluxqlError;
 use super::plan::Plan;
 use super::point_condition::point_condition;
+use super::series_prune::tag_values;
 use super::unflushed::{acked_parts, kind};
 use crate::Storage;
 
@@ -115,6 +116,7 @@ impl Storage {
         let pointwise = (first.is_none() && !last_per_series && whole.len() <= MAX_WHOLE_SERIES)
             .then(|| point_condition(condition, schema, &columns))
             .flatten();
+        let series_of = tag_values(condition, schema);
         let stored = cluster
             .read_rows(
                 db,
@@ -129,6 +131,7 @@ impl Storage {
                     last_per_series,
                     pointwise: pointwise.as_deref(),
                     whole_series: &whole,
+                    series_of: series_of.as_ref(),
                 },
                 max_rows,
             )
@@ -400,7 +403,7 @@ pub(super) fn strip(e: &Expr) -> &Expr {
 }
 
 /// `name` when it is a tag of `schema` and can only mean the tag.
-fn tag_of<'a>(
+pub(super) fn tag_of<'a>(
     name: &'a str,
     cast: Option<DataType>,
     schema: &MeasurementSchema,

@@ -38,6 +38,7 @@ mod rows;
 pub mod schema;
 pub mod selector;
 pub mod series;
+mod series_prune;
 mod show;
 mod sql;
 pub mod stages;

@@ -41,6 +41,7 @@ use super::expr::strip_parens;
 use super::field_call::{field_call, plain_field, Func};
 use super::plan::{expand_call, Plan, Presence, Window};
 use super::rows::Row;
+use super::series_prune::tag_values;
 use super::unflushed::{acked_parts, kind};
 use super::zone::TimeZone;
 use super::InfluxqlRequest;
@@ -117,6 +118,8 @@ pub(crate) struct Pushdown {
     groups: Vec<(String, bool)>,
     /// The tag conditions, for the shards' columns.
     condition: Option<String>,
+    /// The tag values every row of the condition holds: the shards read only their series.
+    series_of: Option<cluster::TagValues>,
     window: Option<Window>,
     /// The intervals the shards' partials are in: `window`, or with `tz()` a finer grid
     /// whose every interval lies in one of the zone's windows ([`zone_grain`]).
@@ -226,6 +229,7 @@ pub(crate) fn decompose(
         return None;
     }
     let condition = strict_shard_condition(rest, schema)?;
+    let series_of = tag_values(rest, schema);
     let groups = plan
         .group_tags
         .iter()
@@ -236,6 +240,7 @@ pub(crate) fn decompose(
         fields,
         groups,
         condition,
+        series_of,
         window: agg.window,
         shard_window,
         zone: agg.window.and(agg.zone.clone()),
@@ -385,6 +390,11 @@ pub(crate) fn register_metrics() {
         metrics::counter!("chingest_cluster_last_point_reads_total", "answered" => answered)
             .absolute(0);
     }
+    // Each shard's read pruned to the series of a tag's values (`cluster/src/series_of_tags.rs`).
+    for outcome in ["pruned", "none", "again", "unpruned"] {
+        metrics::counter!("chingest_cluster_series_pruning_total", "outcome" => outcome)
+            .absolute(0);
+    }
 }
 
 /// The largest `__seq` of a batch's column `name` (0 when empty).
@@ -464,12 +474,31 @@ impl Storage {
         // The shards' partials, each shard grouping only the rows its index says may share
         // a point; a shard read again if a rewrite appeared meanwhile.
         let read_partials = || -> Result<Option<RecordBatch>, cluster::ClusterError> {
-            let sql = |_: usize, snapshot: Option<&cluster::IdentitySnapshot>| {
-                let split = snapshot.map(|s| s.rewritten.as_slice());
-                push.partial_sql(&table, listed.as_deref(), split)
-            };
-            let (parts, grouped) =
-                cluster.read_partials(db, &schema.name, &columns, sql, &kinds, max_rows)?;
+            let sql =
+                |_: usize, snapshot: Option<&cluster::IdentitySnapshot>, series: Option<&[u64]>| {
+                    let split = snapshot.map(|s| s.rewritten.as_slice());
+                    let Some(ids) = series else {
+                        return push.partial_sql(&table, listed.as_deref(), split);
+                    };
+                    // Only the series holding the condition's tag values: the primary key skips
+                    // the rest of the table.
+                    let mut pruned = push.clone();
+                    let only = cluster::series_in(ids);
+                    pruned.condition = Some(match &push.condition {
+                        Some(c) => format!("({c}) AND {only}"),
+                        None => only,
+                    });
+                    pruned.partial_sql(&table, listed.as_deref(), split)
+                };
+            let (parts, grouped) = cluster.read_partials(
+                db,
+                &schema.name,
+                &columns,
+                push.series_of.as_ref(),
+                sql,
+                &kinds,
+                max_rows,
+            )?;
             count_grouping(grouped.label());
             Ok(parts)
         };
@@ -494,6 +523,7 @@ impl Storage {
                             last_per_series: false,
                             pointwise: None,
                             whole_series: &[],
+                            series_of: None,
                         },
                         max_rows,
                     )
