@@ -439,7 +439,10 @@ fn background_reads_do_not_take_the_clients_slots() {
         .map(|_| std::thread::spawn(|| run("SELECT sleep(0.5), 7", &reader())))
         .collect();
     for c in clients {
-        let (out, _) = c.join().unwrap().expect("a client statement beside a refill");
+        let (out, _) = c
+            .join()
+            .unwrap()
+            .expect("a client statement beside a refill");
         assert_eq!(out, "0\t7\n");
     }
     assert_eq!(refill.join().unwrap().unwrap(), "0\n");
