@@ -47,7 +47,9 @@ pub use config::EngineConfig;
 pub use error::{ConfigError, EngineError, Result};
 pub use pool::{Engine, InsertStats, PooledConnection};
 pub use quote::{quote_ident, quote_string, unescape_tsv};
-pub use sandbox::{AdminWriteObserver, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary};
+pub use sandbox::{
+    AdminWriteObserver, Lane, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary,
+};
 
 /// The Arrow crate this crate builds batches with (the version chdb-rust links).
 pub use arrow;

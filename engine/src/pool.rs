@@ -36,7 +36,7 @@ use crate::access::{verify_boot, write_engine_config, EngineAccess, ReadScope};
 use crate::config::EngineConfig;
 use crate::error::{EngineError, Result};
 use crate::sandbox::{
-    AdminWriteObserver, Sandbox, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary,
+    AdminWriteObserver, Lane, Sandbox, SqlAccess, SqlCancel, SqlConfig, SqlError, SqlSummary,
 };
 
 /// The engine of this process: a data path and a pool of connections to it.
@@ -193,9 +193,12 @@ impl Engine {
 
     /// Runs a `SELECT` chingest generated (InfluxQL plans) on the SQL
     /// sandbox: its connections, `readonly=1`, limits and the caller's
-    /// engine role, without the user-SQL gate. See [`Sandbox::run_generated`](crate::sandbox).
+    /// engine role, without the user-SQL gate, in `lane` (the clients' bound,
+    /// or the server's own background reads beside it). See
+    /// [`Sandbox::run_generated`](crate::sandbox).
     pub fn sql_generated(
         &self,
+        lane: Lane,
         sql: &str,
         format: OutputFormat,
         access: &SqlAccess,
@@ -204,23 +207,7 @@ impl Engine {
     ) -> std::result::Result<SqlSummary, SqlError> {
         self.inner
             .sandbox
-            .run_generated(sql, format, access, cancel, sink)
-    }
-
-    /// [`sql_generated`](Self::sql_generated) for the server's own background
-    /// reads (the hot store's refill): outside `[sql] max_concurrent_queries`,
-    /// one at a time. See [`Sandbox::run_background`](crate::sandbox).
-    pub fn sql_background(
-        &self,
-        sql: &str,
-        format: OutputFormat,
-        access: &SqlAccess,
-        cancel: &SqlCancel,
-        sink: &mut dyn FnMut(&[u8]) -> bool,
-    ) -> std::result::Result<SqlSummary, SqlError> {
-        self.inner
-            .sandbox
-            .run_background(sql, format, access, cancel, sink)
+            .run_generated(lane, sql, format, access, cancel, sink)
     }
 
     /// Whether the SQL sandbox has an engine role for `scope` (one the engine booted with).

@@ -127,6 +127,15 @@ impl Drop for Slot<'_> {
 /// its slices one at a time.
 const BACKGROUND_STATEMENTS: usize = 1;
 
+/// Whose bound a generated statement counts against ([`Sandbox::run_generated`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// What clients run: `[sql] max_concurrent_queries`.
+    Clients,
+    /// The server's own background reads, one at a time, beside the clients'.
+    Background,
+}
+
 impl Sandbox {
     pub(crate) fn start(
         path_arg: String,
@@ -286,44 +295,24 @@ impl Sandbox {
     /// guards against what a user could write (the engine's classification
     /// and `EXPLAIN AST`: two engine round trips per statement). The role is
     /// set only when the connection does not have it already.
+    ///
+    /// `lane`: [`Lane::Clients`] counts against `[sql] max_concurrent_queries`;
+    /// [`Lane::Background`] (the server's own reads: the hot store's refill)
+    /// does not, so that it never makes a client's statement `Busy`, and runs
+    /// at most [`BACKGROUND_STATEMENTS`] at once (`Busy` beyond).
     pub(crate) fn run_generated(
         &self,
+        lane: Lane,
         sql: &str,
         format: OutputFormat,
         access: &SqlAccess,
         cancel: &SqlCancel,
         sink: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<SqlSummary, SqlError> {
-        let slot = self.slot()?;
-        self.run_generated_in(slot, sql, format, access, cancel, sink)
-    }
-
-    /// [`run_generated`](Self::run_generated) for the server's own background
-    /// reads (the hot store's refill): outside `[sql] max_concurrent_queries`,
-    /// which bounds what clients run, so that a refill never makes a client's
-    /// statement `Busy`; at most [`BACKGROUND_STATEMENTS`] at once (`Busy`
-    /// beyond), each under the same limits and watchdog.
-    pub(crate) fn run_background(
-        &self,
-        sql: &str,
-        format: OutputFormat,
-        access: &SqlAccess,
-        cancel: &SqlCancel,
-        sink: &mut dyn FnMut(&[u8]) -> bool,
-    ) -> Result<SqlSummary, SqlError> {
-        let slot = self.background_slot()?;
-        self.run_generated_in(slot, sql, format, access, cancel, sink)
-    }
-
-    fn run_generated_in(
-        &self,
-        _slot: Slot<'_>,
-        sql: &str,
-        format: OutputFormat,
-        access: &SqlAccess,
-        cancel: &SqlCancel,
-        sink: &mut dyn FnMut(&[u8]) -> bool,
-    ) -> Result<SqlSummary, SqlError> {
+        let _slot = match lane {
+            Lane::Clients => self.slot()?,
+            Lane::Background => self.background_slot()?,
+        };
         let scope = match access {
             SqlAccess::Read(scope) => scope.clone(),
             SqlAccess::Admin => ReadScope::All,

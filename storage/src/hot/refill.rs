@@ -69,7 +69,7 @@ const FIRST_SLICES: u128 = 64;
 const TRIM_EVERY: usize = 8;
 /// How long a refill read waits for the engine's background lane (one
 /// statement at a time, outside `[sql] max_concurrent_queries`:
-/// `engine::Engine::sql_background`) before the measurement is given up.
+/// `engine::Lane::Background`) before the measurement is given up.
 const BUSY_WAIT: Duration = Duration::from_secs(60);
 /// How often the refill looks again while backlogs are being dropped.
 pub(super) const AGAIN_AFTER: Duration = Duration::from_secs(1);

@@ -431,10 +431,17 @@ impl Storage {
         } else {
             engine::OutputFormat::JSONCompactEachRowWithNamesAndTypes
         };
-        let ran = engine.sql_generated(sql, format, req.access, req.cancel, &mut |block| {
-            answer.extend_from_slice(block);
-            true
-        });
+        let ran = engine.sql_generated(
+            engine::Lane::Clients,
+            sql,
+            format,
+            req.access,
+            req.cancel,
+            &mut |block| {
+                answer.extend_from_slice(block);
+                true
+            },
+        );
         match ran {
             Ok(_) if arrow => rows::parse_arrow(&answer, groups).map(Ran::Rows),
             Ok(_) => rows::parse(&answer, groups).map(Ran::Rows),

@@ -52,7 +52,8 @@ impl Storage {
             engine::table::qualified(db, measurement)
         );
         let mut answer = Vec::new();
-        let ran = engine.sql_background(
+        let ran = engine.sql_generated(
+            engine::Lane::Background,
             &sql,
             engine::OutputFormat::TabSeparated,
             &SqlAccess::Admin,
@@ -189,7 +190,8 @@ impl Storage {
                 }
             };
             let mut answer = Vec::new();
-            let ran = engine.sql_background(
+            let ran = engine.sql_generated(
+                engine::Lane::Background,
                 &statement,
                 engine::OutputFormat::ArrowStream,
                 &SqlAccess::Admin,

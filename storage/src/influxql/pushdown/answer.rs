@@ -153,6 +153,7 @@ impl Storage {
         let mut answer = Vec::new();
         // Generated from the parsed statement, every name and literal quoted.
         engine.sql_generated(
+            engine::Lane::Clients,
             sql,
             engine::OutputFormat::ArrowStream,
             req.access,

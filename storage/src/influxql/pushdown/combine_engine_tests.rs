@@ -138,6 +138,7 @@ fn the_rust_combination_answers_the_engine_statement_s_rows() {
             let mut answer = Vec::new();
             engine
                 .sql_generated(
+                    engine::Lane::Clients,
                     &sql,
                     OutputFormat::ArrowStream,
                     &SqlAccess::Admin,
