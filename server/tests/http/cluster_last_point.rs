@@ -6,41 +6,16 @@
 //! statement answers what the embedded engine answers on the same points, and the
 //! metric `chingest_cluster_last_point_reads_total` shows which way each shard answered.
 
-use std::time::Duration;
-
-use serde_json::Value;
-
-use crate::cluster::clickhouse_server::Shard;
-use crate::cluster::{
-    cluster_config_named, statement_at, two_shard_cluster, wait_delivered, wait_listed, wait_values,
-};
+use crate::cluster::wait_values;
+use crate::cluster_oracle::{counter, on_d, points, NodesAndOracle};
 use crate::util::*;
 
 /// `chingest_cluster_last_point_reads_total{answered="<answered>"}` on `s`.
 fn answered(s: &Server, answered: &str) -> u64 {
-    let text = s.get("/metrics").text().unwrap();
-    let prefix = format!("chingest_cluster_last_point_reads_total{{answered=\"{answered}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .map_or(0, |v| v.trim().parse::<f64>().unwrap() as u64)
-}
-
-/// 20 hosts in 4 dcs, a point every 10 s for `intervals` intervals from `from`: float `v`,
-/// integer `n`.
-fn points(hosts: &[i64], from: i64, intervals: i64) -> String {
-    let mut out = String::new();
-    for i in from..from + intervals {
-        for &h in hosts {
-            out.push_str(&format!(
-                "cpu,host=h{h},dc=dc{} v={},n={}i {}\n",
-                h % 4,
-                i as f64 + h as f64 / 8.0,
-                i * h,
-                i * 10_000_000_000
-            ));
-        }
-    }
-    out
+    counter(
+        s,
+        &format!("chingest_cluster_last_point_reads_total{{answered=\"{answered}\"}}"),
+    )
 }
 
 const STATEMENTS: &[&str] = &[
@@ -51,10 +26,6 @@ const STATEMENTS: &[&str] = &[
     "SELECT n, v FROM cpu WHERE host =~ /h1/ GROUP BY host ORDER BY time DESC LIMIT 1",
     "SELECT * FROM cpu WHERE time >= 250s GROUP BY host ORDER BY time DESC LIMIT 1",
 ];
-
-fn on_d(s: &Server, q: &str) -> Value {
-    statement_at(s, "/query?db=d", q)
-}
 
 /// Every statement answers on each node as on `embedded`; then once more from the kept
 /// rows alone (both shards `kept`).
@@ -83,53 +54,30 @@ fn check(step: &str, nodes: &[&Server], embedded: &Server) {
     }
 }
 
-fn on_shards(shards: &[Shard], sql: &str) {
-    for s in shards {
-        s.query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    }
-}
-
 #[test]
 fn last_points_kept_by_the_node_answer_as_the_engine_through_rewrites_and_deletes() {
     const TEST: &str =
         "last_points_kept_by_the_node_answer_as_the_engine_through_rewrites_and_deletes";
-    let Some((_dir, shards)) = two_shard_cluster(TEST) else {
+    let Some(c) = NodesAndOracle::start(TEST) else {
         return;
     };
-    let (s0, s1) = (&shards[0], &shards[1]);
-    let dirs = [data_dir(), data_dir(), data_dir()];
-    let n1 = Spawn::new(dirs[0].path())
-        .config(&cluster_config_named(&[s0, s1], "n1"))
-        .start();
-    let n2 = Spawn::new(dirs[1].path())
-        .config(&cluster_config_named(&[s0, s1], "n2"))
-        .start();
-    let embedded = Spawn::new(dirs[2].path()).start();
-    let nodes = [&n1, &n2];
-    let write = |node: &Server, body: String| {
-        for s in [node, &embedded] {
-            assert_eq!(s.post("/write?db=d", body.clone()).status(), 204);
-        }
-        wait_delivered(&nodes, Duration::from_secs(60));
-    };
-    for s in [&n1, &embedded] {
-        s.query("CREATE DATABASE d");
-    }
-    wait_listed(&n2, "d");
+    let (n1, n2, embedded) = (&c.n1, &c.n2, &c.embedded);
+    let nodes = c.nodes();
+    let write = |node: &Server, body: String| c.write(node, body);
     let hosts: Vec<i64> = (0..20).collect();
-    write(&n1, points(&hosts, 0, 30));
-    check("points once", &nodes, &embedded);
+    write(n1, points(&hosts, 0, 30));
+    check("points once", &nodes, embedded);
     assert!(
-        answered(&n1, "loaded") >= 2,
+        answered(n1, "loaded") >= 2,
         "the first read loads each shard"
     );
 
     // Newer points of some hosts: only the new parts are read.
-    let new_parts = answered(&n1, "new_parts");
-    write(&n1, points(&[1, 2, 3], 30, 2));
-    check("newer points", &nodes, &embedded);
+    let new_parts = answered(n1, "new_parts");
+    write(n1, points(&[1, 2, 3], 30, 2));
+    check("newer points", &nodes, embedded);
     assert!(
-        answered(&n1, "new_parts") > new_parts,
+        answered(n1, "new_parts") > new_parts,
         "only the new part read"
     );
 
@@ -152,41 +100,41 @@ fn last_points_kept_by_the_node_answer_as_the_engine_through_rewrites_and_delete
             )
         })
         .collect();
-    write(&n2, rewrite);
-    check("last points rewritten by another node", &nodes, &embedded);
+    write(n2, rewrite);
+    check("last points rewritten by another node", &nodes, embedded);
 
     // Merged: the merged parts hold the rows already kept, nothing is read again.
-    let loaded = answered(&n1, "loaded");
-    on_shards(&shards, "OPTIMIZE TABLE __shard_d.cpu FINAL");
-    check("after a merge", &nodes, &embedded);
+    let loaded = answered(n1, "loaded");
+    c.on_shards("OPTIMIZE TABLE __shard_d.cpu FINAL");
+    check("after a merge", &nodes, embedded);
     assert_eq!(
-        answered(&n1, "loaded"),
+        answered(n1, "loaded"),
         loaded,
         "a merge reads nothing again"
     );
 
     // The last points deleted: the kept rows are read again, the earlier points answer.
-    for s in [&n1, &embedded] {
+    for s in [n1, embedded] {
         let r = on_d(s, "DELETE FROM cpu WHERE time >= 290s");
         assert!(r["results"][0].get("error").is_none(), "{r}");
     }
-    check("after a DELETE of the last points", &nodes, &embedded);
+    check("after a DELETE of the last points", &nodes, embedded);
     assert!(
-        answered(&n1, "loaded") > loaded,
+        answered(n1, "loaded") > loaded,
         "a mutation reads all again"
     );
 
     // A range ending before some series' last point: read from the shards as before.
-    let shard = answered(&n1, "shard");
+    let shard = answered(n1, "shard");
     let q = "SELECT * FROM cpu WHERE time < 100s GROUP BY host ORDER BY time DESC LIMIT 1";
-    assert_eq!(on_d(&n1, q), on_d(&embedded, q));
-    assert_eq!(answered(&n1, "shard"), shard + 2);
+    assert_eq!(on_d(n1, q), on_d(embedded, q));
+    assert_eq!(answered(n1, "shard"), shard + 2);
 
     // Dropped and made again by the other node.
-    for s in [&n2, &embedded] {
+    for s in [n2, embedded] {
         let r = on_d(s, "DROP MEASUREMENT cpu");
         assert!(r["results"][0].get("error").is_none(), "{r}");
     }
-    write(&n2, points(&hosts[..7], 3, 5));
-    check("made again", &nodes, &embedded);
+    write(n2, points(&hosts[..7], 3, 5));
+    check("made again", &nodes, embedded);
 }
