@@ -109,7 +109,10 @@ impl Cluster {
             quote_string(measurement),
         );
         // A replicated table without its row in `system.replicas` is not ready: not caught
-        // up. A missing table is (the read of what it holds says so).
+        // up. A missing table is (the read of what it holds says so). A replica that read no
+        // entry of the log yet (`log_pointer` 0) has read it to its end only if the log has
+        // none (a table no insert reached yet: its first delivery failed before ZooKeeper,
+        // as a quorum refused for too few replicas does), which only ZooKeeper says.
         let answer = self.http.statement_on(
             k,
             r,
@@ -118,21 +121,46 @@ impl Cluster {
                  AND table = {table} AND log_pointer > log_max_index AND inserts_in_queue = 0 \
                  AND parts_to_check = 0 AND is_readonly = 0) > 0 \
                  OR (SELECT count() FROM system.tables WHERE database = {database} \
-                 AND name = {table} AND engine LIKE 'Replicated%') = 0 FORMAT TabSeparated"
+                 AND name = {table} AND engine LIKE 'Replicated%') = 0, \
+                 (SELECT any(zookeeper_path) FROM system.replicas WHERE database = {database} \
+                 AND table = {table} AND log_pointer = 0 AND log_max_index = 0 \
+                 AND inserts_in_queue = 0 AND parts_to_check = 0 AND is_readonly = 0) \
+                 FORMAT TabSeparated"
             ),
         )?;
-        match answer.trim() {
-            "1" => Ok(()),
-            _ => Err(ClusterError::Unreachable {
-                shard: k,
-                endpoint: self.http.replica_endpoint(k, r),
-                message: format!(
-                    "lacks parts of {db}.{measurement} another replica took (fetching them, \
-                     or that replica does not answer): what it holds of a retried delivery \
-                     is not known yet"
-                ),
-            }),
+        let (done, unread) = answer
+            .trim_end_matches(['\n', '\r'])
+            .split_once('\t')
+            .unwrap_or(("", ""));
+        let caught_up = match (done, unread) {
+            ("1", _) => true,
+            (_, "") => false,
+            (_, zookeeper_path) => {
+                let log = format!("{}/log", engine::unescape_tsv(zookeeper_path));
+                let entries = self.http.statement_on(
+                    k,
+                    r,
+                    &format!(
+                        "SELECT count() FROM system.zookeeper WHERE path = {} \
+                         FORMAT TabSeparated",
+                        quote_string(&log)
+                    ),
+                )?;
+                entries.trim() == "0"
+            }
+        };
+        if caught_up {
+            return Ok(());
         }
+        Err(ClusterError::Unreachable {
+            shard: k,
+            endpoint: self.http.replica_endpoint(k, r),
+            message: format!(
+                "lacks parts of {db}.{measurement} another replica took (fetching them, \
+                 or that replica does not answer): what it holds of a retried delivery \
+                 is not known yet"
+            ),
+        })
     }
 
     /// What replica `r` of shard `k` holds of this node's rows of `suspects` in
