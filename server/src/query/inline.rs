@@ -23,7 +23,10 @@ use influxql::ast::{Expr, Statement};
 pub(super) const INLINE_METRIC: &str = "chingest_influxql_inline_total";
 
 /// Time one request's statements may run inline, together: a query of many
-/// statements holds its worker no longer than a few of them.
+/// statements holds its worker no longer than a few of them. Checked before
+/// each statement (`query/mod.rs`): one begun within it runs to its end,
+/// bounded by what it may read; those after it go to a blocking thread
+/// (tested in `tests/http/hot_inline.rs`).
 pub(super) const REQUEST_BUDGET: Duration = Duration::from_millis(2);
 
 /// Statements running inline now, over every worker.
