@@ -9,7 +9,9 @@ run one at a time on one keep-alive connection per server, the servers
 alternating query by query; every answer must be byte-equal between the two.
 Printed: p50/p95 per type and build (HTTP included: the client's wall time
 from request to last body byte), the read path each build took, and the
-medians of each `Server-Timing` stage where a build sends it (docs/influxql.md).
+medians of each `Server-Timing` stage where a build sends it (docs/influxql.md),
+and how each build ran the statements (`chingest_influxql_inline_total` by
+outcome: inline, refused inline and run again, blocking).
 
 Usage: [QUERIES=50 ROUNDS=2 HOSTS=200 LOAD=path/to/chingest-load TYPES=a,b] \
   scripts/hot_stage_ab.py BEFORE_BINARY AFTER_BINARY
@@ -134,6 +136,19 @@ def get(conn, q):
     return dt, body, r.getheader("X-Chingest-Read-Path"), r.getheader("Server-Timing")
 
 
+def inline_counts(conn):
+    """`chingest_influxql_inline_total` by outcome (how statements ran)."""
+    conn.request("GET", "/metrics")
+    r = conn.getresponse()
+    text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("chingest_influxql_inline_total{outcome=\""):
+            name = line.split('"')[1]
+            out[name] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
 def stages(header):
     out = {}
     for part in (header or "").split(","):
@@ -191,6 +206,7 @@ def run(servers):
         for q in qs[:3]:  # warm-up, untimed
             for conn in conns.values():
                 get(conn, q)
+        counted = {k: inline_counts(c) for k, c in conns.items()}
         for r in range(ROUNDS):
             order = list(conns) if r % 2 == 0 else list(reversed(conns))
             for q in qs:
@@ -209,6 +225,11 @@ def run(servers):
             p95 = xs[int(0.95 * (len(xs) - 1))]
             line += f"  {k}: p50 {statistics.median(xs):.3f} p95 {p95:.3f} ms ({'/'.join(sorted(map(str, paths[k])))})"
         print(line, flush=True)
+        for k, c in conns.items():
+            now = inline_counts(c)
+            ran = {o: now[o] - counted[k].get(o, 0) for o in sorted(now) if now[o] != counted[k].get(o, 0)}
+            print(f"{'':22}  {k} ran (statements): " +
+                  ", ".join(f"{o} {n:.0f}" for o, n in ran.items()), flush=True)
         for k in conns:
             if st[k]:
                 print(f"{'':22}  {k} stages (median ms): " +

@@ -549,5 +549,6 @@ fn load(
     Ok(Some(batches))
 }
 
+mod now;
 #[cfg(test)]
 mod tests;

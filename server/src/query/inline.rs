@@ -5,7 +5,8 @@
 //! before). The hand-off and back cost 0.1–0.6 ms of statements that read in
 //! 0.2 ms.
 //!
-//! Only a statement with a time range is tried (`eligible`). A worker
+//! Only a statement with a time range or asking each group's last point is
+//! tried (`eligible`). A worker
 //! running a statement serves no other connection meanwhile, so what runs
 //! inline is bounded three ways, and a client sending many (or many at once)
 //! gets the blocking pool, not the workers: each statement by its values
@@ -17,26 +18,44 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use influxql::ast::{Expr, Statement};
+use influxql::ast::{Expr, SelectStatement, Statement};
 
 /// `/query` statements by how they ran.
 pub(super) const INLINE_METRIC: &str = "chingest_influxql_inline_total";
 
 /// Time one request's statements may run inline, together: a query of many
-/// statements holds its worker no longer than a few of them.
+/// statements holds its worker no longer than a few of them. Checked before
+/// each statement (`query/mod.rs`): one begun within it runs to its end,
+/// bounded by what it may read; those after it go to a blocking thread
+/// (tested in `tests/http/hot_inline.rs`).
 pub(super) const REQUEST_BUDGET: Duration = Duration::from_millis(2);
 
 /// Statements running inline now, over every worker.
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether `st` may be tried inline: a `SELECT` without `INTO` (which
-/// writes) whose condition reads `time`. One without a time range is a
-/// last-point read (TSBS `lastpoint`: the engine's path) or reaches back
-/// before what the store holds nearly always; refused, it would be planned
-/// twice (0.2 ms more in the same-run A/B).
+/// writes) whose condition reads `time`, or one asking each group's last
+/// point (`last_point`). Another without a time range reaches back before
+/// what the store holds nearly always; refused, it would be planned twice
+/// (0.2 ms more in the same-run A/B).
 pub(super) fn eligible(st: &Statement) -> bool {
     matches!(st, Statement::Select(s)
-        if s.into.is_none() && s.condition.as_ref().is_some_and(reads_time))
+        if s.into.is_none()
+            && (s.condition.as_ref().is_some_and(reads_time) || last_point(s)))
+}
+
+/// Whether `s` asks each group's last point as the flusher's last points
+/// answer it (`storage/src/influxql/last_point.rs`; TSBS `lastpoint`:
+/// `SELECT * FROM cpu GROUP BY "hostname" ORDER BY time DESC LIMIT 1`):
+/// fields and tags as they are, no condition, the newest point only.
+fn last_point(s: &SelectStatement) -> bool {
+    s.condition.is_none()
+        && s.order_desc
+        && s.limit == Some(1)
+        && s.offset.unwrap_or(0) == 0
+        && s.fields
+            .iter()
+            .all(|f| matches!(f.expr, Expr::VarRef { .. } | Expr::Wildcard(_)))
 }
 
 /// Whether `e` names `time` anywhere.
@@ -115,6 +134,23 @@ mod tests {
             "SELECT max(f) FROM m WHERE host = 'a' AND (time >= now() - 1h)"
         )));
         assert!(!eligible(&st("SELECT last(*) FROM m GROUP BY host")));
+        assert!(eligible(&st(
+            "SELECT * FROM cpu GROUP BY \"hostname\" ORDER BY time DESC LIMIT 1"
+        )));
+        assert!(eligible(&st(
+            "SELECT f, host FROM m ORDER BY time DESC LIMIT 1"
+        )));
+        assert!(!eligible(&st("SELECT f FROM m ORDER BY time DESC LIMIT 2")));
+        assert!(!eligible(&st(
+            "SELECT f FROM m ORDER BY time DESC LIMIT 1 OFFSET 1"
+        )));
+        assert!(!eligible(&st("SELECT f FROM m LIMIT 1")));
+        assert!(!eligible(&st(
+            "SELECT f * 2 FROM m ORDER BY time DESC LIMIT 1"
+        )));
+        assert!(!eligible(&st(
+            "SELECT f FROM m WHERE host = 'a' ORDER BY time DESC LIMIT 1"
+        )));
         assert!(!eligible(&st("SELECT f FROM m WHERE host = 'a'")));
         assert!(!eligible(&st("SELECT f INTO n FROM m WHERE time > 0")));
         assert!(!eligible(&st("SHOW DATABASES")));

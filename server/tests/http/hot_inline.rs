@@ -120,3 +120,117 @@ fn a_tsbs_high_cpu_read_runs_inline() {
     same(&hot, &engine, "d", &q, true);
     assert_eq!(ran(&hot, "inline"), before + 1.0, "not run inline: {q}");
 }
+
+/// The per-request inline budget (`server/src/query/inline.rs`'s
+/// `REQUEST_BUDGET`, 2 ms): the `/query` handler adds each inline
+/// statement's wall time to the request's and tries no statement inline
+/// once it reached the budget; those run on a blocking thread (`outcome =
+/// "blocking"`). Twenty statements of 36,000 values each, within what one
+/// inline statement may read, take far more than 2 ms together in any
+/// build: sent as one request, the first runs inline and the later ones hand
+/// off; sent one per request, each runs inline. The answers are the engine
+/// server's either way.
+#[test]
+fn one_request_runs_inline_no_longer_than_its_budget() {
+    let (dh, de) = (data_dir(), data_dir());
+    let hot = Spawn::new(dh.path()).config(ON).start();
+    let engine = Spawn::new(de.path()).config(OFF).start();
+    // 12,000 points of three fields, one every 100 ms.
+    let ms = S / 1000;
+    let lines: Vec<String> = (0..12_000)
+        .map(|k| {
+            format!(
+                "m,host=a f={}.25,g={},i={k}i {}",
+                k % 89,
+                (k * 7) % 101,
+                T0 + k * 100 * ms
+            )
+        })
+        .collect();
+    load(&[&hot, &engine], "d", &lines);
+    let end = T0 + 1_200 * S;
+    let statements: Vec<String> = (0..20)
+        .map(|n| {
+            format!(
+                "SELECT count(f), sum(i), max(g) FROM m WHERE time >= {T0} AND time < {} GROUP BY time({}s)",
+                end + n * S,
+                60 + n
+            )
+        })
+        .collect();
+    // Every write applied (the first answer waits for it), each statement
+    // alone runs inline.
+    same(&hot, &engine, "d", &statements[0], true);
+    let inline = ran(&hot, "inline");
+    for q in &statements {
+        same(&hot, &engine, "d", q, true);
+    }
+    assert_eq!(
+        ran(&hot, "inline"),
+        inline + 20.0,
+        "a statement of 36,000 values alone did not run inline"
+    );
+    // Together in one request: the budget is spent after the first few.
+    let (inline, blocking, refused) = (
+        ran(&hot, "inline"),
+        ran(&hot, "blocking"),
+        ran(&hot, "refused"),
+    );
+    same(&hot, &engine, "d", &statements.join("; "), true);
+    let (inline, blocking) = (
+        ran(&hot, "inline") - inline,
+        ran(&hot, "blocking") - blocking,
+    );
+    assert_eq!(ran(&hot, "refused"), refused, "nothing is refused");
+    assert_eq!(inline + blocking, 20.0);
+    assert!(inline >= 1.0, "the first statement runs inline");
+    assert!(
+        blocking >= 1.0,
+        "twenty statements of 36,000 values ran inline in one request ({inline})"
+    );
+}
+
+/// A TSBS `high-cpu-1` window that starts late in a sealed chunk: 5,100
+/// points × 10 fields in the range, 5,601 × 10 counted from the first
+/// chunk's start, past what an inline statement may read. But the condition
+/// passes in one chunk only, and the read decodes no other (their bounds
+/// rule every point out): it reads 1,024 × 10 values and runs inline, as
+/// 11 of 40 TSBS windows were refused and planned twice for (issue #44).
+/// The answer is the engine server's.
+#[test]
+fn a_read_counts_only_the_chunks_its_condition_leaves() {
+    let (dh, de) = (data_dir(), data_dir());
+    let hot = Spawn::new(dh.path()).config(ON).start();
+    let engine = Spawn::new(de.path()).config(OFF).start();
+    // 24 h of two hosts every 10 s; usage_0 above 90 at points 2,100–2,149.
+    let lines: Vec<String> = (0..2)
+        .flat_map(|h| (0..8640).map(move |k| (h, k)))
+        .map(|(h, k)| {
+            let fields: Vec<String> = (0..10)
+                .map(|f| {
+                    let v = match (f, k) {
+                        (0, 2100..2150) => 90.5 + (k % 9) as f64,
+                        _ => ((k * 31 + f * 7) % 900) as f64 / 10.0,
+                    };
+                    format!("usage_{f}={v}")
+                })
+                .collect();
+            format!(
+                "cpu,hostname=host_{h},region=eu {} {}",
+                fields.join(","),
+                T0 + k * 10 * S
+            )
+        })
+        .collect();
+    load(&[&hot, &engine], "d", &lines);
+    let q = format!(
+        "SELECT * FROM cpu WHERE usage_0 > 90.0 AND time >= {} AND time < {} AND hostname = 'host_1'",
+        T0 + 500 * 10 * S,
+        T0 + 5600 * 10 * S
+    );
+    same(&hot, &engine, "d", &q, true);
+    let (inline, refused) = (ran(&hot, "inline"), ran(&hot, "refused"));
+    same(&hot, &engine, "d", &q, true);
+    assert_eq!(ran(&hot, "refused"), refused, "refused inline: {q}");
+    assert_eq!(ran(&hot, "inline"), inline + 1.0, "not run inline: {q}");
+}

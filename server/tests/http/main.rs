@@ -46,6 +46,7 @@ mod influxql_render;
 mod influxql_ties;
 mod into;
 mod last_point;
+mod last_point_inline;
 mod limits;
 mod logs;
 mod metrics_docs;

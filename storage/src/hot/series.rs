@@ -174,11 +174,14 @@ impl Series {
     /// from the one before) to `max` (where a chunk holds `max`, its share of
     /// points up to it by time: a read decodes no further), and those of the
     /// open tail in the range. What bounds an inline read (`inline.rs`).
-    pub(crate) fn points_read(&self, min: i64, max: i64) -> usize {
+    /// Only the chunks `keep` keeps count: a read skips the others undecoded
+    /// ([`Series::points_sifted`]'s `keep`, the same test).
+    pub(crate) fn points_read(&self, min: i64, max: i64, keep: impl Fn(&Chunk) -> bool) -> usize {
         let from = self.sealed.partition_point(|c| c.max < min);
         let hit = &self.sealed[from..];
         let sealed: usize = hit[..hit.partition_point(|c| c.min <= max)]
             .iter()
+            .filter(|&c| keep(c))
             .map(|c| {
                 if c.max <= max {
                     return c.len;
@@ -404,13 +407,18 @@ mod tests {
         let s = &t.series[&1];
         let at = |k: i64| k * 10_000_000_000;
         let sealed = s.sealed_points(i64::MIN, i64::MAX);
-        assert_eq!(s.points_read(i64::MIN, i64::MAX), s.len());
+        assert_eq!(s.points_read(i64::MIN, i64::MAX, |_| true), s.len());
         // Points 1,500 to 2,999: chunk 1 from its start (1,024) and chunk 2
         // up to 2,999 (952); nothing of the tail.
-        assert_eq!(s.points_read(at(1500), at(2999)), 1024 + 952);
+        assert_eq!(s.points_read(at(1500), at(2999), |_| true), 1024 + 952);
         // The last 100 points: in the tail only.
         assert!(s.len() - sealed > 100);
-        assert_eq!(s.points_read(at(8540), i64::MAX), 100);
+        assert_eq!(s.points_read(at(8540), i64::MAX, |_| true), 100);
+        // A chunk the read skips (its bounds fail the conditions) counts
+        // nothing: here chunk 1, leaving chunk 2's 952.
+        let chunk_1 = |c: &super::super::table::Chunk| c.min <= at(1024) && at(1024) <= c.max;
+        assert_eq!(s.points_read(at(1500), at(2999), |c| !chunk_1(c)), 952);
+        assert_eq!(s.points_read(at(8540), i64::MAX, |_| false), 100);
     }
 
     /// A row: time, s, b, u.

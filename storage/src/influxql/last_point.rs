@@ -24,7 +24,7 @@ use super::plan::Plan;
 use super::rows::Row;
 use super::series::Value;
 use super::stages::{self, Stage};
-use super::{unflushed, InfluxqlRequest};
+use super::{inline, unflushed, InfluxqlRequest};
 use crate::Storage;
 
 /// Reads answered from the last points.
@@ -109,17 +109,35 @@ impl Storage {
         if !may_read(req.access, &plan.db) || self.catalog.retention_secs(&plan.db) > 0 {
             return Ok(None);
         }
-        let engine = self
-            .engine()
-            .map_err(|_| engine::SqlError::Unavailable("the server is shutting down".into()))?;
+        let lasts = self.reads.identity().last_points();
+        // Run inline (`inline.rs`): nothing waits, and a table of more
+        // series than an inline read may answer is refused before any work.
+        let inline = inline::active();
+        let acked = self.wal.last_seq();
+        if inline
+            && !(self
+                .reads
+                .unflushed()
+                .wait_received(acked, std::time::Duration::ZERO)
+                && lasts
+                    .read_now(&plan.db, &plan.measurement, |t| t.series.len())
+                    .is_some_and(|n| n <= inline::MAX_LAST_POINT_SERIES))
+        {
+            inline::refuse();
+            return Ok(None);
+        }
         let unavailable = |e: engine::EngineError| {
             InfluxqlError::from(engine::SqlError::Unavailable(format!(
                 "cannot read the last points: {e}"
             )))
         };
         // Unflushed rows first: a row leaves them only once the last points
-        // have it.
-        let acked = self.wal.last_seq();
+        // have it. Inline, at most as many as it may read values (more would
+        // wait for their flush: refused there).
+        let max_rows = match inline {
+            true => (inline::MAX_VALUES / plan.columns.len().max(1)) as u64,
+            false => self.row_limit(),
+        };
         let parts = unflushed::acked_parts(
             self.reads.unflushed(),
             &plan.db,
@@ -127,7 +145,7 @@ impl Storage {
             i64::MIN,
             i64::MAX,
             acked,
-            self.row_limit(),
+            max_rows,
             req.cancel,
         )?;
         let at = stages::lap(Stage::Wait, at);
@@ -141,12 +159,27 @@ impl Storage {
                 overlay.merge(&batch).map_err(unavailable)?;
             }
         }
-        let rows = self.reads.identity().last_points().read(
-            &|| engine.connection(),
-            &plan.db,
-            &plan.measurement,
-            |table| answer(plan, &shown, table, &overlay),
-        );
+        let answered = |table: &TableLasts| answer(plan, &shown, table, &overlay);
+        let rows = if inline {
+            // Anything but an answer would go to the engine: refused here.
+            match lasts.read_now(&plan.db, &plan.measurement, answered) {
+                Some(Some(rows)) => Ok(Some(Some(rows))),
+                _ => {
+                    inline::refuse();
+                    return Ok(None);
+                }
+            }
+        } else {
+            let engine = self
+                .engine()
+                .map_err(|_| engine::SqlError::Unavailable("the server is shutting down".into()))?;
+            lasts.read(
+                &|| engine.connection(),
+                &plan.db,
+                &plan.measurement,
+                answered,
+            )
+        };
         stages::lap(Stage::Eval, at);
         let rows = match rows {
             Ok(Some(Some(rows))) => rows,

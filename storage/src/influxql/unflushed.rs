@@ -183,6 +183,10 @@ pub(crate) fn acked_parts(
     if rows <= max_rows {
         return Ok(Some(parts));
     }
+    // Run inline (`inline.rs`): their flush is not waited for.
+    if super::inline::refuse() {
+        return Ok(None);
+    }
     tracing::debug!(
         db,
         measurement,

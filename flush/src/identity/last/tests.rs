@@ -9,9 +9,9 @@ use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use super::*;
 
 /// One row: `(series, time, seq, row, host, usage)`.
-type TestRow<'a> = (u64, i64, u64, u32, &'a str, Option<f64>);
+pub(super) type TestRow<'a> = (u64, i64, u64, u32, &'a str, Option<f64>);
 
-fn batch(rows: &[TestRow<'_>]) -> RecordBatch {
+pub(super) fn batch(rows: &[TestRow<'_>]) -> RecordBatch {
     let schema = Schema::new(vec![
         Field::new(TIME, DataType::Timestamp(TimeUnit::Nanosecond, None), false),
         Field::new(SERIES_ID, DataType::UInt64, false),
