@@ -39,8 +39,9 @@ fn check(step: &str, nodes: &[&Server], embedded: &Server) {
             assert!(want["results"][0].get("error").is_none(), "{q}: {want}");
             assert_eq!(on_d(node, q), want, "{step}: {q}");
             // Again, from the kept rows on both shards. Once more if not: the node may learn
-            // another node's drop in between (its catalog is read every 2 s and ahead of
-            // statements), which forgets the kept rows; the read after that keeps them.
+            // another node's drop in between (its catalog is read every 2 s, and by a
+            // statement finding it older than 1 s), which forgets the kept rows; the read after
+            // that keeps them.
             let from_kept = || {
                 let kept = answered(node, "kept");
                 assert_eq!(on_d(node, q), want, "{step}: {q} again");
