@@ -286,6 +286,28 @@ fn parse_series(text: &str) -> Result<Vec<u64>, String> {
 }
 
 impl Cluster {
+    /// Shard `k`'s listing of `db`.`measurement` ([`listing_sql`], parsed: the metadata
+    /// time and the active parts): `listed`, the answer already in hand (folded into a read),
+    /// else asked for.
+    pub(crate) fn listing(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+        listed: Option<&str>,
+    ) -> Result<(u64, Vec<Part>), ClusterError> {
+        let listing = listing_sql(db, measurement);
+        let asked;
+        let answer = match listed {
+            Some(answer) => answer,
+            None => {
+                asked = self.http.statement(k, &listing)?;
+                &asked
+            }
+        };
+        parse_listing(answer).map_err(|m| self.unexpected(k, &listing, m))
+    }
+
     /// Shard `k`'s answer `text` to `sql` did not read as expected.
     pub(crate) fn unexpected(&self, k: usize, sql: &str, message: String) -> ClusterError {
         ClusterError::Refused {
@@ -333,13 +355,7 @@ impl Cluster {
         listed: Option<&str>,
     ) -> Result<(), ClusterError> {
         let table = schema::table(db, measurement);
-        let listing = listing_sql(db, measurement);
-        let answer = match listed {
-            Some(answer) => answer.to_string(),
-            None => self.http.statement(k, &listing)?,
-        };
-        let (metadata, parts) =
-            parse_listing(&answer).map_err(|m| self.unexpected(k, &listing, m))?;
+        let (metadata, parts) = self.listing(k, db, measurement, listed)?;
         let renamed = parts.iter().any(|p| {
             index
                 .parts

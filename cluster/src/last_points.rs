@@ -37,7 +37,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::folded::{skip, Cell};
-use crate::identity::{blocks_of, listing_sql, parse_listing, Part};
+use crate::identity::{blocks_of, Part};
 use crate::row_binary::RowBinary;
 use crate::{Cluster, ClusterError};
 
@@ -281,10 +281,7 @@ impl Cluster {
             counted(Answered::Shard);
             return plain();
         }
-        let listing = listing_sql(read.db, read.measurement);
-        let text = self.http.statement(k, &listing)?;
-        let (metadata, parts) =
-            parse_listing(&text).map_err(|m| self.unexpected(k, &listing, m))?;
+        let (metadata, parts) = self.listing(k, read.db, read.measurement, None)?;
         let merged = match kept.step(metadata, &parts) {
             Step::Current => Ok(Answered::Kept),
             Step::Read(fresh) => {

@@ -39,7 +39,7 @@ use std::sync::Arc;
 use engine::quote_ident;
 use parking_lot::Mutex;
 
-use crate::identity::{blocks_of, listing_sql, parse_listing, CheckedBlocks, Part};
+use crate::identity::{blocks_of, CheckedBlocks, Part};
 use crate::row_binary::RowBinary;
 use crate::{schema, Cluster, ClusterError};
 
@@ -268,13 +268,7 @@ impl Cluster {
         map: &mut TagMap,
         listed: Option<&str>,
     ) -> Result<(), ClusterError> {
-        let listing = listing_sql(db, measurement);
-        let answer = match listed {
-            Some(answer) => answer.to_string(),
-            None => self.http.statement(k, &listing)?,
-        };
-        let (metadata, parts) =
-            parse_listing(&answer).map_err(|m| self.unexpected(k, &listing, m))?;
+        let (metadata, parts) = self.listing(k, db, measurement, listed)?;
         let renamed = parts.iter().any(|p| {
             map.parts
                 .get(&p.name)
