@@ -353,7 +353,7 @@ impl Storage {
             .zip(table.as_ref())
             .map(|(s, t)| sql::Unflushed::new(t, s.min, s.max));
         let run = |rewrites: &Rewrites| {
-            let sql = sql::render_with(plan, rewrites, refs.as_ref());
+            let (sql, order) = sql::render_read(plan, rewrites, refs.as_ref());
             if let (Some(s), Some(r)) = (scan, refs.as_ref()) {
                 s.arrow.register(r.used()).map_err(|e| {
                     engine::SqlError::Unavailable(format!(
@@ -362,7 +362,11 @@ impl Storage {
                 })?;
             }
             tracing::debug!(measurement = %plan.measurement, "InfluxQL read: {sql}");
-            self.engine_read(&sql, req, plan.group_tags.len(), as_arrow(plan))
+            let mut ran = self.engine_read(&sql, req, plan.group_tags.len(), as_arrow(plan))?;
+            if let (Ran::Rows(rows), Some(order)) = (&mut ran, order) {
+                order.sort(rows);
+            }
+            Ok(ran)
         };
         let index = self.reads.identity();
         for _ in 0..READ_ATTEMPTS {

@@ -34,6 +34,7 @@ mod range;
 pub mod read_path;
 mod reduce;
 pub(crate) mod refill;
+mod row_order;
 mod rows;
 pub mod schema;
 pub mod selector;

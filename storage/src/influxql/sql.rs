@@ -19,6 +19,7 @@ use flush::Rewrites;
 use super::agg::T;
 use super::expr::SRC;
 use super::plan::{Plan, Presence, Window};
+use super::row_order::RowOrder;
 
 /// Prefix of the answer's own column aliases.
 pub(crate) const TIME_ALIAS: &str = "__iq_t";
@@ -82,8 +83,21 @@ pub(crate) fn render_with(
     unflushed: Option<&Unflushed>,
 ) -> String {
     match &plan.aggregate {
-        None => raw(plan, rewrites, unflushed),
+        None => raw(plan, rewrites, unflushed, false).0,
         Some(_) => aggregate(plan, rewrites, unflushed),
+    }
+}
+
+/// [`render_with`], but a raw answer the engine need not order comes unordered,
+/// with the order its rows are to be sorted in here (`row_order.rs`).
+pub(crate) fn render_read(
+    plan: &Plan,
+    rewrites: &Rewrites,
+    unflushed: Option<&Unflushed>,
+) -> (String, Option<RowOrder>) {
+    match &plan.aggregate {
+        None => raw(plan, rewrites, unflushed, true),
+        Some(_) => (aggregate(plan, rewrites, unflushed), None),
     }
 }
 
@@ -395,10 +409,23 @@ fn group_aliases(plan: &Plan) -> Vec<String> {
         .collect()
 }
 
-/// Raw points, ordered by series then time, limited per series.
-fn raw(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflushed>) -> String {
+/// Raw points, ordered by series then time, limited per series; unordered with
+/// the order to sort them in when `order_here` and the engine need not order them.
+fn raw(
+    plan: &Plan,
+    rewrites: &Rewrites,
+    unflushed: Option<&Unflushed>,
+    order_here: bool,
+) -> (String, Option<RowOrder>) {
     let mut sql = select_list(plan, T);
     let points = points(plan, rewrites, unflushed);
+    let here = RowOrder::of(plan, &points.series).filter(|_| order_here);
+    if let Some((_, added)) = &here {
+        for item in added {
+            sql.push_str(", ");
+            sql.push_str(item);
+        }
+    }
     sql.push_str(&format!(" FROM {}", points.from));
     let mut conds = points.conds;
     conds.extend(plan.outer_where.iter().cloned());
@@ -413,6 +440,9 @@ fn raw(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflushed>) -> Strin
         ));
     }
     where_clause(&mut sql, &conds);
+    if let Some((order, _)) = here {
+        return (sql, Some(order));
+    }
     let groups = group_aliases(plan);
     let dir = if plan.order_desc { " DESC" } else { "" };
     let mut order: Vec<String> = groups.clone();
@@ -429,7 +459,7 @@ fn raw(plan: &Plan, rewrites: &Rewrites, unflushed: Option<&Unflushed>) -> Strin
             sql.push_str(&format!(" BY {}", groups.join(", ")));
         }
     }
-    sql
+    (sql, None)
 }
 
 /// One row per group (and bucket); buckets without values are the caller's
