@@ -16,6 +16,7 @@ mod cluster_drop;
 mod cluster_drop_database;
 mod cluster_identity;
 mod cluster_last_point;
+mod cluster_last_point_writes;
 mod cluster_oracle;
 mod cluster_policies;
 mod cluster_pushdown;
