@@ -10,6 +10,7 @@ mod backup_forged;
 mod bounds;
 mod cli;
 mod cluster;
+mod cluster_catalog_ahead;
 mod cluster_combine;
 mod cluster_delete;
 mod cluster_drop;
