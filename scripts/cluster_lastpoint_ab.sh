@@ -8,10 +8,13 @@
 #
 # Usage: BIN=<new chingest> BASE=<old chingest> LOAD=<chingest-load> [HOSTS=200] [HOURS=4]
 #        [QUERIES=20] [TYPES=lastpoint] [OUT=/tmp/cluster-lastpoint] [PORT=19400]
+#        [VARIANT=new-off=CHINGEST_CLUSTER_LAST_POINTS=0]
 #        [RUST_LOG=info,cluster::http=debug] scripts/cluster_lastpoint_ab.sh
-# Servers: embedded (BIN, engine = "embedded", the reference answers), new (BIN), new-off
-# (BIN with CHINGEST_CLUSTER_LAST_POINTS=0: every read asks the shards), base (BASE).
-# Results: $OUT/tsbs_bench.md, and the nodes' logs ($OUT/<server>.log).
+# Servers: embedded (BIN, engine = "embedded", the reference answers), new (BIN), a variant of
+# new (VARIANT=<name>=<VAR=value>: BIN with that environment; default new-off, every read
+# asking the shards), base (BASE). Then TSBS's lastpoint statement QUERIES times on each in
+# turn with each `Server-Timing` stage (scripts/cluster_stages.py).
+# Results: $OUT/tsbs_bench.md, $OUT/stages.md, and the nodes' logs ($OUT/<server>.log).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${BIN:?BIN=<new chingest>}" "${BASE:?BASE=<old chingest>}" "${LOAD:?LOAD=<chingest-load>}"
@@ -20,6 +23,8 @@ P=${PORT:-19400}
 CH=${CHINGEST_CLICKHOUSE_SERVER:-/usr/sbin/clickhouse-server}
 HOSTS=${HOSTS:-200}
 HOURS=${HOURS:-4}
+VARIANT=${VARIANT:-new-off=CHINGEST_CLUSTER_LAST_POINTS=0}
+VARIANT_NAME=${VARIANT%%=*}
 WORK=$(mktemp -d /tmp/cluster-lastpoint.XXXXXX)
 pids=()
 say() { echo "cluster_lastpoint_ab: $*" >&2; }
@@ -88,7 +93,7 @@ for s in embedded=$((P + 31)) new=$((P + 32)); do
     --batch $((HOSTS * 10)) --concurrency 4 --out "$WORK/fill-${s%=*}.json"
   flushed "${s#*=}"
 done
-node new-off $((P + 33)) clickhouse env CHINGEST_CLUSTER_LAST_POINTS=0 "$BIN"
+node "$VARIANT_NAME" $((P + 33)) clickhouse env "${VARIANT#*=}" "$BIN"
 node base $((P + 34)) clickhouse "$BASE"
 say "settling 30 s"
 sleep 30
@@ -96,11 +101,21 @@ mkdir -p "$OUT"
 say "queries: load average $(cut -d' ' -f1-3 /proc/loadavg)"
 "$LOAD" tsbs-query --phase "$HOSTS hosts" "${data[@]}" --types "${TYPES:-lastpoint}" \
   --server embedded=http://127.0.0.1:$((P + 31)) --server new=http://127.0.0.1:$((P + 32)) \
-  --server new-off=http://127.0.0.1:$((P + 33)) --server base=http://127.0.0.1:$((P + 34)) \
+  --server "$VARIANT_NAME=http://127.0.0.1:$((P + 33))" --server base=http://127.0.0.1:$((P + 34)) \
   --fill "$WORK/fill-embedded.json" --fill "$WORK/fill-new.json" \
   --fill "$WORK/fill-new.json" --fill "$WORK/fill-new.json" \
   --queries "${QUERIES:-20}" --results "$OUT" \
-  --note "cluster_lastpoint_ab.sh: new=$BIN, base=$BASE; one node (new) wrote the points, the other cluster nodes read them through the same two 18.16 shards; hot store off everywhere." \
+  --note "cluster_lastpoint_ab.sh: new=$BIN, $VARIANT_NAME=${VARIANT#*=} $BIN, base=$BASE; one node (new) wrote the points, the other cluster nodes read them through the same two 18.16 shards; hot store off everywhere." \
   >/dev/null
+say "stages: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+QUERIES=${QUERIES:-20} scripts/cluster_stages.py \
+  'SELECT * from cpu group by "hostname" order by time desc limit 1' benchmark \
+  embedded=http://127.0.0.1:$((P + 31)) new=http://127.0.0.1:$((P + 32)) \
+  "$VARIANT_NAME=http://127.0.0.1:$((P + 33))" base=http://127.0.0.1:$((P + 34)) >"$OUT/stages.md"
+# Who read the catalog (the statements' own reads waited; `ahead` ones did not).
+for s in new=$((P + 32)) "$VARIANT_NAME=$((P + 33))" base=$((P + 34)); do
+  echo "${s%=*}: $(curl -s "http://127.0.0.1:${s#*=}/metrics" | grep '^chingest_cluster_catalog_refreshes_total' | tr '\n' ' ')" >>"$OUT/stages.md"
+done
+cat "$OUT/stages.md" >&2
 say "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 say "done: $OUT/tsbs_bench.md"

@@ -18,7 +18,7 @@
 
 use engine::table::ColumnKind;
 
-use crate::identity::listing_lines_sql;
+use crate::listing::listing_lines_sql;
 use crate::row_binary::RowBinary;
 use crate::schema;
 

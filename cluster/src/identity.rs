@@ -213,71 +213,6 @@ pub(crate) fn blocks_of(parts: &[&Part]) -> String {
     one.join(" OR ")
 }
 
-/// The statement listing a shard table's active parts and, in a row of its own with an
-/// empty name (no part has one), its metadata time: one round trip (issue #43; the two
-/// were two statements before, each an 18.16 query's cost).
-pub(crate) fn listing_sql(db: &str, measurement: &str) -> String {
-    let (database, name) = (
-        quote_string(&schema::shard_database(db)),
-        quote_string(measurement),
-    );
-    format!(
-        "SELECT '' AS n, '' AS p, toInt64(0) AS a, toInt64(0) AS b, toUInt64(0) AS r, \
-         toUInt64(metadata_modification_time) AS m FROM system.tables \
-         WHERE database = {database} AND name = {name} \
-         UNION ALL SELECT name AS n, partition_id AS p, toInt64(min_block_number) AS a, \
-         toInt64(max_block_number) AS b, toUInt64(rows) AS r, \
-         toUInt64(modification_time) AS m FROM system.parts \
-         WHERE database = {database} AND table = {name} AND active"
-    )
-}
-
-/// [`listing_sql`] as one `String` column, each row a line of its tab-separated answer: what
-/// a read appends to its own answer with `UNION ALL` (`crate::folded`), so that the check
-/// after the read costs no round trip of its own.
-pub(crate) fn listing_lines_sql(db: &str, measurement: &str) -> String {
-    format!(
-        "SELECT concat(n, '\\t', p, '\\t', toString(a), '\\t', toString(b), '\\t', \
-         toString(r), '\\t', toString(m)) AS __l FROM ({})",
-        listing_sql(db, measurement)
-    )
-}
-
-/// The listing's answer ([`listing_sql`]): the metadata time (0: no table) and the parts.
-pub(crate) fn parse_listing(text: &str) -> Result<(u64, Vec<Part>), String> {
-    let mut metadata = 0;
-    let mut parts = parse_parts(text)?;
-    parts.retain(|p| match p.name.is_empty() {
-        true => {
-            metadata = p.modified;
-            false
-        }
-        false => true,
-    });
-    Ok((metadata, parts))
-}
-
-fn parse_parts(text: &str) -> Result<Vec<Part>, String> {
-    text.lines()
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            let bad = || format!("unexpected system.parts row {l:?}");
-            if f.len() != 6 {
-                return Err(bad());
-            }
-            Ok(Part {
-                name: f[0].to_string(),
-                partition: f[1].to_string(),
-                min_block: f[2].parse().map_err(|_| bad())?,
-                max_block: f[3].parse().map_err(|_| bad())?,
-                rows: f[4].parse().map_err(|_| bad())?,
-                modified: f[5].parse().map_err(|_| bad())?,
-            })
-        })
-        .collect()
-}
-
 fn parse_series(text: &str) -> Result<Vec<u64>, String> {
     text.lines()
         .filter(|l| !l.is_empty())
@@ -286,28 +221,6 @@ fn parse_series(text: &str) -> Result<Vec<u64>, String> {
 }
 
 impl Cluster {
-    /// Shard `k`'s listing of `db`.`measurement` ([`listing_sql`], parsed: the metadata
-    /// time and the active parts): `listed`, the answer already in hand (folded into a read),
-    /// else asked for.
-    pub(crate) fn listing(
-        &self,
-        k: usize,
-        db: &str,
-        measurement: &str,
-        listed: Option<&str>,
-    ) -> Result<(u64, Vec<Part>), ClusterError> {
-        let listing = listing_sql(db, measurement);
-        let asked;
-        let answer = match listed {
-            Some(answer) => answer,
-            None => {
-                asked = self.http.statement(k, &listing)?;
-                &asked
-            }
-        };
-        parse_listing(answer).map_err(|m| self.unexpected(k, &listing, m))
-    }
-
     /// Shard `k`'s answer `text` to `sql` did not read as expected.
     pub(crate) fn unexpected(&self, k: usize, sql: &str, message: String) -> ClusterError {
         ClusterError::Refused {
@@ -462,7 +375,7 @@ impl Cluster {
     /// Whether shard `k`'s read with `snapshot` grouped every point written more than once
     /// it may have seen: its index brought up to date after the read, no rewrite found
     /// since the snapshot was taken. `listed`: the listing the read's own statement
-    /// returned ([`listing_lines_sql`]), else it is asked for now.
+    /// returned (`listing.rs`'s `listing_lines_sql`), else it is asked for now.
     pub(crate) fn still_valid_on(
         &self,
         k: usize,
@@ -556,7 +469,5 @@ mod tests {
              AND toInt64(splitByChar('_', _part)[2]) <= 12 AND toInt64(splitByChar('_', _part)[3]) >= 9)) \
              GROUP BY `series_id`, `time` HAVING count() > 1) LIMIT 3"
         );
-        assert!(parse_parts("p_1_2_1\tp\t1\t2\t10\t99\n").unwrap()[0].max_block == 2);
-        assert!(parse_parts("p_1_2_1\tp\t1\n").is_err());
     }
 }

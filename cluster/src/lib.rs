@@ -54,6 +54,7 @@ mod http;
 mod identified;
 mod identity;
 mod last_points;
+mod listing;
 mod meta;
 mod nodes;
 mod partials;

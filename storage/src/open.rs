@@ -157,6 +157,7 @@ impl Storage {
         // readable as unflushed) or set aside: reads need not wait for it.
         reads.unflushed().mark_received(wal.last_seq());
         crate::influxql::register_metrics();
+        crate::cluster::catalog::register_metrics();
         let catalog = Arc::new(catalog);
         // Before the first write is taken: another node's databases and field types.
         let cluster_sync = cluster.as_ref().map(|c| {

@@ -8,7 +8,7 @@
 //!
 //! `parse`: the parameters and the InfluxQL parse (and authorization);
 //! the storage stages of the statements' reads (`storage::influxql::stages`:
-//! `plan`, `wait`, `series`, `eval`, `engine`, `build`, those that took any
+//! `plan`, `wait`, `series`, `shards`, `eval`, `engine`, `build`, those that took any
 //! time); `exec`: the statements' wall time on their blocking threads, the
 //! hand-offs included (so `exec` minus the storage stages is the hand-off and
 //! the rest of the statement's handling); `render`: the JSON, only where the

@@ -5,10 +5,36 @@
 //! merge, a `DELETE` of the last points, a measurement dropped and made again — every
 //! statement answers what the embedded engine answers on the same points, and the
 //! metric `chingest_cluster_last_point_reads_total` shows which way each shard answered.
+//! The statements that show every field are answered in Rust from those rows
+//! (`storage/src/influxql/cluster_last_point.rs`): `X-Chingest-Read-Path: last_point`, no
+//! `engine` stage in `Server-Timing`.
 
 use crate::cluster::wait_values;
 use crate::cluster_oracle::{counter, on_d, points, NodesAndOracle};
 use crate::util::*;
+
+/// `q` on `d` of `s`: its answer, `X-Chingest-Read-Path` and `Server-Timing`.
+pub(crate) fn with_path(s: &Server, q: &str) -> (serde_json::Value, String, String) {
+    let r = s
+        .client
+        .post(s.url("/query?db=d"))
+        .query(&[("q", q)])
+        .send()
+        .unwrap();
+    let header = |name: &str| {
+        r.headers()
+            .get(name)
+            .map_or(String::new(), |v| v.to_str().unwrap().to_string())
+    };
+    let (path, timing) = (header("x-chingest-read-path"), header("server-timing"));
+    (r.json().unwrap(), path, timing)
+}
+
+/// Whether `q` is answered in Rust from the shards' last points (`cluster_last_point.rs`):
+/// every field shown, no tag condition.
+fn in_rust(q: &str) -> bool {
+    !q.contains("WHERE host")
+}
 
 /// `chingest_cluster_last_point_reads_total{answered="<answered>"}` on `s`.
 fn answered(s: &Server, answered: &str) -> u64 {
@@ -37,7 +63,16 @@ fn check(step: &str, nodes: &[&Server], embedded: &Server) {
         for q in STATEMENTS {
             let want = on_d(embedded, q);
             assert!(want["results"][0].get("error").is_none(), "{q}: {want}");
-            assert_eq!(on_d(node, q), want, "{step}: {q}");
+            // Answered in Rust, as the embedded last points are: no engine statement.
+            let (got, path, timing) = with_path(node, q);
+            assert_eq!(got, want, "{step}: {q}");
+            if in_rust(q) {
+                assert_eq!(path, "last_point", "{step}: {q}: {timing}");
+                assert!(
+                    timing.contains("shards;") && !timing.contains("engine;"),
+                    "{step}: {q}: {timing}"
+                );
+            }
             // Again, from the kept rows on both shards. Once more if not: the node may learn
             // another node's drop in between (its catalog is read every 2 s, and by a
             // statement finding it older than 1 s), which forgets the kept rows; the read after

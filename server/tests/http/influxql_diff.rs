@@ -953,10 +953,15 @@ fn influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_en
                 .map_or(0.0, |v| v.trim().parse::<f64>().unwrap())
         };
         let (pushed, rows) = (reads("pushdown"), reads("rows"));
-        eprintln!("{TEST}: {pushed} reads pushed down, {rows} read the rows");
+        // Each group's last point of every field answered in Rust from the shards' last
+        // points (`storage/src/influxql/cluster_last_point.rs`).
+        let last = reads("last_point");
+        eprintln!(
+            "{TEST}: {pushed} reads pushed down, {last} last points in Rust, {rows} read the rows"
+        );
         assert!(
-            pushed >= 100.0 && rows >= 100.0,
-            "{pushed} pushed down, {rows} rows"
+            pushed >= 100.0 && rows >= 100.0 && last >= 1.0,
+            "{pushed} pushed down, {last} last points, {rows} rows"
         );
         // Their partials combined in Rust, every one (`pushdown/combine.rs`).
         let text = node.get("/metrics").text().unwrap();

@@ -8,7 +8,11 @@
 //!   type is refused with InfluxDB's `field type conflict`, as on one node), and learns the
 //!   databases other nodes created;
 //! - before each InfluxQL statement when the last read is older than [`STATEMENT_AGE`], so
-//!   `SHOW` and `SELECT` see the measurements, tags and fields another node delivered;
+//!   `SHOW` and `SELECT` see the measurements, tags and fields another node delivered. A
+//!   statement that finds it older than [`AHEAD_AGE`] (and younger than [`STATEMENT_AGE`])
+//!   has the thread read it at once instead of waiting: while statements keep coming, none
+//!   waits for the read (issue #43: two statements per shard, before about one statement a
+//!   second);
 //! - by a `SELECT` naming a measurement the catalog lacks and a shard holds (`named.rs`).
 //!
 //! The same thread drops the shards' expired partitions every
@@ -45,6 +49,10 @@ use crate::{Storage, Wal};
 pub(crate) const REFRESH: Duration = Duration::from_secs(2);
 /// The oldest cluster catalog a statement is answered from.
 pub(crate) const STATEMENT_AGE: Duration = Duration::from_secs(1);
+/// The age past which a statement has the thread read the catalog ahead of the next one.
+pub(crate) const AHEAD_AGE: Duration = Duration::from_millis(500);
+/// How often the thread looks for a statement's request between its refreshes.
+const POLL: Duration = Duration::from_millis(50);
 
 /// The thread's state and the on-demand refresh.
 pub(crate) struct ClusterSync {
@@ -71,7 +79,23 @@ pub(crate) struct ClusterSync {
     /// Each database's retention-policy document as the last refresh read it (and as this
     /// node listed it since): what the server's policies follow.
     policies: Mutex<std::collections::BTreeMap<String, (String, u64)>>,
+    /// A statement found the catalog past [`AHEAD_AGE`]: the thread reads it at its next
+    /// poll.
+    ahead: AtomicBool,
     stop: AtomicBool,
+}
+
+/// Who read the catalog: the thread on its period, the thread for a statement
+/// ([`AHEAD_AGE`]), or a statement itself (it waited).
+fn count_refresh(by: &'static str) {
+    metrics::counter!("chingest_cluster_catalog_refreshes_total", "by" => by).increment(1);
+}
+
+/// Registers the counter, so every label is exported before the first refresh.
+pub(crate) fn register_metrics() {
+    for by in ["background", "ahead", "statement"] {
+        metrics::counter!("chingest_cluster_catalog_refreshes_total", "by" => by).absolute(0);
+    }
 }
 
 impl ClusterSync {
@@ -93,6 +117,7 @@ impl ClusterSync {
             nodes: Mutex::new(std::collections::BTreeMap::new()),
             storage: OnceLock::new(),
             policies: Mutex::new(std::collections::BTreeMap::new()),
+            ahead: AtomicBool::new(false),
             stop: AtomicBool::new(false),
         });
         let s = sync.clone();
@@ -104,13 +129,17 @@ impl ClusterSync {
                     // A replica back (or not seen yet) gets the tables made while it was away.
                     s.cluster.repair_replicas();
                     s.refresh_logged();
+                    count_refresh("background");
                     if expired_at.is_none_or(|t| t.elapsed() >= EXPIRE_EVERY) {
                         s.expire_all();
                         expired_at = Some(Instant::now());
                     }
                     let until = Instant::now() + REFRESH;
                     while Instant::now() < until && !s.stop.load(Ordering::Acquire) {
-                        std::thread::sleep(Duration::from_millis(100));
+                        if s.ahead.swap(false, Ordering::AcqRel) {
+                            s.refresh_if_older_by(AHEAD_AGE, "ahead");
+                        }
+                        std::thread::sleep(POLL);
                     }
                 }
             });
@@ -143,9 +172,23 @@ impl ClusterSync {
         self.stop.store(true, Ordering::Release);
     }
 
-    /// Refreshes unless a refresh that began less than `age` ago reached every shard. Blocks
-    /// (HTTP to every shard): call it where blocking is allowed.
+    /// Refreshes unless a refresh that began less than `age` ago reached every shard (past
+    /// [`AHEAD_AGE`], the thread is asked to refresh ahead of the next caller). Blocks (HTTP
+    /// to every shard): call it where blocking is allowed.
     pub(crate) fn refresh_if_older(&self, age: Duration) {
+        let since = *self.fresh_since.lock();
+        if let Some(elapsed) = since.map(|t| t.elapsed()).filter(|e| *e < age) {
+            if elapsed >= AHEAD_AGE {
+                self.ahead.store(true, Ordering::Release);
+            }
+            return;
+        }
+        self.refresh_if_older_by(age, "statement");
+    }
+
+    /// [`ClusterSync::refresh_if_older`] without asking the thread to read ahead; `by`
+    /// counts the refresh when it runs.
+    fn refresh_if_older_by(&self, age: Duration, by: &'static str) {
         let fresh = |s: &Option<Instant>| s.is_some_and(|t| t.elapsed() < age);
         if fresh(&self.fresh_since.lock()) {
             return;
@@ -158,6 +201,7 @@ impl ClusterSync {
             }
             // The statement waits for this: only what it reads. Publishing this node's
             // fence and reading the others' is the background thread's, every 2 s.
+            count_refresh(by);
             self.refresh_locked(false)
         };
         self.apply_learned_drops(drops);

@@ -22,6 +22,14 @@ use super::{
 use crate::Storage;
 use stages::Stage;
 
+/// Counts the time since `read` began as the `shards` stage, and in `spent` (taken off the
+/// `plan` stage, which a statement's clock otherwise gives it).
+fn shards_read(spent: &mut std::time::Duration, read: std::time::Instant) {
+    let took = read.elapsed();
+    *spent += took;
+    stages::add(Stage::Shards, took);
+}
+
 /// Reads of one table that a concurrent rewrite may invalidate before the
 /// read groups every row (a rewrite is rare; many in a row mean a backfill).
 const READ_ATTEMPTS: usize = 3;
@@ -67,6 +75,8 @@ impl Storage {
         // The answer rows of measurements whose aggregate the shards computed, by index
         // in `tables`.
         let mut pushed: HashMap<usize, Vec<Row>> = HashMap::new();
+        // Time spent reading a cluster's shards, timed as its own stage and not as planning.
+        let mut shards_spent = std::time::Duration::ZERO;
         let (db, tables) = match stmt.sources.as_slice() {
             [Source::Subquery(inner)] => {
                 let inner = self.run_select(req, &subquery::with_outer_tags(inner, stmt))?;
@@ -101,6 +111,7 @@ impl Storage {
                 let all = schema::union(&resolved.measurements);
                 let mut tables: Vec<(_, Option<(String, engine::ArrowScan)>)> = Vec::new();
                 let pushed = &mut pushed;
+                let shards_spent = &mut shards_spent;
                 for m in &resolved.measurements {
                     // Points on a ClickHouse cluster are read as a subquery's answer is
                     // (`cluster.rs`), over the range the plan reads (a transformation's
@@ -118,6 +129,22 @@ impl Storage {
                             else {
                                 continue;
                             };
+                            let read = std::time::Instant::now();
+                            // Each group's last point comes back as the answer's rows,
+                            // merged in Rust as the embedded last points are
+                            // (`cluster_last_point.rs`).
+                            let rows = match probe.asks_last_point() {
+                                true => self.cluster_last_points(c, m, &probe, req)?,
+                                false => None,
+                            };
+                            if let Some(rows) = rows {
+                                pushdown::count_read("last_point");
+                                read_path::record(read_path::Path::LastPoint, read.elapsed());
+                                shards_read(shards_spent, read);
+                                pushed.insert(tables.len(), rows);
+                                tables.push((m.clone(), None));
+                                continue;
+                            }
                             // An aggregate the shards can compute comes back as the
                             // answer's rows (`pushdown.rs`).
                             let rows = self.cluster_pushdown(
@@ -130,6 +157,7 @@ impl Storage {
                                 req,
                             )?;
                             if let Some(rows) = rows {
+                                shards_read(shards_spent, read);
                                 pushed.insert(tables.len(), rows);
                                 tables.push((m.clone(), None));
                                 continue;
@@ -143,6 +171,7 @@ impl Storage {
                                 &filter.rest,
                                 req.cancel,
                             )?;
+                            shards_read(shards_spent, read);
                             match scan {
                                 Some(scan) => Some((scan.table_sql(0), scan)),
                                 None => continue,
@@ -164,7 +193,7 @@ impl Storage {
         // A subquery's inner statement timed its own stages: the outer one's start here.
         let mut at = match stmt.sources.as_slice() {
             [Source::Subquery(_)] => std::time::Instant::now(),
-            _ => started,
+            _ => started + shards_spent,
         };
         for (i, (m, table)) in tables.iter().enumerate() {
             let target = plan::Target {

@@ -35,7 +35,7 @@ pub(crate) fn register_metrics() {
 }
 
 /// Where an output column's value comes from.
-enum Shown {
+pub(super) enum Shown {
     Field(String),
     /// A tag (`''`, no tag, shows as null).
     Tag(String),
@@ -43,7 +43,7 @@ enum Shown {
 
 /// The shown columns, when `plan` asks for each group's last point and
 /// every column is a field or a tag as it is.
-fn shown(plan: &Plan) -> Option<Vec<Shown>> {
+pub(super) fn shown(plan: &Plan) -> Option<Vec<Shown>> {
     // Tag conditions are left to the engine too (the last points know no
     // InfluxQL conditions).
     if !plan.asks_last_point() || !plan.inner_where.is_empty() {
@@ -66,7 +66,7 @@ fn shown(plan: &Plan) -> Option<Vec<Shown>> {
         .collect()
 }
 
-fn may_read(access: &SqlAccess, db: &str) -> bool {
+pub(super) fn may_read(access: &SqlAccess, db: &str) -> bool {
     match access {
         SqlAccess::Admin | SqlAccess::Read(ReadScope::All) => true,
         SqlAccess::Read(ReadScope::Databases(dbs)) => dbs.contains(db),
@@ -198,7 +198,7 @@ impl Storage {
 /// Each group's last point from `table`'s last points with `overlay` (the
 /// unflushed rows') merged in, ordered by group; `None` when a group's
 /// answer may be an older point (the engine answers then).
-fn answer(
+pub(super) fn answer(
     plan: &Plan,
     shown: &[Shown],
     table: &TableLasts,

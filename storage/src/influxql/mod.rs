@@ -16,6 +16,7 @@
 
 mod agg;
 mod cluster;
+mod cluster_last_point;
 mod delete;
 pub mod error;
 mod exec;

@@ -18,6 +18,9 @@ pub enum Stage {
     Wait,
     /// The hot store's choice of series (tag conditions, the decode budget).
     Series,
+    /// Reading a ClickHouse cluster's shards (and the node's undelivered
+    /// rows) for a measurement: listings, kept last points, partials, rows.
+    Shards,
     /// Computing the rows from memory: decoding, conditions, accumulating
     /// (hot store), or the last points' merge.
     Eval,
@@ -29,10 +32,11 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in the order a statement passes them.
-    pub const ALL: [Stage; 6] = [
+    pub const ALL: [Stage; 7] = [
         Stage::Plan,
         Stage::Wait,
         Stage::Series,
+        Stage::Shards,
         Stage::Eval,
         Stage::Engine,
         Stage::Build,
@@ -44,6 +48,7 @@ impl Stage {
             Stage::Plan => "plan",
             Stage::Wait => "wait",
             Stage::Series => "series",
+            Stage::Shards => "shards",
             Stage::Eval => "eval",
             Stage::Engine => "engine",
             Stage::Build => "build",
@@ -53,7 +58,7 @@ impl Stage {
 
 /// Nanoseconds per stage (indexed as [`Stage::ALL`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stages([u64; 6]);
+pub struct Stages([u64; 7]);
 
 impl Stages {
     /// The time spent in `stage`.
@@ -78,7 +83,7 @@ impl Stages {
 }
 
 thread_local! {
-    static SPENT: Cell<Stages> = const { Cell::new(Stages([0; 6])) };
+    static SPENT: Cell<Stages> = const { Cell::new(Stages([0; 7])) };
 }
 
 /// The stages' times of this thread's statements since the last call, forgotten.

@@ -378,7 +378,7 @@ fn count_grouping(grouped: &'static str) {
 /// Registers the counters, so every label is exported before the first read.
 pub(crate) fn register_metrics() {
     answer::register_metrics();
-    for path in ["pushdown", "rows"] {
+    for path in ["pushdown", "rows", "last_point"] {
         metrics::counter!("chingest_cluster_reads_total", "path" => path).absolute(0);
     }
     for grouped in ["rewritten", "all", "again"] {
