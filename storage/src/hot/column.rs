@@ -154,18 +154,17 @@ impl Column {
         0
     }
 
-    /// Appends every point of `other` (of the same type; nulls otherwise).
-    pub(crate) fn extend_from(&mut self, other: &Column) {
-        let n = other.valid.len();
+    /// Appends the first `n` points of `other` (of the same type; nulls otherwise).
+    pub(crate) fn extend_from_prefix(&mut self, other: &Column, n: usize) {
         match (&mut self.values, &other.values) {
-            (Values::Float(v), Values::Float(o)) => v.extend_from_slice(o),
-            (Values::Integer(v), Values::Integer(o)) => v.extend_from_slice(o),
-            (Values::Unsigned(v), Values::Unsigned(o)) => v.extend_from_slice(o),
-            (Values::Boolean(v), Values::Boolean(o)) => v.extend_from_slice(o),
-            (Values::String(v), Values::String(o)) => v.extend_from_slice(o),
+            (Values::Float(v), Values::Float(o)) => v.extend_from_slice(&o[..n]),
+            (Values::Integer(v), Values::Integer(o)) => v.extend_from_slice(&o[..n]),
+            (Values::Unsigned(v), Values::Unsigned(o)) => v.extend_from_slice(&o[..n]),
+            (Values::Boolean(v), Values::Boolean(o)) => v.extend_from_slice(&o[..n]),
+            (Values::String(v), Values::String(o)) => v.extend_from_slice(&o[..n]),
             _ => return self.extend_nulls(n),
         }
-        self.valid.extend_from_slice(&other.valid);
+        self.valid.extend_from_slice(&other.valid[..n]);
     }
 
     fn same_kind(&self, other: &Column) -> bool {

@@ -60,6 +60,17 @@ pub(crate) fn tag_bytes(tags: &[(String, String)]) -> usize {
         .sum()
 }
 
+/// Nulls at the end of each column of `p` that `want` takes, as far as `p`
+/// has times (a sifted read decodes them only to the last point passing).
+fn pad_columns(p: &mut Plain, want: impl Fn(usize) -> bool) {
+    let n = p.times.len();
+    for (i, c) in p.columns.iter_mut().enumerate() {
+        if let (Some(c), true) = (c, want(i)) {
+            c.extend_nulls(n - c.valid.len());
+        }
+    }
+}
+
 impl Series {
     pub(crate) fn new(tags: Vec<(String, String)>) -> Series {
         Series {
@@ -133,14 +144,33 @@ impl Series {
             };
             c.unpack_columns(take, &mut scratch.columns, first);
             let from = at + scratch.times[at..].partition_point(|&t| t < min);
-            if !(from..at + take).any(|i| passes(scratch, i)) {
+            // The other fields only as far as the last point that passes
+            // (a value is the delta from the one before: none after it is
+            // needed), null after it: every caller tests each point.
+            let Some(last) = (from..at + take).rev().find(|&i| passes(scratch, i)) else {
                 scratch.truncate(at);
                 continue;
-            }
-            c.unpack_columns(take, &mut scratch.columns, |i| !first(i));
+            };
+            c.unpack_columns(last + 1 - at, &mut scratch.columns, |i| !first(i));
+            pad_columns(scratch, |i| !first(i));
         }
-        if self.open.times.first().is_some_and(|&t| t <= max) {
-            self.extend_with_open(scratch);
+        // The open tail as far as `max` (a window ending inside it copies
+        // no more); sifted, its other fields only to the last point passing.
+        let upto = self.open.times.partition_point(|&t| t <= max);
+        if upto > 0 {
+            match sift.passes {
+                None => self.extend_with_open(scratch, upto, |_| true),
+                Some(passes) => {
+                    let at = scratch.times.len();
+                    self.extend_with_open(scratch, upto, first);
+                    // Open points follow a decoded chunk's (each at or after
+                    // `min`): every one is in the range from `min` on.
+                    if let Some(last) = (at..at + upto).rev().find(|&i| passes(scratch, i)) {
+                        self.extend_columns_with_open(scratch, last + 1 - at, |i| !first(i));
+                    }
+                    pad_columns(scratch, |i| !first(i));
+                }
+            }
         }
         scratch
     }
@@ -194,11 +224,19 @@ impl Series {
         sealed + self.open.span(min, max).len()
     }
 
-    fn extend_with_open(&self, out: &mut Plain) {
-        out.times.extend_from_slice(&self.open.times);
-        for (mine, theirs) in out.columns.iter_mut().zip(&self.open.columns) {
-            if let (Some(m), Some(t)) = (mine, theirs) {
-                m.extend_from(t);
+    /// Appends the open tail's first `upto` times, and of its columns those
+    /// `want` takes.
+    fn extend_with_open(&self, out: &mut Plain, upto: usize, want: impl Fn(usize) -> bool) {
+        out.times.extend_from_slice(&self.open.times[..upto]);
+        self.extend_columns_with_open(out, upto, want);
+    }
+
+    /// Appends the first `upto` points of the open tail's columns `want` takes.
+    fn extend_columns_with_open(&self, out: &mut Plain, upto: usize, want: impl Fn(usize) -> bool) {
+        let pairs = out.columns.iter_mut().zip(&self.open.columns).enumerate();
+        for (i, (mine, theirs)) in pairs {
+            if let (Some(m), Some(t), true) = (mine, theirs, want(i)) {
+                m.extend_from_prefix(t, upto);
             }
         }
     }
@@ -211,7 +249,7 @@ impl Series {
         for c in &self.sealed {
             c.unpack_into(&mut p);
         }
-        self.extend_with_open(&mut p);
+        self.extend_with_open(&mut p, self.open.times.len(), |_| true);
         p
     }
 

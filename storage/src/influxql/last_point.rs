@@ -195,6 +195,17 @@ impl Storage {
     }
 }
 
+/// `name`'s index in `names`, added at the end if it is not there yet.
+fn at<'a>(names: &mut Vec<&'a str>, name: &'a str) -> usize {
+    match names.iter().position(|n| *n == name) {
+        Some(i) => i,
+        None => {
+            names.push(name);
+            names.len() - 1
+        }
+    }
+}
+
 /// Each group's last point from `table`'s last points with `overlay` (the
 /// unflushed rows') merged in, ordered by group; `None` when a group's
 /// answer may be an older point (the engine answers then).
@@ -211,14 +222,19 @@ pub(super) fn answer(
         .iter()
         .filter(|f| plan.nonnull.contains(&quote_ident(f)))
         .collect();
+    // Each name once (TSBS `lastpoint`'s `SELECT *` shows the fields that
+    // make a point show and the tags it orders by: 41 columns resolved per
+    // series, 20 of them distinct), the sections as indexes into them.
     let mut names: Vec<&str> = Vec::new();
-    names.extend(plan.group_tags.iter().map(String::as_str));
-    names.extend(plan.order_tags.iter().map(String::as_str));
-    names.extend(present.iter().map(|f| f.as_str()));
-    names.extend(shown.iter().map(|s| match s {
-        Shown::Field(n) | Shown::Tag(n) => n.as_str(),
-    }));
-    let (g, o, p) = (plan.group_tags.len(), plan.order_tags.len(), present.len());
+    let group_at: Vec<usize> = plan.group_tags.iter().map(|t| at(&mut names, t)).collect();
+    let order_at: Vec<usize> = plan.order_tags.iter().map(|t| at(&mut names, t)).collect();
+    let present_at: Vec<usize> = present.iter().map(|f| at(&mut names, f)).collect();
+    let shown_at: Vec<usize> = shown
+        .iter()
+        .map(|s| match s {
+            Shown::Field(n) | Shown::Tag(n) => at(&mut names, n),
+        })
+        .collect();
     let reader = Reader::new(table, overlay, &names);
     // Per group: latest first; among equal times, series in tag order. Keyed
     // by borrowed tag values, and a series' tags compared only on a tie of
@@ -234,11 +250,11 @@ pub(super) fn answer(
             continue;
         }
         let cells = &point.cells;
-        if cells[g + o..g + o + p].iter().all(Option::is_none) {
+        if present_at.iter().all(|&i| cells[i].is_none()) {
             // Its last point shows nothing: an older one would.
             return None;
         }
-        let group: Vec<&str> = cells[..g].iter().map(|c| tag(*c)).collect();
+        let group: Vec<&str> = group_at.iter().map(|&i| tag(cells[i])).collect();
         match best.get_mut(&group) {
             None => {
                 best.insert(group, (sid, point));
@@ -246,9 +262,9 @@ pub(super) fn answer(
             Some(b) => {
                 // Ties are rare (several series of one group at one time).
                 let order = |cells: &[Option<&Cell>]| -> Vec<String> {
-                    cells[g..g + o]
+                    order_at
                         .iter()
-                        .map(|c| tag(*c).to_string())
+                        .map(|&i| tag(cells[i]).to_string())
                         .collect()
                 };
                 // The later point wins; at one time the series first in tag
@@ -267,13 +283,14 @@ pub(super) fn answer(
             .map(|(group, (_, point))| {
                 // A slot for the time `exec.rs` puts first.
                 let mut values = Vec::with_capacity(shown.len() + 1);
-                values.extend(shown.iter().zip(&point.cells[g + o + p..]).map(|(s, c)| {
-                    match (s, c) {
-                        (Shown::Tag(_), c) => match tag(*c) {
+                values.extend(shown.iter().zip(&shown_at).map(|(s, &i)| {
+                    let c = point.cells[i];
+                    match s {
+                        Shown::Tag(_) => match tag(c) {
                             "" => Value::Null,
                             v => Value::String(v.to_string()),
                         },
-                        (Shown::Field(_), c) => value(*c),
+                        Shown::Field(_) => value(c),
                     }
                 }));
                 Row {

@@ -186,3 +186,59 @@ fn passing(
         })
         .collect()
 }
+
+/// A sifted read decodes the other fields of a chunk, and copies those of
+/// the open tail, only as far as the last point that passes (nulls after
+/// it), and copies the open tail only as far as the range's end: TSBS
+/// `high-cpu-1` shows 10 fields of the few points over a threshold.
+#[test]
+fn a_sifted_read_stops_the_other_fields_at_the_last_point_passing() {
+    // 40 points, `i` over 5 at points 3 and 33 only; chunks of 8 (the
+    // newest points stay in the open tail).
+    let points: Vec<Point> = (0..40)
+        .map(|k| (Some(k as f64), Some(if k == 3 || k == 33 { 9 } else { 0 })))
+        .collect();
+    let t = table(&points, 8);
+    let s = &t.series[&1];
+    assert!(s.sealed_chunks().len() >= 3 && s.oldest() == Some(0));
+    let open_from = s.sealed_chunks().last().unwrap().max + 1;
+    assert!(open_from <= 33, "point 33 is in the open tail");
+    let mut cond = Cond::of(&influxql::parse_expr("i > 5").unwrap(), &schema()).unwrap();
+    cond.bind(&t.fields);
+    let decided = cond.decide(s);
+    let passes = |p: &Plain, i: usize| decided.on_point(p, i);
+    let mut first = Vec::new();
+    cond.fields(&mut first);
+    let sift = Sift {
+        fields: &first,
+        passes: Some(&passes),
+    };
+    let fields: Vec<usize> = (0..t.fields.len()).collect();
+    let f = t.fields.iter().position(|n| n == "f").unwrap();
+    let (min, max) = (0, 35);
+    let mut scratch = Plain::default();
+    let p = s.points_sifted(min, max, &fields, &mut scratch, |_| true, &sift);
+    assert_eq!(
+        p.times.last(),
+        Some(&max),
+        "the open tail copied past the range"
+    );
+    let shown = |time: i64| {
+        let i = p.times.iter().position(|&x| x == time).unwrap();
+        p.columns[f].as_ref().unwrap().valid[i]
+    };
+    // The passing points have every field; the points after the last
+    // passing one in its chunk, and in the open tail, have none decoded.
+    assert!(shown(3) && shown(33));
+    assert!(
+        (4..8).all(|k| !shown(k)),
+        "decoded past the chunk's last passing point"
+    );
+    assert!(
+        !shown(34) && !shown(35),
+        "copied past the open tail's last passing point"
+    );
+    for c in p.columns.iter().flatten() {
+        assert_eq!(c.valid.len(), p.times.len());
+    }
+}
