@@ -52,6 +52,12 @@ pub struct RowSelection<'a> {
     /// for the series holding them ([`crate::series_of_tags`]; with `pointwise` only, the
     /// read that carries the listing its check needs).
     pub series_of: Option<&'a TagValues>,
+    /// A statement over the shard table (its name as [`Cluster::shard_table`] writes it)
+    /// read in its place: it answers the shard table's `time`, `series_id`, `__seq`,
+    /// `__row` and the read's columns under their names, and applies `condition` itself
+    /// (only the time range is applied to its answer). The other selections are not
+    /// applied with it (`top()`'s candidates, `storage`'s `top_candidates.rs`).
+    pub source: Option<&'a str>,
 }
 
 /// `filter` and, for the rows of series outside `whole` (and the snapshot's rewritten
@@ -95,10 +101,13 @@ impl Cluster {
     ) -> Result<Option<RecordBatch>, ClusterError> {
         let table = schema::table(db, measurement);
         let mut filter = format!("`time` >= {} AND `time` <= {}", rows.min, rows.max);
-        if let Some(c) = rows.condition {
+        if let (Some(c), None) = (rows.condition, rows.source) {
             filter.push_str(&format!(" AND ({c})"));
         }
-        if rows.last_per_series {
+        let from = rows
+            .source
+            .map_or_else(|| table.clone(), |s| format!("({s})"));
+        if rows.last_per_series && rows.source.is_none() {
             filter = format!(
                 "{filter} AND (`series_id`, `time`) IN \
                  (SELECT `series_id`, max(`time`) FROM {table} WHERE {filter} GROUP BY `series_id`)"
@@ -117,13 +126,14 @@ impl Cluster {
             .collect();
         let sql = |filter: &str| {
             format!(
-                "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {table} \
+                "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {from} \
                  WHERE {filter} LIMIT {} FORMAT RowBinary",
                 max_rows.saturating_add(1)
             )
         };
-        let answers = match rows.pointwise.filter(|_| !rows.last_per_series) {
-            None if rows.last_per_series => {
+        let plain = rows.source.is_some();
+        let answers = match rows.pointwise.filter(|_| !rows.last_per_series && !plain) {
+            None if rows.last_per_series && !plain => {
                 let mut cells = vec![folded::Cell::Fixed(8); 3];
                 cells.push(folded::Cell::Fixed(4));
                 cells.extend(columns.iter().map(|(_, k)| folded::Cell::Column(*k)));

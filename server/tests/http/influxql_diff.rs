@@ -953,10 +953,14 @@ fn influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_en
                 .map_or(0.0, |v| v.trim().parse::<f64>().unwrap())
         };
         let (pushed, rows) = (reads("pushdown"), reads("rows"));
-        eprintln!("{TEST}: {pushed} reads pushed down, {rows} read the rows");
+        // `top`/`bottom`: only the shards' candidates came to the node.
+        let candidates = reads("candidates");
+        eprintln!(
+            "{TEST}: {pushed} reads pushed down, {candidates} read candidates, {rows} read the rows"
+        );
         assert!(
-            pushed >= 100.0 && rows >= 100.0,
-            "{pushed} pushed down, {rows} rows"
+            pushed >= 100.0 && rows >= 100.0 && candidates >= 5.0,
+            "{pushed} pushed down, {candidates} candidates, {rows} rows"
         );
         // Their partials combined in Rust, every one (`pushdown/combine.rs`).
         let text = node.get("/metrics").text().unwrap();

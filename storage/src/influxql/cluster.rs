@@ -19,6 +19,7 @@ use super::error::InfluxqlError;
 use super::plan::Plan;
 use super::point_condition::point_condition;
 use super::series_prune::tag_values;
+use super::top_candidates::top_candidates;
 use super::unflushed::{acked_parts, kind};
 use crate::Storage;
 
@@ -40,6 +41,20 @@ fn series_of(batch: &engine::arrow::array::RecordBatch) -> Vec<u64> {
     ids.sort_unstable();
     ids.dedup();
     ids
+}
+
+/// The rows `source` answers between `min` and `max` (ns), nothing else selected.
+fn only_source(min: i64, max: i64, source: &str) -> cluster::RowSelection<'_> {
+    cluster::RowSelection {
+        min,
+        max,
+        condition: None,
+        last_per_series: false,
+        pointwise: None,
+        whole_series: &[],
+        series_of: None,
+        source: Some(source),
+    }
 }
 
 /// The error of a read of `what` from the cluster that could not be done now.
@@ -117,6 +132,69 @@ impl Storage {
             .then(|| point_condition(condition, schema, &columns))
             .flatten();
         let series_of = tag_values(condition, schema);
+        // A lone `top`/`bottom`: each shard sends only the points that can be picked, the
+        // series with undelivered rows read whole beside them (`top_candidates.rs`;
+        // `CHINGEST_CLUSTER_TOP_CANDIDATES=0`: every row, for comparisons).
+        let table = Cluster::shard_table(db, &schema.name);
+        let candidates = (first.is_none()
+            && !last_per_series
+            && whole.len() <= MAX_WHOLE_SERIES
+            && std::env::var("CHINGEST_CLUSTER_TOP_CANDIDATES").as_deref() != Ok("0"))
+        .then(|| top_candidates(probe, schema, condition))
+        .flatten()
+        .and_then(|c| c.sql(&table, &columns, min, max, &whole));
+        super::pushdown::count_read(match candidates {
+            Some(_) => "candidates",
+            None => "rows",
+        });
+        let too_many = |e: cluster::ClusterError| match e {
+            cluster::ClusterError::TooManyRows { .. } => {
+                InfluxqlError::from(engine::SqlError::LimitExceeded(e.to_string()))
+            }
+            other => unavailable(other.to_string()),
+        };
+        if let Some(source) = &candidates {
+            let picked = cluster
+                .read_rows(
+                    db,
+                    &schema.name,
+                    &columns,
+                    only_source(min, max, source),
+                    max_rows,
+                )
+                .map_err(too_many)?;
+            let whole_rows = match whole.is_empty() {
+                true => None,
+                false => {
+                    let list: Vec<String> = whole.iter().map(u64::to_string).collect();
+                    let mut cond = format!("`series_id` IN ({})", list.join(","));
+                    if let Some(c) = shard_condition(condition, schema) {
+                        cond = format!("{cond} AND ({c})");
+                    }
+                    let rows = cluster::RowSelection {
+                        condition: Some(&cond),
+                        source: None,
+                        ..only_source(min, max, "")
+                    };
+                    cluster
+                        .read_rows(db, &schema.name, &columns, rows, max_rows)
+                        .map_err(too_many)?
+                }
+            };
+            let batches: Vec<_> = [picked, whole_rows, pending]
+                .into_iter()
+                .flatten()
+                .collect();
+            let Some(first) = batches.first() else {
+                return Ok(None);
+            };
+            let batch = engine::arrow::compute::concat_batches(&first.schema(), &batches)
+                .map_err(|e| unavailable(e.to_string()))?;
+            return engine
+                .arrow_scan(batch)
+                .map(Some)
+                .map_err(|e| unavailable(e.to_string()));
+        }
         let stored = cluster
             .read_rows(
                 db,
@@ -132,15 +210,11 @@ impl Storage {
                     pointwise: pointwise.as_deref(),
                     whole_series: &whole,
                     series_of: series_of.as_ref(),
+                    source: None,
                 },
                 max_rows,
             )
-            .map_err(|e| match e {
-                cluster::ClusterError::TooManyRows { .. } => {
-                    InfluxqlError::from(engine::SqlError::LimitExceeded(e.to_string()))
-                }
-                other => unavailable(other.to_string()),
-            })?;
+            .map_err(too_many)?;
         let batch = match (stored, pending) {
             (None, None) => return Ok(None),
             (Some(b), None) | (None, Some(b)) => b,

@@ -378,7 +378,7 @@ fn count_grouping(grouped: &'static str) {
 /// Registers the counters, so every label is exported before the first read.
 pub(crate) fn register_metrics() {
     answer::register_metrics();
-    for path in ["pushdown", "rows"] {
+    for path in ["pushdown", "candidates", "rows"] {
         metrics::counter!("chingest_cluster_reads_total", "path" => path).absolute(0);
     }
     for grouped in ["rewritten", "all", "again"] {
@@ -524,6 +524,7 @@ impl Storage {
                             pointwise: None,
                             whole_series: &[],
                             series_of: None,
+                            source: None,
                         },
                         max_rows,
                     )

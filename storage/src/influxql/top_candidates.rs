@@ -1,0 +1,215 @@
+//! `top()` and `bottom()` on a ClickHouse cluster (issue #43): each shard sends only the
+//! points that can be picked, not every row of the range. A series lives on one shard, so a
+//! shard applies point identity to its own rows (each field the latest write's value, as
+//! `cluster.rs`'s rows are merged on the node) and ranks the points of each output group and
+//! window as the embedded path does (`selector::rank`: value, then the earlier time). A point
+//! with `n` points of its group and window strictly ahead of it on its shard is never picked:
+//! those `n` are in the node's answer too. So each shard sends, per group and window, its
+//! points at or ahead of its `n`-th (ties on value and time included: equal points of
+//! several series, which the embedded path orders by their place in the group's array), one
+//! row each with the point's merged columns; the node reads them, with every row of the
+//! series it holds undelivered rows of, as it reads the rows path's, and the embedded
+//! statement answers over them exactly as over all rows.
+//!
+//! `top(f, tag…, n)` keeps the best point of each tag value, then the best `n` of those:
+//! a tag value's best point is its series' best on some shard, so each shard sends each
+//! series' best point per window (a series has one point per time: no ties).
+//!
+//! Memory: per group and window the node receives at most `n` points plus the points that
+//! tie with the `n`-th on value and time (one per series of the group); per series and window
+//! one point in the tag form. A shard holds one group-window's points as an array while it
+//! ranks them, as the embedded engine does for the same statement.
+
+use engine::quote_ident;
+use engine::table::ColumnKind;
+use influxql::ast::Expr;
+use ingest::{FieldType, MeasurementSchema};
+
+use super::cluster::strict_shard_condition;
+use super::plan::{Plan, Window};
+
+/// `n` past which the rows are read instead (a literal index in the shards' statement).
+const MAX_N: usize = 1_000_000;
+
+/// The shards' selection of `top`/`bottom` candidates for one statement.
+#[derive(Debug, Clone)]
+pub(crate) struct TopCandidates {
+    /// Points kept per partition (ties with the last included).
+    keep: usize,
+    /// `bottom`: smaller values first.
+    bottom: bool,
+    /// `top(f, tag…, n)`: partitioned by series, each series' best point kept.
+    per_series: bool,
+    /// The ranked field.
+    field: String,
+    /// `GROUP BY` tags the measurement has (the others are `''` on every point).
+    groups: Vec<String>,
+    window: Option<Window>,
+    /// The statement's tag conditions for the shards.
+    condition: Option<String>,
+}
+
+/// `plan`'s `top`/`bottom` as shard candidates; `None` where the statement is not a lone
+/// `top`/`bottom` of a numeric field (with or without the columns it shows of the picked
+/// points) grouped by tags and `time(…)` without `tz()`, with conditions on tags only.
+pub(crate) fn top_candidates(
+    plan: &Plan,
+    schema: &MeasurementSchema,
+    condition: &[Expr],
+) -> Option<TopCandidates> {
+    let agg = plan.aggregate.as_ref()?;
+    if plan.source.is_some()
+        || plan.transforms()
+        || !plan.outer_where.is_empty()
+        || agg.zone.is_some()
+        || plan.range.is_empty()
+    {
+        return None;
+    }
+    let mut reducers = plan.columns.iter().filter_map(|c| c.reducer.as_ref());
+    let r = reducers.next()?;
+    let bottom = match r.function.as_str() {
+        "top" => false,
+        "bottom" => true,
+        _ => return None,
+    };
+    // Every other column shows a value of the picked points.
+    if reducers.next().is_some()
+        || plan
+            .columns
+            .iter()
+            .any(|c| c.reducer.is_none() && c.companion.is_none())
+        || r.n > MAX_N
+    {
+        return None;
+    }
+    // The one field ranked: a group without a value of it has no row either way.
+    let [field] = agg.fields.as_slice() else {
+        return None;
+    };
+    let numeric = schema.fields.iter().any(|(f, t)| {
+        f == field
+            && matches!(
+                t,
+                FieldType::Float | FieldType::Integer | FieldType::UInteger
+            )
+    });
+    if !numeric || !plan.fields.contains(field) {
+        return None;
+    }
+    let per_series = r.tag_args > 0;
+    Some(TopCandidates {
+        keep: if per_series { 1 } else { r.n },
+        bottom,
+        per_series,
+        field: field.clone(),
+        groups: plan
+            .group_tags
+            .iter()
+            .filter(|t| schema.tag_keys.contains(t))
+            .cloned()
+            .collect(),
+        window: agg.window,
+        condition: strict_shard_condition(condition, schema)?,
+    })
+}
+
+/// An `Int64` literal every supported server reads as signed.
+fn int(v: i64) -> String {
+    format!("toInt64({v})")
+}
+
+impl TopCandidates {
+    /// The shards' statement of the candidates in `table` between `min` and `max` (ns), the
+    /// series of `whole` left out (the node reads those whole): one row per candidate point
+    /// with the shard table's `time`, `series_id`, `__seq` (the point's latest), `__row`
+    /// (`0`) and `columns` under their names, each field its latest value.
+    pub(crate) fn sql(
+        &self,
+        table: &str,
+        columns: &[(String, ColumnKind)],
+        min: i64,
+        max: i64,
+        whole: &[u64],
+    ) -> Option<String> {
+        let ranked = columns.iter().position(|(n, _)| *n == self.field)?;
+        let mut conds = vec![
+            format!("`time` >= {}", int(min)),
+            format!("`time` <= {}", int(max)),
+        ];
+        if let Some(c) = &self.condition {
+            conds.push(format!("({c})"));
+        }
+        if !whole.is_empty() {
+            let list: Vec<String> = whole.iter().map(u64::to_string).collect();
+            conds.push(format!("`series_id` NOT IN ({})", list.join(",")));
+        }
+        // Point identity: each field the latest write's value (`__seq`, then `__row`).
+        let mut points = "`series_id` AS __sid, `time` AS __t, max(`__seq`) AS __ms".to_string();
+        for (j, (name, kind)) in columns.iter().enumerate() {
+            let c = quote_ident(name);
+            let v = match kind {
+                ColumnKind::Tag => format!("any({c})"),
+                _ => format!("argMaxIf({c}, (`__seq`, `__row`), isNotNull({c}))"),
+            };
+            points.push_str(&format!(", {v} AS __c{j}"));
+        }
+        for g in &self.groups {
+            points.push_str(&format!(", any({}) AS {}", quote_ident(g), group_alias(g)));
+        }
+        let points = format!(
+            "SELECT {points} FROM {table} WHERE {} GROUP BY `series_id`, `time`",
+            conds.join(" AND ")
+        );
+        let bucket = match self.window {
+            Some(w) => {
+                let (iv, off) = (int(w.interval), int(w.offset));
+                format!("(__t - (((__t - {off}) % {iv}) + {iv}) % {iv})")
+            }
+            None => int(0),
+        };
+        let mut keys = vec![bucket];
+        if self.per_series {
+            keys.push("__sid".to_string());
+        } else {
+            keys.extend(self.groups.iter().map(|g| group_alias(g)));
+        }
+        // Element 1 the rank key's value, 2 the time, then the row's columns.
+        let cells: Vec<String> = (0..columns.len()).map(|j| format!("__c{j}")).collect();
+        let tuple = format!(
+            "(assumeNotNull(__c{ranked}), __t, __sid, __ms, {})",
+            cells.join(", ")
+        );
+        // Best first: the value (greatest for `top`), then the earlier time.
+        let (sort, ahead) = if self.bottom {
+            ("arraySort(x -> (x.1, x.2), ", "<")
+        } else {
+            ("arrayReverseSort(x -> (x.1, -x.2), ", ">")
+        };
+        let keep = self.keep;
+        let ranked_sql = format!(
+            "SELECT {sort}groupArray({tuple})) AS __s, __s[{keep}] AS __n, \
+             if(length(__s) <= {keep}, __s, arrayFilter(x -> x.1 {ahead} __n.1 OR \
+             (x.1 = __n.1 AND x.2 <= __n.2), __s)) AS __k \
+             FROM ({points}) WHERE isNotNull(__c{ranked}) GROUP BY {}",
+            keys.join(", ")
+        );
+        let mut out = "__p.2 AS `time`, __p.3 AS `series_id`, __p.4 AS `__seq`, \
+                       toUInt32(0) AS `__row`"
+            .to_string();
+        for (j, (name, _)) in columns.iter().enumerate() {
+            out.push_str(&format!(", __p.{} AS {}", j + 5, quote_ident(name)));
+        }
+        Some(format!(
+            "SELECT {out} FROM ({ranked_sql}) ARRAY JOIN __k AS __p"
+        ))
+    }
+}
+
+/// The alias of group tag `g` in the shards' statement (a name of any characters).
+fn group_alias(g: &str) -> String {
+    quote_ident(&format!("__g_{g}"))
+}
+
+#[cfg(test)]
+mod tests;
