@@ -44,7 +44,7 @@ fn series_of(batch: &engine::arrow::array::RecordBatch) -> Vec<u64> {
 }
 
 /// The rows `source` answers between `min` and `max` (ns), nothing else selected.
-fn only_source(min: i64, max: i64, source: &str) -> cluster::RowSelection<'_> {
+fn only_source(min: i64, max: i64, source: cluster::Source<'_>) -> cluster::RowSelection<'_> {
     cluster::RowSelection {
         min,
         max,
@@ -142,7 +142,7 @@ impl Storage {
             && std::env::var("CHINGEST_CLUSTER_TOP_CANDIDATES").as_deref() != Ok("0"))
         .then(|| top_candidates(probe, schema, condition))
         .flatten()
-        .and_then(|c| c.sql(&table, &columns, min, max, &whole));
+        .filter(|c| c.sql(&table, &columns, (min, max), &whole, None).is_some());
         super::pushdown::count_read(match candidates {
             Some(_) => "candidates",
             None => "rows",
@@ -153,7 +153,13 @@ impl Storage {
             }
             other => unavailable(other.to_string()),
         };
-        if let Some(source) = &candidates {
+        if let Some(candidates) = &candidates {
+            // Each shard's statement, given the series its index lists as rewritten.
+            let statement = |split: Option<&[u64]>| {
+                let sql = candidates.sql(&table, &columns, (min, max), &whole, split);
+                sql.unwrap_or_default()
+            };
+            let source = cluster::Source(&statement);
             let picked = cluster
                 .read_rows(
                     db,
@@ -174,7 +180,7 @@ impl Storage {
                     let rows = cluster::RowSelection {
                         condition: Some(&cond),
                         source: None,
-                        ..only_source(min, max, "")
+                        ..only_source(min, max, source)
                     };
                     cluster
                         .read_rows(db, &schema.name, &columns, rows, max_rows)

@@ -27,6 +27,7 @@ use ingest::{FieldType, MeasurementSchema};
 
 use super::cluster::strict_shard_condition;
 use super::plan::{Plan, Window};
+use super::pushdown::sql_type;
 
 /// `n` past which the rows are read instead (a literal index in the shards' statement).
 const MAX_N: usize = 1_000_000;
@@ -123,20 +124,27 @@ impl TopCandidates {
     /// The shards' statement of the candidates in `table` between `min` and `max` (ns), the
     /// series of `whole` left out (the node reads those whole): one row per candidate point
     /// with the shard table's `time`, `series_id`, `__seq` (the point's latest), `__row`
-    /// (`0`) and `columns` under their names, each field its latest value.
+    /// (`0`) and `columns` under their names, each field its latest value. `split`: only
+    /// these series may hold a point written more than once (a shard's
+    /// [`cluster::IdentitySnapshot`]): the other rows are points as they are, not grouped
+    /// (`None`: every row grouped).
     pub(crate) fn sql(
         &self,
         table: &str,
         columns: &[(String, ColumnKind)],
-        min: i64,
-        max: i64,
+        (min, max): (i64, i64),
         whole: &[u64],
+        split: Option<&[u64]>,
     ) -> Option<String> {
         let ranked = columns.iter().position(|(n, _)| *n == self.field)?;
-        let mut conds = vec![
-            format!("`time` >= {}", int(min)),
-            format!("`time` <= {}", int(max)),
-        ];
+        // `1` keeps the statement's shape where the range is unbounded on both sides.
+        let mut conds = vec!["1".to_string()];
+        if min > i64::MIN {
+            conds.push(format!("`time` >= {}", int(min)));
+        }
+        if max < i64::MAX {
+            conds.push(format!("`time` <= {}", int(max)));
+        }
         if let Some(c) = &self.condition {
             conds.push(format!("({c})"));
         }
@@ -144,23 +152,46 @@ impl TopCandidates {
             let list: Vec<String> = whole.iter().map(u64::to_string).collect();
             conds.push(format!("`series_id` NOT IN ({})", list.join(",")));
         }
-        // Point identity: each field the latest write's value (`__seq`, then `__row`).
-        let mut points = "`series_id` AS __sid, `time` AS __t, max(`__seq`) AS __ms".to_string();
-        for (j, (name, kind)) in columns.iter().enumerate() {
-            let c = quote_ident(name);
-            let v = match kind {
-                ColumnKind::Tag => format!("any({c})"),
-                _ => format!("argMaxIf({c}, (`__seq`, `__row`), isNotNull({c}))"),
+        // Point identity: each field the latest write's value (`__seq`, then `__row`); each
+        // value cast to its column's type, so both halves of a split read alike (a `UNION
+        // ALL` of 18.16 does not cast).
+        let branch = |grouped: bool, only: Option<String>| {
+            let pick = |c: &str, any: bool| match (grouped, any) {
+                (false, _) => c.to_string(),
+                (true, true) => format!("any({c})"),
+                (true, false) => format!("argMaxIf({c}, (`__seq`, `__row`), isNotNull({c}))"),
             };
-            points.push_str(&format!(", {v} AS __c{j}"));
-        }
-        for g in &self.groups {
-            points.push_str(&format!(", any({}) AS {}", quote_ident(g), group_alias(g)));
-        }
-        let points = format!(
-            "SELECT {points} FROM {table} WHERE {} GROUP BY `series_id`, `time`",
-            conds.join(" AND ")
-        );
+            let ms = if grouped { "max(`__seq`)" } else { "`__seq`" };
+            let mut points = format!("SELECT `series_id` AS __sid, `time` AS __t, {ms} AS __ms");
+            for (j, (name, kind)) in columns.iter().enumerate() {
+                let v = pick(&quote_ident(name), *kind == ColumnKind::Tag);
+                points.push_str(&format!(", CAST({v} AS {}) AS __c{j}", sql_type(*kind)));
+            }
+            for g in &self.groups {
+                let v = pick(&quote_ident(g), true);
+                points.push_str(&format!(", CAST({v} AS String) AS {}", group_alias(g)));
+            }
+            let mut conds = conds.clone();
+            conds.extend(only);
+            points.push_str(&format!(" FROM {table} WHERE {}", conds.join(" AND ")));
+            if grouped {
+                points.push_str(" GROUP BY `series_id`, `time`");
+            }
+            points
+        };
+        let points = match split {
+            None => branch(true, None),
+            Some([]) => branch(false, None),
+            Some(rewritten) => {
+                let list: Vec<String> = rewritten.iter().map(u64::to_string).collect();
+                let list = list.join(",");
+                format!(
+                    "{} UNION ALL {}",
+                    branch(false, Some(format!("`series_id` NOT IN ({list})"))),
+                    branch(true, Some(format!("`series_id` IN ({list})")))
+                )
+            }
+        };
         let bucket = match self.window {
             Some(w) => {
                 let (iv, off) = (int(w.interval), int(w.offset));

@@ -51,7 +51,7 @@ mod answer;
 mod combine;
 mod partial;
 
-use partial::sql_type;
+pub(crate) use partial::sql_type;
 
 /// Series with undelivered rows past which the statement reads rows instead (each is
 /// listed in the shards' statements).

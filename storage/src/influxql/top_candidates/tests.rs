@@ -73,9 +73,9 @@ fn the_shards_rank_merged_points_per_group_and_window() {
         ("host".to_string(), ColumnKind::Tag),
         ("v".to_string(), ColumnKind::Float),
     ];
-    let sql = c.sql("t", &columns, 0, 99, &[7, 9]).unwrap();
+    let sql = c.sql("t", &columns, (0, 99), &[7, 9], None).unwrap();
     for part in [
-        "argMaxIf(`v`, (`__seq`, `__row`), isNotNull(`v`)) AS __c2",
+        "CAST(argMaxIf(`v`, (`__seq`, `__row`), isNotNull(`v`)) AS Nullable(Float64)) AS __c2",
         "`series_id` NOT IN (7,9)",
         "(`dc` = 'a')",
         "arraySort(x -> (x.1, x.2), groupArray((assumeNotNull(__c2), __t, __sid, __ms, __c0, __c1, __c2)))",
@@ -88,8 +88,19 @@ fn the_shards_rank_merged_points_per_group_and_window() {
     }
     // The tag form: each series' best point.
     let c = candidates("SELECT top(v, host, 3) FROM cpu").unwrap();
-    let sql = c.sql("t", &columns, 0, 99, &[]).unwrap();
+    let sql = c.sql("t", &columns, (0, 99), &[], Some(&[])).unwrap();
     assert!(sql.contains("__s[1] AS __n"), "{sql}");
     assert!(sql.contains("GROUP BY toInt64(0), __sid"), "{sql}");
     assert!(!sql.contains("NOT IN"), "{sql}");
+    // Only the series the shard's index lists as rewritten are grouped by point.
+    assert!(!sql.contains("GROUP BY `series_id`, `time`"), "{sql}");
+    let sql = c.sql("t", &columns, (0, 99), &[], Some(&[4, 5])).unwrap();
+    for part in [
+        "CAST(`v` AS Nullable(Float64)) AS __c2 FROM t WHERE 1 AND `time` >= toInt64(0) AND \
+         `time` <= toInt64(99) AND `series_id` NOT IN (4,5) UNION ALL",
+        "FROM t WHERE 1 AND `time` >= toInt64(0) AND `time` <= toInt64(99) AND \
+         `series_id` IN (4,5) GROUP BY `series_id`, `time`",
+    ] {
+        assert!(sql.contains(part), "{part} in {sql}");
+    }
 }
