@@ -19,7 +19,7 @@ use super::error::InfluxqlError;
 use super::plan::Plan;
 use super::point_condition::point_condition;
 use super::series_prune::tag_values;
-use super::top_candidates::top_candidates;
+use super::top_candidates::{top_candidates, CandidatesRead};
 use super::unflushed::{acked_parts, kind};
 use crate::Storage;
 
@@ -41,20 +41,6 @@ fn series_of(batch: &engine::arrow::array::RecordBatch) -> Vec<u64> {
     ids.sort_unstable();
     ids.dedup();
     ids
-}
-
-/// The rows `source` answers between `min` and `max` (ns), nothing else selected.
-fn only_source(min: i64, max: i64, source: cluster::Source<'_>) -> cluster::RowSelection<'_> {
-    cluster::RowSelection {
-        min,
-        max,
-        condition: None,
-        last_per_series: false,
-        pointwise: None,
-        whole_series: &[],
-        series_of: None,
-        source: Some(source),
-    }
 }
 
 /// The error of a read of `what` from the cluster that could not be done now.
@@ -154,43 +140,19 @@ impl Storage {
             other => unavailable(other.to_string()),
         };
         if let Some(candidates) = &candidates {
-            // Each shard's statement, given the series its index lists as rewritten.
-            let statement = |split: Option<&[u64]>| {
-                let sql = candidates.sql(&table, &columns, (min, max), &whole, split);
-                sql.unwrap_or_default()
+            let read = CandidatesRead {
+                db,
+                measurement: &schema.name,
+                table: &table,
+                columns: &columns,
+                range: (min, max),
+                whole: &whole,
+                whole_condition: shard_condition(condition, schema),
             };
-            let source = cluster::Source(&statement);
-            let picked = cluster
-                .read_rows(
-                    db,
-                    &schema.name,
-                    &columns,
-                    only_source(min, max, source),
-                    max_rows,
-                )
+            let stored = candidates
+                .read(cluster, &read, max_rows)
                 .map_err(too_many)?;
-            let whole_rows = match whole.is_empty() {
-                true => None,
-                false => {
-                    let list: Vec<String> = whole.iter().map(u64::to_string).collect();
-                    let mut cond = format!("`series_id` IN ({})", list.join(","));
-                    if let Some(c) = shard_condition(condition, schema) {
-                        cond = format!("{cond} AND ({c})");
-                    }
-                    let rows = cluster::RowSelection {
-                        condition: Some(&cond),
-                        source: None,
-                        ..only_source(min, max, source)
-                    };
-                    cluster
-                        .read_rows(db, &schema.name, &columns, rows, max_rows)
-                        .map_err(too_many)?
-                }
-            };
-            let batches: Vec<_> = [picked, whole_rows, pending]
-                .into_iter()
-                .flatten()
-                .collect();
+            let batches: Vec<_> = stored.into_iter().chain(pending).collect();
             let Some(first) = batches.first() else {
                 return Ok(None);
             };

@@ -20,6 +20,7 @@
 //! one point in the tag form. A shard holds one group-window's points as an array while it
 //! ranks them, as the embedded engine does for the same statement.
 
+use engine::arrow::array::RecordBatch;
 use engine::quote_ident;
 use engine::table::ColumnKind;
 use influxql::ast::Expr;
@@ -234,6 +235,68 @@ impl TopCandidates {
         Some(format!(
             "SELECT {out} FROM ({ranked_sql}) ARRAY JOIN __k AS __p"
         ))
+    }
+}
+
+/// What a read of candidates reads besides the statement's ranking.
+pub(crate) struct CandidatesRead<'a> {
+    pub(crate) db: &'a str,
+    pub(crate) measurement: &'a str,
+    /// The shard table ([`cluster::Cluster::shard_table`]).
+    pub(crate) table: &'a str,
+    pub(crate) columns: &'a [(String, ColumnKind)],
+    /// `[min, max]` (ns).
+    pub(crate) range: (i64, i64),
+    /// The series with undelivered rows on the node: every row of theirs is read.
+    pub(crate) whole: &'a [u64],
+    /// The statement's tag conditions for those rows (or fewer: the statement applies all).
+    pub(crate) whole_condition: Option<String>,
+}
+
+impl TopCandidates {
+    /// The candidates on the shards, and every row of `read.whole`'s series, in the
+    /// embedded layout of `read.columns` (what the rows path reads, cut down).
+    pub(crate) fn read(
+        &self,
+        cluster: &cluster::Cluster,
+        read: &CandidatesRead<'_>,
+        max_rows: u64,
+    ) -> Result<Vec<RecordBatch>, cluster::ClusterError> {
+        let (min, max) = read.range;
+        // Each shard's statement, given the series its index lists as rewritten.
+        let statement = |split: Option<&[u64]>| {
+            let sql = self.sql(read.table, read.columns, read.range, read.whole, split);
+            sql.unwrap_or_default()
+        };
+        let selection = cluster::RowSelection {
+            min,
+            max,
+            condition: None,
+            last_per_series: false,
+            pointwise: None,
+            whole_series: &[],
+            series_of: None,
+            source: Some(cluster::Source(&statement)),
+        };
+        let (db, m) = (read.db, read.measurement);
+        let mut out: Vec<RecordBatch> = cluster
+            .read_rows(db, m, read.columns, selection, max_rows)?
+            .into_iter()
+            .collect();
+        if !read.whole.is_empty() {
+            let list: Vec<String> = read.whole.iter().map(u64::to_string).collect();
+            let mut cond = format!("`series_id` IN ({})", list.join(","));
+            if let Some(c) = &read.whole_condition {
+                cond = format!("{cond} AND ({c})");
+            }
+            let rows = cluster::RowSelection {
+                condition: Some(&cond),
+                source: None,
+                ..selection
+            };
+            out.extend(cluster.read_rows(db, m, read.columns, rows, max_rows)?);
+        }
+        Ok(out)
     }
 }
 
