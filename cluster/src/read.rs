@@ -52,6 +52,24 @@ pub struct RowSelection<'a> {
     /// for the series holding them ([`crate::series_of_tags`]; with `pointwise` only, the
     /// read that carries the listing its check needs).
     pub series_of: Option<&'a TagValues>,
+    /// A statement over the shard table read in its place ([`Source`]).
+    pub source: Option<Source<'a>>,
+}
+
+/// A statement over the shard table (its name as [`Cluster::shard_table`] writes it) read in
+/// its place: it answers the shard table's `time`, `series_id`, `__seq`, `__row` and the
+/// read's columns under their names, and applies the read's condition itself (only the time
+/// range is applied to its answer; `last_per_series` and `pointwise` are not). Given the
+/// series the shard's index lists as holding a point written more than once (`None`: not
+/// known, every row may share a point), read again if a rewrite lands meanwhile, as
+/// [`RowSelection::pointwise`] is (`top()`'s candidates, `storage`'s `top_candidates.rs`).
+#[derive(Clone, Copy)]
+pub struct Source<'a>(pub &'a (dyn Fn(Option<&[u64]>) -> String + Sync));
+
+impl std::fmt::Debug for Source<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Source")
+    }
 }
 
 /// `filter` and, for the rows of series outside `whole` (and the snapshot's rewritten
@@ -95,10 +113,10 @@ impl Cluster {
     ) -> Result<Option<RecordBatch>, ClusterError> {
         let table = schema::table(db, measurement);
         let mut filter = format!("`time` >= {} AND `time` <= {}", rows.min, rows.max);
-        if let Some(c) = rows.condition {
+        if let (Some(c), None) = (rows.condition, rows.source) {
             filter.push_str(&format!(" AND ({c})"));
         }
-        if rows.last_per_series {
+        if rows.last_per_series && rows.source.is_none() {
             filter = format!(
                 "{filter} AND (`series_id`, `time`) IN \
                  (SELECT `series_id`, max(`time`) FROM {table} WHERE {filter} GROUP BY `series_id`)"
@@ -115,15 +133,16 @@ impl Cluster {
             .iter()
             .map(|(n, k)| format!(", CAST({} AS {})", quote_ident(n), schema::shard_type(*k)))
             .collect();
-        let sql = |filter: &str| {
+        let sql_from = |from: &str, filter: &str| {
             format!(
-                "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {table} \
+                "SELECT `time`, `series_id`, `__seq`, `__row`{list} FROM {from} \
                  WHERE {filter} LIMIT {} FORMAT RowBinary",
                 max_rows.saturating_add(1)
             )
         };
-        let answers = match rows.pointwise.filter(|_| !rows.last_per_series) {
-            None if rows.last_per_series => {
+        let sql = |filter: &str| sql_from(&table, filter);
+        let answers = match (rows.pointwise, rows.source) {
+            (_, None) if rows.last_per_series => {
                 let mut cells = vec![folded::Cell::Fixed(8); 3];
                 cells.push(folded::Cell::Fixed(4));
                 cells.extend(columns.iter().map(|(_, k)| folded::Cell::Column(*k)));
@@ -144,13 +163,13 @@ impl Cluster {
                     self.last_points_on(k, &read, || self.http.statement_bytes(k, &sql))
                 })?
             }
-            None => {
+            (None, None) => {
                 let sql = sql(&filter);
                 self.read_table_everywhere(db, measurement, columns, |k| {
                     self.http.statement_bytes(k, &sql)
                 })?
             }
-            Some(pointwise) => {
+            (pointwise, source) => {
                 // The key columns cast to the types they are read as, for the listing's
                 // placeholders to match them on every server.
                 let mut select: Vec<String> = [
@@ -187,15 +206,22 @@ impl Cluster {
                         Some(ids) => format!("{filter} AND {}", series_in(ids)),
                         None => filter.clone(),
                     };
-                    let Some(s) = snapshot else {
-                        return Ok((self.http.statement_bytes(k, &sql(&filter))?, None));
+                    let rewritten = snapshot.map(|s| s.rewritten.as_slice());
+                    let (from, filter) = match (source, pointwise, rewritten) {
+                        (Some(source), _, _) => (format!("({})", (source.0)(rewritten)), filter),
+                        (None, Some(pointwise), Some(rewritten)) => (
+                            table.clone(),
+                            pointwise_filter(&filter, pointwise, rows.whole_series, rewritten),
+                        ),
+                        (None, _, _) => (table.clone(), filter),
                     };
-                    let filter =
-                        pointwise_filter(&filter, pointwise, rows.whole_series, &s.rewritten);
-                    if !folds_listing() {
-                        return Ok((self.http.statement_bytes(k, &sql(&filter))?, None));
+                    if snapshot.is_none() || !folds_listing() {
+                        return Ok((
+                            self.http.statement_bytes(k, &sql_from(&from, &filter))?,
+                            None,
+                        ));
                     }
-                    let from = format!("{table} WHERE {filter}");
+                    let from = format!("{from} WHERE {filter}");
                     let limit = max_rows.saturating_add(1);
                     let sql =
                         folded::statement(&select, &placeholders, &from, limit, db, measurement);

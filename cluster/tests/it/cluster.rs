@@ -270,6 +270,7 @@ fn cluster_delivery_splits_by_series_and_retries_never_duplicate() {
                 pointwise: None,
                 whole_series: &[],
                 series_of: None,
+                source: None,
             },
             100,
         )

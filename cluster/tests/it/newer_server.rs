@@ -363,7 +363,7 @@ fn error_code(text: &str) -> Option<u32> {
 /// tables the client asks about on purpose (it checks before it makes).
 #[test]
 fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
-    use ::cluster::{Cluster, ClusterConfig, RowSelection, ServerVersion, TagValues};
+    use ::cluster::{Cluster, ClusterConfig, RowSelection, ServerVersion, Source, TagValues};
     use engine::arrow::array::AsArray;
     use engine::table::{ColumnKind, Part};
 
@@ -462,6 +462,7 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
                     pointwise: None,
                     whole_series: &[],
                     series_of: None,
+                    source: None,
                 },
                 1000,
             )
@@ -486,6 +487,7 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
                     pointwise: None,
                     whole_series: &[],
                     series_of: None,
+                    source: None,
                 },
                 1000,
             )
@@ -529,6 +531,7 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
                 pointwise: Some("`usage` > 20"),
                 whole_series: &[0x9E37_79B9_7F4A_7C15],
                 series_of: None,
+                source: None,
             },
             1000,
         )
@@ -551,6 +554,7 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
             pointwise: Some(pointwise),
             whole_series: &[],
             series_of: Some(&values),
+            source: None,
         };
         let back = cluster.read_rows(&db, "cpu", columns, selection, 1000);
         back.unwrap().map_or(0, |b| b.num_rows())
@@ -635,6 +639,7 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
                 pointwise: None,
                 whole_series: &[],
                 series_of: None,
+                source: None,
             },
             1000,
         )
@@ -735,6 +740,54 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         .flatten()
         .collect();
     assert_eq!(dcs, ["eu", "us"]);
+    // `top(usage, 2)`'s candidates (`storage`'s `top_candidates.rs`): each point merged
+    // (only the rows of the series the index lists as rewritten grouped), ranked per group
+    // and window, the best two and their ties sent, read in the table's place.
+    let top = format!(
+        "SELECT __p.2 AS `time`, __p.3 AS `series_id`, __p.4 AS `__seq`, toUInt32(0) AS `__row`, \
+         __p.5 AS `host`, __p.6 AS `usage`, __p.7 AS `ok` FROM (\
+         SELECT arrayReverseSort(x -> (x.1, -x.2), groupArray((assumeNotNull(__c1), __t, __sid, \
+         __ms, __c0, __c1, __c2))) AS __s, __s[2] AS __n, if(length(__s) <= 2, __s, \
+         arrayFilter(x -> x.1 > __n.1 OR (x.1 = __n.1 AND x.2 <= __n.2), __s)) AS __k FROM (\
+         SELECT `series_id` AS __sid, `time` AS __t, `__seq` AS __ms, \
+         CAST(`host` AS String) AS __c0, CAST(`usage` AS Nullable(Float64)) AS __c1, \
+         CAST(`ok` AS Nullable(UInt8)) AS __c2 FROM {table} \
+         WHERE 1 AND `time` >= toInt64(0) AND (`host` != 'h0') AND `series_id` NOT IN (1,2) \
+         AND `series_id` NOT IN (3) UNION ALL \
+         SELECT `series_id` AS __sid, `time` AS __t, max(`__seq`) AS __ms, \
+         CAST(any(`host`) AS String) AS __c0, \
+         CAST(argMaxIf(`usage`, (`__seq`, `__row`), isNotNull(`usage`)) AS Nullable(Float64)) AS __c1, \
+         CAST(argMaxIf(`ok`, (`__seq`, `__row`), isNotNull(`ok`)) AS Nullable(UInt8)) AS __c2 \
+         FROM {table} WHERE 1 AND `time` >= toInt64(0) AND (`host` != 'h0') \
+         AND `series_id` NOT IN (1,2) AND `series_id` IN (3) \
+         GROUP BY `series_id`, `time`) WHERE isNotNull(__c1) \
+         GROUP BY (__t - (((__t - toInt64(0)) % toInt64(2000000000)) + toInt64(2000000000)) \
+         % toInt64(2000000000))) ARRAY JOIN __k AS __p"
+    );
+    let picked = cluster
+        .read_rows(
+            &db,
+            "cpu",
+            &columns,
+            RowSelection {
+                min: 0,
+                max: i64::MAX,
+                condition: None,
+                last_per_series: false,
+                pointwise: None,
+                whole_series: &[],
+                series_of: None,
+                source: Some(Source(&|_| top.clone())),
+            },
+            1000,
+        )
+        .unwrap()
+        .unwrap();
+    assert!(
+        (2..=20).contains(&picked.num_rows()),
+        "{}",
+        picked.num_rows()
+    );
     // Deletes, the nodes' progress, retention, drops.
     assert!(cluster
         .delete_rows(&db, "cpu", Some("`host` = 'h3'"))

@@ -40,7 +40,7 @@ fn paths(s: &Server) -> [u64; 4] {
 /// every host has a point at the same time and the same `v` (ties between series for
 /// `first`/`last`); otherwise times differ per host by its number of ms. Host h5 has no
 /// `v`, host h4 no `u`.
-fn points() -> String {
+pub(crate) fn points() -> String {
     let mut out = String::new();
     for i in (0..60i64).filter(|i| !(20..30).contains(i)) {
         for h in 0..6i64 {
@@ -74,7 +74,7 @@ fn points() -> String {
 
 /// Rewrites of points already written: `v` and `u` of hosts h1 and h2 every seventh
 /// interval (`n`, `s` stay), scaled by `k` so a second round differs from the first.
-fn rewrites(k: i64) -> String {
+pub(crate) fn rewrites(k: i64) -> String {
     let mut out = String::new();
     for i in (0..60i64).filter(|i| i % 7 == 0 && !(20..30).contains(i)) {
         for h in [1i64, 2] {

@@ -56,6 +56,10 @@ fn a_read_with_a_shard_down_names_the_shard_and_is_not_partial() {
         let answer = statement_at(&s, "/query", q);
         assert!(answer["results"][0]["series"].is_array(), "{q}: {answer}");
     }
+    // `top()`'s candidates (`top_candidates.rs`), read once with both shards up.
+    let top = "SELECT top(v, 3), host FROM d.autogen.cpu WHERE time >= 0s GROUP BY time(1s)";
+    let answer = statement_at(&s, "/query", top);
+    assert!(answer["results"][0]["series"].is_array(), "{top}: {answer}");
     let down = shards[1].url();
     shards[1].stop();
     for q in [
@@ -68,6 +72,7 @@ fn a_read_with_a_shard_down_names_the_shard_and_is_not_partial() {
         "SHOW SERIES ON d",
         pruned[0],
         pruned[1],
+        top,
     ] {
         let r = s
             .client

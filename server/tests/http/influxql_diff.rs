@@ -954,14 +954,17 @@ fn influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_en
         };
         let (pushed, rows) = (reads("pushdown"), reads("rows"));
         // Each group's last point of every field answered in Rust from the shards' last
-        // points (`storage/src/influxql/cluster_last_point.rs`).
+        // points (`storage/src/influxql/cluster_last_point.rs`); `top`/`bottom`: only the
+        // shards' candidates came to the node.
         let last = reads("last_point");
+        let candidates = reads("candidates");
         eprintln!(
-            "{TEST}: {pushed} reads pushed down, {last} last points in Rust, {rows} read the rows"
+            "{TEST}: {pushed} reads pushed down, {last} last points in Rust, \
+             {candidates} read candidates, {rows} read the rows"
         );
         assert!(
-            pushed >= 100.0 && rows >= 100.0 && last >= 1.0,
-            "{pushed} pushed down, {last} last points, {rows} rows"
+            pushed >= 100.0 && rows >= 100.0 && last >= 1.0 && candidates >= 5.0,
+            "{pushed} pushed down, {last} last points, {candidates} candidates, {rows} rows"
         );
         // Their partials combined in Rust, every one (`pushdown/combine.rs`).
         let text = node.get("/metrics").text().unwrap();

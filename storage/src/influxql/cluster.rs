@@ -19,6 +19,7 @@ use super::error::InfluxqlError;
 use super::plan::Plan;
 use super::point_condition::point_condition;
 use super::series_prune::tag_values;
+use super::top_candidates::{top_candidates, CandidatesRead};
 use super::unflushed::{acked_parts, kind};
 use crate::Storage;
 
@@ -117,6 +118,51 @@ impl Storage {
             .then(|| point_condition(condition, schema, &columns))
             .flatten();
         let series_of = tag_values(condition, schema);
+        // A lone `top`/`bottom`: each shard sends only the points that can be picked, the
+        // series with undelivered rows read whole beside them (`top_candidates.rs`;
+        // `CHINGEST_CLUSTER_TOP_CANDIDATES=0`: every row, for comparisons).
+        let table = Cluster::shard_table(db, &schema.name);
+        let candidates = (first.is_none()
+            && !last_per_series
+            && whole.len() <= MAX_WHOLE_SERIES
+            && std::env::var("CHINGEST_CLUSTER_TOP_CANDIDATES").as_deref() != Ok("0"))
+        .then(|| top_candidates(probe, schema, condition))
+        .flatten()
+        .filter(|c| c.sql(&table, &columns, (min, max), &whole, None).is_some());
+        super::pushdown::count_read(match candidates {
+            Some(_) => "candidates",
+            None => "rows",
+        });
+        let too_many = |e: cluster::ClusterError| match e {
+            cluster::ClusterError::TooManyRows { .. } => {
+                InfluxqlError::from(engine::SqlError::LimitExceeded(e.to_string()))
+            }
+            other => unavailable(other.to_string()),
+        };
+        if let Some(candidates) = &candidates {
+            let read = CandidatesRead {
+                db,
+                measurement: &schema.name,
+                table: &table,
+                columns: &columns,
+                range: (min, max),
+                whole: &whole,
+                whole_condition: shard_condition(condition, schema),
+            };
+            let stored = candidates
+                .read(cluster, &read, max_rows)
+                .map_err(too_many)?;
+            let batches: Vec<_> = stored.into_iter().chain(pending).collect();
+            let Some(first) = batches.first() else {
+                return Ok(None);
+            };
+            let batch = engine::arrow::compute::concat_batches(&first.schema(), &batches)
+                .map_err(|e| unavailable(e.to_string()))?;
+            return engine
+                .arrow_scan(batch)
+                .map(Some)
+                .map_err(|e| unavailable(e.to_string()));
+        }
         let stored = cluster
             .read_rows(
                 db,
@@ -132,15 +178,11 @@ impl Storage {
                     pointwise: pointwise.as_deref(),
                     whole_series: &whole,
                     series_of: series_of.as_ref(),
+                    source: None,
                 },
                 max_rows,
             )
-            .map_err(|e| match e {
-                cluster::ClusterError::TooManyRows { .. } => {
-                    InfluxqlError::from(engine::SqlError::LimitExceeded(e.to_string()))
-                }
-                other => unavailable(other.to_string()),
-            })?;
+            .map_err(too_many)?;
         let batch = match (stored, pending) {
             (None, None) => return Ok(None),
             (Some(b), None) | (None, Some(b)) => b,

@@ -16,8 +16,7 @@ use super::rows::{self, Row};
 use super::schema;
 use super::series::{Series, StatementResult, Value};
 use super::{
-    integral, page, post, pushdown, read_path, reduce, sql, stages, subquery, unflushed,
-    InfluxqlRequest,
+    integral, page, post, read_path, reduce, sql, stages, subquery, unflushed, InfluxqlRequest,
 };
 use crate::Storage;
 use stages::Stage;
@@ -162,7 +161,6 @@ impl Storage {
                                 tables.push((m.clone(), None));
                                 continue;
                             }
-                            pushdown::count_read("rows");
                             let scan = self.cluster_scan(
                                 c,
                                 &resolved.db,

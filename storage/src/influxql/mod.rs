@@ -45,6 +45,7 @@ mod show;
 mod sql;
 pub mod stages;
 mod subquery;
+mod top_candidates;
 pub mod transform;
 mod unflushed;
 pub mod zone;

@@ -92,6 +92,21 @@ pub(crate) fn decode(cell: &Value, r: &Reducer) -> Result<Vec<Tuple>, InfluxqlEr
         .collect()
 }
 
+/// The order of two points' shown values: null first, then each value's own order.
+fn extras_order(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| match (x, y) {
+            (Value::Null, Value::Null) => Ordering::Equal,
+            (Value::Null, _) => Ordering::Less,
+            (_, Value::Null) => Ordering::Greater,
+            _ => selector::compare_values(x, y),
+        })
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
 fn engine_type(k: Kind) -> &'static str {
     match k {
         Kind::Float | Kind::Null => "Nullable(Float64)",
@@ -105,6 +120,19 @@ fn engine_type(k: Kind) -> &'static str {
 /// The rows one group answers: `(time, value, extras)`; `group_time` is the
 /// group's (bucket start or query start).
 pub(crate) fn reduce(r: &Reducer, tuples: &[Tuple], group_time: i64) -> Vec<Tuple> {
+    // `top`/`bottom`: points of equal value and time (several series) rank by the values
+    // they show (`top(x, 2), host`), not by where the engine put them in the array: the
+    // same points answer alike whatever order they were read in (a cluster's shards).
+    let sorted: Vec<Tuple>;
+    let tuples = match r.function.as_str() {
+        "top" | "bottom" => {
+            let mut t = tuples.to_vec();
+            t.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| extras_order(&a.2, &b.2)));
+            sorted = t;
+            sorted.as_slice()
+        }
+        _ => tuples,
+    };
     let points: Vec<Point> = tuples.iter().map(|(t, v, _)| (*t, v.clone())).collect();
     let none = || vec![Value::Null; tuples.first().map_or(0, |t| t.2.len())];
     match r.function.as_str() {
@@ -130,5 +158,31 @@ pub(crate) fn reduce(r: &Reducer, tuples: &[Tuple], group_time: i64) -> Vec<Tupl
             picked.into_iter().map(|i| tuples[i].clone()).collect()
         }
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_breaks_ties_of_value_and_time_by_the_shown_values() {
+        let r = Reducer {
+            function: "top".into(),
+            n: 2,
+            kind: Kind::Float,
+            extras: vec![Kind::String],
+            tag_args: 0,
+        };
+        let host = |h: &str| vec![Value::String(h.into())];
+        // Three series tie at time 5 with value 7; read in any order, h1 and h2 are shown.
+        let tie = |h| (5, Value::Float(7.0), host(h));
+        for order in [["h3", "h1", "h2"], ["h2", "h3", "h1"], ["h1", "h2", "h3"]] {
+            let mut tuples = vec![(1, Value::Float(1.0), host("h9"))];
+            tuples.extend(order.map(tie));
+            tuples.push((5, Value::Float(-1.0), host("h0")));
+            let picked: Vec<Vec<Value>> = reduce(&r, &tuples, 0).into_iter().map(|t| t.2).collect();
+            assert_eq!(picked, vec![host("h1"), host("h2")], "{order:?}");
+        }
     }
 }

@@ -108,7 +108,9 @@ fn rank<K: Hash + Eq>(
         }
         candidates = best.into_values().collect();
     }
-    candidates.sort_by(order);
+    // Equal value and time: the earlier in `points` (not the map's order, which varies
+    // from run to run).
+    candidates.sort_by(|a, b| order(a, b).then(a.0.cmp(&b.0)));
     candidates.truncate(n);
     // Output in time order; within one time, rank order (a stable sort).
     candidates.sort_by_key(|c| c.1);
@@ -201,7 +203,7 @@ pub fn mode(points: &[Point]) -> Value {
 }
 
 /// Value order within one type (numbers numerically, strings bytewise).
-fn compare_values(a: &Value, b: &Value) -> Ordering {
+pub(crate) fn compare_values(a: &Value, b: &Value) -> Ordering {
     match (a, b) {
         (Value::String(a), Value::String(b)) => a.cmp(b),
         (Value::Boolean(a), Value::Boolean(b)) => a.cmp(b),
@@ -325,6 +327,18 @@ mod tests {
 
     fn rows(points: &[Point], idx: &[usize]) -> Vec<Point> {
         idx.iter().map(|&i| points[i].clone()).collect()
+    }
+
+    #[test]
+    fn top_by_tag_breaks_ties_of_value_and_time_by_the_points_order() {
+        // SELECT top(v, host, 2): eight hosts, one point each, all 7 at the same time. The
+        // first two in the points' order, every time (the per-tag map's order varies).
+        let points: Vec<Point> = (0..8).map(|_| (S, Value::Float(7.0))).collect();
+        let hosts: Vec<String> = (0..8).map(|h| format!("h{h}")).collect();
+        for _ in 0..20 {
+            assert_eq!(top(&points, Some(&hosts[..]), 2), vec![0, 1]);
+            assert_eq!(bottom(&points, Some(&hosts[..]), 3), vec![0, 1, 2]);
+        }
     }
 
     #[test]

@@ -51,7 +51,7 @@ mod answer;
 mod combine;
 mod partial;
 
-use partial::sql_type;
+pub(crate) use partial::sql_type;
 
 /// Series with undelivered rows past which the statement reads rows instead (each is
 /// listed in the shards' statements).
@@ -378,7 +378,7 @@ fn count_grouping(grouped: &'static str) {
 /// Registers the counters, so every label is exported before the first read.
 pub(crate) fn register_metrics() {
     answer::register_metrics();
-    for path in ["pushdown", "rows", "last_point"] {
+    for path in ["pushdown", "candidates", "rows", "last_point"] {
         metrics::counter!("chingest_cluster_reads_total", "path" => path).absolute(0);
     }
     for grouped in ["rewritten", "all", "again"] {
@@ -524,6 +524,7 @@ impl Storage {
                             pointwise: None,
                             whole_series: &[],
                             series_of: None,
+                            source: None,
                         },
                         max_rows,
                     )

@@ -14,7 +14,7 @@ use crate::influxql::sql::TIME_ALIAS;
 
 /// The SQL type of a partial column of `kind`: a shard's (`cluster::schema::shard_type`),
 /// which the embedded engine reads the same way.
-pub(super) fn sql_type(kind: ColumnKind) -> &'static str {
+pub(crate) fn sql_type(kind: ColumnKind) -> &'static str {
     match kind {
         ColumnKind::Tag => "String",
         ColumnKind::Float => "Nullable(Float64)",
