@@ -106,6 +106,7 @@ impl Storage {
                     pointwise: None,
                     whole_series: &[],
                     series_of: None,
+                    source: None,
                 },
                 max_rows,
             )

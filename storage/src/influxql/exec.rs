@@ -137,7 +137,7 @@ impl Storage {
                                 false => None,
                             };
                             if let Some(rows) = rows {
-                                pushdown::count_read("last_point");
+                                super::pushdown::count_read("last_point");
                                 read_path::record(read_path::Path::LastPoint, read.elapsed());
                                 shards_read(shards_spent, read);
                                 pushed.insert(tables.len(), rows);
