@@ -193,6 +193,8 @@ impl Storage {
             [Source::Subquery(_)] => std::time::Instant::now(),
             _ => started + shards_spent,
         };
+        // A scan that is not a subquery's answer holds a cluster's shard rows.
+        let shard_rows = !matches!(stmt.sources.as_slice(), [Source::Subquery(_)]);
         for (i, (m, table)) in tables.iter().enumerate() {
             let target = plan::Target {
                 db: &db,
@@ -214,7 +216,7 @@ impl Storage {
                 _ if pushed.contains_key(&i) => pushed.remove(&i).unwrap_or_default(),
                 Some((name, scan)) => {
                     let ran = std::time::Instant::now();
-                    let rows = self.read_subquery(&plan, req, name, scan)?;
+                    let rows = self.read_source(&plan, req, name, scan, shard_rows)?;
                     stages::lap(Stage::Engine, ran);
                     rows
                 }
@@ -331,17 +333,23 @@ impl Storage {
         .into())
     }
 
-    /// The rows of a plan over a subquery's answer, registered as `scan`
-    /// (`name` is its first reference): each reference of the statement gets
-    /// its own registration (the engine reads one once).
-    fn read_subquery(
+    /// The rows of a plan over a subquery's answer or a cluster's shard rows
+    /// (`shard_rows`), registered as `scan` (`name` is its first reference): each
+    /// reference of the statement gets its own registration (the engine reads one
+    /// once). Shard rows are points of series: a raw answer is ordered here
+    /// (`row_order.rs`); a subquery's keeps the engine's order.
+    fn read_source(
         &self,
         plan: &Plan,
         req: &InfluxqlRequest<'_>,
         name: &str,
         scan: &engine::ArrowScan,
+        shard_rows: bool,
     ) -> Result<Vec<Row>, InfluxqlError> {
-        let sql = sql::render_with(plan, &Rewrites::All, None);
+        let (sql, order) = match shard_rows {
+            true => sql::render_shard_rows(plan),
+            false => (sql::render_with(plan, &Rewrites::All, None), None),
+        };
         let mut parts = sql.split(name);
         let mut numbered = parts.next().unwrap_or_default().to_string();
         let mut references = 0;
@@ -355,13 +363,17 @@ impl Storage {
                 "cannot hand a subquery's answer to the engine: {e}"
             ))
         })?;
-        self.engine_rows(
+        let mut rows = self.engine_rows(
             &numbered,
             req,
             plan.group_tags.len(),
             as_arrow(plan),
             &plan.measurement,
-        )
+        )?;
+        if let Some(order) = order {
+            order.sort(&mut rows);
+        }
+        Ok(rows)
     }
 
     /// One read of the table (and `scan`'s rows), grouping into points only

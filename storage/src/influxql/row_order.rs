@@ -6,7 +6,8 @@
 //! ten tags and ten fields) took 2.5–2.9 s with that `ORDER BY` and 1.1–1.4 s
 //! without it, same run (`test_results/latest/row_order.md`); sorting the rows
 //! here takes a small part of the difference. So where no `LIMIT`/`OFFSET` needs
-//! the engine's order, the statement asks for the tags and series id it orders by
+//! the engine's order (over the table's rows or a cluster's shard rows, not a
+//! subquery's answer), the statement asks for the tags and series id it orders by
 //! (the tags already shown are reused) and the rows are sorted here.
 
 use std::cmp::Ordering;
@@ -34,11 +35,12 @@ pub(crate) struct RowOrder {
 impl RowOrder {
     /// The order of `plan`'s raw answer, and the select items it adds after the
     /// plan's columns (`series` is the SQL of the rows' series id), or `None` when
-    /// the engine must order it: an aggregate, a subquery's rows (in the inner
-    /// answer's order) or a `LIMIT`/`OFFSET` the engine applies.
+    /// the engine must order it: an aggregate or a `LIMIT`/`OFFSET` the engine
+    /// applies. The caller knows whether the rows are points of series (the table's,
+    /// a cluster's shard rows) or a subquery's answer, which keeps the inner order.
     pub(crate) fn of(plan: &Plan, series: &str) -> Option<(RowOrder, Vec<String>)> {
         let engine_limits = (plan.limit.is_some() || plan.offset.is_some()) && !plan.transforms();
-        if plan.aggregate.is_some() || plan.source.is_some() || engine_limits {
+        if plan.aggregate.is_some() || engine_limits {
             return None;
         }
         let mut added = Vec::new();

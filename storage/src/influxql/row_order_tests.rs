@@ -88,7 +88,12 @@ fn the_engine_orders_what_it_limits_aggregates_or_reads_from_a_subquery() {
     assert!(RowOrder::of(&p, "s").is_none());
     let mut p = plan();
     p.source = Some("sub".into());
-    assert!(RowOrder::of(&p, "s").is_none());
+    let (sql, order) = crate::influxql::sql::render_read(&p, &flush::Rewrites::All, None);
+    assert!(order.is_none() && sql.contains(" ORDER BY "), "{sql}");
+    // A cluster's shard rows (also the plan's source) are points of series.
+    let (sql, order) = crate::influxql::sql::render_shard_rows(&p);
+    assert!(order.is_some() && !sql.contains(" ORDER BY "), "{sql}");
+    assert!(sql.contains("`__iq_sid` AS __iq_os"), "{sql}");
 }
 
 #[test]

@@ -96,8 +96,18 @@ pub(crate) fn render_read(
     unflushed: Option<&Unflushed>,
 ) -> (String, Option<RowOrder>) {
     match &plan.aggregate {
-        None => raw(plan, rewrites, unflushed, true),
+        // A subquery's answer keeps its inner order: the engine's.
+        None => raw(plan, rewrites, unflushed, plan.source.is_none()),
         Some(_) => (aggregate(plan, rewrites, unflushed), None),
+    }
+}
+
+/// [`render_read`] over a cluster's shard rows (the plan's source): points of series,
+/// with their series ids, every row grouped into points.
+pub(crate) fn render_shard_rows(plan: &Plan) -> (String, Option<RowOrder>) {
+    match &plan.aggregate {
+        None => raw(plan, &Rewrites::All, None, true),
+        Some(_) => (aggregate(plan, &Rewrites::All, None), None),
     }
 }
 
