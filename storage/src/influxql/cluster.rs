@@ -43,6 +43,18 @@ fn series_of(batch: &engine::arrow::array::RecordBatch) -> Vec<u64> {
     ids
 }
 
+/// The shard columns a plan reads: only its tags and fields cross the network.
+pub(crate) fn columns_read(schema: &MeasurementSchema, plan: &Plan) -> Vec<(String, ColumnKind)> {
+    let tags = schema.tag_keys.iter().filter(|t| plan.tags.contains(t));
+    let fields = schema
+        .fields
+        .iter()
+        .filter(|(f, _)| plan.fields.contains(f));
+    tags.map(|t| (t.clone(), ColumnKind::Tag))
+        .chain(fields.map(|(f, t)| (f.clone(), kind(*t))))
+        .collect()
+}
+
 /// The error of a read of `what` from the cluster that could not be done now.
 pub(crate) fn unavailable(what: String) -> impl Fn(String) -> InfluxqlError {
     move |e| {
@@ -73,20 +85,7 @@ impl Storage {
         let range = &probe.range;
         let engine = self.read_engine()?;
         let unavailable = unavailable(format!("{:?}", schema.name));
-        // Only the columns the statement reads (its plan's tags and fields) cross the network.
-        let columns: Vec<(String, ColumnKind)> = schema
-            .tag_keys
-            .iter()
-            .filter(|t| probe.tags.contains(t))
-            .map(|t| (t.clone(), ColumnKind::Tag))
-            .chain(
-                schema
-                    .fields
-                    .iter()
-                    .filter(|(f, _)| probe.fields.contains(f))
-                    .map(|(f, t)| (f.clone(), kind(*t))),
-            )
-            .collect();
+        let columns = columns_read(schema, probe);
         let (min, max) = (range.min.unwrap_or(i64::MIN), range.max.unwrap_or(i64::MAX));
         let max_rows = self.row_limit();
         // Acknowledged before the rows are read: a row delivered meanwhile is in both, and

@@ -19,7 +19,6 @@
 //! before, as do these with `CHINGEST_CLUSTER_LAST_POINT_IN_RUST=0` (for comparisons).
 
 use cluster::Cluster;
-use engine::table::ColumnKind;
 use flush::TableLasts;
 use ingest::MeasurementSchema;
 
@@ -28,7 +27,7 @@ use super::error::InfluxqlError;
 use super::last_point::{answer, may_read, shown};
 use super::plan::Plan;
 use super::rows::Row;
-use super::unflushed::{acked_parts, kind};
+use super::unflushed::acked_parts;
 use super::InfluxqlRequest;
 use crate::Storage;
 
@@ -60,19 +59,7 @@ impl Storage {
         }
         let db = plan.db.as_str();
         let failed = unavailable(format!("{:?}", schema.name));
-        let columns: Vec<(String, ColumnKind)> = schema
-            .tag_keys
-            .iter()
-            .filter(|t| plan.tags.contains(t))
-            .map(|t| (t.clone(), ColumnKind::Tag))
-            .chain(
-                schema
-                    .fields
-                    .iter()
-                    .filter(|(f, _)| plan.fields.contains(f))
-                    .map(|(f, t)| (f.clone(), kind(*t))),
-            )
-            .collect();
+        let columns = super::cluster::columns_read(schema, plan);
         let range = &plan.range;
         let (min, max) = (range.min.unwrap_or(i64::MIN), range.max.unwrap_or(i64::MAX));
         let max_rows = self.row_limit();
