@@ -150,8 +150,8 @@ impl Drop for Influxd {
 
 /// Everything under the temp dir and on loopback, nothing in /etc or /var:
 /// no usage reporting, no `_internal` database (it would show in SHOW
-/// DATABASES), continuous queries only when `cqs` (checked every second); the rest is
-/// influxd's defaults.
+/// DATABASES), continuous queries only when `cqs` (checked every second); `info` logs,
+/// which say where it listens (`Influxd::listening`); the rest is influxd's defaults.
 fn influxd_config(dir: &Path, http: u16, rpc: u16, auth: bool, cqs: bool) -> String {
     let d = dir.display();
     format!(
@@ -162,7 +162,7 @@ fn influxd_config(dir: &Path, http: u16, rpc: u16, auth: bool, cqs: bool) -> Str
          [monitor]\n  store-enabled = false\n\
          [continuous_queries]\n  enabled = {cqs}\n  run-interval = \"1s\"\n\
          [http]\n  bind-address = \"127.0.0.1:{http}\"\n  log-enabled = false\n  auth-enabled = {auth}\n\
-         [logging]\n  level = \"warn\"\n  suppress-logo = true\n"
+         [logging]\n  level = \"info\"\n  suppress-logo = true\n"
     )
 }
 
@@ -234,6 +234,16 @@ impl Influxd {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Whether the log says this influxd listens on its HTTP port (`Listening on HTTP …
+    /// addr=127.0.0.1:<port>`).
+    fn listening(&self) -> bool {
+        let port = self.base.rsplit(':').next().unwrap_or_default();
+        let addr = format!("127.0.0.1:{port}");
+        self.log_text()
+            .lines()
+            .any(|l| l.contains("Listening on HTTP") && l.contains(&addr))
+    }
+
     fn wait_ready(&mut self) {
         let client = client();
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -241,10 +251,15 @@ impl Influxd {
             if let Some(status) = self.child.try_wait().unwrap() {
                 panic!("influxd exited ({status}):\n{}", self.log_text());
             }
+            // Ours is listening (its log says so, for its port) before a ping counts: another
+            // test's influxd may answer on a port ours has not bound yet (or failed to bind),
+            // and this test then loaded or read another server (CI, stop 54: InfluxDB listed
+            // a database another test had made before this one's).
+            if !self.listening() {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
             if let Ok(r) = client.get(format!("{}/ping", self.base)).send() {
-                // Still alive after the answer: the one answering is ours, not another
-                // process on the port ours failed to bind.
-                std::thread::sleep(Duration::from_millis(100));
                 if r.status() == 204 && self.child.try_wait().unwrap().is_none() {
                     return;
                 }
