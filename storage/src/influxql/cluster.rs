@@ -65,6 +65,35 @@ pub(crate) fn unavailable(what: String) -> impl Fn(String) -> InfluxqlError {
 }
 
 impl Storage {
+    /// This node's acknowledged rows of `schema`'s measurement in `[min, max]` with
+    /// `columns`, those the shards may not hold yet. Taken before the shards are read: a
+    /// row delivered meanwhile is in both, and reads as one point (same version).
+    pub(crate) fn undelivered(
+        &self,
+        db: &str,
+        schema: &MeasurementSchema,
+        columns: &[(String, ColumnKind)],
+        (min, max): (i64, i64),
+        cancel: &engine::SqlCancel,
+    ) -> Result<Option<engine::arrow::array::RecordBatch>, InfluxqlError> {
+        let acked = self.wal.last_seq();
+        let parts = acked_parts(
+            self.reads.unflushed(),
+            db,
+            &schema.name,
+            min,
+            max,
+            acked,
+            self.row_limit(),
+            cancel,
+        )?;
+        let rows = parts.map(|parts| flush::unflushed::rows_in(&parts, columns, min, max));
+        let rows = rows.transpose();
+        Ok(rows
+            .map_err(|e| unavailable(format!("{:?}", schema.name))(e.to_string()))?
+            .flatten())
+    }
+
     /// The engine for a read, unless the server is shutting down.
     fn read_engine(&self) -> Result<engine::Engine, InfluxqlError> {
         self.engine()
@@ -88,23 +117,7 @@ impl Storage {
         let columns = columns_read(schema, probe);
         let (min, max) = (range.min.unwrap_or(i64::MIN), range.max.unwrap_or(i64::MAX));
         let max_rows = self.row_limit();
-        // Acknowledged before the rows are read: a row delivered meanwhile is in both, and
-        // reads as one point.
-        let acked = self.wal.last_seq();
-        let pending = acked_parts(
-            self.reads.unflushed(),
-            db,
-            &schema.name,
-            min,
-            max,
-            acked,
-            max_rows,
-            cancel,
-        )?
-        .map(|parts| flush::unflushed::rows_in(&parts, &columns, min, max))
-        .transpose()
-        .map_err(|e| unavailable(e.to_string()))?
-        .flatten();
+        let pending = self.undelivered(db, schema, &columns, (min, max), cancel)?;
         let first = first_points(probe, db, schema, condition, min, max);
         // Each group's last point (Grafana's current value, TSBS lastpoint) is one of its
         // series' last points: only those cross the network. Every point must show (a point

@@ -27,7 +27,6 @@ use super::error::InfluxqlError;
 use super::last_point::{answer, may_read, shown};
 use super::plan::Plan;
 use super::rows::Row;
-use super::unflushed::acked_parts;
 use super::InfluxqlRequest;
 use crate::Storage;
 
@@ -63,23 +62,7 @@ impl Storage {
         let range = &plan.range;
         let (min, max) = (range.min.unwrap_or(i64::MIN), range.max.unwrap_or(i64::MAX));
         let max_rows = self.row_limit();
-        // Acknowledged before the shards are read: a row delivered meanwhile is in both, and
-        // merges as one (same version).
-        let acked = self.wal.last_seq();
-        let pending = acked_parts(
-            self.reads.unflushed(),
-            db,
-            &schema.name,
-            min,
-            max,
-            acked,
-            max_rows,
-            req.cancel,
-        )?
-        .map(|parts| flush::unflushed::rows_in(&parts, &columns, min, max))
-        .transpose()
-        .map_err(|e| failed(e.to_string()))?
-        .flatten();
+        let pending = self.undelivered(db, schema, &columns, (min, max), req.cancel)?;
         let stored = cluster
             .read_rows(
                 db,

@@ -42,7 +42,7 @@ use super::field_call::{field_call, plain_field, Func};
 use super::plan::{expand_call, Plan, Presence, Window};
 use super::rows::Row;
 use super::series_prune::tag_values;
-use super::unflushed::{acked_parts, kind};
+use super::unflushed::kind;
 use super::zone::TimeZone;
 use super::InfluxqlRequest;
 use crate::Storage;
@@ -435,23 +435,8 @@ impl Storage {
         };
         let columns = push.columns(plan, schema);
         let max_rows = self.row_limit();
-        // Acknowledged before the shards are read: a row delivered meanwhile is in both,
-        // and reads as one point (its series' rows are merged on the node).
-        let acked = self.wal.last_seq();
-        let pending = acked_parts(
-            self.reads.unflushed(),
-            db,
-            &schema.name,
-            push.min,
-            push.max,
-            acked,
-            max_rows,
-            req.cancel,
-        )?
-        .map(|parts| flush::unflushed::rows_in(&parts, &columns, push.min, push.max))
-        .transpose()
-        .map_err(|e| unavailable(e.to_string()))?
-        .flatten();
+        // Its series' rows are merged on the node.
+        let pending = self.undelivered(db, schema, &columns, (push.min, push.max), req.cancel)?;
         let pending_series: BTreeSet<u64> = pending
             .as_ref()
             .and_then(|b| b.column_by_name(engine::table::SERIES_ID))
