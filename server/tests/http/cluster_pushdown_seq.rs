@@ -1,10 +1,11 @@
 //! Issue #43, the small-statement floor: a pushed-down aggregate packs each point's write
 //! order (`__seq`, `__row`) into one `UInt64`, so it stands only while the `__seq` of the
-//! rows it reads is below 2³². The shards check that on the rows the statement reads, not on
-//! their whole table (a scan of every `__seq` of the table per statement before): a row
-//! with a large `__seq` outside the statement's range leaves it pushed down, one inside it
-//! sends it to the rows path, and both answer as the embedded engine (two real 18.16
-//! shards).
+//! rows it groups by point is below 2³². The shards check that on the rows the statement
+//! groups by point (those of series their identity index lists as rewritten), not on their
+//! whole table (a scan of every `__seq` of the table per statement before) nor on every row
+//! read: a row with a large `__seq` outside the statement's range or on a point written
+//! once leaves it pushed down, one on a point written twice sends it to the rows path, and
+//! all answer as the embedded engine (two real 18.16 shards).
 
 use std::time::Duration;
 
@@ -100,8 +101,21 @@ fn a_large_seq_outside_the_range_read_leaves_the_aggregate_pushed_down() {
     copy_h1_with_a_large_seq(&shards, 50_001_000_000, 950_000_000_000);
     check("a large __seq outside the range", "pushdown");
 
+    // h1's point at 50 s copied to 50.5 s (inside every statement's range, a point of its
+    // own: written once) with a large `__seq`, and written to the embedded server too: the
+    // statements read it as a point as it is, never ordering it by its write, so the
+    // aggregate stays pushed down (the shards do not even read `__seq` then).
+    copy_h1_with_a_large_seq(&shards, 50_001_000_000, 500_000_000);
+    let copied = "cpu,host=h1,dc=dc1 v=5.25,n=5i 50501000000";
+    assert_eq!(embedded.post("/write?db=d", copied).status(), 204);
+    check(
+        "a large __seq inside the range, on a point written once",
+        "pushdown",
+    );
+
     // The same point at 50 s written again with a large `__seq` (same values: the answers
-    // stay): the statements read it, the order does not pack, the rows are read instead.
+    // stay): the statements group it by point, the order does not pack, the rows are read
+    // instead.
     copy_h1_with_a_large_seq(&shards, 50_001_000_000, 0);
     check("a large __seq inside the range", "rows");
 }
