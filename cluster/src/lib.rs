@@ -83,7 +83,7 @@ pub use databases::{DatabaseLives, DROP_DONE};
 pub use error::ClusterError;
 pub use identified::Grouped;
 pub use identity::{IdentitySnapshot, MAX_REWRITTEN_SERIES};
-pub use read::{RowSelection, Source};
+pub use read::{RowSelection, Source, Unfiltered};
 pub use retention::{Expired, RetentionSetting};
 pub use series_of_tags::{series_in, TagValues, MAX_MAP_BYTES, MAX_PRUNED_SERIES};
 pub use shard::ShardMap;

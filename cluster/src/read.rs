@@ -10,7 +10,7 @@
 //! read, equal on small ones, `test_results/latest/tsbs_cluster.md` run 5). Bounded: more than
 //! `max_rows` rows over all shards fails the read rather than growing memory.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow::array::{
     ArrayRef, RecordBatch, TimestampNanosecondBuilder, UInt32Builder, UInt64Builder,
@@ -54,6 +54,25 @@ pub struct RowSelection<'a> {
     pub series_of: Option<&'a TagValues>,
     /// A statement over the shard table read in its place ([`Source`]).
     pub source: Option<Source<'a>>,
+}
+
+/// The series whose rows a read sent whatever [`RowSelection::pointwise`] says
+/// ([`Cluster::read_points`]): every row of theirs in the range came, a point maybe as
+/// several rows, the condition not applied.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unfiltered {
+    /// No series' rows were filtered (no condition, or a shard without its index).
+    pub every_series: bool,
+    /// These series' rows were not (sorted): the undelivered ones' and those some shard's
+    /// index lists as holding a point written twice.
+    pub series: Vec<u64>,
+}
+
+impl Unfiltered {
+    /// Whether the rows of `series` came unfiltered.
+    pub fn holds(&self, series: u64) -> bool {
+        self.every_series || self.series.binary_search(&series).is_ok()
+    }
 }
 
 /// A statement over the shard table (its name as [`Cluster::shard_table`] writes it) read in
@@ -110,6 +129,42 @@ impl Cluster {
         columns: &[(String, ColumnKind)],
         rows: RowSelection<'_>,
         max_rows: u64,
+    ) -> Result<Option<RecordBatch>, ClusterError> {
+        self.read_rows_noting(db, measurement, columns, rows, max_rows, None)
+    }
+
+    /// [`read_rows`](Self::read_rows), and which series' rows came without
+    /// [`RowSelection::pointwise`]: the others' rows are each a whole point that meets it
+    /// (a series lives on one shard, and its shard's index listed none of its points as
+    /// written twice when the read was checked).
+    pub fn read_points(
+        &self,
+        db: &str,
+        measurement: &str,
+        columns: &[(String, ColumnKind)],
+        rows: RowSelection<'_>,
+        max_rows: u64,
+    ) -> Result<(Option<RecordBatch>, Unfiltered), ClusterError> {
+        let noted = Mutex::new(Unfiltered {
+            every_series: rows.pointwise.is_none() || rows.source.is_some() || rows.last_per_series,
+            series: rows.whole_series.to_vec(),
+        });
+        let batch =
+            self.read_rows_noting(db, measurement, columns, rows, max_rows, Some(&noted))?;
+        let mut unfiltered = noted.into_inner().unwrap_or_else(|e| e.into_inner());
+        unfiltered.series.sort_unstable();
+        unfiltered.series.dedup();
+        Ok((batch, unfiltered))
+    }
+
+    fn read_rows_noting(
+        &self,
+        db: &str,
+        measurement: &str,
+        columns: &[(String, ColumnKind)],
+        rows: RowSelection<'_>,
+        max_rows: u64,
+        noted: Option<&Mutex<Unfiltered>>,
     ) -> Result<Option<RecordBatch>, ClusterError> {
         let table = schema::table(db, measurement);
         let mut filter = format!("`time` >= {} AND `time` <= {}", rows.min, rows.max);
@@ -207,6 +262,15 @@ impl Cluster {
                         None => filter.clone(),
                     };
                     let rewritten = snapshot.map(|s| s.rewritten.as_slice());
+                    // Every attempt's series, not only the last's: more than needed only
+                    // sends rows to the node's merge that did not need it.
+                    if let Some(noted) = noted {
+                        let mut noted = noted.lock().unwrap_or_else(|e| e.into_inner());
+                        match rewritten {
+                            Some(r) => noted.series.extend_from_slice(r),
+                            None => noted.every_series = true,
+                        }
+                    }
                     let (from, filter) = match (source, pointwise, rewritten) {
                         (Some(source), _, _) => (format!("({})", (source.0)(rewritten)), filter),
                         (None, Some(pointwise), Some(rewritten)) => (

@@ -23,6 +23,7 @@ mod cluster_policies;
 mod cluster_pushdown;
 mod cluster_pushdown_identity;
 mod cluster_pushdown_seq;
+mod cluster_raw;
 mod cluster_recreate;
 mod cluster_replicas;
 mod cluster_retention;

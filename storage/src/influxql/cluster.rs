@@ -25,10 +25,10 @@ use crate::Storage;
 
 /// Undelivered series beyond which a raw read's field condition stays on the node (each is
 /// named in the shards' statement).
-const MAX_WHOLE_SERIES: usize = 2_000;
+pub(crate) const MAX_WHOLE_SERIES: usize = 2_000;
 
 /// The distinct `series_id`s of `batch` (undelivered rows), sorted.
-fn series_of(batch: &engine::arrow::array::RecordBatch) -> Vec<u64> {
+pub(crate) fn series_of(batch: &engine::arrow::array::RecordBatch) -> Vec<u64> {
     use engine::arrow::array::AsArray;
     let mut ids: Vec<u64> = batch
         .column_by_name(engine::table::SERIES_ID)

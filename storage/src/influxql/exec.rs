@@ -161,6 +161,34 @@ impl Storage {
                                 tables.push((m.clone(), None));
                                 continue;
                             }
+                            // A raw read whose condition the shards apply whole: its
+                            // answer rows built here (`cluster_raw.rs`).
+                            let replan = |source: &str| {
+                                let target = plan::Target {
+                                    source: Some(source),
+                                    ..target
+                                };
+                                plan::plan(stmt, shape, target, &filter, req.now_ns)
+                            };
+                            let rows = self.cluster_raw_rows(
+                                c,
+                                &resolved.db,
+                                m,
+                                &probe,
+                                &filter.rest,
+                                req,
+                                &replan,
+                            )?;
+                            if let Some((rows, merged)) = rows {
+                                // The engine's merge of some series' rows is its own stage.
+                                let took = read.elapsed();
+                                *shards_spent += took;
+                                stages::add(Stage::Shards, took.saturating_sub(merged));
+                                stages::add(Stage::Engine, merged);
+                                pushed.insert(tables.len(), rows);
+                                tables.push((m.clone(), None));
+                                continue;
+                            }
                             let scan = self.cluster_scan(
                                 c,
                                 &resolved.db,
@@ -346,6 +374,23 @@ impl Storage {
         scan: &engine::ArrowScan,
         shard_rows: bool,
     ) -> Result<Vec<Row>, InfluxqlError> {
+        let (mut rows, order) = self.source_rows(plan, req, name, scan, shard_rows)?;
+        if let Some(order) = order {
+            order.sort(&mut rows);
+        }
+        Ok(rows)
+    }
+
+    /// [`read_source`](Self::read_source)'s rows before its sort, and the sort (a raw
+    /// answer's rows then carry the columns it orders by after the plan's).
+    pub(crate) fn source_rows(
+        &self,
+        plan: &Plan,
+        req: &InfluxqlRequest<'_>,
+        name: &str,
+        scan: &engine::ArrowScan,
+        shard_rows: bool,
+    ) -> Result<(Vec<Row>, Option<super::row_order::RowOrder>), InfluxqlError> {
         let (sql, order) = match shard_rows {
             true => sql::render_shard_rows(plan),
             false => (sql::render_with(plan, &Rewrites::All, None), None),
@@ -363,17 +408,14 @@ impl Storage {
                 "cannot hand a subquery's answer to the engine: {e}"
             ))
         })?;
-        let mut rows = self.engine_rows(
+        let rows = self.engine_rows(
             &numbered,
             req,
             plan.group_tags.len(),
             as_arrow(plan),
             &plan.measurement,
         )?;
-        if let Some(order) = order {
-            order.sort(&mut rows);
-        }
-        Ok(rows)
+        Ok((rows, order))
     }
 
     /// One read of the table (and `scan`'s rows), grouping into points only

@@ -17,6 +17,7 @@
 mod agg;
 mod cluster;
 mod cluster_last_point;
+mod cluster_raw;
 mod delete;
 pub mod error;
 mod exec;

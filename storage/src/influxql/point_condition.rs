@@ -23,38 +23,50 @@ pub(crate) fn point_condition(
 ) -> Option<String> {
     let pushed: Vec<String> = rest
         .iter()
-        .filter_map(|e| condition(e, schema, read))
+        .filter_map(|e| condition(e, schema, read, false))
         .collect();
     let sql = (!pushed.is_empty()).then(|| pushed.join(" AND "))?;
     (Some(&sql) != shard_condition(rest, schema).as_ref()).then_some(sql)
 }
 
-/// `e` as SQL over one row of a point (a conjunct left out of an `AND` widens it).
+/// [`point_condition`] when it is the whole of `rest`, no conjunct left out: a point of a
+/// series the shards applied it to is then one the statement keeps, with nothing left for
+/// the node to test (`cluster_raw.rs`).
+pub(crate) fn exact_point_condition(
+    rest: &[Expr],
+    schema: &MeasurementSchema,
+    read: &[(String, ColumnKind)],
+) -> Option<String> {
+    rest.iter()
+        .try_for_each(|e| condition(e, schema, read, true).map(drop))?;
+    point_condition(rest, schema, read)
+}
+
+/// `e` as SQL over one row of a point (a conjunct left out of an `AND` widens it, unless
+/// `strict`: then none is).
 fn condition(
     e: &Expr,
     schema: &MeasurementSchema,
     read: &[(String, ColumnKind)],
+    strict: bool,
 ) -> Option<String> {
+    let condition = |e: &Expr| condition(e, schema, read, strict);
     match e {
-        Expr::Paren(inner) => condition(inner, schema, read),
+        Expr::Paren(inner) => condition(inner),
         Expr::Binary {
             op: BinaryOp::And,
             lhs,
             rhs,
-        } => match (condition(lhs, schema, read), condition(rhs, schema, read)) {
+        } => match (condition(lhs), condition(rhs)) {
             (Some(l), Some(r)) => Some(format!("({l} AND {r})")),
-            (Some(one), None) | (None, Some(one)) => Some(one),
+            (Some(one), None) | (None, Some(one)) if !strict => Some(one),
             _ => None,
         },
         Expr::Binary {
             op: BinaryOp::Or,
             lhs,
             rhs,
-        } => Some(format!(
-            "({} OR {})",
-            condition(lhs, schema, read)?,
-            condition(rhs, schema, read)?
-        )),
+        } => Some(format!("({} OR {})", condition(lhs)?, condition(rhs)?)),
         Expr::Binary { op, lhs, rhs } => comparison(*op, lhs, rhs, schema, read)
             .or_else(|| shard_condition(std::slice::from_ref(e), schema)),
         _ => None,
@@ -122,6 +134,12 @@ mod tests {
     use super::*;
 
     fn pushed(q: &str) -> Option<String> {
+        pushed_with(q, point_condition)
+    }
+
+    type Render = fn(&[Expr], &MeasurementSchema, &[(String, ColumnKind)]) -> Option<String>;
+
+    fn pushed_with(q: &str, render: Render) -> Option<String> {
         let Statement::Select(stmt) = influxql::parse_statement(q).unwrap() else {
             panic!("not a SELECT: {q}");
         };
@@ -141,7 +159,7 @@ mod tests {
             ("n".to_string(), ColumnKind::Integer),
             ("s".to_string(), ColumnKind::String),
         ];
-        point_condition(&filter.rest, &schema, &read)
+        render(&filter.rest, &schema, &read)
     }
 
     #[test]
@@ -201,5 +219,30 @@ mod tests {
             None,
             "`both` is not read"
         );
+    }
+
+    #[test]
+    fn an_exact_condition_is_the_whole_condition_or_none() {
+        let exact = |q: &str| pushed_with(q, exact_point_condition);
+        assert_eq!(
+            exact("SELECT * FROM cpu WHERE v > 90 AND time > 0").as_deref(),
+            Some("`v` > 90")
+        );
+        assert_eq!(
+            exact("SELECT * FROM cpu WHERE (v < 1 OR n > 2) AND host = 'a'").as_deref(),
+            Some("(`v` < 1 OR `n` > 2) AND `host` = 'a'")
+        );
+        // A conjunct the shards cannot apply (a string field, arithmetic) would be left
+        // out: not exact.
+        assert_eq!(exact("SELECT * FROM cpu WHERE v > 90 AND s = 'x'"), None);
+        assert_eq!(
+            exact("SELECT * FROM cpu WHERE v > 90 AND (n > 1 AND s = 'x')"),
+            None
+        );
+        assert_eq!(exact("SELECT * FROM cpu WHERE v + 1 > 90"), None);
+        assert!(pushed("SELECT * FROM cpu WHERE v > 90 AND s = 'x'").is_some());
+        // Tags only or no condition: none (not a point condition at all).
+        assert_eq!(exact("SELECT * FROM cpu WHERE host = 'a'"), None);
+        assert_eq!(exact("SELECT * FROM cpu"), None);
     }
 }

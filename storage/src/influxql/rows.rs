@@ -163,7 +163,7 @@ fn batch_rows(batch: &RecordBatch, groups: usize, out: &mut Vec<Row>) -> Result<
 }
 
 /// One answer column, its Arrow type resolved (the engine's, as `value` reads the JSON form).
-enum Cells<'a> {
+pub(crate) enum Cells<'a> {
     Null,
     Float64(&'a dt_array::Float64Array),
     Float32(&'a dt_array::Float32Array),
@@ -183,7 +183,7 @@ enum Cells<'a> {
 }
 
 impl<'a> Cells<'a> {
-    fn of(col: &'a ArrayRef) -> Result<Cells<'a>, InfluxqlError> {
+    pub(crate) fn of(col: &'a ArrayRef) -> Result<Cells<'a>, InfluxqlError> {
         Ok(match col.data_type() {
             DataType::Null => Cells::Null,
             DataType::Float64 => Cells::Float64(col.as_primitive::<dt::Float64Type>()),
@@ -210,7 +210,7 @@ impl<'a> Cells<'a> {
     }
 
     /// Row `i`.
-    fn get(&self, i: usize) -> Value {
+    pub(crate) fn get(&self, i: usize) -> Value {
         let float = |f: f64| {
             // InfluxDB has no NaN or infinities to show: null.
             if f.is_finite() {
