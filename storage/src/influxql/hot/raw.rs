@@ -8,6 +8,7 @@
 use engine::quote_ident;
 use ingest::{FieldType, MeasurementSchema};
 
+use super::scratch::Scratch;
 use super::{Chosen, Test};
 use crate::hot::table::{Column, Plain, Series, Values};
 use crate::influxql::inline;
@@ -117,7 +118,7 @@ pub(super) fn rows(
             .filter_map(|name| fields.iter().position(|f| f == name))
             .collect(),
     );
-    let mut scratch: Vec<Plain> = ranked.iter().map(|_| Plain::default()).collect();
+    let mut scratch: Vec<Scratch> = ranked.iter().map(|_| Scratch::take()).collect();
     let held: Vec<&Plain> = ranked
         .iter()
         .zip(scratch.iter_mut())
