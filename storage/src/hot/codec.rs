@@ -130,21 +130,75 @@ fn put_signed(w: &mut BitWriter, v: i64) {
     }
 }
 
-#[inline]
-fn get_signed(r: &mut BitReader<'_>) -> i64 {
-    // Prefix and value from one 64-bit window, not a read per part (decoding
-    // is what a read of sealed chunks costs: TSBS `cpu-max-all-1` decodes
-    // 30k integers): every bucket but the widest fits in it, prefix included.
-    let last = WIDTHS.len() - 1;
-    let win = r.window();
-    let k = (win.trailing_ones() as usize).min(last);
-    if k == last {
-        r.pos += last;
-        return unzigzag(r.get(WIDTHS[last]));
+/// A [`BitReader`] with its next bits held: a run of codes reads a word
+/// pair once per 26 or more bits, not once per code (a 6-bit code of TSBS's
+/// integer fields read its window anew each time: `get_signed` was a sixth
+/// of a profile of `single-groupby-5-1-12`, most of its decoding).
+struct Cursor<'a> {
+    /// At the first bit of `win`.
+    r: BitReader<'a>,
+    /// The next bits, least significant first.
+    win: u64,
+    /// How many of `win`'s bits are the stream's (zeros past its end).
+    held: u32,
+}
+
+/// The bits a signed code takes at most, but the widest bucket's: the
+/// prefix (5) and 32 bits.
+const CODE_BITS: u32 = 37;
+
+impl<'a> Cursor<'a> {
+    fn new(r: BitReader<'a>) -> Cursor<'a> {
+        let win = r.window();
+        Cursor { r, win, held: 64 }
     }
-    let (prefix, width) = (k as u32 + 1, WIDTHS[k]);
-    r.pos += (prefix + width) as usize;
-    unzigzag((win >> prefix) & ((1u64 << width) - 1))
+
+    /// At least `n` (≤ 64) bits held.
+    #[inline]
+    fn hold(&mut self, n: u32) {
+        if self.held < n {
+            self.win = self.r.window();
+            self.held = 64;
+        }
+    }
+
+    /// Consumes `n` (≤ `held`) bits.
+    #[inline]
+    fn skip(&mut self, n: u32) {
+        self.win = self.win.checked_shr(n).unwrap_or(0);
+        self.held -= n;
+        self.r.pos += n as usize;
+    }
+
+    /// The next signed number ([`put_signed`]): prefix and value from the
+    /// held bits, which hold every bucket but the widest, prefix included.
+    #[inline]
+    fn signed(&mut self) -> i64 {
+        self.hold(CODE_BITS);
+        let last = WIDTHS.len() - 1;
+        let k = (self.win.trailing_ones() as usize).min(last);
+        if k == last {
+            self.r.pos += last;
+            let v = self.r.get(WIDTHS[last]);
+            self.win = self.r.window();
+            self.held = 64;
+            return unzigzag(v);
+        }
+        let (prefix, width) = (k as u32 + 1, WIDTHS[k]);
+        let v = (self.win >> prefix) & ((1u64 << width) - 1);
+        self.skip(prefix + width);
+        unzigzag(v)
+    }
+
+    /// How many of the next codes (at most `most`, ≤ 63) are a zero, a
+    /// bit each (a regular interval's delta-of-delta), consumed.
+    #[inline]
+    fn zeros(&mut self, most: usize) -> usize {
+        self.hold(CODE_BITS);
+        let run = (self.win.trailing_zeros().min(self.held) as usize).min(most);
+        self.skip(run as u32);
+        run
+    }
 }
 
 /// Ascending (or any) times: the first as is, then each delta-of-delta.
@@ -168,21 +222,40 @@ pub(crate) fn pack_times(times: &[i64]) -> Box<[u64]> {
 /// `max` (ascending times: those at or before `max`), appended to `out`; how
 /// many. A read decodes a chunk's points only as far as its range reaches.
 pub(crate) fn unpack_times_until(words: &[u64], n: usize, max: i64, out: &mut Vec<i64>) -> usize {
+    if n == 0 {
+        return 0;
+    }
     let mut r = BitReader::new(words);
-    let (mut prev, mut delta) = (0i64, 0i64);
     out.reserve(n);
-    for k in 0..n {
-        let t = if k == 0 {
-            r.get(64) as i64
-        } else {
-            delta = delta.wrapping_add(get_signed(&mut r));
-            prev.wrapping_add(delta)
-        };
-        if t > max {
-            return k;
+    let mut t = r.get(64) as i64;
+    if t > max {
+        return 0;
+    }
+    out.push(t);
+    let mut c = Cursor::new(r);
+    let (mut delta, mut k) = (0i64, 1);
+    while k < n {
+        // A run of zeros (the interval kept: 1,023 of TSBS's 1,024 times)
+        // from one look at the held bits, not a code at a time.
+        let run = c.zeros((n - k).min(63));
+        if run == 0 {
+            delta = delta.wrapping_add(c.signed());
+            t = t.wrapping_add(delta);
+            if t > max {
+                return k;
+            }
+            out.push(t);
+            k += 1;
+            continue;
         }
-        out.push(t);
-        prev = t;
+        for _ in 0..run {
+            t = t.wrapping_add(delta);
+            if t > max {
+                return k;
+            }
+            out.push(t);
+            k += 1;
+        }
     }
     n
 }
@@ -304,16 +377,17 @@ pub(crate) fn unpack_floats(
     if r.bit() {
         let p = SCALES[r.get(3) as usize];
         let mut prev = 0i64;
+        let mut c = Cursor::new(r);
         if all {
             out.extend((0..take).map(|_| {
-                prev = prev.wrapping_add(get_signed(&mut r));
+                prev = prev.wrapping_add(c.signed());
                 prev as f64 / p
             }));
             return;
         }
         for &ok in &valid[from..] {
             if ok {
-                prev = prev.wrapping_add(get_signed(&mut r));
+                prev = prev.wrapping_add(c.signed());
                 out.push(prev as f64 / p);
             } else {
                 out.push(0.0);
@@ -359,7 +433,7 @@ struct Xor {
 impl Xor {
     /// The next value. Control bits, header and meaningful bits from one
     /// 64-bit window where they fit in it (all but the longest XORs), as
-    /// `get_signed` reads integers: a read per part was most of what a
+    /// [`Cursor::signed`] reads integers: a read per part was most of what a
     /// float cost to decode.
     #[inline]
     fn next(&mut self, r: &mut BitReader<'_>) -> u64 {
@@ -415,17 +489,18 @@ pub(crate) fn unpack_ints<T>(
     let all = get_valid(&mut r, n, take, valid);
     out.reserve(take);
     let mut prev = 0i64;
+    let mut c = Cursor::new(r);
     if all {
         // No validity to test per point: the loop is the bits' alone.
         out.extend((0..take).map(|_| {
-            prev = prev.wrapping_add(get_signed(&mut r));
+            prev = prev.wrapping_add(c.signed());
             to(prev)
         }));
         return;
     }
     for &ok in &valid[from..] {
         if ok {
-            prev = prev.wrapping_add(get_signed(&mut r));
+            prev = prev.wrapping_add(c.signed());
             out.push(to(prev));
         } else {
             out.push(to(0));

@@ -124,6 +124,148 @@ fn xor_floats() -> impl Strategy<Value = (Vec<f64>, Vec<bool>)> {
     ])
 }
 
+/// A signed code as it was read before the [`Cursor`] held its bits: a
+/// window read anew for each code.
+fn get_signed_by_window(r: &mut BitReader<'_>) -> i64 {
+    let last = WIDTHS.len() - 1;
+    let win = r.window();
+    let k = (win.trailing_ones() as usize).min(last);
+    if k == last {
+        r.pos += last;
+        return unzigzag(r.get(WIDTHS[last]));
+    }
+    let (prefix, width) = (k as u32 + 1, WIDTHS[k]);
+    r.pos += (prefix + width) as usize;
+    unzigzag((win >> prefix) & ((1u64 << width) - 1))
+}
+
+/// Times as they were decoded before (a code at a time), up to `max`.
+fn unpack_times_by_window(words: &[u64], n: usize, max: i64) -> Vec<i64> {
+    let mut r = BitReader::new(words);
+    let (mut prev, mut delta) = (0i64, 0i64);
+    let mut out = Vec::new();
+    for k in 0..n {
+        let t = if k == 0 {
+            r.get(64) as i64
+        } else {
+            delta = delta.wrapping_add(get_signed_by_window(&mut r));
+            prev.wrapping_add(delta)
+        };
+        if t > max {
+            break;
+        }
+        out.push(t);
+        prev = t;
+    }
+    out
+}
+
+/// Integers (all valid) as they were decoded before, a code at a time.
+fn unpack_ints_by_window(words: &[u64], n: usize) -> Vec<i64> {
+    let mut r = BitReader::new(words);
+    assert!(r.bit(), "all valid");
+    let mut prev = 0i64;
+    (0..n)
+        .map(|_| {
+            prev = prev.wrapping_add(get_signed_by_window(&mut r));
+            prev
+        })
+        .collect()
+}
+
+/// Times as a collector writes them: runs at one interval (longer than a
+/// word of one-bit codes, too), a late or early point now and then, a gap,
+/// a jump of any size (the widest code).
+fn regular_times() -> impl Strategy<Value = Vec<i64>> {
+    let step = prop_oneof![
+        8 => Just(0i64),
+        2 => -3i64..4,
+        1 => -1_000_000i64..1_000_000,
+        1 => any::<i64>(),
+    ];
+    (
+        any::<i64>(),
+        1i64..20_000_000_000,
+        prop::collection::vec((step, 1usize..150), 0..20),
+    )
+        .prop_map(|(start, interval, runs)| {
+            let mut t = start;
+            let mut out = vec![t];
+            for (jitter, len) in runs {
+                for k in 0..len {
+                    let d = if k == 0 {
+                        interval.wrapping_add(jitter)
+                    } else {
+                        interval
+                    };
+                    t = t.wrapping_add(d);
+                    out.push(t);
+                }
+            }
+            out
+        })
+}
+
+/// Steps of a random walk (six-bit codes), with some of every bucket.
+fn walk() -> impl Strategy<Value = Vec<i64>> {
+    prop::collection::vec(
+        prop_oneof![
+            10 => -7i64..8,
+            2 => -120i64..120,
+            1 => -30_000i64..30_000,
+            1 => -2_000_000_000i64..2_000_000_000,
+            1 => any::<i64>(),
+        ],
+        0..700,
+    )
+    .prop_map(|steps| {
+        let mut v = 0i64;
+        steps
+            .into_iter()
+            .map(|s| {
+                v = v.wrapping_add(s);
+                v
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    /// The cursor's decoding (held bits, runs of one-bit zeros at once)
+    /// gives what decoding a code at a time gave, up to any `max`.
+    #[test]
+    fn held_bits_decode_times_as_a_code_at_a_time_did(
+        times in regular_times(),
+        cut in 0.0f64..=1.0,
+    ) {
+        let words = pack_times(&times);
+        let n = times.len();
+        let mut sorted = times.clone();
+        sorted.sort_unstable();
+        let max = sorted[((n - 1) as f64 * cut) as usize];
+        for max in [max, i64::MAX, i64::MIN] {
+            let mut got = vec![7];
+            let kept = unpack_times_until(&words, n, max, &mut got);
+            let want = unpack_times_by_window(&words, n, max);
+            prop_assert_eq!(kept, want.len());
+            prop_assert_eq!(&got[1..], &want[..]);
+        }
+        let mut all = Vec::new();
+        unpack_times(&words, n, &mut all);
+        prop_assert_eq!(all, times);
+    }
+
+    #[test]
+    fn held_bits_decode_integers_as_a_code_at_a_time_did(values in walk()) {
+        let valid = vec![true; values.len()];
+        let words = pack_ints(values.iter().copied(), &valid);
+        let (mut out, mut ok) = (Vec::new(), Vec::new());
+        unpack_ints(&words, values.len(), values.len(), &mut ok, &mut out, |v| v);
+        prop_assert_eq!(&out, &unpack_ints_by_window(&words, values.len()));
+        prop_assert_eq!(out, values);
+    }
+}
+
 proptest! {
     #[test]
     fn the_windowed_xor_decoder_gives_the_bits_the_decoder_by_parts_gave(

@@ -318,6 +318,15 @@ impl Plain {
         from..to.max(from)
     }
 
+    /// Points of room its largest buffer has (times or a column's).
+    pub(crate) fn capacity(&self) -> usize {
+        self.columns
+            .iter()
+            .flatten()
+            .map(|c| c.valid.capacity())
+            .fold(self.times.capacity(), usize::max)
+    }
+
     /// Columns (fields) held.
     pub(crate) fn cells(&self) -> usize {
         self.columns.iter().flatten().count()

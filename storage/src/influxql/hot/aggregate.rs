@@ -15,8 +15,9 @@ use std::ops::Range;
 
 use super::acc::{pick, Acc, Agg, Picked, Spec};
 use super::bucket::{Bucket, Layout, Slots};
+use super::scratch::Scratch;
 use super::Chosen;
-use crate::hot::table::{Column, Plain, Values};
+use crate::hot::table::{Column, Values};
 use crate::influxql::plan::{Aggregate, Plan};
 use crate::influxql::rows::Row;
 use crate::influxql::series::Value;
@@ -53,9 +54,14 @@ pub(super) fn aggregate_rows(
     // Each group's buckets, as slots into one arena of aggregates (`width`
     // per bucket) and picks: no allocation per bucket.
     let mut groups: BTreeMap<Vec<String>, Slots> = BTreeMap::new();
-    let mut accs: Vec<Acc> = Vec::new();
-    let mut picks: Vec<Picked> = Vec::new();
-    let mut scratch = Plain::default();
+    // Room for one group's buckets at once (a dense layout knows how many
+    // windows the range has; `single-groupby-*-12`: 720), not grown by
+    // doubling bucket after bucket; at most a few thousand, for a range of
+    // many windows may hold few points.
+    let buckets = layout.windows().min(4096);
+    let mut accs: Vec<Acc> = Vec::with_capacity(buckets * width);
+    let mut picks: Vec<Picked> = Vec::with_capacity(buckets);
+    let mut scratch = Scratch::take();
     let mut runs: Vec<(u32, Range<usize>)> = Vec::new();
     let reads = chosen.reads(index.iter().flatten().copied().collect());
     for (_, s, test) in &chosen.series {

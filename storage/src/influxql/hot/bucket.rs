@@ -115,6 +115,12 @@ impl Layout {
         Layout { dense }
     }
 
+    /// The windows of a dense layout (one group's most buckets); 0 where
+    /// the buckets are not known ahead.
+    pub(super) fn windows(self) -> usize {
+        self.dense.map_or(0, |(_, _, windows)| windows)
+    }
+
     pub(super) fn slots(self) -> Slots {
         match self.dense {
             Some((base, interval, windows)) => Slots::Dense {

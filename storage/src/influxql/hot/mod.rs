@@ -44,6 +44,7 @@ mod cond;
 mod index_tests;
 mod pattern;
 mod raw;
+mod scratch;
 #[cfg(test)]
 mod skip_tests;
 mod tag_values;
