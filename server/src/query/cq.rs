@@ -49,7 +49,9 @@ pub(super) fn execute<S: Store>(
                 .map(|(db, rows)| {
                     let values = rows
                         .into_iter()
-                        .map(|(name, query)| vec![Value::String(name), Value::String(query)])
+                        .map(|(name, query)| {
+                            vec![Value::String(name.into()), Value::String(query.into())]
+                        })
                         .collect();
                     Series::untagged(&db, &["name", "query"], values)
                 })

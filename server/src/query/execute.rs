@@ -33,7 +33,7 @@ fn need_db(on: Option<&str>, db: Option<&str>) -> Result<String, ApiError> {
         .ok_or_else(|| ApiError::Query("database name required".into()))
 }
 
-fn text(s: impl Into<String>) -> Value {
+fn text(s: impl Into<std::sync::Arc<str>>) -> Value {
     Value::String(s.into())
 }
 

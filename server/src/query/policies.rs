@@ -80,9 +80,9 @@ pub(super) fn show<S: Store>(state: &AppState<S>, db: &str) -> Result<StatementR
         .into_iter()
         .map(|p| {
             vec![
-                Value::String(p.name),
-                Value::String(super::format_duration(p.duration_secs)),
-                Value::String(super::format_duration(p.shard_secs)),
+                Value::String(p.name.into()),
+                Value::String(super::format_duration(p.duration_secs).into()),
+                Value::String(super::format_duration(p.shard_secs).into()),
                 Value::Integer(1),
                 Value::Boolean(p.default),
             ]

@@ -44,7 +44,7 @@ pub(super) fn execute<S: Store>(
             let values = auth
                 .show_users()
                 .into_iter()
-                .map(|(name, admin)| vec![Value::String(name), Value::Boolean(admin)])
+                .map(|(name, admin)| vec![Value::String(name.into()), Value::Boolean(admin)])
                 .collect();
             return Ok(StatementResult::of(vec![Series::untagged(
                 "",
@@ -57,7 +57,7 @@ pub(super) fn execute<S: Store>(
                 .show_grants(&user)
                 .map_err(error)?
                 .into_iter()
-                .map(|(db, p)| vec![Value::String(db), Value::String(p.as_str().into())])
+                .map(|(db, p)| vec![Value::String(db.into()), Value::String(p.as_str().into())])
                 .collect();
             return Ok(StatementResult::of(vec![Series::untagged(
                 "",

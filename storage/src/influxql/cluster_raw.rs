@@ -283,15 +283,11 @@ fn built_rows(
             Cell::Field(f) => f.get(i),
             Cell::Tag(t) => match t.value(i) {
                 "" => Value::Null,
-                v => Value::String(v.to_string()),
+                v => Value::String(v.into()),
             },
             Cell::Null => Value::Null,
         }));
-        values.extend(
-            order_tags
-                .iter()
-                .map(|t| Value::String(t.value(i).to_string())),
-        );
+        values.extend(order_tags.iter().map(|t| Value::String(t.value(i).into())));
         values.push(Value::Unsigned(id));
         rows.push(Row {
             time: Some(time.value(i)),

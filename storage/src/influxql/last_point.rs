@@ -88,7 +88,7 @@ fn value(cell: Option<&Cell>) -> Value {
         Some(Cell::Float(_)) => Value::Null,
         Some(Cell::Integer(i)) => Value::Integer(*i),
         Some(Cell::Unsigned(u)) => Value::Unsigned(*u),
-        Some(Cell::String(s)) => Value::String(s.to_string()),
+        Some(Cell::String(s)) => Value::String(s.as_ref().into()),
         Some(Cell::Boolean(b)) => Value::Boolean(*b),
     }
 }
@@ -288,7 +288,7 @@ pub(super) fn answer(
                     match s {
                         Shown::Tag(_) => match tag(c) {
                             "" => Value::Null,
-                            v => Value::String(v.to_string()),
+                            v => Value::String(v.into()),
                         },
                         Shown::Field(_) => value(c),
                     }

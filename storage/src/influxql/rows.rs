@@ -241,13 +241,13 @@ impl<'a> Cells<'a> {
             Cells::UInt16(a) => cell!(a, |v: u16| Value::Unsigned(v.into())),
             Cells::UInt8(a) => cell!(a, |v: u8| Value::Unsigned(v.into())),
             Cells::Boolean(a) => cell!(a, Value::Boolean),
-            Cells::Utf8(a) => cell!(a, |v: &str| Value::String(v.to_string())),
-            Cells::LargeUtf8(a) => cell!(a, |v: &str| Value::String(v.to_string())),
+            Cells::Utf8(a) => cell!(a, |v: &str| Value::String(v.into())),
+            Cells::LargeUtf8(a) => cell!(a, |v: &str| Value::String(v.into())),
             Cells::Binary(a) => cell!(a, |v: &[u8]| Value::String(
-                String::from_utf8_lossy(v).into_owned()
+                String::from_utf8_lossy(v).into()
             )),
             Cells::LargeBinary(a) => cell!(a, |v: &[u8]| Value::String(
-                String::from_utf8_lossy(v).into_owned()
+                String::from_utf8_lossy(v).into()
             )),
         }
     }
@@ -277,7 +277,7 @@ pub(crate) fn value(cell: &Json, engine_type: &str) -> Result<Value, InfluxqlErr
     }
     if engine_type.starts_with("Array(") {
         // A group's points for a reducer (`reduce.rs` decodes them).
-        return Ok(Value::String(cell.to_string()));
+        return Ok(Value::String(cell.to_string().into()));
     }
     let t = base_type(engine_type);
     let text = match cell {
@@ -305,7 +305,7 @@ pub(crate) fn value(cell: &Json, engine_type: &str) -> Result<Value, InfluxqlErr
             Json::Number(n) => Value::Boolean(n.as_u64() != Some(0)),
             _ => return Err(bad()),
         },
-        "String" => Value::String(text.ok_or_else(bad)?.to_string()),
+        "String" => Value::String(text.ok_or_else(bad)?.into()),
         t if t.starts_with("UInt") => {
             let n = match (cell.as_u64(), text) {
                 (Some(n), _) => n,

@@ -66,7 +66,7 @@ impl Storage {
                     read_path::record(read_path::Path::Hot, started.elapsed());
                     let values = pairs
                         .into_iter()
-                        .map(|(k, v)| vec![Value::String(k), Value::String(v)])
+                        .map(|(k, v)| vec![Value::String(k.into()), Value::String(v.into())])
                         .collect();
                     push(
                         &mut out,
@@ -86,17 +86,19 @@ impl Storage {
                 continue;
             }
             match statement {
-                Statement::ShowMeasurements(_) => flat.push(vec![Value::String(m.name.clone())]),
+                Statement::ShowMeasurements(_) => {
+                    flat.push(vec![Value::String(m.name.as_str().into())])
+                }
                 Statement::ShowSeries(_) => flat.extend(
                     sets.iter()
-                        .map(|s| vec![Value::String(series_key(&m.name, &keys, s))]),
+                        .map(|s| vec![Value::String(series_key(&m.name, &keys, s).into())]),
                 ),
                 Statement::ShowTagKeys(_) => {
                     let values = keys
                         .iter()
                         .enumerate()
                         .filter(|(i, _)| sets.iter().any(|s| !s[*i].is_empty()))
-                        .map(|(_, k)| vec![Value::String(k.clone())])
+                        .map(|(_, k)| vec![Value::String(k.as_str().into())])
                         .collect();
                     push(&mut out, &m.name, &["tagKey"], page(values, limit, offset));
                 }
@@ -113,7 +115,7 @@ impl Storage {
                     pairs.dedup();
                     let values = pairs
                         .into_iter()
-                        .map(|(k, v)| vec![Value::String(k), Value::String(v)])
+                        .map(|(k, v)| vec![Value::String(k.into()), Value::String(v.into())])
                         .collect();
                     push(
                         &mut out,
@@ -277,7 +279,7 @@ fn strings(rows: Vec<super::rows::Row>) -> Vec<Vec<String>> {
             r.values
                 .into_iter()
                 .map(|v| match v {
-                    Value::String(s) => s,
+                    Value::String(s) => s.to_string(),
                     _ => String::new(),
                 })
                 .collect()

@@ -207,7 +207,7 @@ fn text(v: &Value) -> Option<String> {
         Value::Float(f) => f.to_string(),
         Value::Integer(i) | Value::Time(i) => i.to_string(),
         Value::Unsigned(u) => u.to_string(),
-        Value::String(s) => s.clone(),
+        Value::String(s) => s.to_string(),
         Value::Boolean(b) => b.to_string(),
     })
 }

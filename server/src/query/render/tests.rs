@@ -439,7 +439,12 @@ fn chunked_show_statements() {
         columns: std::sync::Arc::new(vec!["key".into(), "value".into()]),
         values: hosts
             .iter()
-            .map(|h| vec![Value::String("host".into()), Value::String(h.to_string())])
+            .map(|h| {
+                vec![
+                    Value::String("host".into()),
+                    Value::String(h.to_string().into()),
+                ]
+            })
             .collect(),
         ..Series::default()
     };
@@ -467,7 +472,7 @@ fn chunked_show_statements() {
         columns: std::sync::Arc::new(vec!["key".into()]),
         values: ["big,host=a", "big,host=b", "fl"]
             .iter()
-            .map(|k| vec![Value::String(k.to_string())])
+            .map(|k| vec![Value::String(k.to_string().into())])
             .collect(),
         ..Series::default()
     }]);

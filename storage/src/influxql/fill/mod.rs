@@ -263,7 +263,7 @@ fn literal_value(lit: &Literal) -> Value {
 fn cast_in_column(lit: &Literal, kind: Option<FieldType>) -> Value {
     let v = literal_value(lit);
     match kind {
-        Some(FieldType::String) => Value::String(String::new()),
+        Some(FieldType::String) => Value::String("".into()),
         Some(FieldType::Boolean) => Value::Boolean(false),
         Some(k) => cast_number(v, k),
         None => v,

@@ -21,7 +21,7 @@ fn i(x: i64) -> Value {
     Value::Integer(x)
 }
 fn s(x: &str) -> Value {
-    Value::String(x.to_string())
+    Value::String(x.into())
 }
 const N: Value = Value::Null;
 

@@ -184,7 +184,7 @@ pub(super) fn rows(
                     Col::Null => Cell::Fixed(Value::Null),
                     Col::Tag(t) => Cell::Fixed(match s.tag(t) {
                         "" => Value::Null,
-                        v => Value::String(v.to_string()),
+                        v => Value::String(v.into()),
                     }),
                     Col::Field(f) => match column(s, f).and_then(|c| p.columns[c].as_ref()) {
                         Some(c) => Cell::Field(c),
@@ -233,6 +233,6 @@ fn value(c: &Column, i: usize) -> Value {
         Values::Integer(v) => Value::Integer(v[i]),
         Values::Unsigned(v) => Value::Unsigned(v[i]),
         Values::Boolean(v) => Value::Boolean(v[i]),
-        Values::String(v) => Value::String(v[i].to_string()),
+        Values::String(v) => Value::String(v[i].clone()),
     }
 }

@@ -109,7 +109,7 @@ impl Scalar {
             Scalar::Float(f) => float(f),
             Scalar::Int(i) => Value::Integer(i),
             Scalar::UInt(u) => Value::Unsigned(u),
-            Scalar::Str(s) => Value::String(s),
+            Scalar::Str(s) => Value::String(s.into()),
         }
     }
 }
