@@ -20,9 +20,8 @@ use std::time::{Duration, Instant};
 use cluster::{Cluster, RowSelection, Unfiltered};
 use engine::arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use engine::arrow::datatypes::{TimestampNanosecondType, UInt64Type};
-use engine::quote_ident;
 use influxql::ast::Expr;
-use ingest::{FieldType, MeasurementSchema};
+use ingest::MeasurementSchema;
 
 use super::cluster::{columns_read, series_of, shard_condition, unavailable, MAX_WHOLE_SERIES};
 use super::error::InfluxqlError;
@@ -32,21 +31,12 @@ use super::row_order::RowOrder;
 use super::rows::{Cells, Row};
 use super::series::Value;
 use super::series_prune::tag_values;
+use super::shown::{Col, Names};
 use super::InfluxqlRequest;
 use crate::Storage;
 
 /// The plan of the same statement over a table of shard rows (its SQL name given).
 pub(crate) type Replan<'a> = dyn Fn(&str) -> Result<Option<Plan>, InfluxqlError> + 'a;
-
-/// One column of an answer row built here.
-enum Col {
-    /// A field of the measurement, by name.
-    Field(String),
-    /// A tag shown: null where the series lacks it.
-    Tag(String),
-    /// A name the measurement does not have.
-    Null,
-}
 
 /// What the rows built here hold: the plan's columns, then what the sort reads
 /// ([`RowOrder::of`]: each order tag not shown, as the engine has it, then the series id).
@@ -62,32 +52,12 @@ impl Layout {
     /// renders them (as the hot store's raw read takes them, `hot/raw.rs`), and the sort's
     /// added columns are the order tags not shown and the series id.
     fn of(plan: &Plan, schema: &MeasurementSchema, added: usize) -> Option<Layout> {
-        let field = |sql: &str| {
-            schema
-                .fields
-                .iter()
-                .find(|(f, t)| quote_ident(f) == sql && *t != FieldType::UInteger)
-                .map(|(f, _)| f.clone())
-        };
-        let tag = |k: &String| format!("nullIf({}, '')", quote_ident(k));
-        let cols = plan
-            .columns
-            .iter()
-            .map(|c| {
-                if c.sql == "NULL" {
-                    Some(Col::Null)
-                } else if let Some(f) = field(&c.sql) {
-                    Some(Col::Field(f))
-                } else {
-                    let k = schema.tag_keys.iter().find(|k| tag(k) == c.sql)?;
-                    Some(Col::Tag(k.clone()))
-                }
-            })
-            .collect::<Option<Vec<_>>>()?;
+        let names = Names::of(schema);
+        let cols = names.columns(plan)?;
         let order_tags: Vec<String> = plan
             .order_tags
             .iter()
-            .filter(|t| !plan.columns.iter().any(|c| c.sql == tag(t)))
+            .filter(|t| !cols.iter().any(|c| matches!(c, Col::Tag(k) if k == *t)))
             .cloned()
             .collect();
         let present = match plan.nonnull_implied {
@@ -95,7 +65,7 @@ impl Layout {
             false => plan
                 .nonnull
                 .iter()
-                .map(|sql| field(sql))
+                .map(|sql| names.field(sql))
                 .collect::<Option<Vec<_>>>()?,
         };
         (order_tags.len() + 1 == added).then_some(Layout {

@@ -43,6 +43,7 @@ pub mod selector;
 pub mod series;
 mod series_prune;
 mod show;
+mod shown;
 mod sql;
 pub mod stages;
 mod subquery;

@@ -5,8 +5,7 @@
 //! expanded it: InfluxDB's order); a column that is anything else (arithmetic,
 //! a cast, a transformation) leaves the statement to the engine.
 
-use engine::quote_ident;
-use ingest::{FieldType, MeasurementSchema};
+use ingest::MeasurementSchema;
 
 use super::scratch::Scratch;
 use super::{Chosen, Test};
@@ -15,16 +14,7 @@ use crate::influxql::inline;
 use crate::influxql::plan::Plan;
 use crate::influxql::rows::Row;
 use crate::influxql::series::Value;
-
-/// One shown column.
-enum Col {
-    /// A field of the measurement, by name.
-    Field(String),
-    /// A tag: null where the series lacks it.
-    Tag(String),
-    /// A name the measurement does not have.
-    Null,
-}
+use crate::influxql::shown::{Col, Names};
 
 /// A raw statement's columns, and the fields of which one shows a point.
 pub(super) struct Shown {
@@ -36,45 +26,12 @@ impl Shown {
     /// The plan's columns when each is a field, a tag or null as `expr.rs`'s
     /// `value_ref` renders them.
     pub(super) fn of(plan: &Plan, schema: &MeasurementSchema) -> Option<Shown> {
-        // Each name's SQL rendered once, not once per column compared with
-        // it: TSBS `high-cpu-1`'s `SELECT *` (20 columns, 10 fields and 10
-        // tags) rendered some 400 names per statement.
-        let fields: Vec<(String, &String)> = schema
-            .fields
-            .iter()
-            .filter(|(_, t)| *t != FieldType::UInteger)
-            .map(|(f, _)| (quote_ident(f), f))
-            .collect();
-        let tags: Vec<(String, &String)> = schema
-            .tag_keys
-            .iter()
-            .map(|k| (format!("nullIf({}, '')", quote_ident(k)), k))
-            .collect();
-        let find = |names: &[(String, &String)], sql: &str| {
-            names
-                .iter()
-                .find(|(q, _)| q == sql)
-                .map(|(_, name)| (*name).clone())
-        };
-        let field = |sql: &str| find(&fields, sql);
-        let tag = |sql: &str| find(&tags, sql);
-        let cols = plan
-            .columns
-            .iter()
-            .map(|c| {
-                if c.sql == "NULL" {
-                    Some(Col::Null)
-                } else if let Some(f) = field(&c.sql) {
-                    Some(Col::Field(f))
-                } else {
-                    tag(&c.sql).map(Col::Tag)
-                }
-            })
-            .collect::<Option<Vec<_>>>()?;
+        let names = Names::of(schema);
+        let cols = names.columns(plan)?;
         let present = plan
             .nonnull
             .iter()
-            .map(|sql| field(sql))
+            .map(|sql| names.field(sql))
             .collect::<Option<Vec<_>>>()?;
         Some(Shown { cols, present })
     }
