@@ -10,6 +10,7 @@ use engine::table::ColumnKind;
 
 use crate::read::folds_listing;
 use crate::row_binary::Builder;
+use crate::series_tags::{GroupTag, GroupedBy};
 use crate::{folded, schema, Cluster, ClusterError, Grouped, IdentitySnapshot, TagValues};
 
 impl Cluster {
@@ -37,6 +38,28 @@ impl Cluster {
         out: &[(String, ColumnKind)],
         max_rows: u64,
     ) -> Result<(Option<RecordBatch>, Grouped), ClusterError> {
+        let sql = |k, snapshot: Option<&IdentitySnapshot>, series: Option<&[u64]>, _| {
+            sql(k, snapshot, series)
+        };
+        self.read_partials_by_series(db, measurement, columns, prune, &[], sql, out, max_rows)
+    }
+
+    /// [`Cluster::read_partials`] where the statement groups by the tags `tags` (columns of
+    /// `out`): `sql`'s last argument says whether shard `k` groups by series instead, then
+    /// with the series id (`series_id` cast to `String`) in each of those columns; the node
+    /// puts each series' value of the tag in its place ([`crate::series_tags`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_partials_by_series(
+        &self,
+        db: &str,
+        measurement: &str,
+        columns: &[(String, ColumnKind)],
+        prune: Option<&TagValues>,
+        tags: &[GroupTag],
+        sql: impl Fn(usize, Option<&IdentitySnapshot>, Option<&[u64]>, bool) -> String + Sync,
+        out: &[(String, ColumnKind)],
+        max_rows: u64,
+    ) -> Result<(Option<RecordBatch>, Grouped), ClusterError> {
         let list: Vec<String> = out
             .iter()
             .enumerate()
@@ -46,17 +69,46 @@ impl Cluster {
         let placeholders: Vec<String> = out.iter().map(|(_, k)| folded::placeholder(*k)).collect();
         let (answers, grouped) =
             self.read_identified(db, measurement, columns, prune, |k, snapshot, series| {
-                let from = format!("({})", sql(k, snapshot, series));
-                let limit = max_rows.saturating_add(1);
-                if snapshot.is_none() || !folds_listing() {
-                    let sql = format!(
-                        "SELECT {} FROM {from} LIMIT {limit} FORMAT RowBinary",
-                        list.join(", ")
-                    );
-                    return Ok((self.http.statement_bytes(k, &sql)?, None));
+                let read = |by_series: bool| {
+                    let from = format!("({})", sql(k, snapshot, series, by_series));
+                    let limit = max_rows.saturating_add(1);
+                    if snapshot.is_none() || !folds_listing() {
+                        let sql = format!(
+                            "SELECT {} FROM {from} LIMIT {limit} FORMAT RowBinary",
+                            list.join(", ")
+                        );
+                        return Ok((self.http.statement_bytes(k, &sql)?, None));
+                    }
+                    let sql =
+                        folded::statement(&list, &placeholders, &from, limit, db, measurement);
+                    self.read_folded(k, &sql, &cells)
+                };
+                if !self.groups_by_series(k, db, measurement, tags)? {
+                    if !tags.is_empty() {
+                        GroupedBy::Tags.count();
+                    }
+                    return read(false);
                 }
-                let sql = folded::statement(&list, &placeholders, &from, limit, db, measurement);
-                self.read_folded(k, &sql, &cells)
+                let (rows, listed) = read(true)?;
+                let cells = &cells;
+                match self.tags_of_series(
+                    k,
+                    db,
+                    measurement,
+                    tags,
+                    cells,
+                    &rows,
+                    listed.as_deref(),
+                )? {
+                    Some(rows) => {
+                        GroupedBy::Series.count();
+                        Ok((rows, listed))
+                    }
+                    None => {
+                        GroupedBy::TagsAgain.count();
+                        read(false)
+                    }
+                }
             })?;
         let mut cols: Vec<Builder> = out.iter().map(|(_, k)| Builder::new(*k)).collect();
         let rows = self.each_row(&answers, max_rows, |r| {

@@ -46,9 +46,10 @@ use crate::{schema, Cluster, ClusterError};
 /// Maps kept; the least recently used is forgotten beyond.
 pub(crate) const MAX_MAPS: usize = 64;
 
-/// The most bytes one map holds (its values and ids, with the sets' overhead): about
-/// 100,000 series of TSBS `cpu`'s `hostname`.
-pub const MAX_MAP_BYTES: usize = 4 << 20;
+/// The most bytes one map holds (its values and ids, each series' value, with the sets'
+/// overhead): about 45,000 series of TSBS `cpu`'s `hostname` (132 bytes each; 4 MiB held
+/// as many before each series' value was kept too).
+pub const MAX_MAP_BYTES: usize = 6 << 20;
 
 /// The most series ids a statement names on one shard (each written in its SQL): past it
 /// the shard is read unpruned.
@@ -117,6 +118,9 @@ struct TagMap {
     /// The parts listed last: name → (rows, modification time).
     parts: HashMap<String, (u64, u64)>,
     series: HashMap<String, BTreeSet<u64>>,
+    /// Each series' value: what a read grouped by series maps its ids back to
+    /// (`crate::series_tags`).
+    tags: HashMap<u64, String>,
     bytes: usize,
     /// Past [`MAX_MAP_BYTES`]: not kept, reads unpruned.
     oversized: bool,
@@ -130,6 +134,11 @@ impl TagMap {
         }
         if self.series.entry(value.to_string()).or_default().insert(id) {
             self.bytes += 8 + ID_OVERHEAD;
+        }
+        // A series holds one value of a tag (its key); only the first is kept.
+        if let std::collections::hash_map::Entry::Vacant(e) = self.tags.entry(id) {
+            self.bytes += 8 + value.len() + ID_OVERHEAD;
+            e.insert(value.to_string());
         }
     }
 
@@ -257,6 +266,64 @@ impl Cluster {
             .is_some_and(|now| now.iter().all(|id| used.binary_search(id).is_ok())))
     }
 
+    /// How many series and how many values of `tag` shard `k`'s table of `db`.`measurement`
+    /// holds, as its map stands (loaded at its first use, not brought up to date: only a
+    /// hint); `None` where no map is kept (off, replicas, over the bound).
+    pub(crate) fn series_and_values(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+        tag: &str,
+    ) -> Result<Option<(usize, usize)>, ClusterError> {
+        if !enabled() || self.http.replicas(k) > 1 {
+            return Ok(None);
+        }
+        let entry = self
+            .tag_maps
+            .entry((k, db.into(), measurement.into(), tag.into()));
+        let mut map = entry.map.lock();
+        if !map.loaded && !map.oversized {
+            self.refresh_tag_map(k, db, measurement, tag, &mut map, None)?;
+        }
+        Ok((map.loaded && !map.oversized).then(|| (map.tags.len(), map.series.len())))
+    }
+
+    /// The value of `tag` of each series of `ids` on shard `k`: the map as it stands, brought
+    /// up to date with the listing `listed` (taken after the read that answered `ids`, else
+    /// asked for now) when it lacks one; `None` when a series is still unknown or no map is
+    /// kept (the caller reads the shard otherwise).
+    pub(crate) fn values_of_series(
+        &self,
+        k: usize,
+        db: &str,
+        measurement: &str,
+        tag: &str,
+        ids: &BTreeSet<u64>,
+        listed: Option<&str>,
+    ) -> Result<Option<HashMap<u64, String>>, ClusterError> {
+        let entry = self
+            .tag_maps
+            .entry((k, db.into(), measurement.into(), tag.into()));
+        let mut map = entry.map.lock();
+        let known = |map: &TagMap| -> Option<HashMap<u64, String>> {
+            if !map.loaded || map.oversized {
+                return None;
+            }
+            ids.iter()
+                .map(|id| map.tags.get(id).map(|v| (*id, v.clone())))
+                .collect()
+        };
+        if let Some(values) = known(&map) {
+            return Ok(Some(values));
+        }
+        if map.oversized {
+            return Ok(None);
+        }
+        self.refresh_tag_map(k, db, measurement, tag, &mut map, listed)?;
+        Ok(known(&map))
+    }
+
     /// Brings `map` up to what shard `k` holds as of the listing `listed` (else asked for
     /// now, before anything is looked up: a part inserted after it is not taken as seen).
     fn refresh_tag_map(
@@ -378,7 +445,10 @@ mod tests {
         m.add("ab", 1);
         m.add("ab", 1);
         m.add("ab", 2);
-        assert_eq!(m.bytes, 2 + VALUE_OVERHEAD + 2 * (8 + ID_OVERHEAD));
+        // Each series' value again in `tags`, once per series.
+        let tags = 2 * (8 + 2 + ID_OVERHEAD);
+        assert_eq!(m.bytes, 2 + VALUE_OVERHEAD + 2 * (8 + ID_OVERHEAD) + tags);
+        assert_eq!(m.tags.get(&2).map(String::as_str), Some("ab"));
     }
 
     #[test]

@@ -656,6 +656,50 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         .collect();
     dcs.sort();
     assert_eq!(dcs, ["eu", "us"]);
+    // The same grouped by series (one series per host): the series id sent in the tag's
+    // column, each series' `host` put back by the node (`series_tags.rs`).
+    let by_host = [
+        ("host".to_string(), ColumnKind::Tag),
+        ("n".to_string(), ColumnKind::Unsigned),
+    ];
+    let by_series_asked = std::sync::atomic::AtomicBool::new(false);
+    let grouped = cluster
+        .read_partials_by_series(
+            &db,
+            "cpu",
+            &dc_columns,
+            None,
+            &[cluster::GroupTag {
+                column: 0,
+                tag: "host".into(),
+            }],
+            |_, _, _, by_series| {
+                let key = if by_series {
+                    by_series_asked.store(true, std::sync::atomic::Ordering::Relaxed);
+                    "__src.`series_id`"
+                } else {
+                    "__src.`host`"
+                };
+                format!(
+                    "SELECT {key} AS __p0, count() AS __p1 FROM {table} AS __src \
+                     WHERE __src.`host` IN ('h100', 'h101') GROUP BY __p0"
+                )
+            },
+            &by_host,
+            10,
+        )
+        .unwrap()
+        .0
+        .unwrap();
+    assert!(by_series_asked.into_inner(), "grouped by series");
+    let mut hosts: Vec<&str> = grouped
+        .column(0)
+        .as_string::<i32>()
+        .iter()
+        .flatten()
+        .collect();
+    hosts.sort();
+    assert_eq!(hosts, ["h100", "h101"]);
     for database in [format!("__shard_{db}"), db.clone()] {
         assert_eq!(
             types(&database),

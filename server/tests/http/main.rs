@@ -15,6 +15,7 @@ mod cluster_combine;
 mod cluster_delete;
 mod cluster_drop;
 mod cluster_drop_database;
+mod cluster_group_by_series;
 mod cluster_identity;
 mod cluster_last_point;
 mod cluster_last_point_writes;

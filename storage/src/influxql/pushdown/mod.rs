@@ -48,6 +48,7 @@ use super::InfluxqlRequest;
 use crate::Storage;
 
 mod answer;
+mod by_series;
 mod combine;
 mod partial;
 
@@ -135,6 +136,9 @@ pub(crate) struct Pushdown {
     presence: Presence,
     /// Time of an answer without a window or a picked point.
     start: i64,
+    /// The shard groups by series, the group tags' columns holding the series id
+    /// (`by_series.rs`).
+    by_series: bool,
 }
 
 /// `plan`'s aggregate as partial aggregates (`None`: it does not decompose, or the rows are
@@ -249,6 +253,7 @@ pub(crate) fn decompose(
         max: plan.range.max.unwrap_or(i64::MAX),
         presence: agg.presence,
         start: plan.range.min.unwrap_or(0),
+        by_series: false,
     })
 }
 
@@ -378,6 +383,7 @@ fn count_grouping(grouped: &'static str) {
 /// Registers the counters, so every label is exported before the first read.
 pub(crate) fn register_metrics() {
     answer::register_metrics();
+    by_series::register_metrics();
     for path in ["pushdown", "candidates", "rows", "last_point"] {
         metrics::counter!("chingest_cluster_reads_total", "path" => path).absolute(0);
     }
@@ -459,27 +465,29 @@ impl Storage {
         // The shards' partials, each shard grouping only the rows its index says may share
         // a point; a shard read again if a rewrite appeared meanwhile.
         let read_partials = || -> Result<Option<RecordBatch>, cluster::ClusterError> {
-            let sql =
-                |_: usize, snapshot: Option<&cluster::IdentitySnapshot>, series: Option<&[u64]>| {
-                    let split = snapshot.map(|s| s.rewritten.as_slice());
-                    let Some(ids) = series else {
-                        return push.partial_sql(&table, listed.as_deref(), split);
-                    };
-                    // Only the series holding the condition's tag values: the primary key skips
-                    // the rest of the table.
-                    let mut pruned = push.clone();
+            let sql = |_: usize,
+                       snapshot: Option<&cluster::IdentitySnapshot>,
+                       series: Option<&[u64]>,
+                       by_series: bool| {
+                let split = snapshot.map(|s| s.rewritten.as_slice());
+                let mut push = push.grouped_by_series(by_series);
+                if let Some(ids) = series {
+                    // Only the series holding the condition's tag values: the primary key
+                    // skips the rest of the table.
                     let only = cluster::series_in(ids);
-                    pruned.condition = Some(match &push.condition {
+                    push.condition = Some(match &push.condition {
                         Some(c) => format!("({c}) AND {only}"),
                         None => only,
                     });
-                    pruned.partial_sql(&table, listed.as_deref(), split)
-                };
-            let (parts, grouped) = cluster.read_partials(
+                }
+                push.partial_sql(&table, listed.as_deref(), split)
+            };
+            let (parts, grouped) = cluster.read_partials_by_series(
                 db,
                 &schema.name,
                 &columns,
                 push.series_of.as_ref(),
+                &push.group_tags(&kinds),
                 sql,
                 &kinds,
                 max_rows,

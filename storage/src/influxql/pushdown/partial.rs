@@ -70,10 +70,11 @@ impl Pushdown {
         };
         let mut out = vec![("b".to_string(), bucket)];
         for (g, (_, known)) in self.groups.iter().enumerate() {
-            let sql = if *known {
-                format!("__k{g}")
-            } else {
-                "''".to_string()
+            let sql = match (*known, self.by_series) {
+                // The series id, its tag value put back on the node (`by_series.rs`).
+                (true, true) => "__sid".to_string(),
+                (true, false) => format!("__k{g}"),
+                (false, _) => "''".to_string(),
             };
             out.push((format!("k{g}"), sql));
         }
@@ -342,7 +343,7 @@ impl Pushdown {
         let branch = |grouped: bool, only: Option<String>| {
             let mut points = format!("SELECT {} AS __sid, {} AS __t", q("series_id"), q("time"));
             for (g, (tag, known)) in self.groups.iter().enumerate() {
-                if *known {
+                if *known && !self.by_series {
                     let t = q(tag);
                     let t = if grouped { format!("any({t})") } else { t };
                     points.push_str(&format!(", {t} AS __k{g}"));
