@@ -10,10 +10,14 @@ use storage::influxql::series::{Columns, Series, Value};
 
 use super::indent::Indenter;
 use super::json::{json_string, json_value, Times};
+use super::shared::SharedCells;
 use super::Outcome;
 
 /// Flush the compact buffer to the writer past this many bytes.
 const BUFFER_BYTES: usize = 64 * 1024;
+
+/// Bytes a row usually takes at most (TSBS `SELECT *`: ~180).
+const ROW_ROOM: usize = 16 * 1024;
 
 /// A series, or a run of its rows, as written in one place.
 #[derive(Debug, Clone, Copy)]
@@ -34,29 +38,27 @@ pub(super) struct Sink<W: Write> {
     /// statement share them (TSBS `lastpoint`: 20 names written again for each
     /// of 1,000 series); shared names are known equal without comparing them.
     columns: (Columns, Vec<u8>),
+    /// Where the string cells last written in each column are (one list
+    /// for the whole answer: TSBS `lastpoint` writes 200 one-row series).
+    shared: SharedCells,
 }
 
 impl<W: Write> Sink<W> {
     pub(super) fn new(w: W, pretty: bool) -> Self {
         Sink {
             w,
-            buf: Vec::with_capacity(BUFFER_BYTES),
+            // Room for the row that crosses the mark: handed on then, never
+            // grown (copied) for it.
+            buf: Vec::with_capacity(BUFFER_BYTES + ROW_ROOM),
             indent: pretty.then(Indenter::default),
             scratch: Vec::new(),
             columns: (Columns::default(), Vec::new()),
+            shared: SharedCells::default(),
         }
     }
 
     pub(super) fn put(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
-    }
-
-    /// Hands the buffer on once it is large.
-    pub(super) fn spill(&mut self) -> io::Result<()> {
-        if self.buf.len() >= BUFFER_BYTES {
-            self.drain()?;
-        }
-        Ok(())
     }
 
     pub(super) fn drain(&mut self) -> io::Result<()> {
@@ -183,6 +185,10 @@ impl<W: Write> Sink<W> {
         if !part.rows.is_empty() {
             sep(&mut self.buf);
             self.put(b"\"values\":[");
+            // The strings of another series are not this one's; a series of
+            // one row (TSBS `lastpoint`: 200 of them) repeats none.
+            self.shared.forget();
+            let repeats = part.rows.len() > 1;
             for (i, row) in part.rows.iter().enumerate() {
                 if i > 0 {
                     self.put(b",");
@@ -192,10 +198,17 @@ impl<W: Write> Sink<W> {
                     if j > 0 {
                         self.put(b",");
                     }
-                    json_value(&mut self.buf, v, times);
+                    match v {
+                        Value::String(s) if repeats => self.shared.write(&mut self.buf, j, s),
+                        v => json_value(&mut self.buf, v, times),
+                    }
                 }
                 self.put(b"]");
-                self.spill()?;
+                if self.buf.len() >= BUFFER_BYTES {
+                    // The cells' text leaves the buffer: written anew.
+                    self.shared.forget();
+                    self.drain()?;
+                }
             }
             self.put(b"]");
         }

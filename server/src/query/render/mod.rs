@@ -36,6 +36,9 @@ mod body;
 mod document;
 mod indent;
 mod json;
+mod shared;
+#[cfg(test)]
+mod shared_tests;
 #[cfg(test)]
 mod tests;
 
