@@ -23,9 +23,11 @@
 //!
 //! Decomposable: `count`, `sum`, `mean`, `min`, `max`, `spread`, `first`, `last` of a field,
 //! grouped by tags and `time(...)` (with an offset, any fill), conditions on tags only (those
-//! [`super::cluster::shard_condition`] writes for the shards, every one of them). Anything else
-//! (another function, an expression of aggregates, a field condition, a transformation, a
-//! `tz()` window, a wildcard) reads the rows as before.
+//! [`super::cluster::shard_condition`] writes for the shards, every one of them), and
+//! `count(DISTINCT)`, `median`, `percentile` as `decompose` allows. A transformation of
+//! those runs on the node after them as after the embedded statement (`post.rs`); `+ - * /`
+//! between them is evaluated on the node (`expression.rs`). Anything else (another function,
+//! a field condition, a transformation of raw values) reads the rows as before.
 
 use std::collections::BTreeSet;
 
@@ -39,7 +41,7 @@ use super::cluster::strict_shard_condition;
 use super::error::InfluxqlError;
 use super::expr::strip_parens;
 use super::field_call::{field_call, plain_field, Func};
-use super::plan::{expand_call, Plan, Presence, Window};
+use super::plan::{expand_call, transform_parts, Plan, Presence, Window};
 use super::rows::Row;
 use super::series_prune::tag_values;
 use super::unflushed::kind;
@@ -49,6 +51,7 @@ use crate::Storage;
 
 mod answer;
 mod combine;
+mod expression;
 mod partial;
 
 pub(crate) use partial::sql_type;
@@ -135,6 +138,9 @@ pub(crate) struct Pushdown {
     presence: Presence,
     /// Time of an answer without a window or a picked point.
     start: i64,
+    /// Each output column over the calls' combined values, where one is not simply its
+    /// call (arithmetic of aggregates, `expression.rs`).
+    outputs: Option<Vec<expression::Output>>,
 }
 
 /// `plan`'s aggregate as partial aggregates (`None`: it does not decompose, or the rows are
@@ -146,8 +152,9 @@ pub(crate) fn decompose(
     rest: &[Expr],
 ) -> Option<Pushdown> {
     let agg = plan.aggregate.as_ref()?;
+    // A transformation (`derivative(mean(v), 1s)`) runs after the aggregate statement on
+    // every path (`post.rs`): the aggregate it transforms is pushed down as any other.
     if plan.source.is_some()
-        || plan.transforms()
         || plan.columns.iter().any(|c| c.reducer.is_some())
         || !plan.outer_where.is_empty()
         || plan.range.is_empty()
@@ -159,6 +166,14 @@ pub(crate) fn decompose(
         (w, _) => w,
     };
     let exprs = expanded_calls(stmt, plan, schema)?;
+    // Arithmetic of aggregates: its calls pushed down, evaluated on the node.
+    let mut call_exprs = Vec::new();
+    let outputs: Vec<expression::Output> = exprs
+        .iter()
+        .map(|e| expression::output(e, &mut call_exprs))
+        .collect::<Option<_>>()?;
+    let exprs = call_exprs;
+    let mut unsigned = Vec::new();
     // Every group a subset of one series (grouped by every tag key of the measurement): it
     // lives on one shard, or on the node (a series with undelivered rows), whole.
     let one_series_per_group = schema.tag_keys.iter().all(|k| plan.group_tags.contains(k));
@@ -178,6 +193,7 @@ pub(crate) fn decompose(
             ty,
             FieldType::Float | FieldType::Integer | FieldType::UInteger
         );
+        unsigned.push(ty == FieldType::UInteger && (func != Func::Count || form != Form::Plain));
         let fits = match (form, func) {
             (Form::Median | Form::Percentile(_), _) => numeric && one_series_per_group,
             (_, Func::Count) => true,
@@ -218,6 +234,21 @@ pub(crate) fn decompose(
     if shard_window != agg.window && calls.iter().any(Call::whole) {
         return None;
     }
+    // Unsigned arithmetic is the engine's to type (`expression.rs`).
+    let mut in_arith = Vec::new();
+    for o in &outputs {
+        if let expression::Output::Arith(a) = o {
+            a.calls(&mut in_arith);
+        }
+    }
+    if in_arith.iter().any(|&i| unsigned[i]) {
+        return None;
+    }
+    let identity = outputs.len() == calls.len()
+        && outputs
+            .iter()
+            .enumerate()
+            .all(|(i, o)| matches!(o, expression::Output::Call(c) if *c == i));
     let point_time = agg.point_time.is_some();
     // A lone selector shows its point's time: the partials carry it for these.
     let shows_point = |c: &Call| match c.form {
@@ -249,6 +280,7 @@ pub(crate) fn decompose(
         max: plan.range.max.unwrap_or(i64::MAX),
         presence: agg.presence,
         start: plan.range.min.unwrap_or(0),
+        outputs: (!identity).then_some(outputs),
     })
 }
 
@@ -263,7 +295,14 @@ fn expanded_calls(
     let mut exprs = Vec::new();
     let mut names: Vec<Option<String>> = Vec::new();
     for f in &stmt.fields {
-        let e = strip_parens(&f.expr);
+        let mut e = strip_parens(&f.expr);
+        // A transformation's aggregate (the plan's column, transformed after it).
+        if let Some((_, args, _)) = transform_parts(e) {
+            e = strip_parens(args.first()?);
+            if expand_call(e, schema).ok()?.is_some() {
+                return None;
+            }
+        }
         match expand_call(e, schema).ok()? {
             Some((name, per_field)) => {
                 for args in per_field {
@@ -541,7 +580,13 @@ impl Storage {
             measurement: &schema.name,
             shard_sql: &partial,
         };
-        let rows = self.pushdown_answer(&push, read, req)?;
+        let mut rows = self.pushdown_answer(&push, read, req)?;
+        if let (Some(rows), Some(outputs)) = (rows.as_mut(), &push.outputs) {
+            for row in rows.iter_mut() {
+                let calls = std::mem::take(&mut row.values);
+                row.values = expression::outputs(outputs, calls);
+            }
+        }
         if rows.is_some() {
             count_read("pushdown");
         }
