@@ -147,6 +147,16 @@ const STATEMENTS: &[(&str, bool)] = &[
         true,
     ),
     ("SELECT sum(n) % 7 FROM cpu GROUP BY dc", false),
+    // mode: each value's points counted on the shards, the reducer's tie rule on the node
+    // (`v` is mostly one point per value: ties everywhere).
+    ("SELECT mode(v) FROM cpu GROUP BY dc", true),
+    ("SELECT mode(n), count(v) FROM cpu GROUP BY host", true),
+    (
+        "SELECT mode(s) FROM cpu WHERE time >= 0s AND time < 500s \
+         GROUP BY time(100s), dc fill(none) LIMIT 3",
+        true,
+    ),
+    ("SELECT mode(n) FROM cpu WHERE host =~ /h[0-3]/", true),
     // Not decomposable: the rows come to the node.
     ("SELECT median(v) FROM cpu GROUP BY dc", false),
     ("SELECT stddev(n), count(v) FROM cpu", false),

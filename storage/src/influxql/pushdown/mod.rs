@@ -24,7 +24,7 @@
 //! Decomposable: `count`, `sum`, `mean`, `min`, `max`, `spread`, `first`, `last` of a field,
 //! grouped by tags and `time(...)` (with an offset, any fill), conditions on tags only (those
 //! [`super::cluster::shard_condition`] writes for the shards, every one of them), and
-//! `count(DISTINCT)`, `median`, `percentile` as `decompose` allows. A transformation of
+//! `count(DISTINCT)`, `median`, `percentile`, `mode` as `decompose` allows. A transformation of
 //! those runs on the node after them as after the embedded statement (`post.rs`); `+ - * /`
 //! between them is evaluated on the node (`expression.rs`). Anything else (another function,
 //! a field condition, a transformation of raw values) reads the rows as before.
@@ -52,6 +52,7 @@ use crate::Storage;
 mod answer;
 mod combine;
 mod expression;
+mod mode;
 mod partial;
 
 pub(crate) use partial::sql_type;
@@ -89,6 +90,8 @@ enum Form {
     Median,
     /// `percentile(field, p)`, where every group is one series (as `Median`).
     Percentile(f64),
+    /// `mode(field)`: the shards send each value's points, counted (`mode.rs`).
+    Mode,
 }
 
 impl Call {
@@ -154,8 +157,12 @@ pub(crate) fn decompose(
     let agg = plan.aggregate.as_ref()?;
     // A transformation (`derivative(mean(v), 1s)`) runs after the aggregate statement on
     // every path (`post.rs`): the aggregate it transforms is pushed down as any other.
+    // `mode` alone of the aggregates computed after the engine (`reduce.rs`) combines.
     if plan.source.is_some()
-        || plan.columns.iter().any(|c| c.reducer.is_some())
+        || plan
+            .columns
+            .iter()
+            .any(|c| c.reducer.as_ref().is_some_and(|r| r.function != "mode"))
         || !plan.outer_where.is_empty()
         || plan.range.is_empty()
     {
@@ -181,6 +188,7 @@ pub(crate) fn decompose(
     let mut calls = Vec::new();
     for e in &exprs {
         let (func, field, form) = match (distinct_call(e, schema), whole_call(e, schema)) {
+            _ if mode_call(e, schema).is_some() => (Func::Count, mode_call(e, schema)?, Form::Mode),
             (Some(field), _) => (Func::Count, field, Form::Distinct),
             (_, Some((form, field))) => (Func::Count, field, form),
             _ => {
@@ -195,6 +203,7 @@ pub(crate) fn decompose(
         );
         unsigned.push(ty == FieldType::UInteger && (func != Func::Count || form != Form::Plain));
         let fits = match (form, func) {
+            (Form::Mode, _) => true,
             (Form::Median | Form::Percentile(_), _) => numeric && one_series_per_group,
             (_, Func::Count) => true,
             (_, Func::First | Func::Last) => ty != FieldType::Boolean,
@@ -241,7 +250,18 @@ pub(crate) fn decompose(
             a.calls(&mut in_arith);
         }
     }
-    if in_arith.iter().any(|&i| unsigned[i]) {
+    if in_arith
+        .iter()
+        .any(|&i| unsigned[i] || calls[i].form == Form::Mode)
+    {
+        return None;
+    }
+    // A `mode` is the reducer's column, and only it: its partial is the reducer's cell.
+    let mode_columns = outputs.iter().zip(&plan.columns).all(|(o, col)| {
+        let is_mode = matches!(o, expression::Output::Call(i) if calls[*i].form == Form::Mode);
+        is_mode == col.reducer.is_some() && (!is_mode || col.transform.is_none())
+    });
+    if !mode_columns {
         return None;
     }
     let identity = outputs.len() == calls.len()
@@ -254,7 +274,7 @@ pub(crate) fn decompose(
     let shows_point = |c: &Call| match c.form {
         Form::Plain => matches!(c.func, Func::First | Func::Last | Func::Min | Func::Max),
         Form::Percentile(_) => true,
-        Form::Distinct | Form::Median => false,
+        Form::Distinct | Form::Median | Form::Mode => false,
     };
     if point_time && !matches!(calls.as_slice(), [c] if shows_point(c)) {
         return None;
@@ -348,6 +368,17 @@ fn distinct_call<'e>(e: &'e Expr, schema: &MeasurementSchema) -> Option<&'e Stri
         return None;
     };
     plain_field(arg, schema)
+}
+
+/// The field of `mode(field)` as written.
+fn mode_call<'e>(e: &'e Expr, schema: &MeasurementSchema) -> Option<&'e String> {
+    match strip_parens(e) {
+        Expr::Call { name, args } if name == "mode" => match args.as_slice() {
+            [arg] => plain_field(arg, schema),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// `median(field)` or `percentile(field, p)` (`p` a number) as written.

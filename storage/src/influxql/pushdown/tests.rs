@@ -61,6 +61,9 @@ fn decomposable_aggregates_are_pushed_and_the_others_are_not() {
         "SELECT derivative(mean(v)) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns)",
         "SELECT non_negative_derivative(max(n), 1s) * 8 FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns), host",
         "SELECT sum(v) + 1, sum(v) / sum(n), (max(n) - min(n)) * 2.5, count(u) * 2 FROM cpu",
+        // Each value's points counted on the shards.
+        "SELECT mode(s) FROM cpu GROUP BY dc",
+        "SELECT mode(b), count(v) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns)",
     ] {
         assert!(pushed(q).is_some(), "{q}");
     }
@@ -70,6 +73,8 @@ fn decomposable_aggregates_are_pushed_and_the_others_are_not() {
         // Operators and operands whose engine semantics `expression.rs` does not restate.
         "SELECT sum(n) % 2 FROM cpu",
         "SELECT max(u) + 1 FROM cpu",
+        "SELECT mode(v), first(v) FROM cpu",
+        "SELECT distinct(v) FROM cpu",
         // Sets do not merge per series first, as a selector's partials do.
         "SELECT count(distinct(v)), first(v) FROM cpu",
         "SELECT median(v) FROM cpu GROUP BY host",
