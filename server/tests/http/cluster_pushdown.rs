@@ -157,6 +157,17 @@ const STATEMENTS: &[(&str, bool)] = &[
         true,
     ),
     ("SELECT mode(n) FROM cpu WHERE host =~ /h[0-3]/", true),
+    // distinct: each value's first time from the shards, the reducer's order on the node.
+    (
+        "SELECT distinct(v) FROM cpu WHERE time < 60s GROUP BY dc",
+        true,
+    ),
+    ("SELECT distinct(n) FROM cpu WHERE host = 'h3'", true),
+    (
+        "SELECT distinct(s) FROM cpu WHERE time >= 0s AND time < 200s \
+         GROUP BY time(50s), dc LIMIT 4 OFFSET 1",
+        true,
+    ),
     // Not decomposable: the rows come to the node.
     ("SELECT median(v) FROM cpu GROUP BY dc", false),
     ("SELECT stddev(n), count(v) FROM cpu", false),

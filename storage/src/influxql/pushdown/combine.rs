@@ -28,7 +28,7 @@ use engine::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use engine::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 use engine::table::ColumnKind;
 
-use super::mode::{Counts, MAX_MODE_VALUES};
+use super::values::{Counts, MAX_VALUES};
 use super::{Form, Pushdown, MAX_DISTINCT_VALUES};
 use crate::influxql::field_call::Func;
 use crate::influxql::fill::window_start_in;
@@ -53,12 +53,12 @@ pub(crate) enum CombineError {
     /// Used if a `count(DISTINCT)` set is not in the partial statement's encoding.
     #[error("a malformed count(DISTINCT) set in partial column {0}")]
     DistinctEncoding(String),
-    /// Used if a group's `mode` has more than `MAX_MODE_VALUES` values (a shard sent
+    /// Used if a group's `mode` or `distinct` has more than `MAX_VALUES` values (a shard sent
     /// none, or the union grew past it): the rows are read instead.
-    #[error("a mode over {MAX_MODE_VALUES} values")]
+    #[error("a mode or distinct over {MAX_VALUES} values")]
     ModeTooLarge,
-    /// Used if a `mode` partial is not in the partial statement's encoding.
-    #[error("a malformed mode partial: {0}")]
+    /// Used if a `mode` or `distinct` partial is not in the partial statement's encoding.
+    #[error("a malformed mode or distinct partial: {0}")]
     ModeEncoding(String),
     /// Used if a partial column is of a type this combination does not read.
     #[error("partial column {name} of Arrow type {found}")]
@@ -230,7 +230,7 @@ struct CallCells {
     set: Option<Cells>,
     /// `w<i>`: the group's whole aggregate (`median`, `percentile`).
     whole: Option<Cells>,
-    /// `o<i>`: each value's points (`mode`), encoded.
+    /// `o<i>`: each value's points (`mode`, `distinct`), encoded.
     mode: Option<Cells>,
 }
 
@@ -249,7 +249,7 @@ struct CallState {
     /// The group's whole aggregate, and whether a partial row sent it.
     whole: Option<Scalar>,
     whole_rows: u32,
-    /// Each value's points (`mode`).
+    /// Each value's points (`mode`, `distinct`).
     mode: Counts,
 }
 
@@ -318,7 +318,7 @@ impl Pushdown {
                         .transpose()?,
                         set: (c.form == Form::Distinct).then(|| col("d")).transpose()?,
                         whole: c.whole().then(|| col("w")).transpose()?,
-                        mode: (c.form == Form::Mode).then(|| col("o")).transpose()?,
+                        mode: c.form.runs().then(|| col("o")).transpose()?,
                     })
                 })
                 .collect::<Result<_, CombineError>>()?;
@@ -404,6 +404,7 @@ impl Pushdown {
             let f = &self.fields[c.field];
             values.push(match c.func {
                 _ if c.form == Form::Mode => state.mode.cell(f.kind)?,
+                _ if c.form == Form::Values => state.mode.distinct_cell(f.kind)?,
                 _ if c.whole() => state.whole.map_or(Value::Null, Scalar::value),
                 Func::Count if c.form == Form::Distinct => match (n, state.set.len()) {
                     (0, _) | (_, 0) => Value::Null,

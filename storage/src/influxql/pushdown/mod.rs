@@ -52,8 +52,8 @@ use crate::Storage;
 mod answer;
 mod combine;
 mod expression;
-mod mode;
 mod partial;
+mod values;
 
 pub(crate) use partial::sql_type;
 
@@ -90,8 +90,17 @@ enum Form {
     Median,
     /// `percentile(field, p)`, where every group is one series (as `Median`).
     Percentile(f64),
-    /// `mode(field)`: the shards send each value's points, counted (`mode.rs`).
+    /// `mode(field)`: the shards send each value's points, counted (`values.rs`).
     Mode,
+    /// `distinct(field)`: as `Mode`.
+    Values,
+}
+
+impl Form {
+    /// Whether the shards send each value's points (`values.rs`): the reducer's column.
+    fn runs(self) -> bool {
+        matches!(self, Form::Mode | Form::Values)
+    }
 }
 
 impl Call {
@@ -157,12 +166,14 @@ pub(crate) fn decompose(
     let agg = plan.aggregate.as_ref()?;
     // A transformation (`derivative(mean(v), 1s)`) runs after the aggregate statement on
     // every path (`post.rs`): the aggregate it transforms is pushed down as any other.
-    // `mode` alone of the aggregates computed after the engine (`reduce.rs`) combines.
+    // `mode` and `distinct` of the aggregates computed after the engine (`reduce.rs`)
+    // combine (not `top`/`bottom`).
+    let reduced = |f: &str| f == "mode" || f == "distinct";
     if plan.source.is_some()
         || plan
             .columns
             .iter()
-            .any(|c| c.reducer.as_ref().is_some_and(|r| r.function != "mode"))
+            .any(|c| c.reducer.as_ref().is_some_and(|r| !reduced(&r.function)))
         || !plan.outer_where.is_empty()
         || plan.range.is_empty()
     {
@@ -188,7 +199,10 @@ pub(crate) fn decompose(
     let mut calls = Vec::new();
     for e in &exprs {
         let (func, field, form) = match (distinct_call(e, schema), whole_call(e, schema)) {
-            _ if mode_call(e, schema).is_some() => (Func::Count, mode_call(e, schema)?, Form::Mode),
+            _ if values_call(e, schema).is_some() => {
+                let (form, field) = values_call(e, schema)?;
+                (Func::Count, field, form)
+            }
             (Some(field), _) => (Func::Count, field, Form::Distinct),
             (_, Some((form, field))) => (Func::Count, field, form),
             _ => {
@@ -203,7 +217,7 @@ pub(crate) fn decompose(
         );
         unsigned.push(ty == FieldType::UInteger && (func != Func::Count || form != Form::Plain));
         let fits = match (form, func) {
-            (Form::Mode, _) => true,
+            (Form::Mode | Form::Values, _) => true,
             (Form::Median | Form::Percentile(_), _) => numeric && one_series_per_group,
             (_, Func::Count) => true,
             (_, Func::First | Func::Last) => ty != FieldType::Boolean,
@@ -252,13 +266,13 @@ pub(crate) fn decompose(
     }
     if in_arith
         .iter()
-        .any(|&i| unsigned[i] || calls[i].form == Form::Mode)
+        .any(|&i| unsigned[i] || calls[i].form.runs())
     {
         return None;
     }
     // A `mode` is the reducer's column, and only it: its partial is the reducer's cell.
     let mode_columns = outputs.iter().zip(&plan.columns).all(|(o, col)| {
-        let is_mode = matches!(o, expression::Output::Call(i) if calls[*i].form == Form::Mode);
+        let is_mode = matches!(o, expression::Output::Call(i) if calls[*i].form.runs());
         is_mode == col.reducer.is_some() && (!is_mode || col.transform.is_none())
     });
     if !mode_columns {
@@ -274,7 +288,7 @@ pub(crate) fn decompose(
     let shows_point = |c: &Call| match c.form {
         Form::Plain => matches!(c.func, Func::First | Func::Last | Func::Min | Func::Max),
         Form::Percentile(_) => true,
-        Form::Distinct | Form::Median | Form::Mode => false,
+        Form::Distinct | Form::Median | Form::Mode | Form::Values => false,
     };
     if point_time && !matches!(calls.as_slice(), [c] if shows_point(c)) {
         return None;
@@ -370,13 +384,18 @@ fn distinct_call<'e>(e: &'e Expr, schema: &MeasurementSchema) -> Option<&'e Stri
     plain_field(arg, schema)
 }
 
-/// The field of `mode(field)` as written.
-fn mode_call<'e>(e: &'e Expr, schema: &MeasurementSchema) -> Option<&'e String> {
-    match strip_parens(e) {
-        Expr::Call { name, args } if name == "mode" => match args.as_slice() {
-            [arg] => plain_field(arg, schema),
-            _ => None,
-        },
+/// `mode(field)` or `distinct(field)` as written.
+fn values_call<'e>(e: &'e Expr, schema: &MeasurementSchema) -> Option<(Form, &'e String)> {
+    let Expr::Call { name, args } = strip_parens(e) else {
+        return None;
+    };
+    let form = match name.as_str() {
+        "mode" => Form::Mode,
+        "distinct" => Form::Values,
+        _ => return None,
+    };
+    match args.as_slice() {
+        [arg] => Some((form, plain_field(arg, schema)?)),
         _ => None,
     }
 }

@@ -112,10 +112,10 @@ impl Pushdown {
             let v = format!("__v{}", c.field);
             let n = format!("n{}", c.field);
             match c.func {
-                _ if c.form == Form::Mode => col(
+                _ if c.form.runs() => col(
                     format!("o{i}"),
                     ColumnKind::String,
-                    super::mode::partial_sql(i, &v, f.kind),
+                    super::values::partial_sql(i, &v, f.kind),
                     // Never merged in SQL (`decompose` pushes no selector beside it).
                     format!("any(o{i})"),
                 ),

@@ -64,6 +64,8 @@ fn decomposable_aggregates_are_pushed_and_the_others_are_not() {
         // Each value's points counted on the shards.
         "SELECT mode(s) FROM cpu GROUP BY dc",
         "SELECT mode(b), count(v) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns)",
+        "SELECT distinct(v) FROM cpu",
+        "SELECT distinct(s) FROM cpu WHERE time > 0 AND time < 100 GROUP BY time(10ns), dc",
     ] {
         assert!(pushed(q).is_some(), "{q}");
     }
@@ -74,7 +76,6 @@ fn decomposable_aggregates_are_pushed_and_the_others_are_not() {
         "SELECT sum(n) % 2 FROM cpu",
         "SELECT max(u) + 1 FROM cpu",
         "SELECT mode(v), first(v) FROM cpu",
-        "SELECT distinct(v) FROM cpu",
         // Sets do not merge per series first, as a selector's partials do.
         "SELECT count(distinct(v)), first(v) FROM cpu",
         "SELECT median(v) FROM cpu GROUP BY host",

@@ -1,16 +1,22 @@
-//! `mode(field)` pushed down (issue #43): each shard sends, per group and interval, every
-//! value of the group's points (after point identity) with how many points have it and the
-//! first and last of their times; the node adds them up and picks the value as the embedded
-//! reducer does (`selector::mode`) — whose pick depends on exactly those: values are scanned
+//! `mode(field)` and `distinct(field)` pushed down (issue #43): each shard sends, per group
+//! and interval, every value of the group's points (after point identity) with how many
+//! points have it and the first and last of their times; the node adds them up.
+//!
+//! `mode`: the node picks the value as the embedded reducer does (`selector::mode`) — whose
+//! pick depends on exactly those: values are scanned
 //! in ascending order, the first leads with its count, and a later value takes the lead when
 //! its count passes the leader's, or equals it (of at least two points) and its first point
 //! is not after the leader's last. Booleans: `true` unless `false` has more points.
 //!
-//! The answer goes to the executor as the embedded statement's cell would (a group's points
-//! for the reducer, `reduce.rs`), holding the picked value as the one point: the reducer
-//! picks it, and shows the group's time as ever.
+//! `distinct`: each value once, ordered by the time it first appears, then by value
+//! (`selector::distinct`): the first times are what it reads.
 //!
-//! Bounded as `count(DISTINCT)` is: a group with more than [`MAX_MODE_VALUES`] values sends
+//! The answer goes to the executor as the embedded statement's cell would (a group's points
+//! for the reducer, `reduce.rs`): for `mode` the picked value as the one point, for
+//! `distinct` each value as one point at its first time, in time order. The reducer then
+//! answers as on every path (each value's row at the group's time, `LIMIT` on those rows).
+//!
+//! Bounded as `count(DISTINCT)` is: a group with more than [`MAX_VALUES`] values sends
 //! none and the statement reads the rows. A float is sent as its bytes: `-0.0` and `0.0` are
 //! one value to the reducer (equal), shown as the run's last point's; the node joins them so
 //! (their last points at one time, which the reducer orders as the engine read them: `0`).
@@ -24,14 +30,14 @@ use crate::influxql::selector::compare_values;
 use crate::influxql::series::Value;
 
 /// Values of a group past which its shard sends none: the statement reads the rows.
-pub(super) const MAX_MODE_VALUES: usize = 100_000;
+pub(super) const MAX_VALUES: usize = 100_000;
 
 /// A value's points: how many, the first time, the last time.
 type Run = (u64, i64, i64);
 
 /// The partial column of call `i` over its field's points `v` of `kind` (`__t` their
 /// times): per value `<bytes>:<value><count>,<first>,<last>;`, in the values' text order;
-/// null past [`MAX_MODE_VALUES`].
+/// null past [`MAX_VALUES`].
 pub(super) fn partial_sql(i: usize, v: &str, kind: ColumnKind) -> String {
     // Only the points with a value are collected: their text is not `Nullable`.
     let (n, v) = (v, format!("assumeNotNull({v})"));
@@ -49,7 +55,7 @@ pub(super) fn partial_sql(i: usize, v: &str, kind: ColumnKind) -> String {
     let end = format!("if(k < length({starts}), {starts}[k + 1], length({vals}) + 1)");
     format!(
         "if(length(arrayFilter(k -> k = 1 OR {vals}[k] != {vals}[k - 1], \
-         arrayEnumerate(arrayMap(p -> p.1, arraySort(groupArrayIf(({text}, __t), isNotNull({n}))) AS {a}) AS {vals})) AS {starts}) > {MAX_MODE_VALUES}, NULL, \
+         arrayEnumerate(arrayMap(p -> p.1, arraySort(groupArrayIf(({text}, __t), isNotNull({n}))) AS {a}) AS {vals})) AS {starts}) > {MAX_VALUES}, NULL, \
          arrayStringConcat(arrayMap(k -> concat(toString(length({vals}[{starts}[k]])), ':', {vals}[{starts}[k]], \
          toString({end} - {starts}[k]), ',', toString({a}[{starts}[k]].2), ',', toString({a}[{end} - 1].2), ';'), \
          arrayEnumerate({starts})), ''))"
@@ -96,7 +102,7 @@ impl Counts {
             run.1 = run.1.min(first);
             run.2 = run.2.max(last);
         }
-        if self.0.len() > MAX_MODE_VALUES {
+        if self.0.len() > MAX_VALUES {
             return Err(CombineError::ModeTooLarge);
         }
         Ok(())
@@ -129,19 +135,43 @@ impl Counts {
         let Some(picked) = pick(runs) else {
             return Ok(Value::Null);
         };
-        let json = match picked {
-            Value::Float(f) => serde_json::Value::from(f),
-            // As text: an `Int64` past 2⁵³ stays exact (`rows::value` reads both).
-            Value::Integer(i) => serde_json::Value::from(i.to_string()),
-            Value::Unsigned(u) => serde_json::Value::from(u.to_string()),
-            Value::Boolean(b) => serde_json::Value::from(b),
-            Value::String(s) => serde_json::Value::from(&*s),
-            Value::Null | Value::Time(_) => return Ok(Value::Null),
-        };
-        Ok(Value::String(
-            serde_json::json!([[0, json]]).to_string().into(),
-        ))
+        Ok(cell(vec![(0, picked)]))
     }
+
+    /// The group's cell for the `distinct` reducer: each value as one point at its first
+    /// time, in time order (null: no value). `-0.0` and `0.0` stay two points: the reducer
+    /// joins them, keeping the earlier's value.
+    pub(super) fn distinct_cell(&self, kind: ColumnKind) -> Result<Value, CombineError> {
+        let mut points = Vec::with_capacity(self.0.len());
+        for (text, (_, first, _)) in &self.0 {
+            points.push((*first, decode(text, kind)?));
+        }
+        if points.is_empty() {
+            return Ok(Value::Null);
+        }
+        points.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| compare_values(&a.1, &b.1)));
+        Ok(cell(points))
+    }
+}
+
+/// A reducer's cell of `(time, value)` points, as `reduce::decode` reads the engine's.
+fn cell(points: Vec<(i64, Value)>) -> Value {
+    let items: Vec<serde_json::Value> = points
+        .into_iter()
+        .map(|(t, v)| {
+            let v = match v {
+                Value::Float(f) => serde_json::Value::from(f),
+                // As text: an `Int64` past 2⁵³ stays exact (`rows::value` reads both).
+                Value::Integer(i) => serde_json::Value::from(i.to_string()),
+                Value::Unsigned(u) => serde_json::Value::from(u.to_string()),
+                Value::Boolean(b) => serde_json::Value::from(b),
+                Value::String(s) => serde_json::Value::from(&*s),
+                Value::Null | Value::Time(_) => serde_json::Value::Null,
+            };
+            serde_json::json!([t, v])
+        })
+        .collect();
+    Value::String(serde_json::Value::from(items).to_string().into())
 }
 
 /// A value's text as the partial statement writes it.
@@ -287,6 +317,22 @@ mod tests {
         assert_eq!(
             Counts::default().cell(ColumnKind::Float).unwrap(),
             Value::Null
+        );
+        // Each value at its first time, in time order (2.0 first seen at 1, 1.5 at 5).
+        let mut d = Counts::default();
+        d.merge(
+            Some(&format!("16:{}2,10,30;16:{}1,7,7;", f(1.5), f(2.0))),
+            true,
+        )
+        .unwrap();
+        d.merge(
+            Some(&format!("16:{}1,5,5;16:{}2,1,3;", f(1.5), f(2.0))),
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            d.distinct_cell(ColumnKind::Float).unwrap(),
+            Value::String("[[1,2.0],[5,1.5]]".into())
         );
     }
 }
