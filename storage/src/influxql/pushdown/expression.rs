@@ -12,8 +12,9 @@
 //!   as null (`rows.rs`).
 //!
 //! Only `+ - * /` over calls and integer or float literals are evaluated here; `%`, the bit
-//! operators, other literals and unsigned operands read the rows (their engine semantics
-//! are not restated here).
+//! operators, other literals, and aggregates of unsigned, string or boolean fields (other
+//! than counts) read the rows: their engine semantics are not restated here (over a string
+//! the engine's arithmetic is null, even `x / 0`).
 
 use influxql::ast::{BinaryOp, Expr, Literal};
 

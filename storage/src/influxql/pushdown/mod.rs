@@ -191,7 +191,8 @@ pub(crate) fn decompose(
         .map(|e| expression::output(e, &mut call_exprs))
         .collect::<Option<_>>()?;
     let exprs = call_exprs;
-    let mut unsigned = Vec::new();
+    // Per call, whether arithmetic over it is left to the engine (`expression.rs`).
+    let mut not_in_arith = Vec::new();
     // Every group a subset of one series (grouped by every tag key of the measurement): it
     // lives on one shard, or on the node (a series with undelivered rows), whole.
     let one_series_per_group = schema.tag_keys.iter().all(|k| plan.group_tags.contains(k));
@@ -215,7 +216,10 @@ pub(crate) fn decompose(
             ty,
             FieldType::Float | FieldType::Integer | FieldType::UInteger
         );
-        unsigned.push(ty == FieldType::UInteger && (func != Func::Count || form != Form::Plain));
+        // An unsigned value (the engine types its arithmetic), or no number at all: the
+        // engine's arithmetic is null there even where `x / 0` is 0.
+        let counted = func == Func::Count && matches!(form, Form::Plain | Form::Distinct);
+        not_in_arith.push(!counted && !matches!(ty, FieldType::Float | FieldType::Integer));
         let fits = match (form, func) {
             (Form::Mode | Form::Values, _) => true,
             (Form::Median | Form::Percentile(_), _) => numeric && one_series_per_group,
@@ -257,7 +261,7 @@ pub(crate) fn decompose(
     if shard_window != agg.window && calls.iter().any(Call::whole) {
         return None;
     }
-    // Unsigned arithmetic is the engine's to type (`expression.rs`).
+    // Arithmetic the engine types otherwise than `expression.rs` does.
     let mut in_arith = Vec::new();
     for o in &outputs {
         if let expression::Output::Arith(a) = o {
@@ -266,7 +270,7 @@ pub(crate) fn decompose(
     }
     if in_arith
         .iter()
-        .any(|&i| unsigned[i] || calls[i].form.runs())
+        .any(|&i| not_in_arith[i] || calls[i].form.runs())
     {
         return None;
     }
