@@ -157,12 +157,23 @@ const STATEMENTS: &[(&str, bool)] = &[
         true,
     ),
     ("SELECT mode(n) FROM cpu WHERE host =~ /h[0-3]/", true),
+    // In a zone's windows: the shards' finer intervals add up on the node.
+    (
+        "SELECT mode(s) FROM cpu WHERE time >= 0s AND time < 500s \
+         GROUP BY time(2m), dc tz('Asia/Kolkata')",
+        true,
+    ),
     // distinct: each value's first time from the shards, the reducer's order on the node.
     (
         "SELECT distinct(v) FROM cpu WHERE time < 60s GROUP BY dc",
         true,
     ),
     ("SELECT distinct(n) FROM cpu WHERE host = 'h3'", true),
+    (
+        "SELECT distinct(n) FROM cpu WHERE time >= 0s AND time < 500s AND dc = 'dc0' \
+         GROUP BY time(2m) tz('Asia/Kolkata')",
+        true,
+    ),
     (
         "SELECT distinct(s) FROM cpu WHERE time >= 0s AND time < 200s \
          GROUP BY time(50s), dc LIMIT 4 OFFSET 1",
