@@ -24,10 +24,11 @@
 //! Decomposable: `count`, `sum`, `mean`, `min`, `max`, `spread`, `first`, `last` of a field,
 //! grouped by tags and `time(...)` (with an offset, any fill), conditions on tags only (those
 //! [`super::cluster::shard_condition`] writes for the shards, every one of them), and
-//! `count(DISTINCT)`, `median`, `percentile`, `mode` as `decompose` allows. A transformation of
-//! those runs on the node after them as after the embedded statement (`post.rs`); `+ - * /`
-//! between them is evaluated on the node (`expression.rs`). Anything else (another function,
-//! a field condition, a transformation of raw values) reads the rows as before.
+//! `count(DISTINCT)`, `median`, `percentile`, `mode`, `distinct` as `decompose` allows. A
+//! transformation of those runs on the node after them as after the embedded statement
+//! (`post.rs`); `+ - * /` between them is evaluated on the node (`expression.rs`). Anything
+//! else (another function, a field condition, a transformation of raw values) reads the rows
+//! as before.
 
 use std::collections::BTreeSet;
 
@@ -274,12 +275,13 @@ pub(crate) fn decompose(
     {
         return None;
     }
-    // A `mode` is the reducer's column, and only it: its partial is the reducer's cell.
-    let mode_columns = outputs.iter().zip(&plan.columns).all(|(o, col)| {
-        let is_mode = matches!(o, expression::Output::Call(i) if calls[*i].form.runs());
-        is_mode == col.reducer.is_some() && (!is_mode || col.transform.is_none())
+    // A `mode` or `distinct` is the reducer's column, and only it: its partial is the
+    // reducer's cell.
+    let reducer_columns = outputs.iter().zip(&plan.columns).all(|(o, col)| {
+        let per_value = matches!(o, expression::Output::Call(i) if calls[*i].form.runs());
+        per_value == col.reducer.is_some() && (!per_value || col.transform.is_none())
     });
-    if !mode_columns {
+    if !reducer_columns {
         return None;
     }
     let identity = outputs.len() == calls.len()
