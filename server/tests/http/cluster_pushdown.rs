@@ -103,6 +103,82 @@ const STATEMENTS: &[(&str, bool)] = &[
         "SELECT spread(v) FROM cpu WHERE nosuch = '' GROUP BY host",
         false,
     ),
+    // Transformations of pushed-down aggregates, run on the node over the combined windows
+    // as after the embedded statement (`post.rs`): fill before them, limits on their rows.
+    (
+        "SELECT derivative(mean(v), 1s) FROM cpu WHERE time >= 0s AND time < 500s \
+         GROUP BY time(30s), dc",
+        true,
+    ),
+    (
+        "SELECT non_negative_derivative(max(n)), mean(v) FROM cpu WHERE time >= 0s \
+         AND time < 500s GROUP BY time(40s) fill(previous)",
+        true,
+    ),
+    (
+        "SELECT difference(sum(v)), cumulative_sum(count(v)) FROM cpu WHERE time >= 0s \
+         AND time < 500s GROUP BY time(50s), host fill(0) LIMIT 3 OFFSET 1",
+        true,
+    ),
+    (
+        "SELECT moving_average(mean(v), 3) FROM cpu WHERE time >= 20s AND time < 480s \
+         GROUP BY time(60s, 10s) ORDER BY time DESC",
+        true,
+    ),
+    (
+        "SELECT derivative(last(v)) * 8, elapsed(first(n), 1s) FROM cpu WHERE time >= 0s \
+         AND time < 500s GROUP BY time(100s), * SLIMIT 2",
+        true,
+    ),
+    (
+        "SELECT non_negative_difference(spread(v)) FROM cpu WHERE time >= 0s \
+         AND time < 500s GROUP BY time(1m) tz('Asia/Kolkata')",
+        true,
+    ),
+    // Arithmetic of pushed-down aggregates, evaluated on the node.
+    (
+        "SELECT mean(v) * 8, sum(v) / sum(n), count(v) - 1, (max(n) + min(n)) * 3 \
+         FROM cpu GROUP BY dc",
+        true,
+    ),
+    (
+        "SELECT sum(n) * 2 + 1, max(v) / 0, 1.5 - mean(n) FROM cpu WHERE time >= 0s \
+         AND time < 500s GROUP BY time(100s) fill(none)",
+        true,
+    ),
+    ("SELECT sum(n) % 7 FROM cpu GROUP BY dc", false),
+    // mode: each value's points counted on the shards, the reducer's tie rule on the node
+    // (`v` is mostly one point per value: ties everywhere).
+    ("SELECT mode(v) FROM cpu GROUP BY dc", true),
+    ("SELECT mode(n), count(v) FROM cpu GROUP BY host", true),
+    (
+        "SELECT mode(s) FROM cpu WHERE time >= 0s AND time < 500s \
+         GROUP BY time(100s), dc fill(none) LIMIT 3",
+        true,
+    ),
+    ("SELECT mode(n) FROM cpu WHERE host =~ /h[0-3]/", true),
+    // In a zone's windows: the shards' finer intervals add up on the node.
+    (
+        "SELECT mode(s) FROM cpu WHERE time >= 0s AND time < 500s \
+         GROUP BY time(2m), dc tz('Asia/Kolkata')",
+        true,
+    ),
+    // distinct: each value's first time from the shards, the reducer's order on the node.
+    (
+        "SELECT distinct(v) FROM cpu WHERE time < 60s GROUP BY dc",
+        true,
+    ),
+    ("SELECT distinct(n) FROM cpu WHERE host = 'h3'", true),
+    (
+        "SELECT distinct(n) FROM cpu WHERE time >= 0s AND time < 500s AND dc = 'dc0' \
+         GROUP BY time(2m) tz('Asia/Kolkata')",
+        true,
+    ),
+    (
+        "SELECT distinct(s) FROM cpu WHERE time >= 0s AND time < 200s \
+         GROUP BY time(50s), dc LIMIT 4 OFFSET 1",
+        true,
+    ),
     // Not decomposable: the rows come to the node.
     ("SELECT median(v) FROM cpu GROUP BY dc", false),
     ("SELECT stddev(n), count(v) FROM cpu", false),

@@ -977,8 +977,10 @@ fn influxql_answers_from_two_nodes_on_a_clickhouse_cluster_match_the_embedded_en
             "{TEST}: {pushed} reads pushed down, {last} last points in Rust, \
              {candidates} read candidates, {rows} read the rows"
         );
+        // 133 pushed down before transformations and arithmetic of aggregates were (16 more),
+        // `mode` (3 more) and `distinct` (3 more).
         assert!(
-            pushed >= 100.0 && rows >= 100.0 && last >= 1.0 && candidates >= 5.0,
+            pushed >= 153.0 && rows >= 100.0 && last >= 1.0 && candidates >= 5.0,
             "{pushed} pushed down, {last} last points, {candidates} candidates, {rows} rows"
         );
         // Their partials combined in Rust, every one (`pushdown/combine.rs`).

@@ -28,6 +28,7 @@ use engine::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use engine::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 use engine::table::ColumnKind;
 
+use super::values::{Counts, MAX_VALUES};
 use super::{Form, Pushdown, MAX_DISTINCT_VALUES};
 use crate::influxql::field_call::Func;
 use crate::influxql::fill::window_start_in;
@@ -52,6 +53,13 @@ pub(crate) enum CombineError {
     /// Used if a `count(DISTINCT)` set is not in the partial statement's encoding.
     #[error("a malformed count(DISTINCT) set in partial column {0}")]
     DistinctEncoding(String),
+    /// Used if a group's `mode` or `distinct` has more than `MAX_VALUES` values (a shard sent
+    /// none, or the union grew past it): the rows are read instead.
+    #[error("a mode or distinct over {MAX_VALUES} values")]
+    ModeTooLarge,
+    /// Used if a `mode` or `distinct` partial is not in the partial statement's encoding.
+    #[error("a malformed mode or distinct partial: {0}")]
+    ModeEncoding(String),
     /// Used if a partial column is of a type this combination does not read.
     #[error("partial column {name} of Arrow type {found}")]
     Type {
@@ -222,6 +230,8 @@ struct CallCells {
     set: Option<Cells>,
     /// `w<i>`: the group's whole aggregate (`median`, `percentile`).
     whole: Option<Cells>,
+    /// `o<i>`: each value's points (`mode`, `distinct`), encoded.
+    mode: Option<Cells>,
 }
 
 /// One call's combination so far in one group.
@@ -239,6 +249,8 @@ struct CallState {
     /// The group's whole aggregate, and whether a partial row sent it.
     whole: Option<Scalar>,
     whole_rows: u32,
+    /// Each value's points (`mode`, `distinct`).
+    mode: Counts,
 }
 
 /// One group's combination so far.
@@ -306,6 +318,7 @@ impl Pushdown {
                         .transpose()?,
                         set: (c.form == Form::Distinct).then(|| col("d")).transpose()?,
                         whole: c.whole().then(|| col("w")).transpose()?,
+                        mode: c.form.runs().then(|| col("o")).transpose()?,
                     })
                 })
                 .collect::<Result<_, CombineError>>()?;
@@ -330,6 +343,13 @@ impl Pushdown {
                         merge_set(&mut group.calls[i].set, set, row, present)
                             .map_err(|e| e.named(&format!("d{i}")))?;
                     }
+                    if let Some(mode) = &cols.mode {
+                        let text = match mode.get(row) {
+                            Some(Scalar::Str(s)) => Some(s),
+                            _ => None,
+                        };
+                        group.calls[i].mode.merge(text.as_deref(), present)?;
+                    }
                     if let (Some(whole), true) = (&cols.whole, present) {
                         // The rule of `decompose`: a group's points are on one shard (or
                         // on the node), so one partial row holds them all.
@@ -351,7 +371,7 @@ impl Pushdown {
             if self.presence == Presence::InSql && !any {
                 continue;
             }
-            rows.push(self.row(tags, bucket, group));
+            rows.push(self.row(tags, bucket, group)?);
         }
         // Ordered by tags, then interval; without a window one row per tag set, so a null
         // time (last in the statement's order) breaks no tie.
@@ -359,7 +379,7 @@ impl Pushdown {
     }
 
     /// A group's answer row.
-    fn row(&self, tags: Vec<String>, bucket: i64, group: Group) -> Row {
+    fn row(&self, tags: Vec<String>, bucket: i64, group: Group) -> Result<Row, CombineError> {
         let time = if self.window.is_some() {
             Some(bucket)
         } else if self.point_time {
@@ -383,6 +403,8 @@ impl Pushdown {
             let n = group.n[c.field];
             let f = &self.fields[c.field];
             values.push(match c.func {
+                _ if c.form == Form::Mode => state.mode.cell(f.kind)?,
+                _ if c.form == Form::Values => state.mode.distinct_cell(f.kind)?,
                 _ if c.whole() => state.whole.map_or(Value::Null, Scalar::value),
                 Func::Count if c.form == Form::Distinct => match (n, state.set.len()) {
                     (0, _) | (_, 0) => Value::Null,
@@ -404,11 +426,11 @@ impl Pushdown {
                 Func::First | Func::Last => state.pick.map_or(Value::Null, |(_, v)| v.value()),
             });
         }
-        Row {
+        Ok(Row {
             time,
             group: tags,
             values,
-        }
+        })
     }
 }
 

@@ -23,9 +23,12 @@
 //!
 //! Decomposable: `count`, `sum`, `mean`, `min`, `max`, `spread`, `first`, `last` of a field,
 //! grouped by tags and `time(...)` (with an offset, any fill), conditions on tags only (those
-//! [`super::cluster::shard_condition`] writes for the shards, every one of them). Anything else
-//! (another function, an expression of aggregates, a field condition, a transformation, a
-//! `tz()` window, a wildcard) reads the rows as before.
+//! [`super::cluster::shard_condition`] writes for the shards, every one of them), and
+//! `count(DISTINCT)`, `median`, `percentile`, `mode`, `distinct` as `decompose` allows. A
+//! transformation of those runs on the node after them as after the embedded statement
+//! (`post.rs`); `+ - * /` between them is evaluated on the node (`expression.rs`). Anything
+//! else (another function, a field condition, a transformation of raw values) reads the rows
+//! as before.
 
 use std::collections::BTreeSet;
 
@@ -39,7 +42,7 @@ use super::cluster::strict_shard_condition;
 use super::error::InfluxqlError;
 use super::expr::strip_parens;
 use super::field_call::{field_call, plain_field, Func};
-use super::plan::{expand_call, Plan, Presence, Window};
+use super::plan::{expand_call, transform_parts, Plan, Presence, Window};
 use super::rows::Row;
 use super::series_prune::tag_values;
 use super::unflushed::kind;
@@ -50,7 +53,9 @@ use crate::Storage;
 mod answer;
 mod by_series;
 mod combine;
+mod expression;
 mod partial;
+mod values;
 
 pub(crate) use partial::sql_type;
 
@@ -87,6 +92,17 @@ enum Form {
     Median,
     /// `percentile(field, p)`, where every group is one series (as `Median`).
     Percentile(f64),
+    /// `mode(field)`: the shards send each value's points, counted (`values.rs`).
+    Mode,
+    /// `distinct(field)`: as `Mode`.
+    Values,
+}
+
+impl Form {
+    /// Whether the shards send each value's points (`values.rs`): the reducer's column.
+    fn runs(self) -> bool {
+        matches!(self, Form::Mode | Form::Values)
+    }
 }
 
 impl Call {
@@ -139,6 +155,9 @@ pub(crate) struct Pushdown {
     /// The shard groups by series, the group tags' columns holding the series id
     /// (`by_series.rs`).
     by_series: bool,
+    /// Each output column over the calls' combined values, where one is not simply its
+    /// call (arithmetic of aggregates, `expression.rs`).
+    outputs: Option<Vec<expression::Output>>,
 }
 
 /// `plan`'s aggregate as partial aggregates (`None`: it does not decompose, or the rows are
@@ -150,9 +169,16 @@ pub(crate) fn decompose(
     rest: &[Expr],
 ) -> Option<Pushdown> {
     let agg = plan.aggregate.as_ref()?;
+    // A transformation (`derivative(mean(v), 1s)`) runs after the aggregate statement on
+    // every path (`post.rs`): the aggregate it transforms is pushed down as any other.
+    // `mode` and `distinct` of the aggregates computed after the engine (`reduce.rs`)
+    // combine (not `top`/`bottom`).
+    let reduced = |f: &str| f == "mode" || f == "distinct";
     if plan.source.is_some()
-        || plan.transforms()
-        || plan.columns.iter().any(|c| c.reducer.is_some())
+        || plan
+            .columns
+            .iter()
+            .any(|c| c.reducer.as_ref().is_some_and(|r| !reduced(&r.function)))
         || !plan.outer_where.is_empty()
         || plan.range.is_empty()
     {
@@ -163,6 +189,15 @@ pub(crate) fn decompose(
         (w, _) => w,
     };
     let exprs = expanded_calls(stmt, plan, schema)?;
+    // Arithmetic of aggregates: its calls pushed down, evaluated on the node.
+    let mut call_exprs = Vec::new();
+    let outputs: Vec<expression::Output> = exprs
+        .iter()
+        .map(|e| expression::output(e, &mut call_exprs))
+        .collect::<Option<_>>()?;
+    let exprs = call_exprs;
+    // Per call, whether arithmetic over it is left to the engine (`expression.rs`).
+    let mut not_in_arith = Vec::new();
     // Every group a subset of one series (grouped by every tag key of the measurement): it
     // lives on one shard, or on the node (a series with undelivered rows), whole.
     let one_series_per_group = schema.tag_keys.iter().all(|k| plan.group_tags.contains(k));
@@ -170,6 +205,10 @@ pub(crate) fn decompose(
     let mut calls = Vec::new();
     for e in &exprs {
         let (func, field, form) = match (distinct_call(e, schema), whole_call(e, schema)) {
+            _ if values_call(e, schema).is_some() => {
+                let (form, field) = values_call(e, schema)?;
+                (Func::Count, field, form)
+            }
             (Some(field), _) => (Func::Count, field, Form::Distinct),
             (_, Some((form, field))) => (Func::Count, field, form),
             _ => {
@@ -182,7 +221,12 @@ pub(crate) fn decompose(
             ty,
             FieldType::Float | FieldType::Integer | FieldType::UInteger
         );
+        // An unsigned value (the engine types its arithmetic), or no number at all: the
+        // engine's arithmetic is null there even where `x / 0` is 0.
+        let counted = func == Func::Count && matches!(form, Form::Plain | Form::Distinct);
+        not_in_arith.push(!counted && !matches!(ty, FieldType::Float | FieldType::Integer));
         let fits = match (form, func) {
+            (Form::Mode | Form::Values, _) => true,
             (Form::Median | Form::Percentile(_), _) => numeric && one_series_per_group,
             (_, Func::Count) => true,
             (_, Func::First | Func::Last) => ty != FieldType::Boolean,
@@ -222,12 +266,39 @@ pub(crate) fn decompose(
     if shard_window != agg.window && calls.iter().any(Call::whole) {
         return None;
     }
+    // Arithmetic the engine types otherwise than `expression.rs` does.
+    let mut in_arith = Vec::new();
+    for o in &outputs {
+        if let expression::Output::Arith(a) = o {
+            a.calls(&mut in_arith);
+        }
+    }
+    if in_arith
+        .iter()
+        .any(|&i| not_in_arith[i] || calls[i].form.runs())
+    {
+        return None;
+    }
+    // A `mode` or `distinct` is the reducer's column, and only it: its partial is the
+    // reducer's cell.
+    let reducer_columns = outputs.iter().zip(&plan.columns).all(|(o, col)| {
+        let per_value = matches!(o, expression::Output::Call(i) if calls[*i].form.runs());
+        per_value == col.reducer.is_some() && (!per_value || col.transform.is_none())
+    });
+    if !reducer_columns {
+        return None;
+    }
+    let identity = outputs.len() == calls.len()
+        && outputs
+            .iter()
+            .enumerate()
+            .all(|(i, o)| matches!(o, expression::Output::Call(c) if *c == i));
     let point_time = agg.point_time.is_some();
     // A lone selector shows its point's time: the partials carry it for these.
     let shows_point = |c: &Call| match c.form {
         Form::Plain => matches!(c.func, Func::First | Func::Last | Func::Min | Func::Max),
         Form::Percentile(_) => true,
-        Form::Distinct | Form::Median => false,
+        Form::Distinct | Form::Median | Form::Mode | Form::Values => false,
     };
     if point_time && !matches!(calls.as_slice(), [c] if shows_point(c)) {
         return None;
@@ -254,6 +325,7 @@ pub(crate) fn decompose(
         presence: agg.presence,
         start: plan.range.min.unwrap_or(0),
         by_series: false,
+        outputs: (!identity).then_some(outputs),
     })
 }
 
@@ -268,7 +340,14 @@ fn expanded_calls(
     let mut exprs = Vec::new();
     let mut names: Vec<Option<String>> = Vec::new();
     for f in &stmt.fields {
-        let e = strip_parens(&f.expr);
+        let mut e = strip_parens(&f.expr);
+        // A transformation's aggregate (the plan's column, transformed after it).
+        if let Some((_, args, _)) = transform_parts(e) {
+            e = strip_parens(args.first()?);
+            if expand_call(e, schema).ok()?.is_some() {
+                return None;
+            }
+        }
         match expand_call(e, schema).ok()? {
             Some((name, per_field)) => {
                 for args in per_field {
@@ -314,6 +393,22 @@ fn distinct_call<'e>(e: &'e Expr, schema: &MeasurementSchema) -> Option<&'e Stri
         return None;
     };
     plain_field(arg, schema)
+}
+
+/// `mode(field)` or `distinct(field)` as written.
+fn values_call<'e>(e: &'e Expr, schema: &MeasurementSchema) -> Option<(Form, &'e String)> {
+    let Expr::Call { name, args } = strip_parens(e) else {
+        return None;
+    };
+    let form = match name.as_str() {
+        "mode" => Form::Mode,
+        "distinct" => Form::Values,
+        _ => return None,
+    };
+    match args.as_slice() {
+        [arg] => Some((form, plain_field(arg, schema)?)),
+        _ => None,
+    }
 }
 
 /// `median(field)` or `percentile(field, p)` (`p` a number) as written.
@@ -549,7 +644,13 @@ impl Storage {
             measurement: &schema.name,
             shard_sql: &partial,
         };
-        let rows = self.pushdown_answer(&push, read, req)?;
+        let mut rows = self.pushdown_answer(&push, read, req)?;
+        if let (Some(rows), Some(outputs)) = (rows.as_mut(), &push.outputs) {
+            for row in rows.iter_mut() {
+                let calls = std::mem::take(&mut row.values);
+                row.values = expression::outputs(outputs, calls);
+            }
+        }
         if rows.is_some() {
             count_read("pushdown");
         }

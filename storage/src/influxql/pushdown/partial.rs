@@ -113,6 +113,13 @@ impl Pushdown {
             let v = format!("__v{}", c.field);
             let n = format!("n{}", c.field);
             match c.func {
+                _ if c.form.runs() => col(
+                    format!("o{i}"),
+                    ColumnKind::String,
+                    super::values::partial_sql(i, &v, f.kind),
+                    // Never merged in SQL (`decompose` pushes no selector beside it).
+                    format!("any(o{i})"),
+                ),
                 _ if c.whole() => {
                     let sorted = format!("arraySort(groupArrayIf({v}, isNotNull({v})))");
                     let (kind, sql) = match c.form {
