@@ -59,8 +59,7 @@ pub use error::MarkError;
 pub use fence::{DropScope, Fences};
 pub use flusher::{Flusher, Retrier, RetryOutcome};
 pub use identity::{
-    Cell, IdentityIndex, InsertGuard, LastPoint, LastPoints, Reader, Resolved, Rewrites, Snapshot,
-    TableLasts,
+    Cell, IdentityIndex, InsertGuard, LastPoint, LastPoints, Reader, Rewrites, Snapshot, TableLasts,
 };
 pub use read_state::ReadState;
 pub use replay::Resume;

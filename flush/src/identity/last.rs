@@ -65,7 +65,9 @@ pub enum Cell {
     /// An unsigned integer field.
     Unsigned(u64),
     /// A string field or a tag value (never empty for a tag: `''` is "no tag").
-    String(Box<str>),
+    /// Shared, so an answer's cell is a count more, not a copy (TSBS
+    /// `lastpoint`: 9 tag cells a series, 9,000 allocations at 1,000 hosts).
+    String(Arc<str>),
     /// A boolean field.
     Boolean(bool),
 }
@@ -93,17 +95,6 @@ impl LastPoint {
     }
 }
 
-/// One series' point as a read sees it: the table's last point and the
-/// unflushed rows' (an overlay) merged by the same rules as
-/// [`TableLasts::merge`], without copying either.
-#[derive(Debug)]
-pub struct Resolved<'a> {
-    /// Its time, ns.
-    pub time: i64,
-    /// The columns asked for ([`Reader::new`]), in that order.
-    pub cells: Vec<Option<&'a Cell>>,
-}
-
 /// Reads a table's last points with an overlay of newer rows.
 #[derive(Debug)]
 pub struct Reader<'a> {
@@ -127,23 +118,39 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Every series' point (in no particular order).
-    pub fn points(&self) -> impl Iterator<Item = (u64, Resolved<'a>)> + '_ {
-        let base = self
-            .base
-            .series
-            .iter()
-            .map(|(&sid, b)| (sid, self.resolve(Some(b), self.overlay.series.get(&sid))));
-        let only_overlay = self
-            .overlay
-            .series
-            .iter()
-            .filter(|(sid, _)| !self.base.series.contains_key(sid))
-            .map(|(&sid, o)| (sid, self.resolve(None, Some(o))));
-        base.chain(only_overlay)
+    /// `f` over every series' point as a read sees it (in no particular
+    /// order): the table's last point and the unflushed rows' (an overlay)
+    /// merged by the same rules as [`TableLasts::merge`], without copying
+    /// either. `f` gets its id, time and cells (the columns asked for, in
+    /// that order), the cells in one buffer reused from series to series:
+    /// a vector allocated a series was a tenth of TSBS `lastpoint`'s
+    /// allocations at 1,000 hosts.
+    pub fn for_each(&self, mut f: impl FnMut(u64, i64, &[Option<&'a Cell>])) {
+        let mut cells = Vec::with_capacity(self.columns.len());
+        // An empty overlay (nothing unflushed: the usual read) is not
+        // looked up a series at a time.
+        let overlay = (!self.overlay.series.is_empty()).then_some(&self.overlay.series);
+        for (&sid, b) in &self.base.series {
+            let o = overlay.and_then(|o| o.get(&sid));
+            let time = self.resolve(Some(b), o, &mut cells);
+            f(sid, time, &cells);
+        }
+        for (&sid, o) in overlay.into_iter().flatten() {
+            if !self.base.series.contains_key(&sid) {
+                let time = self.resolve(None, Some(o), &mut cells);
+                f(sid, time, &cells);
+            }
+        }
     }
 
-    fn resolve(&self, b: Option<&'a LastPoint>, o: Option<&'a LastPoint>) -> Resolved<'a> {
+    /// The point of a series from its base and overlay points: its time,
+    /// and its cells into `cells`.
+    fn resolve(
+        &self,
+        b: Option<&'a LastPoint>,
+        o: Option<&'a LastPoint>,
+        cells: &mut Vec<Option<&'a Cell>>,
+    ) -> i64 {
         let at = |p: Option<&'a LastPoint>, i: Option<usize>| -> Option<&'a Versioned> {
             p?.cells.get(i?)?.as_ref()
         };
@@ -155,21 +162,19 @@ impl<'a> Reader<'a> {
             (None, Some(o)) => (o.time, false, true),
             (None, None) => (i64::MIN, false, false),
         };
-        let cells = self
-            .columns
-            .iter()
-            .map(|&(bi, oi)| {
-                let from_b = at(b.filter(|_| use_b), bi);
-                let from_o = at(o.filter(|_| use_o), oi);
-                match (from_b, from_o) {
+        let (b, o) = (b.filter(|_| use_b), o.filter(|_| use_o));
+        cells.clear();
+        cells.extend(
+            self.columns
+                .iter()
+                .map(|&(bi, oi)| match (at(b, bi), at(o, oi)) {
                     (Some(x), Some(y)) if x.version > y.version => Some(&x.cell),
                     (_, Some(y)) => Some(&y.cell),
                     (Some(x), None) => Some(&x.cell),
                     (None, None) => None,
-                }
-            })
-            .collect();
-        Resolved { time, cells }
+                }),
+        );
+        time
     }
 }
 

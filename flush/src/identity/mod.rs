@@ -53,7 +53,7 @@ mod last;
 mod lookup;
 mod written;
 
-pub use last::{Cell, LastPoint, LastPoints, Reader, Resolved, TableLasts};
+pub use last::{Cell, LastPoint, LastPoints, Reader, TableLasts};
 
 use lookup::loaded;
 use written::Written;

@@ -75,14 +75,22 @@ fn a_small_lastpoint_runs_inline_and_a_large_one_hands_off_answering_alike() {
         load(&[&hot, &plain], "d", &lines);
         assert_eq!(same(&hot, &plain, "d"), "last_point");
     }
+    // TSBS `lastpoint` at 1,000 hosts runs inline (it was refused and
+    // handed off: 0.7 ms of its 2 ms).
+    load(&[&hot, &plain], "hosts", &hosts(1_000, 2, 0));
+    same(&hot, &plain, "hosts");
+    let (inline, refused) = (ran(&hot, "inline"), ran(&hot, "refused"));
+    assert_eq!(same(&hot, &plain, "hosts"), "last_point");
+    assert_eq!(ran(&hot, "inline"), inline + 1.0, "1,000 series not inline");
+    assert_eq!(ran(&hot, "refused"), refused);
     // More series than an inline read may answer (`MAX_LAST_POINT_SERIES`):
     // refused inline before any work, answered on a blocking thread.
-    load(&[&hot, &plain], "big", &hosts(450, 2, 0));
+    load(&[&hot, &plain], "big", &hosts(1_550, 2, 0));
     same(&hot, &plain, "big");
     let (inline, refused) = (ran(&hot, "inline"), ran(&hot, "refused"));
     assert_eq!(same(&hot, &plain, "big"), "last_point");
     assert_eq!(ran(&hot, "refused"), refused + 1.0, "not refused inline");
-    assert_eq!(ran(&hot, "inline"), inline, "450 series answered inline");
+    assert_eq!(ran(&hot, "inline"), inline, "1,550 series answered inline");
     // The server without the hot store runs nothing inline.
     assert_eq!(ran(&plain, "inline"), 0.0);
 }

@@ -13,10 +13,10 @@
 //! database with a retention (the engine deletes its old points lazily), and
 //! when the last points cannot be had (being loaded, too many series).
 
-use std::collections::BTreeMap;
+use std::cmp::Ordering;
 
 use engine::{quote_ident, ReadScope, SqlAccess};
-use flush::{Cell, Reader, Resolved, TableLasts};
+use flush::{Cell, Reader, TableLasts};
 use ingest::catalog::MeasurementSchema;
 
 use super::error::InfluxqlError;
@@ -88,7 +88,7 @@ fn value(cell: Option<&Cell>) -> Value {
         Some(Cell::Float(_)) => Value::Null,
         Some(Cell::Integer(i)) => Value::Integer(*i),
         Some(Cell::Unsigned(u)) => Value::Unsigned(*u),
-        Some(Cell::String(s)) => Value::String(s.as_ref().into()),
+        Some(Cell::String(s)) => Value::String(s.clone()),
         Some(Cell::Boolean(b)) => Value::Boolean(*b),
     }
 }
@@ -235,67 +235,73 @@ pub(super) fn answer(
             Shown::Field(n) | Shown::Tag(n) => at(&mut names, n),
         })
         .collect();
+    let width = names.len();
     let reader = Reader::new(table, overlay, &names);
-    // Per group: latest first; among equal times, series in tag order. Keyed
-    // by borrowed tag values, and a series' tags compared only on a tie of
-    // times: no string is copied before the answer's rows (TSBS `lastpoint`
-    // copied eleven tag values per series only to compare them).
-    let mut best: BTreeMap<Vec<&str>, (u64, Resolved<'_>)> = BTreeMap::new();
-    for (sid, point) in reader.points() {
-        if plan.range.max.is_some_and(|max| point.time > max) {
-            // The range's last point of this series is an older one.
-            return None;
+    // Every series' point that may answer: its id and time, its cells in
+    // one flat vector (`width` a series). Nothing is allocated a series
+    // (TSBS `lastpoint` at 1,000 hosts allocated a cell vector and a group
+    // key a series, and kept them in a tree ordered by group).
+    let mut points: Vec<(u64, i64)> = Vec::with_capacity(table.series.len());
+    let mut cells: Vec<Option<&Cell>> = Vec::with_capacity(table.series.len() * width);
+    let mut older = false;
+    reader.for_each(|sid, time, point| {
+        if older || plan.range.min.is_some_and(|min| time < min) {
+            return;
         }
-        if plan.range.min.is_some_and(|min| point.time < min) {
-            continue;
+        // The range's last point of this series is an older one, or its
+        // last point shows nothing: an older one would.
+        if plan.range.max.is_some_and(|max| time > max)
+            || present_at.iter().all(|&i| point[i].is_none())
+        {
+            older = true;
+            return;
         }
-        let cells = &point.cells;
-        if present_at.iter().all(|&i| cells[i].is_none()) {
-            // Its last point shows nothing: an older one would.
-            return None;
-        }
-        let group: Vec<&str> = group_at.iter().map(|&i| tag(cells[i])).collect();
-        match best.get_mut(&group) {
-            None => {
-                best.insert(group, (sid, point));
-            }
-            Some(b) => {
-                // Ties are rare (several series of one group at one time).
-                let order = |cells: &[Option<&Cell>]| -> Vec<String> {
-                    order_at
-                        .iter()
-                        .map(|&i| tag(cells[i]).to_string())
-                        .collect()
-                };
-                // The later point wins; at one time the series first in tag
-                // (then id) order.
-                let wins = point.time > b.1.time
-                    || (point.time == b.1.time
-                        && (order(&point.cells), sid) < (order(&b.1.cells), b.0));
-                if wins {
-                    *b = (sid, point);
-                }
-            }
-        }
+        points.push((sid, time));
+        cells.extend_from_slice(point);
+    });
+    if older {
+        return None;
     }
+    let cells_of = |p: usize| &cells[p * width..(p + 1) * width];
+    let tags = |p: usize, at: &[usize]| -> Vec<&str> {
+        let c = cells_of(p);
+        at.iter().map(|&i| tag(c[i])).collect()
+    };
+    // Per group: latest first; among equal times, series in tag (then id)
+    // order. Compared in place, tag by tag: no key is built.
+    let cmp_tags = |a: usize, b: usize, at: &[usize]| {
+        let (ca, cb) = (cells_of(a), cells_of(b));
+        at.iter()
+            .map(|&i| tag(ca[i]).cmp(tag(cb[i])))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    };
+    let mut order: Vec<usize> = (0..points.len()).collect();
+    order.sort_unstable_by(|&a, &b| {
+        cmp_tags(a, b, &group_at)
+            .then_with(|| points[b].1.cmp(&points[a].1))
+            .then_with(|| cmp_tags(a, b, &order_at))
+            .then_with(|| points[a].0.cmp(&points[b].0))
+    });
+    order.dedup_by(|later, first| cmp_tags(*later, *first, &group_at).is_eq());
     Some(
-        best.into_iter()
-            .map(|(group, (_, point))| {
+        order
+            .into_iter()
+            .map(|p| {
+                let c = cells_of(p);
                 // A slot for the time `exec.rs` puts first.
                 let mut values = Vec::with_capacity(shown.len() + 1);
-                values.extend(shown.iter().zip(&shown_at).map(|(s, &i)| {
-                    let c = point.cells[i];
-                    match s {
-                        Shown::Tag(_) => match tag(c) {
-                            "" => Value::Null,
-                            v => Value::String(v.into()),
-                        },
-                        Shown::Field(_) => value(c),
-                    }
+                values.extend(shown.iter().zip(&shown_at).map(|(s, &i)| match s {
+                    Shown::Tag(_) => match c[i] {
+                        // A count more: the last points' own string.
+                        Some(Cell::String(v)) if !v.is_empty() => Value::String(v.clone()),
+                        _ => Value::Null,
+                    },
+                    Shown::Field(_) => value(c[i]),
                 }));
                 Row {
-                    time: Some(point.time),
-                    group: group.into_iter().map(str::to_string).collect(),
+                    time: Some(points[p].1),
+                    group: tags(p, &group_at).into_iter().map(str::to_string).collect(),
                     values,
                 }
             })

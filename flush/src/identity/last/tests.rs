@@ -169,16 +169,14 @@ fn a_reader_merges_the_overlay_as_merge_would() {
     both.merge(&with_idle(&batch(&rows_over), &[Some(1), None, None, None]))
         .unwrap();
     let reader = Reader::new(&base, &overlay, &["usage", "idle", "host"]);
-    let mut got: Vec<_> = reader
-        .points()
-        .map(|(sid, p)| {
-            (
-                sid,
-                p.time,
-                p.cells.iter().map(|c| c.cloned()).collect::<Vec<_>>(),
-            )
-        })
-        .collect();
+    let mut got = Vec::new();
+    reader.for_each(|sid, time, cells| {
+        got.push((
+            sid,
+            time,
+            cells.iter().map(|c| c.cloned()).collect::<Vec<_>>(),
+        ))
+    });
     got.sort_by_key(|g| g.0);
     let mut want: Vec<_> = both
         .series
