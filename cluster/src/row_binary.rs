@@ -173,23 +173,26 @@ impl Cluster {
     }
 }
 
+/// Appends `s` as a `RowBinary` string: its length (LEB128), its bytes.
+pub(crate) fn write_string(out: &mut Vec<u8>, s: &str) {
+    let mut len = s.len();
+    loop {
+        let b = (len & 0x7f) as u8;
+        len >>= 7;
+        if len == 0 {
+            out.push(b);
+            break;
+        }
+        out.push(b | 0x80);
+    }
+    out.extend_from_slice(s.as_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn string(out: &mut Vec<u8>, s: &str) {
-        let mut len = s.len();
-        loop {
-            let b = (len & 0x7f) as u8;
-            len >>= 7;
-            if len == 0 {
-                out.push(b);
-                break;
-            }
-            out.push(b | 0x80);
-        }
-        out.extend_from_slice(s.as_bytes());
-    }
+    use super::write_string as string;
 
     #[test]
     fn row_binary_reads_every_kind_nulls_and_long_strings_and_refuses_a_cut_answer() {

@@ -23,7 +23,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::folded::{self, Cell};
-use crate::row_binary::RowBinary;
+use crate::row_binary::{write_string, RowBinary};
 use crate::{Cluster, ClusterError};
 
 /// A shard groups by series when its series are at most this many per value of the group
@@ -191,21 +191,6 @@ fn with_tags(
         }
     }
     Ok(out)
-}
-
-/// A `RowBinary` string: its length (LEB128), its bytes.
-fn write_string(out: &mut Vec<u8>, s: &str) {
-    let mut len = s.len();
-    loop {
-        let b = (len & 0x7f) as u8;
-        len >>= 7;
-        if len == 0 {
-            out.push(b);
-            break;
-        }
-        out.push(b | 0x80);
-    }
-    out.extend_from_slice(s.as_bytes());
 }
 
 #[cfg(test)]

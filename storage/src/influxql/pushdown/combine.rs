@@ -457,6 +457,17 @@ impl CombineError {
     }
 }
 
+/// Splits the next value off a shard's encoded values, `<bytes>:<value>` (the form
+/// `count(DISTINCT)`'s sets and `mode`'s runs share); `None`: not of that form.
+pub(super) fn next_value<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let colon = rest.iter().position(|b| *b == b':')?;
+    let len: usize = std::str::from_utf8(&rest[..colon]).ok()?.parse().ok()?;
+    let end = (colon + 1).checked_add(len)?;
+    let value = rest.get(colon + 1..end)?;
+    *rest = &rest[end..];
+    Some(value)
+}
+
 /// Adds the values of partial row `row`'s `count(DISTINCT)` set (`present`: it holds a
 /// value) to `set`: each value as `<bytes>:<value>`, one after another; a null set where
 /// values were is one the shard did not send (over `MAX_DISTINCT_VALUES`).
@@ -474,14 +485,8 @@ fn merge_set(
     let bad = || CombineError::DistinctEncoding(String::new());
     let mut rest = encoded.as_bytes();
     while !rest.is_empty() {
-        let colon = rest.iter().position(|b| *b == b':').ok_or_else(bad)?;
-        let len: usize = std::str::from_utf8(&rest[..colon])
-            .ok()
-            .and_then(|l| l.parse().ok())
-            .ok_or_else(bad)?;
-        let value = rest.get(colon + 1..colon + 1 + len).ok_or_else(bad)?;
+        let value = next_value(&mut rest).ok_or_else(bad)?;
         set.insert(value.to_vec());
-        rest = &rest[colon + 1 + len..];
     }
     if set.len() > MAX_DISTINCT_VALUES {
         return Err(CombineError::DistinctTooLarge);

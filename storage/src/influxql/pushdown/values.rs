@@ -92,13 +92,7 @@ impl Counts {
         let bad = || CombineError::ModeEncoding(encoded.chars().take(80).collect());
         let mut rest = encoded.as_bytes();
         while !rest.is_empty() {
-            let colon = rest.iter().position(|b| *b == b':').ok_or_else(bad)?;
-            let len: usize = std::str::from_utf8(&rest[..colon])
-                .ok()
-                .and_then(|l| l.parse().ok())
-                .ok_or_else(bad)?;
-            let value = rest.get(colon + 1..colon + 1 + len).ok_or_else(bad)?;
-            rest = &rest[colon + 1 + len..];
+            let value = super::combine::next_value(&mut rest).ok_or_else(bad)?;
             let semi = rest.iter().position(|b| *b == b';').ok_or_else(bad)?;
             let numbers = std::str::from_utf8(&rest[..semi]).map_err(|_| bad())?;
             rest = &rest[semi + 1..];
