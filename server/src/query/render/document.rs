@@ -194,13 +194,20 @@ impl<W: Write> Sink<W> {
                     self.put(b",");
                 }
                 self.put(b"[");
-                for (j, v) in row.iter().enumerate() {
+                let mut j = 0;
+                while j < row.len() {
                     if j > 0 {
                         self.put(b",");
                     }
-                    match v {
-                        Value::String(s) if repeats => self.shared.write(&mut self.buf, j, s),
-                        v => json_value(&mut self.buf, v, times),
+                    match &row[j] {
+                        // A run of the row before's strings, copied at once.
+                        Value::String(_) if repeats => {
+                            j += self.shared.write_run(&mut self.buf, j, &row[j..]);
+                        }
+                        v => {
+                            json_value(&mut self.buf, v, times);
+                            j += 1;
+                        }
                     }
                 }
                 self.put(b"]");

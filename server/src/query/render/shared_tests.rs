@@ -161,3 +161,40 @@ fn a_repeated_string_is_copied_from_where_it_was_written() {
         b"\"\\U003ca\\u003e\"\"\\u003ca\\u003e\"\"\\u003ca\\u003e\""
     );
 }
+
+/// Cells that repeat the row before's strings side by side are copied as one
+/// span, commas included; the run stops at a cell that is another string, a
+/// string of another column before, or not where the row before had it.
+#[test]
+fn a_run_of_repeated_strings_is_copied_at_once() {
+    let (a, b): (Arc<str>, Arc<str>) = (Arc::from("<a>"), Arc::from("b\n"));
+    let row = [Value::String(a.clone()), Value::String(b.clone())];
+    let mut cells = SharedCells::default();
+    let mut buf = Vec::new();
+    // A row's first time: written cell by cell.
+    assert_eq!(cells.write_run(&mut buf, 1, &row), 1);
+    buf.push(b',');
+    assert_eq!(cells.write_run(&mut buf, 2, &row[1..]), 1);
+    assert_eq!(buf, b"\"\\u003ca\\u003e\",\"b\\n\"");
+    // Marks both cells: the next row copies the marks.
+    let len = buf.len();
+    (buf[2], buf[len - 2]) = (b'U', b'N');
+    buf.extend_from_slice(b"],[");
+    assert_eq!(cells.write_run(&mut buf, 1, &row), 2);
+    assert!(buf.ends_with(b"],[\"\\U003ca\\u003e\",\"b\\N\""), "{buf:?}");
+    // The run's new place is where the next copy comes from.
+    let at = buf.len() - len;
+    buf[at + 3] = b'V';
+    buf.extend_from_slice(b"],[");
+    assert_eq!(cells.write_run(&mut buf, 1, &row), 2);
+    assert!(buf.ends_with(b"],[\"\\UV03ca\\u003e\",\"b\\N\""));
+    // Another string of the same text in the second column: only the
+    // first cell repeats.
+    buf.extend_from_slice(b"],[");
+    let other = [Value::String(a.clone()), Value::String(Arc::from("b\n"))];
+    assert_eq!(cells.write_run(&mut buf, 1, &other), 1);
+    assert!(buf.ends_with(b"],[\"\\UV03ca\\u003e\""));
+    // A cell that is not a string ends the run before it.
+    let mixed = [Value::String(a), Value::Null];
+    assert_eq!(cells.write_run(&mut buf, 1, &mixed), 1);
+}
