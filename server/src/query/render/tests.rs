@@ -531,6 +531,43 @@ fn empty_parts_are_left_out_and_tags_sorted() {
         );
 }
 
+/// Tags that come sorted (as `to_series` builds them) are written as they
+/// are, unsorted ones sorted first: the same bytes either way, over keys
+/// and values JSON escapes.
+#[test]
+fn tags_render_sorted_whether_or_not_they_come_sorted() {
+    let sorted: Vec<(String, String)> = [
+        ("", "empty key"),
+        ("a", ""),
+        ("a\"q", "<v> & \u{2028}"),
+        ("host", "host_1"),
+        ("ünï", "日本 🙂"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let mut shuffled = sorted.clone();
+    shuffled.reverse();
+    shuffled.swap(1, 3);
+    let answer = |tags: &[(String, String)]| StatementResult {
+        series: (0..3)
+            .map(|i| Series {
+                name: "cpu".into(),
+                tags: tags.to_vec(),
+                columns: std::sync::Arc::new(vec!["time".into(), "v".into()]),
+                values: vec![vec![Value::Time(i), Value::Integer(i)]],
+            })
+            .collect(),
+        messages: Vec::new(),
+    };
+    let one = render(PLAIN, &[(Ok(answer(&sorted)), Chunking::Rows)]);
+    let other = render(PLAIN, &[(Ok(answer(&shuffled)), Chunking::Rows)]);
+    assert_eq!(one, other);
+    assert!(one.contains(
+        "\"tags\":{\"\":\"empty key\",\"a\":\"\",\"a\\\"q\":\"\\u003cv\\u003e \\u0026 \\u2028\",\"host\":\"host_1\",\"ünï\":\"日本 🙂\"}"
+    ), "{one}");
+}
+
 #[test]
 fn non_finite_floats_are_null() {
     let body = render(
