@@ -617,3 +617,29 @@ fn large_answers_stream_in_pieces() {
         .unwrap();
     assert_eq!(r.finish().unwrap().flushes, 51);
 }
+
+#[test]
+fn lastpoint_at_1000_hosts_is_rendered_at_once() {
+    // TSBS `lastpoint` at 1,000 hosts: 1,000 one-row series of 21 columns
+    // (21,000 cells, 448 KB). Rendered at once, it skips the blocking
+    // thread and the channel and goes with a `Content-Length`.
+    let names: Vec<String> = (0..21).map(|c| format!("c{c}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let series = |h: usize| Series {
+        tags: vec![("hostname".into(), format!("host_{h}"))],
+        ..Series::untagged("cpu", &names, vec![vec![Value::Integer(1); 21]])
+    };
+    let answered = |n: usize| Answered {
+        result: Ok(StatementResult::of((0..n).map(series).collect())),
+        chunking: Chunking::Rows,
+        zone: None,
+    };
+    let format = Format::from_params(Some("ns"), None, None, None);
+    let (response, took) = respond(vec![answered(1_000)], format);
+    assert!(took.is_some());
+    // One buffer of known length (a stream's length is unknown).
+    let length = http_body::Body::size_hint(response.body()).exact();
+    assert!(length.is_some_and(|n| n > 200_000), "{length:?}");
+    // Twice that streams: never held whole.
+    assert!(!small(&[answered(2_000)]));
+}
