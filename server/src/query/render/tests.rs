@@ -2,6 +2,7 @@
 //! 1.6.7~rc0), byte for byte, for the same data and parameters.
 
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use storage::influxql::series::{Series, StatementResult, Value};
 use storage::influxql::zone::TimeZone;
@@ -642,4 +643,74 @@ fn lastpoint_at_1000_hosts_is_rendered_at_once() {
     assert!(length.is_some_and(|n| n > 200_000), "{length:?}");
     // Twice that streams: never held whole.
     assert!(!small(&[answered(2_000)]));
+}
+
+#[test]
+fn one_row_series_with_shared_strings_render_as_unshared_ones() {
+    // TSBS `lastpoint`'s shape: one-row series whose tag cells are the
+    // kept last points' shared strings. Tricky values, some shared over
+    // series, some each its own, past the memo's bounds (300 distinct
+    // values in a column; 70 KB of JSON in another).
+    let tricky = [
+        "",
+        "plain",
+        "q\"uote\\back",
+        "<a>&b",
+        "line\nbreak\ttab\r\u{1}",
+        "\u{2028}\u{2029}",
+        "日本 🙂 ünï",
+    ];
+    let shared: Vec<Arc<str>> = tricky.iter().map(|&s| Arc::from(s)).collect();
+    let names = ["time", "t", "u", "big", "n", "long"];
+    let long: Vec<Arc<str>> = (0..40)
+        .map(|k| Arc::from(format!("{k}:{}\u{2028}", "x".repeat(2_000))))
+        .collect();
+    let series = |h: usize, share: bool| {
+        let own = |s: &Arc<str>| {
+            if share {
+                Arc::clone(s)
+            } else {
+                Arc::from(&**s)
+            }
+        };
+        let t = own(&shared[h % shared.len()]);
+        let u: Arc<str> = Arc::from(format!("u{}", h % 300));
+        let long = own(&long[h % long.len()]);
+        Series {
+            tags: vec![("hostname".into(), format!("host_{h}"))],
+            ..Series::untagged(
+                "cpu",
+                &names,
+                vec![vec![
+                    Value::Time(h as i64),
+                    Value::String(t),
+                    Value::String(u),
+                    Value::Integer(i64::MIN + h as i64),
+                    if h.is_multiple_of(3) {
+                        Value::Null
+                    } else {
+                        Value::Unsigned(u64::MAX - h as u64)
+                    },
+                    Value::String(long),
+                ]],
+            )
+        }
+    };
+    let answer = |share: bool| StatementResult::of((0..1_000).map(|h| series(h, share)).collect());
+    let epoch = [Some("ns"), None, None, None];
+    let with = render(epoch, &[(Ok(answer(true)), Chunking::Rows)]);
+    let without = render(epoch, &[(Ok(answer(false)), Chunking::Rows)]);
+    assert_eq!(with, without);
+    // And as JSON: each cell is its string.
+    let doc: serde_json::Value = serde_json::from_str(&with).unwrap();
+    let row = &doc["results"][0]["series"][4]["values"][0];
+    assert_eq!(row[1], "line\nbreak\ttab\r\u{1}");
+    assert_eq!(row[3], i64::MIN + 4);
+    assert_eq!(row[4], u64::MAX - 4);
+    assert!(
+        with.contains("\"q\\\"uote\\\\back\",\"u2\""),
+        "escaped once, copied after"
+    );
+    assert!(with.contains("\"\\u003ca\\u003e\\u0026b\""));
+    assert!(with.contains("\"\\u2028\\u2029\""));
 }
