@@ -46,6 +46,15 @@ DIR = os.environ.get("DIR", "/tmp/hot-stage-ab")
 
 def start(name, binary, port):
     d = f"{DIR}-{name}"
+    # A server left on the port (another run's, held) would answer the
+    # /ping below while this one fails to bind: the run would time the old one.
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        c.request("GET", "/ping")
+        c.getresponse()
+        raise SystemExit(f"{name}: port {port} already answers (another run's server?)")
+    except OSError:
+        pass
     if not REUSE:
         shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d, exist_ok=True)
@@ -61,7 +70,7 @@ def start(name, binary, port):
         try:
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             c.request("GET", "/ping")
-            if c.getresponse().status == 204:
+            if c.getresponse().status == 204 and p.poll() is None:
                 return p
         except OSError:
             pass

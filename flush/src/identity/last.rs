@@ -51,6 +51,7 @@ use engine::{EngineError, Result};
 use parking_lot::Mutex;
 
 use super::{typed, BySeries};
+use strings::Strings;
 
 /// A table that was too large to cache is tried again after this long.
 const TOO_LARGE_RETRY: Duration = Duration::from_secs(60);
@@ -184,6 +185,8 @@ pub struct TableLasts {
     columns: HashMap<String, usize>,
     /// By series id.
     pub series: HashMap<u64, LastPoint>,
+    /// Each column's values as shared strings.
+    strings: Strings,
 }
 
 impl TableLasts {
@@ -244,7 +247,7 @@ impl TableLasts {
             for r in rows {
                 let version = (seq.value(r), row.value(r));
                 for &(i, array) in &user {
-                    let Some(cell) = cell_at(array, r) else {
+                    let Some(cell) = cell_at(array, r, &mut self.strings, i) else {
                         continue;
                     };
                     let slot = &mut point.cells[i];
@@ -258,13 +261,14 @@ impl TableLasts {
     }
 }
 
-/// Row `i` of `array` as a cell; `None` for null. (A tag column holds `''`
-/// where a point lacks the tag: kept as it is, readers know their tags.)
-fn cell_at(array: &ArrayRef, i: usize) -> Option<Cell> {
+/// Row `i` of `array` (the points' column `column`) as a cell; `None` for
+/// null. (A tag column holds `''` where a point lacks the tag: kept as it
+/// is, readers know their tags.)
+fn cell_at(array: &ArrayRef, i: usize, strings: &mut Strings, column: usize) -> Option<Cell> {
     if array.is_null(i) {
         return None;
     }
-    let string = |s: &str| Some(Cell::String(s.into()));
+    let mut string = |s: &str| Some(Cell::String(strings.get(column, s)));
     match array.data_type() {
         DataType::Float64 => Some(Cell::Float(array.as_primitive::<Float64Type>().value(i))),
         DataType::Int64 => Some(Cell::Integer(array.as_primitive::<Int64Type>().value(i))),
@@ -281,7 +285,7 @@ fn cell_at(array: &ArrayRef, i: usize) -> Option<Cell> {
                 DataType::Int64 => dict_at::<Int64Type>(array, i),
                 _ => return None,
             };
-            cell_at(values, keys?)
+            cell_at(values, keys?, strings, column)
         }
         _ => None,
     }
@@ -555,5 +559,6 @@ fn load(
 }
 
 mod now;
+mod strings;
 #[cfg(test)]
 mod tests;

@@ -557,21 +557,21 @@ fn to_series(
     columns.extend(plan.columns.iter().map(|c| c.name.clone()));
     let columns = std::sync::Arc::new(columns);
     let mut out: Vec<Series> = Vec::new();
-    let mut current: Option<Vec<String>> = None;
     for row in rows {
-        if current.as_ref() != Some(&row.group) {
+        // A new group when its key differs from the last series' tags (the
+        // key itself moved into them: TSBS `lastpoint` at 1,000 hosts copied
+        // each one-row group's key once more here).
+        let same = out.last().is_some_and(|s: &Series| {
+            s.tags.len() == row.group.len()
+                && s.tags.iter().zip(&row.group).all(|((_, v), g)| v == g)
+        });
+        if !same {
             out.push(Series {
                 name: plan.measurement.clone(),
-                tags: plan
-                    .group_tags
-                    .iter()
-                    .cloned()
-                    .zip(row.group.iter().cloned())
-                    .collect(),
+                tags: plan.group_tags.iter().cloned().zip(row.group).collect(),
                 columns: columns.clone(),
                 values: Vec::new(),
             });
-            current = Some(row.group);
         }
         // In place: the engine's rows leave a slot for the time (`rows.rs`).
         let mut values = row.values;

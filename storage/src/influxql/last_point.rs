@@ -263,10 +263,6 @@ pub(super) fn answer(
         return None;
     }
     let cells_of = |p: usize| &cells[p * width..(p + 1) * width];
-    let tags = |p: usize, at: &[usize]| -> Vec<&str> {
-        let c = cells_of(p);
-        at.iter().map(|&i| tag(c[i])).collect()
-    };
     // Per group: latest first; among equal times, series in tag (then id)
     // order. Compared in place, tag by tag: no key is built.
     let cmp_tags = |a: usize, b: usize, at: &[usize]| {
@@ -301,7 +297,7 @@ pub(super) fn answer(
                 }));
                 Row {
                     time: Some(points[p].1),
-                    group: tags(p, &group_at).into_iter().map(str::to_string).collect(),
+                    group: group_at.iter().map(|&i| tag(c[i]).to_string()).collect(),
                     values,
                 }
             })

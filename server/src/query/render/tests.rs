@@ -2,6 +2,7 @@
 //! 1.6.7~rc0), byte for byte, for the same data and parameters.
 
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use storage::influxql::series::{Series, StatementResult, Value};
 use storage::influxql::zone::TimeZone;
@@ -531,6 +532,43 @@ fn empty_parts_are_left_out_and_tags_sorted() {
         );
 }
 
+/// Tags that come sorted (as `to_series` builds them) are written as they
+/// are, unsorted ones sorted first: the same bytes either way, over keys
+/// and values JSON escapes.
+#[test]
+fn tags_render_sorted_whether_or_not_they_come_sorted() {
+    let sorted: Vec<(String, String)> = [
+        ("", "empty key"),
+        ("a", ""),
+        ("a\"q", "<v> & \u{2028}"),
+        ("host", "host_1"),
+        ("ünï", "日本 🙂"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let mut shuffled = sorted.clone();
+    shuffled.reverse();
+    shuffled.swap(1, 3);
+    let answer = |tags: &[(String, String)]| StatementResult {
+        series: (0..3)
+            .map(|i| Series {
+                name: "cpu".into(),
+                tags: tags.to_vec(),
+                columns: std::sync::Arc::new(vec!["time".into(), "v".into()]),
+                values: vec![vec![Value::Time(i), Value::Integer(i)]],
+            })
+            .collect(),
+        messages: Vec::new(),
+    };
+    let one = render(PLAIN, &[(Ok(answer(&sorted)), Chunking::Rows)]);
+    let other = render(PLAIN, &[(Ok(answer(&shuffled)), Chunking::Rows)]);
+    assert_eq!(one, other);
+    assert!(one.contains(
+        "\"tags\":{\"\":\"empty key\",\"a\":\"\",\"a\\\"q\":\"\\u003cv\\u003e \\u0026 \\u2028\",\"host\":\"host_1\",\"ünï\":\"日本 🙂\"}"
+    ), "{one}");
+}
+
 #[test]
 fn non_finite_floats_are_null() {
     let body = render(
@@ -579,4 +617,100 @@ fn large_answers_stream_in_pieces() {
     r.statement(0, Outcome::Answer(&a), Chunking::Rows, None)
         .unwrap();
     assert_eq!(r.finish().unwrap().flushes, 51);
+}
+
+#[test]
+fn lastpoint_at_1000_hosts_is_rendered_at_once() {
+    // TSBS `lastpoint` at 1,000 hosts: 1,000 one-row series of 21 columns
+    // (21,000 cells, 448 KB). Rendered at once, it skips the blocking
+    // thread and the channel and goes with a `Content-Length`.
+    let names: Vec<String> = (0..21).map(|c| format!("c{c}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let series = |h: usize| Series {
+        tags: vec![("hostname".into(), format!("host_{h}"))],
+        ..Series::untagged("cpu", &names, vec![vec![Value::Integer(1); 21]])
+    };
+    let answered = |n: usize| Answered {
+        result: Ok(StatementResult::of((0..n).map(series).collect())),
+        chunking: Chunking::Rows,
+        zone: None,
+    };
+    let format = Format::from_params(Some("ns"), None, None, None);
+    let (response, took) = respond(vec![answered(1_000)], format);
+    assert!(took.is_some());
+    // One buffer of known length (a stream's length is unknown).
+    let length = http_body::Body::size_hint(response.body()).exact();
+    assert!(length.is_some_and(|n| n > 200_000), "{length:?}");
+    // Twice that streams: never held whole.
+    assert!(!small(&[answered(2_000)]));
+}
+
+#[test]
+fn one_row_series_with_shared_strings_render_as_unshared_ones() {
+    // TSBS `lastpoint`'s shape: one-row series whose tag cells are the
+    // kept last points' shared strings. Tricky values, some shared over
+    // series, some each its own, past the memo's bounds (300 distinct
+    // values in a column; 70 KB of JSON in another).
+    let tricky = [
+        "",
+        "plain",
+        "q\"uote\\back",
+        "<a>&b",
+        "line\nbreak\ttab\r\u{1}",
+        "\u{2028}\u{2029}",
+        "日本 🙂 ünï",
+    ];
+    let shared: Vec<Arc<str>> = tricky.iter().map(|&s| Arc::from(s)).collect();
+    let names = ["time", "t", "u", "big", "n", "long"];
+    let long: Vec<Arc<str>> = (0..40)
+        .map(|k| Arc::from(format!("{k}:{}\u{2028}", "x".repeat(2_000))))
+        .collect();
+    let series = |h: usize, share: bool| {
+        let own = |s: &Arc<str>| {
+            if share {
+                Arc::clone(s)
+            } else {
+                Arc::from(&**s)
+            }
+        };
+        let t = own(&shared[h % shared.len()]);
+        let u: Arc<str> = Arc::from(format!("u{}", h % 300));
+        let long = own(&long[h % long.len()]);
+        Series {
+            tags: vec![("hostname".into(), format!("host_{h}"))],
+            ..Series::untagged(
+                "cpu",
+                &names,
+                vec![vec![
+                    Value::Time(h as i64),
+                    Value::String(t),
+                    Value::String(u),
+                    Value::Integer(i64::MIN + h as i64),
+                    if h.is_multiple_of(3) {
+                        Value::Null
+                    } else {
+                        Value::Unsigned(u64::MAX - h as u64)
+                    },
+                    Value::String(long),
+                ]],
+            )
+        }
+    };
+    let answer = |share: bool| StatementResult::of((0..1_000).map(|h| series(h, share)).collect());
+    let epoch = [Some("ns"), None, None, None];
+    let with = render(epoch, &[(Ok(answer(true)), Chunking::Rows)]);
+    let without = render(epoch, &[(Ok(answer(false)), Chunking::Rows)]);
+    assert_eq!(with, without);
+    // And as JSON: each cell is its string.
+    let doc: serde_json::Value = serde_json::from_str(&with).unwrap();
+    let row = &doc["results"][0]["series"][4]["values"][0];
+    assert_eq!(row[1], "line\nbreak\ttab\r\u{1}");
+    assert_eq!(row[3], i64::MIN + 4);
+    assert_eq!(row[4], u64::MAX - 4);
+    assert!(
+        with.contains("\"q\\\"uote\\\\back\",\"u2\""),
+        "escaped once, copied after"
+    );
+    assert!(with.contains("\"\\u003ca\\u003e\\u0026b\""));
+    assert!(with.contains("\"\\u2028\\u2029\""));
 }
