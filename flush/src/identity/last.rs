@@ -51,7 +51,6 @@ use engine::{EngineError, Result};
 use parking_lot::Mutex;
 
 use super::{typed, BySeries};
-use strings::Strings;
 
 /// A table that was too large to cache is tried again after this long.
 const TOO_LARGE_RETRY: Duration = Duration::from_secs(60);
@@ -185,8 +184,6 @@ pub struct TableLasts {
     columns: HashMap<String, usize>,
     /// By series id.
     pub series: HashMap<u64, LastPoint>,
-    /// Each column's values as shared strings.
-    strings: Strings,
 }
 
 impl TableLasts {
@@ -247,7 +244,7 @@ impl TableLasts {
             for r in rows {
                 let version = (seq.value(r), row.value(r));
                 for &(i, array) in &user {
-                    let Some(cell) = cell_at(array, r, &mut self.strings, i) else {
+                    let Some(cell) = cell_at(array, r) else {
                         continue;
                     };
                     let slot = &mut point.cells[i];
@@ -261,14 +258,13 @@ impl TableLasts {
     }
 }
 
-/// Row `i` of `array` (the points' column `column`) as a cell; `None` for
-/// null. (A tag column holds `''` where a point lacks the tag: kept as it
-/// is, readers know their tags.)
-fn cell_at(array: &ArrayRef, i: usize, strings: &mut Strings, column: usize) -> Option<Cell> {
+/// Row `i` of `array` as a cell; `None` for null. (A tag column holds `''`
+/// where a point lacks the tag: kept as it is, readers know their tags.)
+fn cell_at(array: &ArrayRef, i: usize) -> Option<Cell> {
     if array.is_null(i) {
         return None;
     }
-    let mut string = |s: &str| Some(Cell::String(strings.get(column, s)));
+    let string = |s: &str| Some(Cell::String(s.into()));
     match array.data_type() {
         DataType::Float64 => Some(Cell::Float(array.as_primitive::<Float64Type>().value(i))),
         DataType::Int64 => Some(Cell::Integer(array.as_primitive::<Int64Type>().value(i))),
@@ -285,7 +281,7 @@ fn cell_at(array: &ArrayRef, i: usize, strings: &mut Strings, column: usize) -> 
                 DataType::Int64 => dict_at::<Int64Type>(array, i),
                 _ => return None,
             };
-            cell_at(values, keys?, strings, column)
+            cell_at(values, keys?)
         }
         _ => None,
     }
@@ -559,6 +555,5 @@ fn load(
 }
 
 mod now;
-mod strings;
 #[cfg(test)]
 mod tests;

@@ -198,22 +198,3 @@ fn a_reader_merges_the_overlay_as_merge_would() {
     assert_eq!(got[1].2[0], Some(Cell::Float(2.0)));
     assert_eq!(got[2].2[0], Some(Cell::Float(7.0)));
 }
-
-#[test]
-fn series_with_equal_tag_values_share_one_string() {
-    let mut t = TableLasts::default();
-    // Two batches, as two inserts: the second's "a" is the first's string.
-    t.merge(&batch(&[
-        (1, 10, 5, 0, "a", None),
-        (2, 10, 5, 1, "b", None),
-    ]))
-    .unwrap();
-    t.merge(&batch(&[(3, 10, 6, 0, "a", None)])).unwrap();
-    let host = |sid: u64| match t.series[&sid].cell(t.column("host").unwrap()) {
-        Some(Cell::String(s)) => Arc::clone(s),
-        other => panic!("{other:?}"),
-    };
-    assert!(Arc::ptr_eq(&host(1), &host(3)));
-    assert!(!Arc::ptr_eq(&host(1), &host(2)));
-    assert_eq!(&*host(2), "b");
-}
