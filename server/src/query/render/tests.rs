@@ -647,10 +647,11 @@ fn lastpoint_at_1000_hosts_is_rendered_at_once() {
 
 #[test]
 fn one_row_series_with_shared_strings_render_as_unshared_ones() {
-    // TSBS `lastpoint`'s shape: one-row series whose tag cells are the
-    // kept last points' shared strings. Tricky values, some shared over
-    // series, some each its own, past the memo's bounds (300 distinct
-    // values in a column; 70 KB of JSON in another).
+    // TSBS `lastpoint`'s shape: one-row series whose tag cells may be one
+    // shared string over series (the renderer's copies are keyed by a
+    // string's address: `shared.rs`). Tricky values, some shared over
+    // series, some each its own (300 distinct values in a column; 70 KB of
+    // JSON in another).
     let tricky = [
         "",
         "plain",
