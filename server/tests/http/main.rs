@@ -17,6 +17,7 @@ mod cluster_drop;
 mod cluster_drop_database;
 mod cluster_group_by_series;
 mod cluster_identity;
+mod cluster_integral;
 mod cluster_last_point;
 mod cluster_last_point_writes;
 mod cluster_oracle;

@@ -54,6 +54,8 @@ mod answer;
 mod by_series;
 mod combine;
 mod expression;
+mod integral;
+mod integral_sql;
 mod partial;
 mod values;
 

@@ -320,7 +320,12 @@ impl Pushdown {
     /// counted, whether one of its rows has one). Point identity groups the rows by
     /// `(series_id, time)`; with `split`, only the rows of its series (the rest are points
     /// as they are: no other row shares their time), the two sets read as one.
-    fn points_sql(&self, source: &str, exclude: Option<&str>, split: Option<&[u64]>) -> String {
+    pub(super) fn points_sql(
+        &self,
+        source: &str,
+        exclude: Option<&str>,
+        split: Option<&[u64]>,
+    ) -> String {
         let q = |c: &str| format!("__src.{}", quote_ident(c));
         // A point's write order: `__seq`, then `__row`, packed (`PACKED_SEQ_LIMIT`).
         let order = format!(
