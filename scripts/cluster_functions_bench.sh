@@ -2,7 +2,8 @@
 # Issue #43: derivative(mean), mode and distinct on two 18.16 shards, a previous release build
 # (OLD_BIN: rows pulled to the node) against this one (NEW_BIN: pushed down), both nodes reading the same
 # shards, interleaved (scripts/cluster_functions_ab.py). Never part of CI.
-# Usage: OLD_BIN=… NEW_BIN=target/release/chingest [HOSTS=100] [HOURS=12] [REPS=10] \
+# QUERIES=integral times integral() by series instead.
+# Usage: OLD_BIN=… NEW_BIN=target/release/chingest [HOSTS=100] [HOURS=12] [REPS=10] [QUERIES=integral] \
 #        scripts/cluster_functions_bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,4 +67,4 @@ node old "$OLD_BIN" 18701
 wait_http http://127.0.0.1:18701/ping
 stored=$(for p in 18731 18732; do curl -sf "http://127.0.0.1:$p/" --data-binary 'SELECT count() FROM __shard_bench.cpu'; done | paste -sd+ | bc)
 echo "points on the shards: $stored"
-OLD=http://127.0.0.1:18701 NEW=http://127.0.0.1:18702 REPS=$REPS HOURS=$HOURS python3 scripts/cluster_functions_ab.py
+OLD=http://127.0.0.1:18701 NEW=http://127.0.0.1:18702 REPS=$REPS HOURS=$HOURS QUERIES=${QUERIES:-} python3 scripts/cluster_functions_ab.py

@@ -228,7 +228,10 @@ impl Storage {
                 ));
             }
         }
-        super::count_read("pushdown");
+        // One per measurement read, as for the other pushed-down reads.
+        for _ in &measurements {
+            super::count_read("pushdown");
+        }
         Ok(Some(StatementResult {
             series,
             messages: Vec::new(),
