@@ -192,3 +192,48 @@ fn integral_of_one_series_groups_runs_on_its_shard_bit_for_bit() {
     );
     check(&node, &embedded);
 }
+
+/// Integrated on the shards, an `integral()` over more points than `[sql] max_result_rows`
+/// answers (the rows path refuses it): the limit bounds its answer's rows.
+#[test]
+fn an_integral_over_more_points_than_max_result_rows_answers() {
+    const TEST: &str = "an_integral_over_more_points_than_max_result_rows_answers";
+    let Some((_dir, shards)) = two_shard_cluster(TEST) else {
+        return;
+    };
+    let (s0, s1) = (&shards[0], &shards[1]);
+    let (node_dir, embedded_dir) = (data_dir(), data_dir());
+    let limits = "\n[sql]\nmax_result_rows = 1000\n";
+    let node = Spawn::new(node_dir.path())
+        .config(&(cluster_config_named(&[s0, s1], "n1") + limits))
+        .start();
+    let embedded = Spawn::new(embedded_dir.path()).start();
+    let body: String = (0..5_000i64)
+        .map(|i| {
+            let v = (i * 37 % 101) as f64 / 3.0;
+            format!("cpu,host=h{} v={v:?} {}\n", i % 10, i * 1_000_000_000)
+        })
+        .collect();
+    for s in [&node, &embedded] {
+        s.query("CREATE DATABASE d");
+        assert_eq!(s.post("/write?db=d", body.clone()).status(), 204);
+    }
+    wait_delivered(&[&node], Duration::from_secs(60));
+    for q in [
+        "SELECT integral(v) FROM cpu GROUP BY *",
+        "SELECT integral(v, 1m) FROM cpu WHERE time >= 0s AND time < 5000s \
+         GROUP BY time(10m), host",
+    ] {
+        let want = on_d(&embedded, q);
+        assert!(want["results"][0]["series"].is_array(), "{q}: {want}");
+        assert_eq!(on_d(&node, q), want, "{q}");
+    }
+    // Grouped otherwise it reads the rows, which the limit refuses.
+    let r = on_d(&node, "SELECT integral(v) FROM cpu");
+    assert!(
+        r["results"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("max_result_rows")),
+        "{r}"
+    );
+}
