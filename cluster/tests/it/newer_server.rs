@@ -759,7 +759,7 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
     // read as rows (`ARRAY JOIN`), summed per window in order.
     let integral = format!(
         "SELECT any(__g0) AS __p0, any(__g1) AS __p1, __p.1 AS __p2, __p.3 AS __p3, \
-         arraySum(arrayMap(x -> x.2, arraySort(groupArray((__p.2, __p.4))))) AS __p4, \
+         0. + arraySum(arrayMap(x -> x.2, arraySort(groupArray((__p.2, __p.4))))) AS __p4, \
          max(__ms) AS __p5 FROM (SELECT __sid, __ms, __g0, __g1, arrayMap(x -> x.1, __a0) \
          AS __ts0, arrayMap(x -> toFloat64(assumeNotNull(x.2)), __a0) AS __vs0, \
          arrayMap(t -> (t - (((t - toInt64(0)) % toInt64(10)) + toInt64(10)) % \

@@ -13,8 +13,10 @@
 //! in order `B, A, A, …`: what `integrate` adds, starting from `0.0` as it does (a `0.0`
 //! piece first changes nothing: a sum of pieces is never `-0.0`). The pieces are read
 //! as rows (`ARRAY JOIN`), grouped by series, call and window, put back in order
-//! (`arraySort` by their index) and added by `arraySum`, which adds in order from `0` on
-//! 18.16 and on the embedded 26.7 (tested here and in the cluster tests). A last point on
+//! (`arraySort` by their index) and added by `arraySum`, which adds in order on 18.16 and on
+//! the embedded 26.7 (from `0` on 18.16, from the first element on 26.7: `0. +` its sum
+//! makes the one difference, a sum of `-0.0`s, `0.0`; tested in `integral/tests.rs` and
+//! the cluster tests). A last point on
 //! its window's start closes nothing: its window is left out, as `integrate` leaves it.
 //!
 //! No `tz()` window (its windows are not a fixed grid): those read the rows.
@@ -164,7 +166,10 @@ pub(super) fn integral_sql(
     out.extend([
         "__p.1".to_string(),
         "__p.3".to_string(),
-        "arraySum(arrayMap(x -> x.2, arraySort(groupArray((__p.2, __p.4)))))".to_string(),
+        // `0. +`: 26.7's `arraySum` starts from the first element (`arraySum([-0.])` is
+        // `-0`), `integrate`'s sum from `0.0` (18.16's too); they differ only in a sum of
+        // nothing but `-0.0`s, which this makes `0.0`.
+        "0. + arraySum(arrayMap(x -> x.2, arraySort(groupArray((__p.2, __p.4)))))".to_string(),
         "max(__ms)".to_string(),
     ]);
     let out: Vec<String> = out

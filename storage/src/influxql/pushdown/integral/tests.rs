@@ -176,3 +176,34 @@ fn the_engine_integrates_each_series_as_the_rows_path_bit_for_bit() {
         }
     }
 }
+
+/// The property the statement rests on: `arraySum` of `Float64`s adds them one after the
+/// other, also over long arrays (no partial sums in parallel lanes): `1e16 + 1` rounds back
+/// to `1e16`, so in order a thousand ones after it add nothing, where lanes would add their
+/// own ones first. 26.7 starts from the first element (`arraySum([-0.])` is `-0`, where
+/// `integrate`'s `0.0 + -0.0` is `0.0`): the statement's `0. +` makes it `0`.
+#[test]
+fn the_engine_s_array_sum_adds_in_order() {
+    let engine = crate::influxql::pushdown::tests::engine();
+    let sql = "SELECT toString(arraySum(arrayConcat([1e16], arrayMap(x -> 1., range(999))))), \
+               toString(arraySum(arrayConcat([1e100], arrayMap(x -> 1., range(31)), [-1e100]))), \
+               toString(arraySum([-0.])), toString(0. + arraySum([-0., -0.]))";
+    let mut answer = Vec::new();
+    engine
+        .sql_generated(
+            engine::Lane::Clients,
+            sql,
+            OutputFormat::TabSeparated,
+            &SqlAccess::Admin,
+            &SqlCancel::new(),
+            &mut |b| {
+                answer.extend_from_slice(b);
+                true
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(answer).unwrap(),
+        "10000000000000000\t0\t-0\t0\n"
+    );
+}
