@@ -758,8 +758,8 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
     // (`storage`'s `pushdown/integral_sql.rs`): each series' points in arrays, its pieces
     // read as rows (`ARRAY JOIN`), summed per window in order.
     let integral = format!(
-        "SELECT any(__g0) AS __p0, any(__g1) AS __p1, __p.1 AS __p2, __p.3 AS __p3, \
-         0. + arraySum(arrayMap(x -> x.2, arraySort(groupArray((__p.2, __p.4))))) AS __p4, \
+        "SELECT any(__g0) AS __p0, any(__g1) AS __p1, __p.1 AS __p2, __p.3 AS __p3, 0. + \
+         arraySum(arrayMap(x -> x.2, arraySort(groupArray((__p.2, __p.4))))) AS __p4, \
          max(__ms) AS __p5 FROM (SELECT __sid, __ms, __g0, __g1, arrayMap(x -> x.1, __a0) \
          AS __ts0, arrayMap(x -> toFloat64(assumeNotNull(x.2)), __a0) AS __vs0, \
          arrayMap(t -> (t - (((t - toInt64(0)) % toInt64(10)) + toInt64(10)) % \
@@ -775,14 +775,16 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
          toFloat64(toInt64(60000000000))), if(k = 1, 0., (0.5 * (v + q)) * (toFloat64(t - \
          p) / toFloat64(toInt64(60000000000))))), (w != __lw0 OR NOT __ld0)), \
          arrayEnumerate(__ts0), __ts0, __vs0, __tp0, __vp0, __wp0, __xs0, __cr0), \
-         arrayMap((k, t, v, q, w, o, x, c) -> (toUInt32(0), toUInt64(2 * k + 1), o, (0.5 \
-         * (v + x)) * (toFloat64(t - (w + toInt64(10))) / \
-         toFloat64(toInt64(60000000000))), c AND (o != __lw0 OR NOT __ld0)), \
-         arrayEnumerate(__ts0), __ts0, __vs0, __vp0, __wp0, __ws0, __xs0, __cr0)) AS __pc \
-         FROM (SELECT __sid, max(__ms) AS __ms, any(__k0) AS __g0, any(__k1) AS __g1, \
-         arraySort(groupArrayIf((__t, __v0), isNotNull(__v0))) AS __a0 FROM (SELECT \
-         __src.`series_id` AS __sid, __src.`time` AS __t, __src.`dc` AS __k0, \
-         __src.`host` AS __k1, CAST(__src.`usage` AS Nullable(Float64)) AS __v0, \
+         arrayMap((k, t, v, q, w, o, x) -> (toUInt32(0), toUInt64(2 * k + 1), o, (0.5 * \
+         (v + x)) * (toFloat64(t - (w + toInt64(10))) / toFloat64(toInt64(60000000000))), \
+         (o != __lw0 OR NOT __ld0)), arrayFilter((e, c) -> c, arrayEnumerate(__ts0), \
+         __cr0), arrayFilter((e, c) -> c, __ts0, __cr0), arrayFilter((e, c) -> c, __vs0, \
+         __cr0), arrayFilter((e, c) -> c, __vp0, __cr0), arrayFilter((e, c) -> c, __wp0, \
+         __cr0), arrayFilter((e, c) -> c, __ws0, __cr0), arrayFilter((e, c) -> c, __xs0, \
+         __cr0))) AS __pc FROM (SELECT __sid, max(__ms) AS __ms, any(__k0) AS __g0, \
+         any(__k1) AS __g1, arraySort(groupArrayIf((__t, __v0), isNotNull(__v0))) AS __a0 \
+         FROM (SELECT __src.`series_id` AS __sid, __src.`time` AS __t, __src.`dc` AS \
+         __k0, __src.`host` AS __k1, CAST(__src.`usage` AS Nullable(Float64)) AS __v0, \
          toUInt64(0) AS __ms FROM {table} AS __src WHERE __src.`time` >= toInt64(0) AND \
          (`host` != 'h0') AND __src.`series_id` NOT IN (3) AND __src.`series_id` NOT IN \
          (1,2) UNION ALL SELECT __src.`series_id` AS __sid, __src.`time` AS __t, \

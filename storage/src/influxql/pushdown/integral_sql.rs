@@ -152,10 +152,25 @@ pub(super) fn integral_sql(
                 // integer one's `(value + pv)`.
                 let sum = if c.integer { "(x + q)" } else { "(v + x)" };
                 let opening = format!("(0.5 * {sum}) * (toFloat64(t - (w + {iv})) / {unit})");
+                // Only the points that cross a window end have one: the others are left
+                // out before their pieces are made (most points, for long windows).
+                let crossing = |a: &str| format!("arrayFilter((e, c) -> c, {a}, __cr{j})");
+                let inputs: Vec<String> = [
+                    format!("arrayEnumerate(__ts{j})"),
+                    format!("__ts{j}"),
+                    format!("__vs{j}"),
+                    format!("__vp{j}"),
+                    format!("__wp{j}"),
+                    format!("__ws{j}"),
+                    format!("__xs{j}"),
+                ]
+                .iter()
+                .map(|a| crossing(a))
+                .collect();
                 pieces.push(format!(
-                    "arrayMap((k, t, v, q, w, o, x, c) -> {}, arrayEnumerate(__ts{j}), \
-                     __ts{j}, __vs{j}, __vp{j}, __wp{j}, __ws{j}, __xs{j}, __cr{j})",
-                    piece("2 * k + 1", "o", &opening, format!("c AND {}", keep("o")))
+                    "arrayMap((k, t, v, q, w, o, x) -> {}, {})",
+                    piece("2 * k + 1", "o", &opening, keep("o")),
+                    inputs.join(", ")
                 ));
             }
         }
