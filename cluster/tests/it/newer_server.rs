@@ -754,6 +754,35 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         .0
         .unwrap();
     assert_eq!(parts.num_rows(), 1);
+    // `stddev` of an integer field (`storage`'s `pushdown/stddev.rs`): the sums of the values
+    // and of their squares as floats (here over `usage` cast as the statement casts any).
+    let stddev = partial.replacen(
+        "count(__v0) AS __p1",
+        "count(__v0) AS __p1, sum(toFloat64(__v0)) AS __p2, \
+         sum(toFloat64(__v0) * toFloat64(__v0)) AS __p3",
+        1,
+    );
+    assert_ne!(stddev, partial);
+    let kinds = [
+        ("b".to_string(), ColumnKind::Integer),
+        ("n".to_string(), ColumnKind::Unsigned),
+        ("s".to_string(), ColumnKind::Float),
+        ("q".to_string(), ColumnKind::Float),
+    ];
+    let sums = cluster
+        .read_partials(
+            &db,
+            "cpu",
+            &columns,
+            None,
+            |_, _, _| stddev.clone(),
+            &kinds,
+            10,
+        )
+        .unwrap()
+        .0
+        .unwrap();
+    assert_eq!((sums.num_rows(), sums.num_columns()), (1, 4));
     // `integral(usage, 1m) … GROUP BY time(10ns), *` integrated where each series lives
     // (`storage`'s `pushdown/integral_sql.rs`): each series' points in arrays, its pieces
     // read as rows (`ARRAY JOIN`), summed per window in order.

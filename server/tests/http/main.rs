@@ -31,6 +31,7 @@ mod cluster_replicas;
 mod cluster_retention;
 mod cluster_series_prune;
 mod cluster_shard_down;
+mod cluster_stddev;
 mod cluster_top;
 mod console;
 mod cq;

@@ -142,6 +142,11 @@ impl Pushdown {
                         );
                     }
                 }
+                _ if c.form == Form::Stddev => {
+                    let (m1, m2) = super::stddev::partial_sql(&v);
+                    col(format!("s{i}"), ColumnKind::Float, m1, format!("sum(s{i})"));
+                    col(format!("q{i}"), ColumnKind::Float, m2, format!("sum(q{i})"));
+                }
                 Func::Count if c.form == Form::Distinct => {
                     let set = format!("groupUniqArray({})", distinct_element(&v, f.kind));
                     col(
