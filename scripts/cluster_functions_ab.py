@@ -2,7 +2,7 @@
 """derivative(mean), mode and distinct (issue #43) against two chingest nodes reading the same
 ClickHouse cluster, interleaved (the order swapped each round), every answer compared, the new
 node's path counted. Prints a Markdown table of medians. Usage: OLD=… NEW=… REPS=… HOURS=…
-cluster_functions_ab.py (scripts/cluster_functions_bench.sh sets them up).
+[QUERIES=integral|stddev] cluster_functions_ab.py (scripts/cluster_functions_bench.sh sets them up).
 """
 import json, os, statistics, time, urllib.parse, urllib.request
 nodes = {"old": os.environ["OLD"], "new": os.environ["NEW"]}
@@ -13,6 +13,20 @@ qs = {
     "mode by host, 1h": f"SELECT mode(usage_user) FROM cpu WHERE {rng} GROUP BY time(1h), hostname",
     "distinct by dc, 1h": f"SELECT distinct(usage_user) FROM cpu WHERE {rng} GROUP BY time(1h), datacenter",
 }
+# QUERIES=integral: integral() where every group is one series (integrated on its shard).
+if os.environ.get("QUERIES") == "integral":
+    qs = {
+        "integral by series, 1h": f"SELECT integral(usage_user) FROM cpu WHERE {rng} GROUP BY time(1h), *",
+        "integral by series": f"SELECT integral(usage_user, 1m) FROM cpu WHERE {rng} GROUP BY *",
+        "3 integrals by series, 10m": f"SELECT integral(usage_user), integral(usage_system), integral(usage_idle) FROM cpu WHERE {rng} GROUP BY time(10m), *",
+    }
+# QUERIES=stddev: stddev() of an integer field (from the shards' sums).
+if os.environ.get("QUERIES") == "stddev":
+    qs = {
+        "stddev, 1h": f"SELECT stddev(usage_user) FROM cpu WHERE {rng} GROUP BY time(1h)",
+        "stddev by host": f"SELECT stddev(usage_user) FROM cpu WHERE {rng} GROUP BY hostname",
+        "stddev, mean by dc, 10m": f"SELECT stddev(usage_user), mean(usage_user) FROM cpu WHERE {rng} GROUP BY time(10m), datacenter",
+    }
 n = int(os.environ["REPS"])
 def metric(base, path):
     text = urllib.request.urlopen(base + "/metrics").read().decode()

@@ -754,6 +754,99 @@ fn every_statement_for_a_newer_server_is_accepted_by_the_embedded_26_7() {
         .0
         .unwrap();
     assert_eq!(parts.num_rows(), 1);
+    // `stddev` of an integer field (`storage`'s `pushdown/stddev.rs`): the sums of the values
+    // and of their squares as floats (here over `usage` cast as the statement casts any).
+    let stddev = partial.replacen(
+        "count(__v0) AS __p1",
+        "count(__v0) AS __p1, sum(toFloat64(__v0)) AS __p2, \
+         sum(toFloat64(__v0) * toFloat64(__v0)) AS __p3",
+        1,
+    );
+    assert_ne!(stddev, partial);
+    let kinds = [
+        ("b".to_string(), ColumnKind::Integer),
+        ("n".to_string(), ColumnKind::Unsigned),
+        ("s".to_string(), ColumnKind::Float),
+        ("q".to_string(), ColumnKind::Float),
+    ];
+    let sums = cluster
+        .read_partials(
+            &db,
+            "cpu",
+            &columns,
+            None,
+            |_, _, _| stddev.clone(),
+            &kinds,
+            10,
+        )
+        .unwrap()
+        .0
+        .unwrap();
+    assert_eq!((sums.num_rows(), sums.num_columns()), (1, 4));
+    // `integral(usage, 1m) … GROUP BY time(10ns), *` integrated where each series lives
+    // (`storage`'s `pushdown/integral_sql.rs`): each series' points in arrays, its pieces
+    // read as rows (`ARRAY JOIN`), summed per window in order.
+    let integral = format!(
+        "SELECT any(__g0) AS __p0, any(__g1) AS __p1, __p.1 AS __p2, __p.3 AS __p3, 0. + \
+         arraySum(arrayMap(x -> x.2, arraySort(groupArray((__p.2, __p.4))))) AS __p4, \
+         max(__ms) AS __p5 FROM (SELECT __sid, __ms, __g0, __g1, arrayMap(x -> x.1, __a0) \
+         AS __ts0, arrayMap(x -> toFloat64(assumeNotNull(x.2)), __a0) AS __vs0, \
+         arrayMap(t -> (t - (((t - toInt64(0)) % toInt64(10)) + toInt64(10)) % \
+         toInt64(10)), __ts0) AS __ws0, arraySlice(arrayPushFront(__ts0, __ts0[1]), 1, \
+         length(__ts0)) AS __tp0, arraySlice(arrayPushFront(__vs0, __vs0[1]), 1, \
+         length(__vs0)) AS __vp0, arraySlice(arrayPushFront(__ws0, __ws0[1]), 1, \
+         length(__ws0)) AS __wp0, __ws0[length(__ws0)] AS __lw0, __ts0[length(__ts0)] = \
+         __lw0 AS __ld0, arrayMap((t, w) -> t >= w + toInt64(10), __ts0, __wp0) AS __cr0, \
+         arrayMap((t, v, p, q, w) -> q + (((v - q) / toFloat64(t - p)) * toFloat64((w + \
+         toInt64(10)) - p)), __ts0, __vs0, __tp0, __vp0, __wp0) AS __xs0, \
+         arrayConcat(arrayMap((k, t, v, p, q, w, x, c) -> (toUInt32(0), toUInt64(2 * k), \
+         w, if(c, (0.5 * (x + q)) * (toFloat64((w + toInt64(10)) - p) / \
+         toFloat64(toInt64(60000000000))), if(k = 1, 0., (0.5 * (v + q)) * (toFloat64(t - \
+         p) / toFloat64(toInt64(60000000000))))), (w != __lw0 OR NOT __ld0)), \
+         arrayEnumerate(__ts0), __ts0, __vs0, __tp0, __vp0, __wp0, __xs0, __cr0), \
+         arrayMap((k, t, v, q, w, o, x) -> (toUInt32(0), toUInt64(2 * k + 1), o, (0.5 * \
+         (v + x)) * (toFloat64(t - (w + toInt64(10))) / toFloat64(toInt64(60000000000))), \
+         (o != __lw0 OR NOT __ld0)), arrayFilter((e, c) -> c, arrayEnumerate(__ts0), \
+         __cr0), arrayFilter((e, c) -> c, __ts0, __cr0), arrayFilter((e, c) -> c, __vs0, \
+         __cr0), arrayFilter((e, c) -> c, __vp0, __cr0), arrayFilter((e, c) -> c, __wp0, \
+         __cr0), arrayFilter((e, c) -> c, __ws0, __cr0), arrayFilter((e, c) -> c, __xs0, \
+         __cr0))) AS __pc FROM (SELECT __sid, max(__ms) AS __ms, any(__k0) AS __g0, \
+         any(__k1) AS __g1, arraySort(groupArrayIf((__t, __v0), isNotNull(__v0))) AS __a0 \
+         FROM (SELECT __src.`series_id` AS __sid, __src.`time` AS __t, __src.`dc` AS \
+         __k0, __src.`host` AS __k1, CAST(__src.`usage` AS Nullable(Float64)) AS __v0, \
+         toUInt64(0) AS __ms FROM {table} AS __src WHERE __src.`time` >= toInt64(0) AND \
+         (`host` != 'h0') AND __src.`series_id` NOT IN (3) AND __src.`series_id` NOT IN \
+         (1,2) UNION ALL SELECT __src.`series_id` AS __sid, __src.`time` AS __t, \
+         any(__src.`dc`) AS __k0, any(__src.`host`) AS __k1, CAST(argMaxIf(__src.`usage`, \
+         bitOr(bitShiftLeft(__src.`__seq`, 32), toUInt64(__src.`__row`)), \
+         isNotNull(__src.`usage`)) AS Nullable(Float64)) AS __v0, max(__src.`__seq`) AS \
+         __ms FROM {table} AS __src WHERE __src.`time` >= toInt64(0) AND (`host` != 'h0') \
+         AND __src.`series_id` NOT IN (3) AND __src.`series_id` IN (1,2) GROUP BY \
+         __src.`series_id`, __src.`time`) GROUP BY __sid)) ARRAY JOIN __pc AS __p WHERE \
+         __p.5 GROUP BY __sid, __p2, __p3"
+    );
+    let kinds = [
+        ("k0".to_string(), ColumnKind::Tag),
+        ("k1".to_string(), ColumnKind::Tag),
+        ("c".to_string(), ColumnKind::Unsigned),
+        ("w".to_string(), ColumnKind::Integer),
+        ("v".to_string(), ColumnKind::Float),
+        ("ms".to_string(), ColumnKind::Unsigned),
+    ];
+    let integrals = cluster
+        .read_partials(
+            &db,
+            "cpu",
+            &dc_columns,
+            None,
+            |_, _, _| integral.clone(),
+            &kinds,
+            1000,
+        )
+        .unwrap()
+        .0
+        .unwrap();
+    assert!(integrals.num_rows() > 0);
     // A partial grouped by a `LowCardinality(String)` tag, read back as `String`.
     let by_tag = [
         ("dc".to_string(), ColumnKind::Tag),

@@ -181,7 +181,9 @@ const STATEMENTS: &[(&str, bool)] = &[
     ),
     // Not decomposable: the rows come to the node.
     ("SELECT median(v) FROM cpu GROUP BY dc", false),
-    ("SELECT stddev(n), count(v) FROM cpu", false),
+    ("SELECT stddev(v), count(n) FROM cpu", false),
+    // `stddev` of an integer field: from the shards' sums, exact (`cluster_stddev.rs`).
+    ("SELECT stddev(n), count(v) FROM cpu", true),
     ("SELECT count(v) FROM cpu WHERE v > 10", false),
     // A lone selector shows its point's time; pushed down since the partials carry it.
     ("SELECT max(v) FROM cpu", true),

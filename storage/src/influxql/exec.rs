@@ -274,6 +274,21 @@ impl Storage {
         stmt: &SelectStatement,
     ) -> Result<StatementResult, InfluxqlError> {
         let raw = integral::raw_statement(stmt)?;
+        // On a cluster, where every group is one series, its shard integrates it
+        // (`pushdown/integral.rs`); a statement the rows path refuses is refused there.
+        if let (Some(cluster), Ok(windows), Ok(zone)) =
+            (&self.cluster, integral::windows(stmt), plan::zone(stmt))
+        {
+            let start = range::split_in(stmt.condition.as_ref(), req.now_ns, zone.as_ref())
+                .ok()
+                .and_then(|w| w.range.min);
+            let answer =
+                self.cluster_integral(cluster, req, stmt, &raw, windows.as_ref(), start)?;
+            if let Some(mut answer) = answer {
+                answer.series = slimit(answer.series, stmt);
+                return Ok(answer);
+            }
+        }
         let points = self.run_select(req, &raw)?;
         let windows = integral::windows(stmt)?;
         let zone = plan::zone(stmt)?;

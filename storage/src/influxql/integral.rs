@@ -28,14 +28,14 @@ use super::error::InfluxqlError;
 use super::expr::strip_parens;
 use super::fill::window_start_in;
 use super::plan;
-use super::series::{Series, StatementResult, Value};
+use super::series::{Columns, Series, StatementResult, Value};
 use super::zone::TimeZone;
 
 /// One `integral()` of the statement.
-struct Call {
-    field: String,
+pub(crate) struct Call {
+    pub(crate) field: String,
     /// ns (> 0).
-    unit: i64,
+    pub(crate) unit: i64,
 }
 
 /// Whether `stmt` selects `integral()`: then every field must be one.
@@ -48,7 +48,7 @@ fn is_integral(e: &Expr) -> bool {
 }
 
 /// The statement's calls, checked as InfluxDB checks them.
-fn calls(stmt: &SelectStatement) -> Result<Vec<Call>, InfluxqlError> {
+pub(crate) fn calls(stmt: &SelectStatement) -> Result<Vec<Call>, InfluxqlError> {
     stmt.fields
         .iter()
         .map(|f| {
@@ -130,9 +130,9 @@ pub(crate) fn raw_statement(stmt: &SelectStatement) -> Result<SelectStatement, I
 
 /// The windows of `GROUP BY time(interval, offset)` (in the `tz()` zone).
 pub(crate) struct Windows {
-    interval: i64,
-    offset: i64,
-    zone: Option<TimeZone>,
+    pub(crate) interval: i64,
+    pub(crate) offset: i64,
+    pub(crate) zone: Option<TimeZone>,
 }
 
 impl Windows {
@@ -165,17 +165,7 @@ pub(crate) fn answer(
     start: Option<i64>,
 ) -> Result<StatementResult, InfluxqlError> {
     let calls = calls(stmt)?;
-    let mut names: Vec<String> = Vec::new();
-    for f in &stmt.fields {
-        let base = f.alias.clone().unwrap_or_else(|| "integral".to_string());
-        let mut name = base.clone();
-        let mut n = 1;
-        while names.contains(&name) {
-            name = format!("{base}_{n}");
-            n += 1;
-        }
-        names.push(name);
-    }
+    let names = column_names(stmt);
     let mut series = Vec::new();
     for s in raw.series {
         let mut emitted: Vec<Vec<(i64, f64)>> = Vec::with_capacity(calls.len());
@@ -203,39 +193,62 @@ pub(crate) fn answer(
             }
             emitted.push(rows);
         }
-        let mut times: Vec<i64> = emitted.iter().flatten().map(|(t, _)| *t).collect();
-        times.sort_unstable();
-        times.dedup();
-        let mut values: Vec<Vec<Value>> = times
-            .iter()
-            .map(|t| {
-                let mut row = vec![Value::Time(*t)];
-                row.extend(emitted.iter().map(|col| {
-                    col.iter()
-                        .find(|(u, _)| u == t)
-                        .map_or(Value::Null, |(_, v)| Value::Float(*v))
-                }));
-                row
-            })
-            .collect();
-        // InfluxDB fills no window of an integral (not even with `fill(0)`).
-        values = super::page(values, stmt.limit, stmt.offset);
-        if !values.is_empty() {
-            series.push(Series {
-                name: s.name,
-                tags: s.tags,
-                columns: std::sync::Arc::new(
-                    std::iter::once("time".to_string())
-                        .chain(names.iter().cloned())
-                        .collect(),
-                ),
-                values,
-            });
-        }
+        series.extend(assemble(stmt, s.name, s.tags, &names, emitted));
     }
     Ok(StatementResult {
         series,
         messages: raw.messages,
+    })
+}
+
+/// The answer's columns: `time`, then each call's name (its alias, or `integral`,
+/// numbered past the first of a name).
+pub(crate) fn column_names(stmt: &SelectStatement) -> Columns {
+    let mut names: Vec<String> = vec!["time".to_string()];
+    for f in &stmt.fields {
+        let base = f.alias.clone().unwrap_or_else(|| "integral".to_string());
+        let mut name = base.clone();
+        let mut n = 1;
+        while names[1..].contains(&name) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        names.push(name);
+    }
+    std::sync::Arc::new(names)
+}
+
+/// One series of the answer from each call's `(time, integral)` rows in time order (`None`:
+/// no row after the statement's `LIMIT`/`OFFSET`).
+pub(crate) fn assemble(
+    stmt: &SelectStatement,
+    name: String,
+    tags: Vec<(String, String)>,
+    columns: &Columns,
+    emitted: Vec<Vec<(i64, f64)>>,
+) -> Option<Series> {
+    let mut times: Vec<i64> = emitted.iter().flatten().map(|(t, _)| *t).collect();
+    times.sort_unstable();
+    times.dedup();
+    let mut values: Vec<Vec<Value>> = times
+        .iter()
+        .map(|t| {
+            let mut row = vec![Value::Time(*t)];
+            row.extend(emitted.iter().map(|col| {
+                col.iter()
+                    .find(|(u, _)| u == t)
+                    .map_or(Value::Null, |(_, v)| Value::Float(*v))
+            }));
+            row
+        })
+        .collect();
+    // InfluxDB fills no window of an integral (not even with `fill(0)`).
+    values = super::page(values, stmt.limit, stmt.offset);
+    (!values.is_empty()).then(|| Series {
+        name,
+        tags,
+        columns: columns.clone(),
+        values,
     })
 }
 
@@ -251,7 +264,7 @@ fn unsupported(kind: &str) -> InfluxqlError {
 /// integer field, the next window's first area is InfluxDB's integer
 /// reducer's: between the previous point's value and the value interpolated
 /// at the window's end, over the time from that end to the current point.
-fn integrate(
+pub(crate) fn integrate(
     points: impl Iterator<Item = (i64, f64)>,
     unit: i64,
     integer: bool,

@@ -142,7 +142,7 @@ impl Storage {
     }
 
     /// The engine's `ArrowStream` answer to `sql` as batches (maybe several streams).
-    fn engine_batches(
+    pub(super) fn engine_batches(
         &self,
         sql: &str,
         req: &InfluxqlRequest<'_>,
@@ -177,14 +177,9 @@ impl Storage {
     }
 }
 
-/// The partial statement over the node's rows (an Arrow scan `scan` with `time` as a
-/// `DateTime64`), its columns named and typed as the shards' partials ([`Pushdown::partial_kinds`]).
-fn node_partial_sql(
-    push: &Pushdown,
-    scan: &str,
-    columns: &[(String, ColumnKind)],
-    kinds: &[(String, ColumnKind)],
-) -> String {
+/// The node's rows (an Arrow scan `scan` with `time` as a `DateTime64`) as a table with the
+/// shard table's columns: `time` as `Int64` ns, `series_id`, `__seq`, `__row`, `columns`.
+pub(super) fn node_source(scan: &str, columns: &[(String, ColumnKind)]) -> String {
     let mut cols = vec![
         "toUnixTimestamp64Nano(__n.`time`) AS `time`".to_string(),
         "__n.`series_id` AS `series_id`".to_string(),
@@ -196,7 +191,18 @@ fn node_partial_sql(
             .iter()
             .map(|(c, _)| format!("__n.{q} AS {q}", q = quote_ident(c))),
     );
-    let source = format!("(SELECT {} FROM {scan} AS __n)", cols.join(", "));
+    format!("(SELECT {} FROM {scan} AS __n)", cols.join(", "))
+}
+
+/// The partial statement over the node's rows (an Arrow scan `scan` with `time` as a
+/// `DateTime64`), its columns named and typed as the shards' partials ([`Pushdown::partial_kinds`]).
+fn node_partial_sql(
+    push: &Pushdown,
+    scan: &str,
+    columns: &[(String, ColumnKind)],
+    kinds: &[(String, ColumnKind)],
+) -> String {
+    let source = node_source(scan, columns);
     let partial = push.partial_sql_with(&source, None, None, false);
     let list: Vec<String> = kinds
         .iter()

@@ -28,6 +28,7 @@ use engine::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use engine::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 use engine::table::ColumnKind;
 
+use super::stddev;
 use super::values::{Counts, MAX_VALUES};
 use super::{Form, Pushdown, MAX_DISTINCT_VALUES};
 use crate::influxql::field_call::Func;
@@ -60,6 +61,10 @@ pub(crate) enum CombineError {
     /// Used if a `mode` or `distinct` partial is not in the partial statement's encoding.
     #[error("a malformed mode or distinct partial: {0}")]
     ModeEncoding(String),
+    /// Used if a group's `stddev` sums are not provably exact (`stddev.rs`): the rows are
+    /// read instead.
+    #[error("a stddev's sum of squares past 2^53")]
+    Inexact,
     /// Used if a partial column is of a type this combination does not read.
     #[error("partial column {name} of Arrow type {found}")]
     Type {
@@ -217,8 +222,10 @@ impl Cells {
 
 /// One call's partial columns in one batch (by [`Pushdown::partial_columns`]' names).
 struct CallCells {
-    /// `s<i>`: the sum (`sum`, `mean`).
+    /// `s<i>`: the sum (`sum`, `mean`, `stddev`).
     sum: Option<Cells>,
+    /// `q<i>`: the sum of squares (`stddev`).
+    squares: Option<Cells>,
     /// `m<i>`, `x<i>`: the minimum, the maximum.
     min: Option<Cells>,
     max: Option<Cells>,
@@ -238,6 +245,7 @@ struct CallCells {
 #[derive(Default)]
 struct CallState {
     sum: Option<Scalar>,
+    squares: Option<Scalar>,
     min: Option<Scalar>,
     max: Option<Scalar>,
     /// The picked partial's time and value.
@@ -299,9 +307,10 @@ impl Pushdown {
                 .map(|(i, c)| {
                     let col = |p: &str| cells(batch, format!("{p}{i}"));
                     Ok(CallCells {
-                        sum: matches!(c.func, Func::Sum | Func::Mean)
+                        sum: (matches!(c.func, Func::Sum | Func::Mean) || c.form == Form::Stddev)
                             .then(|| col("s"))
                             .transpose()?,
+                        squares: (c.form == Form::Stddev).then(|| col("q")).transpose()?,
                         min: matches!(c.func, Func::Min | Func::Spread)
                             .then(|| col("m"))
                             .transpose()?,
@@ -406,6 +415,13 @@ impl Pushdown {
                 _ if c.form == Form::Mode => state.mode.cell(f.kind)?,
                 _ if c.form == Form::Values => state.mode.distinct_cell(f.kind)?,
                 _ if c.whole() => state.whole.map_or(Value::Null, Scalar::value),
+                _ if c.form == Form::Stddev => {
+                    let float = |s: Option<Scalar>| match s {
+                        Some(Scalar::Float(f)) => Some(f),
+                        _ => None,
+                    };
+                    stddev::value(n, float(state.sum), float(state.squares))?
+                }
                 Func::Count if c.form == Form::Distinct => match (n, state.set.len()) {
                     (0, _) | (_, 0) => Value::Null,
                     (_, len) => Value::Integer(len as i64),
@@ -499,6 +515,10 @@ fn merge(func: Func, state: &mut CallState, cols: &CallCells, row: usize, presen
     if let Some(x) = cols.sum.as_ref().and_then(|c| c.get(row)) {
         let sum = state.sum.take().unwrap_or_else(|| x.zero());
         state.sum = Some(sum.add(&x));
+    }
+    if let Some(x) = cols.squares.as_ref().and_then(|c| c.get(row)) {
+        let sum = state.squares.take().unwrap_or_else(|| x.zero());
+        state.squares = Some(sum.add(&x));
     }
     // `min` replaces on less, `max` on greater: the first of equal values stays, unless
     // the lone selector's point time `at` is kept: then the earlier point of equal values.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use engine::arrow::array::{
     ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
 };
-use engine::{Engine, EngineConfig, OutputFormat, SqlAccess, SqlCancel};
+use engine::{OutputFormat, SqlAccess, SqlCancel};
 use serde_json::{json, Value as Json};
 
 use super::super::tests::pushed;
@@ -103,12 +103,7 @@ fn partials(push: &Pushdown, g: &mut Gen, rows: usize) -> RecordBatch {
 
 #[test]
 fn the_rust_combination_answers_the_engine_statement_s_rows() {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(&EngineConfig {
-        data_dir: dir.path().join("chdb"),
-        connections: 1,
-    })
-    .unwrap();
+    let engine = super::super::tests::engine();
     let statements = [
         "SELECT count(v), sum(v), mean(v), sum(n), mean(n), sum(u), mean(u), count(s) FROM cpu",
         "SELECT count(v), sum(v), mean(n), sum(u) FROM cpu GROUP BY dc",

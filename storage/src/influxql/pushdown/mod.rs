@@ -22,6 +22,7 @@
 //! partial rows are combined with the shards'.
 //!
 //! Decomposable: `count`, `sum`, `mean`, `min`, `max`, `spread`, `first`, `last` of a field,
+//! `stddev` of an integer or unsigned field (`stddev.rs`),
 //! grouped by tags and `time(...)` (with an offset, any fill), conditions on tags only (those
 //! [`super::cluster::shard_condition`] writes for the shards, every one of them), and
 //! `count(DISTINCT)`, `median`, `percentile`, `mode`, `distinct` as `decompose` allows. A
@@ -54,7 +55,10 @@ mod answer;
 mod by_series;
 mod combine;
 mod expression;
+mod integral;
+mod integral_sql;
 mod partial;
+mod stddev;
 mod values;
 
 pub(crate) use partial::sql_type;
@@ -96,6 +100,9 @@ enum Form {
     Mode,
     /// `distinct(field)`: as `Mode`.
     Values,
+    /// `stddev(field)` of an integer or unsigned field: the shards send the sums of its
+    /// values and of their squares as floats, exact while under 2⁵³ (`stddev.rs`).
+    Stddev,
 }
 
 impl Form {
@@ -211,6 +218,9 @@ pub(crate) fn decompose(
             }
             (Some(field), _) => (Func::Count, field, Form::Distinct),
             (_, Some((form, field))) => (Func::Count, field, form),
+            _ if stddev::call(e, schema).is_some() => {
+                (Func::Count, stddev::call(e, schema)?, Form::Stddev)
+            }
             _ => {
                 let (func, field) = field_call(e, schema)?;
                 (func, field, Form::Plain)
@@ -227,6 +237,8 @@ pub(crate) fn decompose(
         not_in_arith.push(!counted && !matches!(ty, FieldType::Float | FieldType::Integer));
         let fits = match (form, func) {
             (Form::Mode | Form::Values, _) => true,
+            // A float's sums depend on the order of addition: its rows are read.
+            (Form::Stddev, _) => matches!(ty, FieldType::Integer | FieldType::UInteger),
             (Form::Median | Form::Percentile(_), _) => numeric && one_series_per_group,
             (_, Func::Count) => true,
             (_, Func::First | Func::Last) => ty != FieldType::Boolean,
@@ -298,7 +310,7 @@ pub(crate) fn decompose(
     let shows_point = |c: &Call| match c.form {
         Form::Plain => matches!(c.func, Func::First | Func::Last | Func::Min | Func::Max),
         Form::Percentile(_) => true,
-        Form::Distinct | Form::Median | Form::Mode | Form::Values => false,
+        Form::Distinct | Form::Median | Form::Mode | Form::Values | Form::Stddev => false,
     };
     if point_time && !matches!(calls.as_slice(), [c] if shows_point(c)) {
         return None;

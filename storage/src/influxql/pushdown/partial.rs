@@ -142,6 +142,11 @@ impl Pushdown {
                         );
                     }
                 }
+                _ if c.form == Form::Stddev => {
+                    let (m1, m2) = super::stddev::partial_sql(&v);
+                    col(format!("s{i}"), ColumnKind::Float, m1, format!("sum(s{i})"));
+                    col(format!("q{i}"), ColumnKind::Float, m2, format!("sum(q{i})"));
+                }
                 Func::Count if c.form == Form::Distinct => {
                     let set = format!("groupUniqArray({})", distinct_element(&v, f.kind));
                     col(
@@ -320,7 +325,12 @@ impl Pushdown {
     /// counted, whether one of its rows has one). Point identity groups the rows by
     /// `(series_id, time)`; with `split`, only the rows of its series (the rest are points
     /// as they are: no other row shares their time), the two sets read as one.
-    fn points_sql(&self, source: &str, exclude: Option<&str>, split: Option<&[u64]>) -> String {
+    pub(super) fn points_sql(
+        &self,
+        source: &str,
+        exclude: Option<&str>,
+        split: Option<&[u64]>,
+    ) -> String {
         let q = |c: &str| format!("__src.{}", quote_ident(c));
         // A point's write order: `__seq`, then `__row`, packed (`PACKED_SEQ_LIMIT`).
         let order = format!(

@@ -5,6 +5,24 @@ use influxql::ast::Statement;
 use super::*;
 use crate::influxql::plan;
 
+/// The process's one engine, shared by the tests that run statements in it (chDB binds one
+/// data path per process: a second `Engine::open` elsewhere is refused).
+pub(super) fn engine() -> &'static engine::Engine {
+    static ENGINE: std::sync::OnceLock<(tempfile::TempDir, engine::Engine)> =
+        std::sync::OnceLock::new();
+    &ENGINE
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let engine = engine::Engine::open(&engine::EngineConfig {
+                data_dir: dir.path().join("chdb"),
+                connections: 1,
+            })
+            .unwrap();
+            (dir, engine)
+        })
+        .1
+}
+
 fn schema() -> MeasurementSchema {
     MeasurementSchema {
         name: "cpu".into(),
