@@ -87,6 +87,58 @@ pub(crate) fn counter(s: &Server, series: &str) -> u64 {
         .map_or(0, |v| v.trim().parse::<f64>().unwrap() as u64)
 }
 
+/// `chingest_cluster_reads_total{path="<path>"}` on `s`: which path the node's reads took.
+pub(crate) fn reads(s: &Server, path: &str) -> u64 {
+    counter(
+        s,
+        &format!("chingest_cluster_reads_total{{path=\"{path}\"}}"),
+    )
+}
+
+/// One node `n1` over two shards beside the embedded oracle, both written `first`:
+/// `check(node, oracle)` once the node delivered everything, then again after `held` is
+/// written to both while the node delivers only after ten minutes (so `held` stays on the
+/// node, undelivered: at least `min_held` points of it).
+pub(crate) fn delivered_then_held(
+    test: &str,
+    first: &[String],
+    held: &[String],
+    min_held: u64,
+    check: impl Fn(&Server, &Server),
+) {
+    let Some((_dir, shards)) = two_shard_cluster(test) else {
+        return;
+    };
+    let (node_dir, embedded_dir) = (data_dir(), data_dir());
+    let config = cluster_config_named(&[&shards[0], &shards[1]], "n1");
+    let mut node = Spawn::new(node_dir.path()).config(&config).start();
+    let embedded = Spawn::new(embedded_dir.path()).start();
+    for s in [&node, &embedded] {
+        s.query("CREATE DATABASE d");
+        for body in first {
+            assert_eq!(s.post("/write?db=d", body.clone()).status(), 204);
+        }
+    }
+    wait_delivered(&[&node], Duration::from_secs(60));
+    check(&node, &embedded);
+    node.terminate();
+    let node = Spawn::new(node_dir.path())
+        .config(&config)
+        .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
+        .start();
+    for s in [&node, &embedded] {
+        for body in held {
+            assert_eq!(s.post("/write?db=d", body.clone()).status(), 204);
+        }
+    }
+    let h: Value = node.get("/health").json().unwrap();
+    assert!(
+        h["wal"]["unflushed_points"].as_u64().unwrap() >= min_held,
+        "the held writes were meant to stay undelivered: {h}"
+    );
+    check(&node, &embedded);
+}
+
 /// Hosts `hosts` in 4 dcs, a point every 10 s for `intervals` intervals from `from`: float
 /// `v`, integer `n`.
 pub(crate) fn points(hosts: &[i64], from: i64, intervals: i64) -> String {

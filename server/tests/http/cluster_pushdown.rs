@@ -10,16 +10,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::cluster::{cluster_config_named, statement_at, two_shard_cluster, wait_delivered};
+use crate::cluster_oracle::reads;
 use crate::util::*;
-
-/// `chingest_cluster_reads_total{path="<path>"}` on `s` (0 when not exported yet).
-fn reads(s: &Server, path: &str) -> u64 {
-    let text = s.get("/metrics").text().unwrap();
-    let prefix = format!("chingest_cluster_reads_total{{path=\"{path}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .map_or(0, |v| v.trim().parse::<f64>().unwrap() as u64)
-}
 
 /// Points of `cpu` in database d: hosts h0..h7 in dc0..dc2 every 10 s for 50 intervals,
 /// float `v`, integer `n`, string `s`; host h7 has `n` only. Times differ per host by its

@@ -5,21 +5,11 @@
 //! raw row (`rows`: a float field, or sums past 2⁵³) — with points written twice on the
 //! shards, then with undelivered rewrites and a new series held on the node.
 
-use std::time::Duration;
-
 use serde_json::Value;
 
-use crate::cluster::{cluster_config_named, statement_at, two_shard_cluster, wait_delivered};
+use crate::cluster::statement_at;
+use crate::cluster_oracle::{delivered_then_held, reads};
 use crate::util::*;
-
-/// `chingest_cluster_reads_total{path="<path>"}` on `s` (0 when not exported yet).
-fn reads(s: &Server, path: &str) -> u64 {
-    let text = s.get("/metrics").text().unwrap();
-    let prefix = format!("chingest_cluster_reads_total{{path=\"{path}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .map_or(0, |v| v.trim().parse::<f64>().unwrap() as u64)
-}
 
 /// Points of `m`: hosts h0..h5 in dc0, dc1 every 10 s from 0 s to 590 s, none from 200 s to
 /// 299 s (empty windows); float `v`, integer `n` (negative ones too, large ones on h3),
@@ -165,41 +155,16 @@ fn check(node: &Server, embedded: &Server) {
 
 #[test]
 fn stddev_of_integers_is_computed_from_the_shards_sums_bit_for_bit() {
-    const TEST: &str = "stddev_of_integers_is_computed_from_the_shards_sums_bit_for_bit";
-    let Some((_dir, shards)) = two_shard_cluster(TEST) else {
-        return;
-    };
-    let (s0, s1) = (&shards[0], &shards[1]);
-    let (node_dir, embedded_dir) = (data_dir(), data_dir());
-    let config = cluster_config_named(&[s0, s1], "n1");
-    let mut node = Spawn::new(node_dir.path()).config(&config).start();
-    let embedded = Spawn::new(embedded_dir.path()).start();
-    for s in [&node, &embedded] {
-        s.query("CREATE DATABASE d");
-        for body in [points(), rewrites(1)] {
-            assert_eq!(s.post("/write?db=d", body).status(), 204);
-        }
-    }
-    wait_delivered(&[&node], Duration::from_secs(60));
-    check(&node, &embedded);
-    node.terminate();
-    // Again, delivering only after ten minutes: the new rows stay on the node (rewrites of
-    // points the shards hold, a new series, a new point of a known one).
-    let node = Spawn::new(node_dir.path())
-        .config(&config)
-        .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
-        .start();
+    // Then rewrites of points the shards hold, a new series and a new point of a known one,
+    // undelivered.
     let more = "m,host=h9,dc=dc1 v=100.3,n=-11i,u=3u 15000000000\n\
                 m,host=h9,dc=dc1 v=-7.7,n=4i,u=1u 47000000000\n\
                 m,host=h0,dc=dc0 n=-50i,u=0u 5000000000\n";
-    for s in [&node, &embedded] {
-        assert_eq!(s.post("/write?db=d", rewrites(3)).status(), 204);
-        assert_eq!(s.post("/write?db=d", more).status(), 204);
-    }
-    let h: Value = node.get("/health").json().unwrap();
-    assert!(
-        h["wal"]["unflushed_points"].as_u64().unwrap() >= 10,
-        "the rewrites were meant to stay undelivered: {h}"
+    delivered_then_held(
+        "stddev_of_integers_is_computed_from_the_shards_sums_bit_for_bit",
+        &[points(), rewrites(1)],
+        &[rewrites(3), more.to_string()],
+        10,
+        check,
     );
-    check(&node, &embedded);
 }

@@ -10,30 +10,12 @@ use std::sync::Arc;
 use engine::arrow::array::{
     ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
 };
-use engine::{OutputFormat, SqlAccess, SqlCancel};
+use engine::OutputFormat;
 use serde_json::{json, Value as Json};
 
-use super::super::tests::pushed;
+use super::super::tests::{engine_bytes, pushed, Gen};
 use super::*;
 use crate::influxql::rows::parse_arrow;
-
-/// A small deterministic generator (no seed file to keep: the statements are few).
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        // SplitMix64.
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn pick<T: Clone>(&mut self, of: &[T]) -> T {
-        of[(self.next() % of.len() as u64) as usize].clone()
-    }
-}
 
 /// `rows` partial rows of `push` as a shard sends them: a field's columns null where its
 /// count is 0.
@@ -130,20 +112,7 @@ fn the_rust_combination_answers_the_engine_statement_s_rows() {
             let scan = engine.arrow_scan(batch.clone()).unwrap();
             scan.register(1).unwrap();
             let sql = p.combine_sql(&scan.table_sql(0));
-            let mut answer = Vec::new();
-            engine
-                .sql_generated(
-                    engine::Lane::Clients,
-                    &sql,
-                    OutputFormat::ArrowStream,
-                    &SqlAccess::Admin,
-                    &SqlCancel::new(),
-                    &mut |b| {
-                        answer.extend_from_slice(b);
-                        true
-                    },
-                )
-                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let answer = engine_bytes(&sql, OutputFormat::ArrowStream);
             let want = parse_arrow(&answer, p.groups.len()).unwrap();
             assert_eq!(rust, want, "{q}, round {round}: {batch:?}");
         }

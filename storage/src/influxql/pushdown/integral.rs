@@ -24,7 +24,7 @@ use influxql::ast::{SelectStatement, Source};
 use ingest::{FieldType, MeasurementSchema};
 
 use super::integral_sql::{integral_sql, Grid, IntegralCall};
-use super::{max_seq, sql_type, FieldUse, Pushdown, MAX_PENDING_SERIES, PACKED_SEQ_LIMIT};
+use super::{shard_reads, sql_type, FieldUse, Pushdown, MAX_PENDING_SERIES};
 use crate::influxql::cluster::{strict_shard_condition, unavailable};
 use crate::influxql::error::InfluxqlError;
 use crate::influxql::integral::{self, Windows};
@@ -282,11 +282,7 @@ impl Storage {
             |_: usize, snapshot: Option<&cluster::IdentitySnapshot>, series: Option<&[u64]>| {
                 let mut push = push.clone();
                 if let Some(ids) = series {
-                    let only = cluster::series_in(ids);
-                    push.condition = Some(match &push.condition {
-                        Some(c) => format!("({c}) AND {only}"),
-                        None => only,
-                    });
+                    push.only_series(ids);
                 }
                 let split = snapshot.map(|s| s.rewritten.as_slice());
                 m.sql(&push.points_sql(&table, listed.as_deref(), split))
@@ -295,26 +291,7 @@ impl Storage {
             let raw = listed.as_deref().map(|list| {
                 let columns = &columns;
                 s.spawn(move || {
-                    let mut cond = format!("`series_id` IN ({list})");
-                    if let Some(c) = &push.condition {
-                        cond = format!("{cond} AND ({c})");
-                    }
-                    cluster.read_rows(
-                        db,
-                        &schema.name,
-                        columns,
-                        cluster::RowSelection {
-                            min: push.min,
-                            max: push.max,
-                            condition: Some(&cond),
-                            last_per_series: false,
-                            pointwise: None,
-                            whole_series: &[],
-                            series_of: None,
-                            source: None,
-                        },
-                        max_rows,
-                    )
+                    push.listed_rows(cluster, db, &schema.name, columns, list, max_rows)
                 })
             });
             let parts = cluster.read_partials(
@@ -332,17 +309,9 @@ impl Storage {
         let (parts, grouped) = parts.map_err(too_many)?;
         super::count_grouping(grouped.label());
         let stored = node_rows.transpose().map_err(too_many)?.flatten();
-        let node = match (stored, pending) {
-            (None, None) => None,
-            (Some(b), None) | (None, Some(b)) => Some(b),
-            (Some(a), Some(b)) => Some(
-                engine::arrow::compute::concat_batches(&a.schema(), &[a.clone(), b])
-                    .map_err(|e| unavailable(e.to_string()))?,
-            ),
-        };
-        let packs = parts.as_ref().map_or(0, |p| max_seq(p, "ms")) < PACKED_SEQ_LIMIT
-            && node.as_ref().map_or(0, |n| max_seq(n, engine::table::SEQ)) < PACKED_SEQ_LIMIT;
-        if !packs {
+        let node =
+            shard_reads::node_rows(stored, pending).map_err(|e| unavailable(e.to_string()))?;
+        if !shard_reads::seqs_pack(parts.as_ref(), node.as_ref()) {
             return Ok(None);
         }
         let mut batches: Vec<RecordBatch> = parts.into_iter().collect();

@@ -58,6 +58,7 @@ mod expression;
 mod integral;
 mod integral_sql;
 mod partial;
+mod shard_reads;
 mod stddev;
 mod values;
 
@@ -581,11 +582,7 @@ impl Storage {
                 if let Some(ids) = series {
                     // Only the series holding the condition's tag values: the primary key
                     // skips the rest of the table.
-                    let only = cluster::series_in(ids);
-                    push.condition = Some(match &push.condition {
-                        Some(c) => format!("({c}) AND {only}"),
-                        None => only,
-                    });
+                    push.only_series(ids);
                 }
                 push.partial_sql(&table, listed.as_deref(), split)
             };
@@ -608,26 +605,7 @@ impl Storage {
             let (push, columns) = (&push, &columns);
             let raw = listed.as_deref().map(|list| {
                 s.spawn(move || {
-                    let mut cond = format!("`series_id` IN ({list})");
-                    if let Some(c) = &push.condition {
-                        cond = format!("{cond} AND ({c})");
-                    }
-                    cluster.read_rows(
-                        db,
-                        &schema.name,
-                        columns,
-                        cluster::RowSelection {
-                            min: push.min,
-                            max: push.max,
-                            condition: Some(&cond),
-                            last_per_series: false,
-                            pointwise: None,
-                            whole_series: &[],
-                            series_of: None,
-                            source: None,
-                        },
-                        max_rows,
-                    )
+                    push.listed_rows(cluster, db, &schema.name, columns, list, max_rows)
                 })
             });
             let parts = read_partials();
@@ -636,17 +614,9 @@ impl Storage {
         });
         let parts = parts.map_err(too_many)?;
         let stored = node_rows.transpose().map_err(too_many)?.flatten();
-        let node = match (stored, pending) {
-            (None, None) => None,
-            (Some(b), None) | (None, Some(b)) => Some(b),
-            (Some(a), Some(b)) => Some(
-                engine::arrow::compute::concat_batches(&a.schema(), &[a.clone(), b])
-                    .map_err(|e| unavailable(e.to_string()))?,
-            ),
-        };
-        let packs = parts.as_ref().map_or(0, |p| max_seq(p, "ms")) < PACKED_SEQ_LIMIT
-            && node.as_ref().map_or(0, |n| max_seq(n, engine::table::SEQ)) < PACKED_SEQ_LIMIT;
-        if !packs {
+        let node =
+            shard_reads::node_rows(stored, pending).map_err(|e| unavailable(e.to_string()))?;
+        if !shard_reads::seqs_pack(parts.as_ref(), node.as_ref()) {
             return Ok(None);
         }
         let read = answer::Partials {

@@ -23,6 +23,48 @@ pub(super) fn engine() -> &'static engine::Engine {
         .1
 }
 
+/// SplitMix64: a small deterministic generator for the tests that generate data (no seed
+/// file to keep).
+pub(super) struct Gen(pub(super) u64);
+
+impl Gen {
+    pub(super) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub(super) fn pick<T: Clone>(&mut self, of: &[T]) -> T {
+        of[(self.next() % of.len() as u64) as usize].clone()
+    }
+}
+
+/// `sql`'s answer from [`engine`] in `format`.
+pub(super) fn engine_bytes(sql: &str, format: engine::OutputFormat) -> Vec<u8> {
+    let mut answer = Vec::new();
+    engine()
+        .sql_generated(
+            engine::Lane::Clients,
+            sql,
+            format,
+            &engine::SqlAccess::Admin,
+            &engine::SqlCancel::new(),
+            &mut |b| {
+                answer.extend_from_slice(b);
+                true
+            },
+        )
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    answer
+}
+
+/// `sql`'s answer from [`engine`], as tab-separated text.
+pub(super) fn engine_text(sql: &str) -> String {
+    String::from_utf8(engine_bytes(sql, engine::OutputFormat::TabSeparated)).unwrap()
+}
+
 fn schema() -> MeasurementSchema {
     MeasurementSchema {
         name: "cpu".into(),

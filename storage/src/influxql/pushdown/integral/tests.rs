@@ -3,23 +3,11 @@
 //! `integrate`: every window's integral equal bit for bit. The cluster tests
 //! (`server/tests/http/cluster_integral.rs`) check the same against 18.16 shards.
 
-use engine::{OutputFormat, SqlAccess, SqlCancel};
+use engine::OutputFormat;
 
 use super::*;
 use crate::influxql::integral::integrate;
-
-/// SplitMix64: a small deterministic generator.
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
+use crate::influxql::pushdown::tests::{engine_bytes, engine_text, Gen};
 
 /// One series' points of `v` (float) and `n` (integer), times ascending and distinct.
 fn series(g: &mut Gen) -> Vec<(i64, Option<f64>, Option<i64>)> {
@@ -45,7 +33,6 @@ fn sql_text(v: Option<f64>) -> String {
 
 #[test]
 fn the_engine_integrates_each_series_as_the_rows_path_bit_for_bit() {
-    let engine = crate::influxql::pushdown::tests::engine();
     let fields = [
         FieldUse {
             name: "v".into(),
@@ -110,20 +97,7 @@ fn the_engine_integrates_each_series_as_the_rows_path_bit_for_bit() {
                 "SELECT __p0 AS k0, toUInt64(__p1) AS c, __p2 AS w, __p3 AS v, __p4 AS ms \
                  FROM ({sql})"
             );
-            let mut answer = Vec::new();
-            engine
-                .sql_generated(
-                    engine::Lane::Clients,
-                    &named,
-                    OutputFormat::ArrowStream,
-                    &SqlAccess::Admin,
-                    &SqlCancel::new(),
-                    &mut |b| {
-                        answer.extend_from_slice(b);
-                        true
-                    },
-                )
-                .unwrap_or_else(|e| panic!("{named}: {e}"));
+            let answer = engine_bytes(&named, OutputFormat::ArrowStream);
             let mut got: BTreeMap<Vec<String>, Emitted> = BTreeMap::new();
             let mut cursor = std::io::Cursor::new(answer.as_slice());
             while (cursor.position() as usize) < answer.len() {
@@ -184,26 +158,8 @@ fn the_engine_integrates_each_series_as_the_rows_path_bit_for_bit() {
 /// `integrate`'s `0.0 + -0.0` is `0.0`): the statement's `0. +` makes it `0`.
 #[test]
 fn the_engine_s_array_sum_adds_in_order() {
-    let engine = crate::influxql::pushdown::tests::engine();
     let sql = "SELECT toString(arraySum(arrayConcat([1e16], arrayMap(x -> 1., range(999))))), \
                toString(arraySum(arrayConcat([1e100], arrayMap(x -> 1., range(31)), [-1e100]))), \
                toString(arraySum([-0.])), toString(0. + arraySum([-0., -0.]))";
-    let mut answer = Vec::new();
-    engine
-        .sql_generated(
-            engine::Lane::Clients,
-            sql,
-            OutputFormat::TabSeparated,
-            &SqlAccess::Admin,
-            &SqlCancel::new(),
-            &mut |b| {
-                answer.extend_from_slice(b);
-                true
-            },
-        )
-        .unwrap();
-    assert_eq!(
-        String::from_utf8(answer).unwrap(),
-        "10000000000000000\t0\t-0\t0\n"
-    );
+    assert_eq!(engine_text(sql), "10000000000000000\t0\t-0\t0\n");
 }

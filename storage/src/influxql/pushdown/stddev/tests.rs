@@ -3,40 +3,8 @@
 //! bit. The cluster tests (`server/tests/http/cluster_stddev.rs`) check the same through
 //! 18.16 shards.
 
-use engine::{OutputFormat, SqlAccess, SqlCancel};
-
 use super::*;
-
-/// SplitMix64: a small deterministic generator.
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
-fn engine_text(sql: &str) -> String {
-    let mut answer = Vec::new();
-    crate::influxql::pushdown::tests::engine()
-        .sql_generated(
-            engine::Lane::Clients,
-            sql,
-            OutputFormat::TabSeparated,
-            &SqlAccess::Admin,
-            &SqlCancel::new(),
-            &mut |b| {
-                answer.extend_from_slice(b);
-                true
-            },
-        )
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    String::from_utf8(answer).unwrap()
-}
+use crate::influxql::pushdown::tests::{engine_text, Gen};
 
 #[test]
 fn partial_sums_in_any_order_give_the_engine_s_stddev_bit_for_bit() {
