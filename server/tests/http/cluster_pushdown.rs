@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::cluster::{cluster_config_named, statement_at, two_shard_cluster, wait_delivered};
-use crate::cluster_oracle::reads;
+use crate::cluster_oracle::{delivered_then_held, reads};
 use crate::util::*;
 
 /// Points of `cpu` in database d: hosts h0..h7 in dc0..dc2 every 10 s for 50 intervals,
@@ -258,39 +258,16 @@ fn aggregates_the_shards_compute_answer_as_the_embedded_engine() {
 
 #[test]
 fn undelivered_rewrites_of_points_on_the_shards_count_in_pushed_aggregates() {
-    const TEST: &str = "undelivered_rewrites_of_points_on_the_shards_count_in_pushed_aggregates";
-    let Some((_dir, shards)) = two_shard_cluster(TEST) else {
-        return;
-    };
-    let (s0, s1) = (&shards[0], &shards[1]);
-    let (node_dir, embedded_dir) = (data_dir(), data_dir());
-    let config = cluster_config_named(&[s0, s1], "n1");
-    let mut node = Spawn::new(node_dir.path()).config(&config).start();
-    let embedded = Spawn::new(embedded_dir.path()).start();
-    for s in [&node, &embedded] {
-        s.query("CREATE DATABASE d");
-        assert_eq!(s.post("/write?db=d", points()).status(), 204);
-    }
-    wait_delivered(&[&node], Duration::from_secs(60));
-    node.terminate();
-    // Again, delivering only after ten minutes: the rewrites stay on the node.
-    let node = Spawn::new(node_dir.path())
-        .config(&config)
-        .env("CHINGEST_FLUSH__MAX_AGE_MS", "600000")
-        .start();
-    for s in [&node, &embedded] {
-        assert_eq!(s.post("/write?db=d", rewrites(3.0)).status(), 204);
-        // A new series and a new point of a known one, not delivered either.
-        let more =
-            "cpu,host=h9,dc=dc1 v=100,n=1i 15000000000\ncpu,host=h0,dc=dc0 v=-50 5000000000\n";
-        assert_eq!(s.post("/write?db=d", more).status(), 204);
-    }
-    let h: Value = node.get("/health").json().unwrap();
-    assert!(
-        h["wal"]["unflushed_points"].as_u64().unwrap() >= 22,
-        "the rewrites were meant to stay undelivered: {h}"
+    // Then rewrites of points the shards hold, a new series and a new point of a known one,
+    // undelivered.
+    let more = "cpu,host=h9,dc=dc1 v=100,n=1i 15000000000\ncpu,host=h0,dc=dc0 v=-50 5000000000\n";
+    delivered_then_held(
+        "undelivered_rewrites_of_points_on_the_shards_count_in_pushed_aggregates",
+        &[points()],
+        &[rewrites(3.0), more.to_string()],
+        22,
+        check_statements,
     );
-    check_statements(&node, &embedded);
 }
 
 #[test]
