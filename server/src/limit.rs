@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use parking_lot::Mutex;
@@ -404,12 +404,10 @@ impl Drop for BudgetPermit {
     }
 }
 
-/// Middleware: the whole-request deadline.
-pub async fn request_timeout(
-    State(timeout): State<Duration>,
-    req: Request,
-    next: Next,
-) -> Response {
+/// The whole-request deadline, run by the outermost layer (`common_headers`
+/// in `lib.rs`): past `timeout` the request is dropped and answered
+/// [`ApiError::Timeout`].
+pub async fn request_timeout(timeout: Duration, req: Request, next: Next) -> Response {
     let api = Api::for_path(req.uri().path());
     match tokio::time::timeout(timeout, next.run(req)).await {
         Ok(r) => r,

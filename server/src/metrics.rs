@@ -8,6 +8,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use metrics::SharedString;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::{AppState, Store};
@@ -96,15 +97,19 @@ pub async fn track(req: Request, next: Next) -> Response {
     let route = req
         .extensions()
         .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
+        .map_or(SharedString::const_str("unmatched"), |p| {
+            SharedString::from(p.as_str().to_owned())
+        });
     let method = method_label(req.method());
     let resp = next.run(req).await;
-    let status = resp.status().as_u16().to_string();
-    let labels = [
+    // The method's label is static: not copied for each of the two metrics.
+    let labels: [(&str, SharedString); 3] = [
         ("route", route),
-        ("method", method.to_owned()),
-        ("status", status),
+        ("method", SharedString::const_str(method)),
+        (
+            "status",
+            SharedString::from(resp.status().as_u16().to_string()),
+        ),
     ];
     metrics::histogram!("chingest_http_request_duration_seconds", &labels)
         .record(start.elapsed().as_secs_f64());

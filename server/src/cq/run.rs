@@ -221,10 +221,12 @@ fn pass<S: Store>(
             return (Ended::Dropped, reached, written);
         }
         let select = in_range(&cq.select, start, end);
-        let listed =
-            state
-                .queries
-                .register(select.to_string(), &stored.database, None, cancel.clone());
+        let listed = state.queries.register(
+            std::sync::Arc::new([influxql::ast::Statement::Select(Box::new(select.clone()))]),
+            &stored.database,
+            None,
+            cancel.clone(),
+        );
         let outcome = crate::query::run_continuous(state, &stored.database, &select, now, &cancel);
         let killed = listed.killed();
         drop(listed);

@@ -28,8 +28,9 @@ mod users;
 use std::collections::HashMap;
 
 use axum::body::Bytes;
-use axum::extract::{Extension, RawQuery, State};
-use axum::http::{header, HeaderMap, Method};
+use axum::extract::{Extension, FromRequestParts, RawQuery, State};
+use axum::http::request::Parts;
+use axum::http::{header, Method};
 use axum::response::{IntoResponse, Response};
 use influxql::ast::{Literal, Statement};
 use storage::SqlCancel;
@@ -49,30 +50,33 @@ pub fn format_duration(secs: u64) -> String {
 pub async fn query<S: Store>(
     State(state): State<AppState<S>>,
     Extension(id): Extension<Identity>,
+    start: Option<Extension<crate::RequestStart>>,
     method: Method,
     RawQuery(raw): RawQuery,
-    headers: HeaderMap,
+    FormBody(is_form): FormBody,
     body: Bytes,
 ) -> Response {
-    let mut timing = timing::Timing::start();
+    let mut timing = timing::Timing::start(start.map(|Extension(s)| s.0));
     let mut params = Params::parse(raw.as_deref().unwrap_or(""));
-    let is_form = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    // InfluxDB reads `pretty` from the URL only, not from a form body.
+    let pretty = params.get("pretty").map(str::to_string);
     if is_form {
         params.extend(Params::parse(&String::from_utf8_lossy(&body)));
     }
-    let Some(q) = params.get_nonempty("q").map(str::to_string) else {
+    let Some(q) = params.get_nonempty("q") else {
         return ApiError::Query("missing required parameter \"q\"".into()).into_response();
     };
     let bound = match bound_params(params.get_nonempty("params")) {
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };
-    let format =
-        render::Format::from_request(&params, &Params::parse(raw.as_deref().unwrap_or("")));
-    let parsed = match influxql::parse_query(&q, &bound) {
+    let format = render::Format::from_params(
+        params.get("epoch"),
+        pretty.as_deref(),
+        params.get("chunked"),
+        params.get("chunk_size"),
+    );
+    let parsed = match influxql::parse_query(q, &bound) {
         Ok(p) => p,
         // InfluxDB answers these in the statement's result, not as a parse error.
         Err(e) if e.is_statement_error() => {
@@ -103,15 +107,12 @@ pub async fn query<S: Store>(
     let now_ns = now_ns();
     let cancel = SqlCancel::new();
     let _cancel_on_drop = CancelOnDrop(cancel.clone());
-    // Listed by SHOW QUERIES while it runs, as one query (its statements joined), as 1.x does.
-    let text = parsed
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(";\n");
+    // Listed by SHOW QUERIES while it runs, as one query (its statements
+    // joined, as 1.x does): printed only when listed.
+    let parsed: std::sync::Arc<[Statement]> = parsed.into();
     let user = matches!(id, Identity::User(_)).then(|| id.name().to_string());
     let registered = state.queries.register(
-        text,
+        parsed.clone(),
         db.as_deref().unwrap_or(""),
         user.as_deref(),
         cancel.clone(),
@@ -122,14 +123,11 @@ pub async fn query<S: Store>(
     let mut paths = storage::influxql::read_path::Paths::default();
     // Time this request's statements ran inline (`inline::REQUEST_BUDGET`).
     let mut inline_spent = std::time::Duration::ZERO;
-    for st in parsed {
+    for st in parsed.iter() {
         let get_warning = (method == Method::GET)
-            .then(|| read_only_warning(&st))
+            .then(|| read_only_warning(st))
             .flatten();
-        let (chunking, zone) = (
-            render::Chunking::of(&st),
-            render::zone_of(&st).ok().flatten(),
-        );
+        let (chunking, zone) = (render::Chunking::of(st), render::zone_of(st).ok().flatten());
         let answered = |result| render::Answered {
             result,
             chunking,
@@ -146,7 +144,7 @@ pub async fn query<S: Store>(
         // (`inline.rs`); anything it refuses runs again on a blocking thread.
         let mut ran = None;
         let mut how = inline::Outcome::Blocking;
-        if inline::eligible(&st)
+        if inline::eligible(st)
             && inline_spent < inline::REQUEST_BUDGET
             && state.store.answers_inline()
         {
@@ -180,6 +178,7 @@ pub async fn query<S: Store>(
             None => {
                 let (state, id) = (state.clone(), id.clone());
                 let (db, rp, cancel) = (db.clone(), rp.clone(), cancel.clone());
+                let st = st.clone();
                 tokio::task::spawn_blocking(move || {
                     let cx = execute::Context {
                         id: &id,
@@ -355,6 +354,24 @@ pub fn run_continuous<S: Store>(
         cancel,
     };
     into::write_answer(state, &cx, select)
+}
+
+/// Whether the request's body is a form (`Content-Type:
+/// application/x-www-form-urlencoded`), read without copying the request's
+/// headers (axum's `HeaderMap` extractor clones them all).
+pub struct FormBody(bool);
+
+impl<S: Send + Sync> FromRequestParts<S> for FormBody {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let form = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+        Ok(FormBody(form))
+    }
 }
 
 fn now_ns() -> i64 {

@@ -7,13 +7,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use influxql::ast::Statement;
 use parking_lot::Mutex;
 use storage::SqlCancel;
 
 /// One running statement.
 #[derive(Debug)]
 struct Running {
-    query: String,
+    /// Its statements, printed only when listed (printing a TSBS statement
+    /// for every request cost more than listing it ever does).
+    query: Arc<[Statement]>,
     database: String,
     /// Who runs it (`None`: anonymous, auth off).
     user: Option<String>,
@@ -69,10 +72,11 @@ impl Drop for Registered {
 }
 
 impl RunningQueries {
-    /// Lists `query` as running until the returned guard is dropped.
+    /// Lists `query` (a request's statements) as running until the returned
+    /// guard is dropped.
     pub fn register(
         self: &Arc<Self>,
-        query: String,
+        query: Arc<[Statement]>,
         database: &str,
         user: Option<&str>,
         cancel: SqlCancel,
@@ -107,7 +111,12 @@ impl RunningQueries {
             .filter(|(_, r)| visible(r.user.as_deref()))
             .map(|(&id, r)| Listed {
                 id,
-                query: r.query.clone(),
+                query: r
+                    .query
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(";\n"),
                 database: r.database.clone(),
                 duration: influxql::format_duration(truncate(now - r.started).as_nanos() as i64),
                 status: if r.killed { "killed" } else { "running" },
@@ -170,9 +179,25 @@ mod tests {
     fn a_statement_is_listed_until_its_guard_drops_and_kill_cancels_it() {
         let q = Arc::new(RunningQueries::default());
         let cancel = SqlCancel::new();
-        let a = q.register("SELECT 1".into(), "d", Some("alice"), cancel.clone());
-        let b = q.register("SHOW QUERIES".into(), "", None, SqlCancel::new());
+        let parsed = |text: &str| -> Arc<[Statement]> {
+            influxql::parse_query(text, &Default::default())
+                .unwrap()
+                .into()
+        };
+        let a = q.register(
+            parsed("SELECT f FROM m"),
+            "d",
+            Some("alice"),
+            cancel.clone(),
+        );
+        let b = q.register(
+            parsed("SHOW QUERIES; SHOW DATABASES"),
+            "",
+            None,
+            SqlCancel::new(),
+        );
         let all = q.list(|_| true);
+        assert_eq!(all[1].query, "SHOW QUERIES;\nSHOW DATABASES");
         assert_eq!(all.iter().map(|l| l.id).collect::<Vec<_>>(), vec![1, 2]);
         assert_eq!(q.list(|u| u == Some("alice")).len(), 1);
         assert!(q.kill(1));

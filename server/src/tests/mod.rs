@@ -62,6 +62,22 @@ fn setup(config: Config) -> (Router, Arc<MemStore>) {
     (app(state_with(config, p.clone())), p)
 }
 
+#[test]
+fn generated_request_ids_are_lowercase_uuid_v4() {
+    let a = super::new_request_id();
+    let a = a.to_str().unwrap();
+    assert_eq!(a.len(), 36, "{a}");
+    for (i, c) in a.char_indices() {
+        match i {
+            8 | 13 | 18 | 23 => assert_eq!(c, '-', "{a}"),
+            14 => assert_eq!(c, '4', "version nibble: {a}"),
+            19 => assert!("89ab".contains(c), "variant nibble: {a}"),
+            _ => assert!(c.is_ascii_hexdigit() && !c.is_ascii_uppercase(), "{a}"),
+        }
+    }
+    assert_ne!(super::new_request_id().to_str().unwrap(), a);
+}
+
 #[tokio::test]
 async fn ping_has_version_headers_and_request_id() {
     let (app, _) = setup(Config::default());
