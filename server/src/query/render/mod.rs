@@ -36,6 +36,9 @@ mod body;
 mod document;
 mod indent;
 mod json;
+mod packed;
+#[cfg(test)]
+mod packed_tests;
 mod shared;
 #[cfg(test)]
 mod shared_tests;
@@ -54,7 +57,7 @@ use tokio::sync::mpsc;
 
 use crate::params::Params;
 use body::{ChannelBody, ChannelWriter};
-use document::{Part, Sink};
+use document::{Part, Rows, Sink};
 use json::Times;
 
 /// InfluxDB's `DefaultChunkSize`: rows per chunk when `chunk_size` is absent,
@@ -244,9 +247,9 @@ impl<W: Write> Response<W> {
             .iter()
             .map(|s| Part {
                 series: s,
-                rows: &s.values,
+                rows: Rows::of(s),
                 // InfluxDB's emitter splits (and flags) long series even here.
-                partial: chunking == Chunking::Rows && s.values.len() > DEFAULT_CHUNK_SIZE,
+                partial: chunking == Chunking::Rows && s.len() > DEFAULT_CHUNK_SIZE,
             })
             .collect();
         self.out
@@ -312,7 +315,7 @@ fn small(results: &[Answered]) -> bool {
     for r in results {
         if let Ok(answer) = &r.result {
             for s in &answer.series {
-                cells = cells.saturating_add(s.values.len().saturating_mul(s.columns.len()));
+                cells = cells.saturating_add(s.len().saturating_mul(s.columns.len()));
             }
         }
         if cells > RENDER_AT_ONCE_CELLS {
@@ -412,7 +415,7 @@ fn chunk_lines(series: &[Series], chunking: Chunking, size: usize) -> Vec<Vec<Pa
     fn whole(s: &Series) -> Part<'_> {
         Part {
             series: s,
-            rows: &s.values,
+            rows: Rows::of(s),
             partial: false,
         }
     }
@@ -423,13 +426,13 @@ fn chunk_lines(series: &[Series], chunking: Chunking, size: usize) -> Vec<Vec<Pa
         Chunking::Rows => series
             .iter()
             .flat_map(|s| {
-                let n = s.values.len().div_ceil(size).max(1);
+                let n = s.len().div_ceil(size).max(1);
                 (0..n).map(move |i| {
-                    let from = (i * size).min(s.values.len());
-                    let to = ((i + 1) * size).min(s.values.len());
+                    let from = (i * size).min(s.len());
+                    let to = ((i + 1) * size).min(s.len());
                     vec![Part {
                         series: s,
-                        rows: &s.values[from..to],
+                        rows: Rows::of(s).slice(from, to),
                         partial: i + 1 < n,
                     }]
                 })
