@@ -332,6 +332,24 @@ impl Chosen<'_> {
         s.points_sifted(self.min, self.max, fields, scratch, keep, &sift)
     }
 
+    /// [`Chosen::passes`] of each point in `range` of `p`, into `out`
+    /// (cleared first), a column's comparison at a time (`Decided::mark`).
+    fn marks(test: &Test<'_>, p: &Plain, range: std::ops::Range<usize>, out: &mut Vec<bool>) {
+        let Some((first, rest)) = test.as_ref().and_then(|t| t.split_first()) else {
+            out.clear();
+            out.resize(range.len(), true);
+            return;
+        };
+        first.mark(p, range.clone(), out);
+        let mut other = Vec::new();
+        for c in rest {
+            c.mark(p, range.clone(), &mut other);
+            for (x, y) in out.iter_mut().zip(&other) {
+                *x &= *y;
+            }
+        }
+    }
+
     /// Whether point `i` of `p` (a series' points) passes its `test`.
     fn passes(test: &Test<'_>, p: &Plain, i: usize) -> bool {
         test.as_ref()

@@ -94,6 +94,8 @@ pub(super) fn rows(
         .collect();
     // (group, time, rank, series' position in `ranked`, point).
     let mut points: Vec<Point> = Vec::new();
+    // Whether each point in the range passes the conditions.
+    let mut passing = Vec::new();
     for (rank, &&(_, s, ref test)) in ranked.iter().enumerate() {
         let p = held[rank];
         let present: Vec<&Column> = shown
@@ -109,8 +111,10 @@ pub(super) fn rows(
             .iter()
             .map(|t| s.tag(t).to_string())
             .collect();
-        for i in p.span(chosen.min, chosen.max) {
-            if present.iter().any(|c| c.valid[i]) && Chosen::passes(test, p, i) {
+        let span = p.span(chosen.min, chosen.max);
+        Chosen::marks(test, p, span.clone(), &mut passing);
+        for (i, &ok) in span.zip(&passing) {
+            if ok && present.iter().any(|c| c.valid[i]) {
                 points.push((group.clone(), p.times[i], rank, i));
             }
         }
