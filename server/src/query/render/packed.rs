@@ -97,13 +97,29 @@ fn field_cell(buf: &mut Vec<u8>, c: &FieldColumn, i: usize) {
     }
     match &c.cells {
         FieldCells::Float(v) => go_float(buf, v[i]),
-        FieldCells::Integer(v) => {
-            buf.extend_from_slice(itoa::Buffer::new().format(v[i]).as_bytes())
-        }
-        FieldCells::Unsigned(v) => {
-            buf.extend_from_slice(itoa::Buffer::new().format(v[i]).as_bytes())
-        }
+        FieldCells::Integer(v) => match u8::try_from(v[i]) {
+            Ok(small) => small_int(buf, small),
+            Err(_) => buf.extend_from_slice(itoa::Buffer::new().format(v[i]).as_bytes()),
+        },
+        FieldCells::Unsigned(v) => match u8::try_from(v[i]) {
+            Ok(small) => small_int(buf, small),
+            Err(_) => buf.extend_from_slice(itoa::Buffer::new().format(v[i]).as_bytes()),
+        },
         FieldCells::Boolean(v) => buf.extend_from_slice(if v[i] { b"true" } else { b"false" }),
         FieldCells::String(v) => json_string(buf, &v[i]),
     }
+}
+
+/// `n` in decimal, its digits pushed: gauges (TSBS's percentages) are mostly
+/// small, and `itoa`'s text copied into the buffer is a `memcpy` call for
+/// one to three bytes (with the formatting, 8 % of TSBS `high-cpu-1`'s server
+/// samples).
+fn small_int(buf: &mut Vec<u8>, n: u8) {
+    if n >= 100 {
+        buf.push(b'0' + n / 100);
+    }
+    if n >= 10 {
+        buf.push(b'0' + n / 10 % 10);
+    }
+    buf.push(b'0' + n % 10);
 }

@@ -91,6 +91,7 @@ fn packed(seed: usize, sources: usize, rows: usize) -> Packed {
                         .map(|i| match i % 3 {
                             0 => i64::MAX,
                             1 => i64::MIN,
+                            // -50 to ~1,450: one to four digits, signs.
                             _ => i as i64 - 50,
                         })
                         .collect(),
@@ -98,7 +99,15 @@ fn packed(seed: usize, sources: usize, rows: usize) -> Packed {
                 valid: valid(1),
             },
             FieldColumn {
-                cells: FieldCells::Unsigned((0..rows).map(|i| u64::MAX - i as u64).collect()),
+                cells: FieldCells::Unsigned(
+                    (0..rows)
+                        .map(|i| match i % 2 {
+                            0 => u64::MAX - i as u64,
+                            // 0–299: one, two and three digits, past `u8`.
+                            _ => (i % 300) as u64,
+                        })
+                        .collect(),
+                ),
                 valid: valid(2),
             },
             FieldColumn {
