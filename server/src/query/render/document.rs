@@ -58,7 +58,9 @@ impl<'a> Rows<'a> {
 /// `pretty=true`.
 pub(super) struct Sink<W: Write> {
     pub(super) w: W,
-    buf: Vec<u8>,
+    pub(super) buf: Vec<u8>,
+    /// The whole answer stays in `buf`, never handed on (`render_at_once`).
+    held: bool,
     indent: Option<Indenter>,
     scratch: Vec<u8>,
     /// The last series' column names and their JSON array: the series of one
@@ -77,6 +79,7 @@ impl<W: Write> Sink<W> {
             // Room for the row that crosses the mark: handed on then, never
             // grown (copied) for it.
             buf: Vec::with_capacity(BUFFER_BYTES + ROW_ROOM),
+            held: false,
             indent: pretty.then(Indenter::default),
             scratch: Vec::new(),
             columns: (Columns::default(), Vec::new()),
@@ -88,7 +91,21 @@ impl<W: Write> Sink<W> {
         self.buf.extend_from_slice(bytes);
     }
 
+    /// Keeps the whole answer in `buf` (compact only: `pretty` indents it
+    /// on its way out).
+    pub(super) fn hold(&mut self) {
+        self.held = self.indent.is_none();
+    }
+
+    /// Whether `buf` is to be handed on (past [`BUFFER_BYTES`]).
+    fn full(&self) -> bool {
+        !self.held && self.buf.len() >= BUFFER_BYTES
+    }
+
     pub(super) fn drain(&mut self) -> io::Result<()> {
+        if self.held {
+            return Ok(());
+        }
         match &mut self.indent {
             Some(indenter) => {
                 self.scratch.clear();
@@ -261,7 +278,7 @@ impl<W: Write> Sink<W> {
                     }
                 }
                 self.put(b"]");
-                if self.buf.len() >= BUFFER_BYTES {
+                if self.full() {
                     // The cells' text leaves the buffer: written anew.
                     self.shared.forget();
                     self.drain()?;
@@ -289,7 +306,7 @@ impl<W: Write> Sink<W> {
                 self.put(b",");
             }
             layout.row(&mut self.buf, p, i, times);
-            if self.buf.len() >= BUFFER_BYTES {
+            if self.full() {
                 self.shared.forget();
                 self.drain()?;
             }

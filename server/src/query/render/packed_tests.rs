@@ -204,3 +204,43 @@ fn a_long_packed_series_is_flagged_and_streamed_as_plain_rows_are() {
     assert!(!small(&answered(&a)));
     assert_eq!(small(&answered(&a)), small(&answered(&before)));
 }
+
+/// An answer rendered at once into one buffer (`render_at_once`, what
+/// `respond` sends with a `Content-Length`) is the bytes written a piece at
+/// a time (`write_statements`): packed and plain rows, past the buffer's
+/// hand-on mark, several statements and a failed one, every format.
+#[test]
+fn an_answer_rendered_at_once_is_the_bytes_written_a_piece_at_a_time() {
+    let a = StatementResult::of(vec![series("cpu", 1, 3, 17), series("cpu", 4, 5, 1_500)]);
+    let results = [
+        Answered {
+            result: Ok(a.clone()),
+            chunking: Chunking::Rows,
+            zone: None,
+        },
+        Answered {
+            result: Ok(plain(&a)),
+            chunking: Chunking::Rows,
+            zone: None,
+        },
+        Answered {
+            result: Err("a failure".into()),
+            chunking: Chunking::Rows,
+            zone: None,
+        },
+    ];
+    let formats = [
+        Format::from_params(None, None, None, None),
+        Format::from_params(Some("ns"), None, None, None),
+        Format::from_params(None, Some("true"), None, None),
+        Format::from_params(Some("ns"), None, Some("true"), Some("7")),
+    ];
+    for format in formats {
+        for n in [0, 1, 3] {
+            let at_once = render_at_once(format, &results[..n]).unwrap();
+            let pieces = write_statements(Vec::new(), format, &results[..n]).unwrap();
+            assert!(n < 2 || at_once.len() > 2 * 64 * 1024, "{format:?}");
+            assert!(at_once == pieces, "{format:?}, {n} statements");
+        }
+    }
+}
