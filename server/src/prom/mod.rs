@@ -176,6 +176,7 @@ fn read_series<S: Store>(
             access: &access,
             cancel: &cancel,
             now_ns,
+            packed: false,
         })?;
         for s in result.series {
             let mut labels: Vec<Label> = s

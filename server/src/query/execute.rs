@@ -292,11 +292,30 @@ fn with_on(st: &Statement, storage: &str) -> Statement {
     st
 }
 
-/// Runs `st` in storage's InfluxQL engine with the caller's access.
+/// Runs `st` in storage's InfluxQL engine with the caller's access, for the
+/// JSON renderer (a hot raw answer's rows may come packed: `Series::packed`).
 pub(super) fn in_storage<S: Store>(
     state: &AppState<S>,
     cx: &Context<'_>,
     st: &Statement,
+) -> Result<StatementResult, ApiError> {
+    run_in_storage(state, cx, st, true)
+}
+
+/// [`in_storage`] with every row plain (`SELECT INTO` writes them).
+pub(super) fn in_storage_rows<S: Store>(
+    state: &AppState<S>,
+    cx: &Context<'_>,
+    st: &Statement,
+) -> Result<StatementResult, ApiError> {
+    run_in_storage(state, cx, st, false)
+}
+
+fn run_in_storage<S: Store>(
+    state: &AppState<S>,
+    cx: &Context<'_>,
+    st: &Statement,
+    packed: bool,
 ) -> Result<StatementResult, ApiError> {
     // A SELECT's sources point at their retention policies' data.
     let resolved;
@@ -321,6 +340,7 @@ pub(super) fn in_storage<S: Store>(
         access: &access,
         cancel: cx.cancel,
         now_ns: cx.now_ns,
+        packed,
     };
     Ok(state.store.influxql(req)?)
 }

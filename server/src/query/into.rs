@@ -14,7 +14,7 @@ use influxql::ast::{Fill, NameMatch, SelectStatement, Statement};
 use storage::influxql::{Series, StatementResult, Value};
 use storage::InfluxqlError;
 
-use super::execute::{in_storage, Context};
+use super::execute::{in_storage_rows, Context};
 use crate::error::ApiError;
 use crate::{AppState, Store};
 
@@ -65,7 +65,7 @@ pub(super) fn write_answer<S: Store>(
     if matches!(inner.fill, None | Some(Fill::Null)) {
         inner.fill = Some(Fill::None);
     }
-    let answer = in_storage(state, cx, &Statement::Select(Box::new(inner)))?;
+    let answer = in_storage_rows(state, cx, &Statement::Select(Box::new(inner)))?;
     let mut written = 0;
     for body in bodies(&answer.series, measurement, ROWS_PER_WRITE) {
         written +=
@@ -233,6 +233,7 @@ mod tests {
                 .collect(),
             columns: std::sync::Arc::new(vec!["time".into(), "a".into(), "b".into()]),
             values: rows,
+            packed: None,
         }
     }
 

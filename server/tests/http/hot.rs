@@ -474,6 +474,27 @@ fn hot_answers_equal_the_engines_value_by_value() {
     ] {
         same(&hot, &engine, "d", &q, true);
     }
+    // Statements run inside another read the hot store's raw rows plain
+    // (`InfluxqlRequest::packed`): a subquery's, `integral()`'s.
+    for q in [
+        format!(
+            "SELECT max(f), count(i) FROM (SELECT f, i FROM m WHERE host = 'h1' AND {}) WHERE {}",
+            range(0, 3600 * S),
+            range(0, 3600 * S)
+        ),
+        format!(
+            "SELECT integral(f) FROM m WHERE host = 'h2' AND {}",
+            range(0, 3600 * S)
+        ),
+    ] {
+        let (hs, ha, _) = ask(&hot, "d", &q);
+        let (es, ea, _) = ask(&engine, "d", &q);
+        assert_eq!((hs, &ha), (es, &ea), "answers differ: {q}");
+        assert!(
+            ha["results"][0]["series"][0]["values"][0].is_array(),
+            "{q}: {ha}"
+        );
+    }
     let mut rng = Rng(0x0ae5_0044);
     for _ in 0..150 {
         let q = raw_statement(&mut rng);

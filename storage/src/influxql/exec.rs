@@ -10,6 +10,7 @@ use influxql::ast::{Fill, SelectStatement, Source, Statement};
 
 use super::error::InfluxqlError;
 use super::fill::{fill_series_in, Grid};
+use super::hot::RawRows;
 use super::plan::{self, Plan};
 use super::range;
 use super::rows::{self, Row};
@@ -78,7 +79,12 @@ impl Storage {
         let mut shards_spent = std::time::Duration::ZERO;
         let (db, tables) = match stmt.sources.as_slice() {
             [Source::Subquery(inner)] => {
-                let inner = self.run_select(req, &subquery::with_outer_tags(inner, stmt))?;
+                // Read as rows here (`InfluxqlRequest::packed`).
+                let plain = InfluxqlRequest {
+                    packed: false,
+                    ..*req
+                };
+                let inner = self.run_select(&plain, &subquery::with_outer_tags(inner, stmt))?;
                 let engine = self.engine().map_err(|_| {
                     engine::SqlError::Unavailable("the server is shutting down".into())
                 })?;
@@ -248,7 +254,19 @@ impl Storage {
                     stages::lap(Stage::Engine, ran);
                     rows
                 }
-                None => self.read_measurement(stmt, &filter.rest, &plan, req, m)?,
+                None => match self.read_measurement(stmt, &filter.rest, &plan, req, m)? {
+                    RawRows::Rows(rows) => rows,
+                    RawRows::Packed(groups) => {
+                        let built = std::time::Instant::now();
+                        let mut found = packed_series(&plan, groups, &mut budget)?;
+                        if plan.order_desc {
+                            found.reverse();
+                        }
+                        series.extend(found);
+                        at = stages::lap(Stage::Build, built);
+                        continue;
+                    }
+                },
             };
             let built = std::time::Instant::now();
             let rows = plan.drop_valueless(rows);
@@ -289,7 +307,11 @@ impl Storage {
                 return Ok(answer);
             }
         }
-        let points = self.run_select(req, &raw)?;
+        let plain = InfluxqlRequest {
+            packed: false,
+            ..*req
+        };
+        let points = self.run_select(&plain, &raw)?;
         let windows = integral::windows(stmt)?;
         let zone = plan::zone(stmt)?;
         let start = range::split_in(stmt.condition.as_ref(), req.now_ns, zone.as_ref())?
@@ -309,17 +331,17 @@ impl Storage {
         plan: &Plan,
         req: &InfluxqlRequest<'_>,
         m: &ingest::MeasurementSchema,
-    ) -> Result<Vec<Row>, InfluxqlError> {
+    ) -> Result<RawRows, InfluxqlError> {
         let started = std::time::Instant::now();
         let (rows, path) = if let Some(rows) = self.read_last_points(plan, req, m)? {
-            (rows, read_path::Path::LastPoint)
+            (RawRows::Rows(rows), read_path::Path::LastPoint)
         } else if let Some(rows) = self.read_hot(stmt, rest, plan, req, m)? {
             (rows, read_path::Path::Hot)
         } else {
             let ran = std::time::Instant::now();
             let rows = self.read_points(plan, req, m)?;
             stages::lap(Stage::Engine, ran);
-            (rows, read_path::Path::Engine)
+            (RawRows::Rows(rows), read_path::Path::Engine)
         };
         read_path::record(path, started.elapsed());
         Ok(rows)
@@ -559,6 +581,39 @@ fn as_arrow(plan: &Plan) -> bool {
     plan.columns.iter().all(|c| c.reducer.is_none())
 }
 
+/// The answer's column names: one list shared by every series.
+fn column_names(plan: &Plan) -> std::sync::Arc<Vec<String>> {
+    let mut columns = Vec::with_capacity(plan.columns.len() + 1);
+    columns.push("time".to_string());
+    columns.extend(plan.columns.iter().map(|c| c.name.clone()));
+    std::sync::Arc::new(columns)
+}
+
+/// A hot raw answer's groups (`hot/raw.rs`: ordered, paged) as series whose
+/// rows stay packed (`packed.rs`): raw points need no fill or reduction.
+fn packed_series(
+    plan: &Plan,
+    groups: Vec<(Vec<String>, super::series::Packed)>,
+    budget: &mut RowBudget,
+) -> Result<Vec<Series>, InfluxqlError> {
+    let columns = column_names(plan);
+    let mut out = Vec::with_capacity(groups.len());
+    for (group, packed) in groups {
+        budget.spend(packed.len() as u64)?;
+        if packed.is_empty() {
+            continue;
+        }
+        out.push(Series {
+            name: plan.measurement.clone(),
+            tags: plan.group_tags.iter().cloned().zip(group).collect(),
+            columns: columns.clone(),
+            values: Vec::new(),
+            packed: Some(Box::new(packed)),
+        });
+    }
+    Ok(out)
+}
+
 /// Rows (ordered by group) cut into series, filled where the plan says.
 fn to_series(
     plan: &Plan,
@@ -567,10 +622,7 @@ fn to_series(
 ) -> Result<Vec<Series>, InfluxqlError> {
     // One list of names for every group (TSBS `lastpoint`: 20 names × 200
     // groups were copied), and each group's key moved, not copied.
-    let mut columns = Vec::with_capacity(plan.columns.len() + 1);
-    columns.push("time".to_string());
-    columns.extend(plan.columns.iter().map(|c| c.name.clone()));
-    let columns = std::sync::Arc::new(columns);
+    let columns = column_names(plan);
     let mut out: Vec<Series> = Vec::new();
     for row in rows {
         // A new group when its key differs from the last series' tags (the
@@ -586,6 +638,7 @@ fn to_series(
                 tags: plan.group_tags.iter().cloned().zip(row.group).collect(),
                 columns: columns.clone(),
                 values: Vec::new(),
+                packed: None,
             });
         }
         // In place: the engine's rows leave a slot for the time (`rows.rs`).

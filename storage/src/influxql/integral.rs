@@ -249,6 +249,7 @@ pub(crate) fn assemble(
         tags,
         columns: columns.clone(),
         values,
+        packed: None,
     })
 }
 

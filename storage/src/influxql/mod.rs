@@ -28,6 +28,7 @@ mod hot;
 pub mod inline;
 mod integral;
 mod last_point;
+mod packed;
 mod plan;
 mod point_condition;
 mod post;
@@ -60,7 +61,7 @@ use engine::{SqlAccess, SqlCancel};
 use influxql::ast::Statement;
 
 /// One InfluxQL statement to answer.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct InfluxqlRequest<'a> {
     /// The `db` parameter (a qualified name in `FROM` takes precedence).
     pub db: Option<&'a str>,
@@ -73,6 +74,10 @@ pub struct InfluxqlRequest<'a> {
     pub cancel: &'a SqlCancel,
     /// `now()`, ns since the epoch: one instant for the whole request.
     pub now_ns: i64,
+    /// The caller renders JSON and takes a hot raw answer's rows packed
+    /// (`Series::packed`); else every row is plain. Statements run inside
+    /// another (a subquery, `integral()`) always get plain rows.
+    pub packed: bool,
 }
 
 /// Registers InfluxQL's metrics, so they are exported before the first read.

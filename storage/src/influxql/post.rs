@@ -165,6 +165,7 @@ mod tests {
                 vec![Value::Time(10 * s0), Value::Float(30.0), Value::Null],
                 vec![Value::Time(20 * s0), Value::Float(20.0), Value::Float(3.0)],
             ],
+            packed: None,
         };
         let t = Transform {
             function: "non_negative_derivative".into(),

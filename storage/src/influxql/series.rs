@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+pub use super::packed::{FieldCells, FieldColumn, Packed, Slot, Source};
+
 /// One value of a result cell.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -57,8 +59,11 @@ pub struct Series {
     /// of its 200 series), copied only where one is changed
     /// (`Arc::make_mut`).
     pub columns: Columns,
-    /// Rows, one value per column.
+    /// Rows, one value per column (empty where `packed` holds them).
     pub values: Vec<Vec<Value>>,
+    /// A hot raw answer's rows, for the JSON renderer only (`packed.rs`):
+    /// then `values` is empty.
+    pub packed: Option<Box<Packed>>,
 }
 
 impl Series {
@@ -69,6 +74,24 @@ impl Series {
             tags: Vec::new(),
             columns: Arc::new(columns.iter().map(|c| c.to_string()).collect()),
             values,
+            packed: None,
+        }
+    }
+
+    /// Rows held, plain or packed.
+    pub fn len(&self) -> usize {
+        self.packed.as_ref().map_or(self.values.len(), |p| p.len())
+    }
+
+    /// Whether it holds no row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its rows as plain cells where they are packed (`packed.rs`).
+    pub fn unpack(&mut self) {
+        if let Some(p) = self.packed.take() {
+            self.values = p.rows();
         }
     }
 }

@@ -363,6 +363,7 @@ fn push(out: &mut Vec<Series>, name: &str, columns: &[&str], values: Vec<Vec<Val
         tags: Vec::new(),
         columns: std::sync::Arc::new(columns.iter().map(|c| c.to_string()).collect()),
         values,
+        packed: None,
     });
 }
 

@@ -257,6 +257,7 @@ mod tests {
                     vec![Value::Time(5), Value::Float(1.5)],
                     vec![Value::Time(6), Value::Null],
                 ],
+                packed: None,
             }],
             messages: vec![],
         };

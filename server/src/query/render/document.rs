@@ -4,12 +4,14 @@
 
 use std::io::{self, Write};
 
+use std::ops::Range;
 use std::sync::Arc;
 
-use storage::influxql::series::{Columns, Series, Value};
+use storage::influxql::series::{Columns, Packed, Series, Value};
 
 use super::indent::Indenter;
 use super::json::{json_string, json_value, Times};
+use super::packed::PackedText;
 use super::shared::SharedCells;
 use super::Outcome;
 
@@ -20,18 +22,45 @@ const BUFFER_BYTES: usize = 64 * 1024;
 const ROW_ROOM: usize = 16 * 1024;
 
 /// A series, or a run of its rows, as written in one place.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Part<'a> {
     pub(super) series: &'a Series,
-    pub(super) rows: &'a [Vec<Value>],
+    pub(super) rows: Rows<'a>,
     pub(super) partial: bool,
+}
+
+/// A run of a series' rows: plain, or packed (`storage`'s `influxql/packed.rs`).
+#[derive(Debug, Clone)]
+pub(super) enum Rows<'a> {
+    Cells(&'a [Vec<Value>]),
+    Packed(&'a Packed, Range<usize>),
+}
+
+impl<'a> Rows<'a> {
+    /// All of `s`'s rows.
+    pub(super) fn of(s: &'a Series) -> Rows<'a> {
+        match &s.packed {
+            Some(p) => Rows::Packed(p, 0..p.len()),
+            None => Rows::Cells(&s.values),
+        }
+    }
+
+    /// Its rows `from..to`.
+    pub(super) fn slice(&self, from: usize, to: usize) -> Rows<'a> {
+        match self {
+            Rows::Cells(c) => Rows::Cells(&c[from..to]),
+            Rows::Packed(p, r) => Rows::Packed(p, r.start + from..r.start + to),
+        }
+    }
 }
 
 /// The output: a compact JSON buffer, indented on its way out for
 /// `pretty=true`.
 pub(super) struct Sink<W: Write> {
     pub(super) w: W,
-    buf: Vec<u8>,
+    pub(super) buf: Vec<u8>,
+    /// The whole answer stays in `buf`, never handed on (`render_at_once`).
+    held: bool,
     indent: Option<Indenter>,
     scratch: Vec<u8>,
     /// The last series' column names and their JSON array: the series of one
@@ -50,6 +79,7 @@ impl<W: Write> Sink<W> {
             // Room for the row that crosses the mark: handed on then, never
             // grown (copied) for it.
             buf: Vec::with_capacity(BUFFER_BYTES + ROW_ROOM),
+            held: false,
             indent: pretty.then(Indenter::default),
             scratch: Vec::new(),
             columns: (Columns::default(), Vec::new()),
@@ -61,7 +91,21 @@ impl<W: Write> Sink<W> {
         self.buf.extend_from_slice(bytes);
     }
 
+    /// Keeps the whole answer in `buf` (compact only: `pretty` indents it
+    /// on its way out).
+    pub(super) fn hold(&mut self) {
+        self.held = self.indent.is_none();
+    }
+
+    /// Whether `buf` is to be handed on (past [`BUFFER_BYTES`]).
+    fn full(&self) -> bool {
+        !self.held && self.buf.len() >= BUFFER_BYTES
+    }
+
     pub(super) fn drain(&mut self) -> io::Result<()> {
+        if self.held {
+            return Ok(());
+        }
         match &mut self.indent {
             Some(indenter) => {
                 self.scratch.clear();
@@ -193,14 +237,26 @@ impl<W: Write> Sink<W> {
             }
             self.buf.extend_from_slice(text);
         }
-        if !part.rows.is_empty() {
+        if let Rows::Packed(p, range) = &part.rows {
+            if !range.is_empty() {
+                sep(&mut self.buf);
+                self.put(b"\"values\":[");
+                self.packed(p, range.clone(), times)?;
+                self.put(b"]");
+            }
+        }
+        let rows = match &part.rows {
+            Rows::Cells(rows) => rows,
+            Rows::Packed(..) => &[][..],
+        };
+        if !rows.is_empty() {
             sep(&mut self.buf);
             self.put(b"\"values\":[");
             // The strings of another series are not this one's; a series of
             // one row (TSBS `lastpoint`: 200 of them) repeats none.
             self.shared.forget();
-            let repeats = part.rows.len() > 1;
-            for (i, row) in part.rows.iter().enumerate() {
+            let repeats = rows.len() > 1;
+            for (i, row) in rows.iter().enumerate() {
                 if i > 0 {
                     self.put(b",");
                 }
@@ -222,7 +278,7 @@ impl<W: Write> Sink<W> {
                     }
                 }
                 self.put(b"]");
-                if self.buf.len() >= BUFFER_BYTES {
+                if self.full() {
                     // The cells' text leaves the buffer: written anew.
                     self.shared.forget();
                     self.drain()?;
@@ -235,6 +291,26 @@ impl<W: Write> Sink<W> {
             self.put(b"\"partial\":true");
         }
         self.put(b"}");
+        Ok(())
+    }
+
+    /// Packed rows `range` of `p`, comma-separated: each row's time, then
+    /// its source's fixed cells, written once per source and copied (TSBS
+    /// `high-cpu-1`: ten tag cells a row), and its field cells from their
+    /// typed columns. The same bytes as its plain rows (`Packed::rows`).
+    fn packed(&mut self, p: &Packed, range: Range<usize>, times: &Times<'_>) -> io::Result<()> {
+        let layout = PackedText::new(p, times);
+        let first = range.start;
+        for i in range {
+            if i > first {
+                self.put(b",");
+            }
+            layout.row(&mut self.buf, p, i, times);
+            if self.full() {
+                self.shared.forget();
+                self.drain()?;
+            }
+        }
         Ok(())
     }
 }

@@ -68,7 +68,7 @@ pub(super) fn json_value(buf: &mut Vec<u8>, v: &Value, times: &Times<'_>) {
 /// A float as Go's `encoding/json` writes it: the shortest decimal that reads
 /// back the same, in exponent form below 1e-6 or from 1e21 on (`1e-7`,
 /// `1e+21`), plain otherwise (`100000000000000000000`, `0.000001`).
-fn go_float(buf: &mut Vec<u8>, f: f64) {
+pub(super) fn go_float(buf: &mut Vec<u8>, f: f64) {
     if !f.is_finite() {
         // See the module documentation: InfluxDB shows NaN as null and fails
         // the whole response on ±Inf.

@@ -1,6 +1,7 @@
 //! String cells that repeat down a column, written once per series: a raw
-//! answer's tag cells are one shared string per series (`Value::String`'s
-//! `Arc<str>`, `storage`'s `hot/raw.rs`), the same in every row (TSBS
+//! answer's tag cells in plain rows are one shared string per series
+//! (`Value::String`'s `Arc<str>`, `storage`'s `hot/raw.rs` for a caller that
+//! takes no packed rows; the last points), the same in every row (TSBS
 //! `high-cpu-1`: ten tags in each of ~670 rows, a third of the body). A
 //! cell holding the very string its column's last cell held copies that
 //! cell's JSON from where it was written in the buffer instead of escaping

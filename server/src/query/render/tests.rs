@@ -520,6 +520,7 @@ fn empty_parts_are_left_out_and_tags_sorted() {
         tags: vec![("z".into(), "1".into()), ("a".into(), String::new())],
         columns: std::sync::Arc::new(vec!["name".into()]),
         values: Vec::new(),
+        packed: None,
     };
     let a = StatementResult {
         series: vec![s],
@@ -557,6 +558,7 @@ fn tags_render_sorted_whether_or_not_they_come_sorted() {
                 tags: tags.to_vec(),
                 columns: std::sync::Arc::new(vec!["time".into(), "v".into()]),
                 values: vec![vec![Value::Time(i), Value::Integer(i)]],
+                packed: None,
             })
             .collect(),
         messages: Vec::new(),

@@ -6,6 +6,7 @@
 //! so a NULL anywhere under `AND`/`OR` acts as false). Joined by `AND`/`OR`.
 
 use std::cmp::Ordering;
+use std::ops::Range;
 
 use influxql::ast::{BinaryOp, DataType, Expr, Literal};
 use ingest::{FieldType, MeasurementSchema};
@@ -208,6 +209,30 @@ impl Decided<'_> {
     }
 }
 
+impl Decided<'_> {
+    /// [`Decided::on_point`] of each point in `range` of `p`, into `out`
+    /// (cleared first): a comparison of an integer or float column with its
+    /// literal runs as one loop over the column (TSBS `high-cpu-1` tests
+    /// ~4,300 points a host; a call per point was 4.5 % of the server's
+    /// samples).
+    pub(super) fn mark(&self, p: &Plain, range: Range<usize>, out: &mut Vec<bool>) {
+        out.clear();
+        match self {
+            Decided::Always(b) => out.resize(range.len(), *b),
+            Decided::Field(f) => f.mark(p, range, out),
+            Decided::And(a, b) | Decided::Or(a, b) => {
+                a.mark(p, range.clone(), out);
+                let mut other = Vec::new();
+                b.mark(p, range, &mut other);
+                let and = matches!(self, Decided::And(..));
+                for (x, y) in out.iter_mut().zip(other) {
+                    *x = if and { *x && y } else { *x || y };
+                }
+            }
+        }
+    }
+}
+
 /// A literal a field is compared with.
 #[derive(Debug)]
 enum Lit {
@@ -324,6 +349,33 @@ impl FieldCmp {
             _ => None,
         };
         order.is_some_and(|o| self.holds(o))
+    }
+
+    /// [`Decided::mark`] of this comparison: `out` is empty.
+    fn mark(&self, p: &Plain, range: Range<usize>, out: &mut Vec<bool>) {
+        let column = match self.column.and_then(|c| p.columns.get(c)) {
+            Some(Some(c)) if !self.never => c,
+            _ => return out.resize(range.len(), false),
+        };
+        // Which orders against the literal pass, by `Ordering as i8 + 1`.
+        let pass = [Ordering::Less, Ordering::Equal, Ordering::Greater].map(|o| self.holds(o));
+        let at = |o: Ordering| pass[(o as i8 + 1) as usize];
+        let valid = &column.valid[range.clone()];
+        match (&column.values, self.int_image, &self.lit) {
+            (Values::Integer(v), IntImage::At(n, tie), _) => out.extend(
+                v[range]
+                    .iter()
+                    .zip(valid)
+                    .map(|(x, &ok)| ok && at(x.cmp(&n).then(tie))),
+            ),
+            (Values::Float(v), _, Lit::Float(x)) => out.extend(
+                v[range]
+                    .iter()
+                    .zip(valid)
+                    .map(|(v, &ok)| ok && v.partial_cmp(x).is_some_and(at)),
+            ),
+            _ => out.extend(range.map(|i| self.on_point(p, i))),
+        }
     }
 
     /// A float value against the literal.

@@ -31,7 +31,6 @@ use ingest::MeasurementSchema;
 use super::error::InfluxqlError;
 use super::inline;
 use super::plan::{Aggregate, Plan};
-use super::rows::Row;
 use super::stages::{self, Stage};
 use crate::hot::table::{Chunk, Plain, Series, Sift};
 use crate::Storage;
@@ -44,6 +43,7 @@ mod cond;
 mod index_tests;
 mod pattern;
 mod raw;
+pub(crate) use raw::RawRows;
 mod scratch;
 #[cfg(test)]
 mod skip_tests;
@@ -83,7 +83,7 @@ impl Storage {
         plan: &Plan,
         req: &super::InfluxqlRequest<'_>,
         schema: &MeasurementSchema,
-    ) -> Result<Option<Vec<Row>>, InfluxqlError> {
+    ) -> Result<Option<RawRows>, InfluxqlError> {
         let at = Instant::now();
         if !self.hot.enabled()
             || self.cluster.is_some()
@@ -234,9 +234,9 @@ impl Storage {
         };
         let rows = match shape {
             Shape::Aggregate { agg, specs, lone } => {
-                aggregate_rows(plan, agg, &specs, lone, &table.fields, &chosen)
+                aggregate_rows(plan, agg, &specs, lone, &table.fields, &chosen).map(RawRows::Rows)
             }
-            Shape::Raw(shown) => raw::rows(plan, &shown, &table.fields, &chosen),
+            Shape::Raw(shown) => raw::rows(plan, &shown, &table.fields, &chosen, req.packed),
         };
         drop(tables);
         stages::lap(Stage::Eval, at);
@@ -330,6 +330,24 @@ impl Chosen<'_> {
             _ => Sift::NONE,
         };
         s.points_sifted(self.min, self.max, fields, scratch, keep, &sift)
+    }
+
+    /// [`Chosen::passes`] of each point in `range` of `p`, into `out`
+    /// (cleared first), a column's comparison at a time (`Decided::mark`).
+    fn marks(test: &Test<'_>, p: &Plain, range: std::ops::Range<usize>, out: &mut Vec<bool>) {
+        let Some((first, rest)) = test.as_ref().and_then(|t| t.split_first()) else {
+            out.clear();
+            out.resize(range.len(), true);
+            return;
+        };
+        first.mark(p, range.clone(), out);
+        let mut other = Vec::new();
+        for c in rest {
+            c.mark(p, range.clone(), &mut other);
+            for (x, y) in out.iter_mut().zip(&other) {
+                *x &= *y;
+            }
+        }
     }
 
     /// Whether point `i` of `p` (a series' points) passes its `test`.

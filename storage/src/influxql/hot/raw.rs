@@ -5,6 +5,8 @@
 //! expanded it: InfluxDB's order); a column that is anything else (arithmetic,
 //! a cast, a transformation) leaves the statement to the engine.
 
+use std::sync::Arc;
+
 use ingest::MeasurementSchema;
 
 use super::scratch::Scratch;
@@ -13,7 +15,7 @@ use crate::hot::table::{Column, Plain, Series, Values};
 use crate::influxql::inline;
 use crate::influxql::plan::Plan;
 use crate::influxql::rows::Row;
-use crate::influxql::series::Value;
+use crate::influxql::series::{FieldCells, FieldColumn, Packed, Slot, Source, Value};
 use crate::influxql::shown::{Col, Names};
 
 /// A raw statement's columns, and the fields of which one shows a point.
@@ -58,7 +60,8 @@ pub(super) fn rows(
     shown: &Shown,
     fields: &[String],
     chosen: &Chosen<'_>,
-) -> Option<Vec<Row>> {
+    packed: bool,
+) -> Option<RawRows> {
     let column = |s: &'_ Series, name: &str| -> Option<usize> {
         let i = fields.iter().position(|f| f == name)?;
         s.has_field(i).then_some(i)
@@ -90,7 +93,9 @@ pub(super) fn rows(
         .map(|(r, scratch)| chosen.points(r.1, &r.2, &reads, scratch))
         .collect();
     // (group, time, rank, series' position in `ranked`, point).
-    let mut points: Vec<(Vec<String>, i64, usize, usize)> = Vec::new();
+    let mut points: Vec<Point> = Vec::new();
+    // Whether each point in the range passes the conditions.
+    let mut passing = Vec::new();
     for (rank, &&(_, s, ref test)) in ranked.iter().enumerate() {
         let p = held[rank];
         let present: Vec<&Column> = shown
@@ -106,8 +111,10 @@ pub(super) fn rows(
             .iter()
             .map(|t| s.tag(t).to_string())
             .collect();
-        for i in p.span(chosen.min, chosen.max) {
-            if present.iter().any(|c| c.valid[i]) && Chosen::passes(test, p, i) {
+        let span = p.span(chosen.min, chosen.max);
+        Chosen::marks(test, p, span.clone(), &mut passing);
+        for (i, &ok) in span.zip(&passing) {
+            if ok && present.iter().any(|c| c.valid[i]) {
                 points.push((group.clone(), p.times[i], rank, i));
             }
         }
@@ -126,6 +133,15 @@ pub(super) fn rows(
         && inline::refuse()
     {
         return None;
+    }
+    let series: Vec<&Series> = ranked.iter().map(|r| r.1).collect();
+    let columns = |rank: usize, f: &str| -> Option<&Column> {
+        column(series[rank], f).and_then(|c| held[rank].columns[c].as_ref())
+    };
+    if packed {
+        if let Some(groups) = pack(shown, &series, &columns, &points, (offset, limit)) {
+            return Some(RawRows::Packed(groups));
+        }
     }
     // Each series' cells as far as they are the series' (its tags), and
     // where its fields are, found once: a row then looks up no name (the
@@ -170,7 +186,173 @@ pub(super) fn rows(
         }
         at = end;
     }
-    Some(rows)
+    Some(RawRows::Rows(rows))
+}
+
+/// A raw statement's rows: plain, or packed per group (`influxql/packed.rs`).
+pub(crate) enum RawRows {
+    Rows(Vec<Row>),
+    /// Each group's tag values and rows, in answer order.
+    Packed(Vec<(Vec<String>, Packed)>),
+}
+
+impl RawRows {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            RawRows::Rows(r) => r.len(),
+            RawRows::Packed(g) => g.iter().map(|(_, p)| p.len()).sum(),
+        }
+    }
+}
+
+/// A point of the answer: (group, time, rank of its series, its index in
+/// the series' points).
+type Point = (Vec<String>, i64, usize, usize);
+
+/// `points` (sorted, each group's paged by `(offset, limit)`) packed per
+/// group: a source per series (its tags), a typed column per field shown.
+/// `None` where a field's columns differ in type between series (never: a
+/// field's type is fixed at the door; then the plain rows say what they say).
+fn pack<'p>(
+    shown: &Shown,
+    series: &[&Series],
+    columns: &dyn Fn(usize, &str) -> Option<&'p Column>,
+    points: &[Point],
+    (offset, limit): (usize, usize),
+) -> Option<Vec<(Vec<String>, Packed)>> {
+    // Each shown column: fixed per series, or a field column of the type
+    // its series hold.
+    let mut slots = Vec::with_capacity(shown.cols.len());
+    let mut fixed: Vec<&Col> = Vec::new();
+    let mut field_names: Vec<(&str, Values)> = Vec::new();
+    for c in &shown.cols {
+        let kind = match c {
+            Col::Field(f) => (0..series.len())
+                .find_map(|r| columns(r, f))
+                .map(|c| (f, c)),
+            _ => None,
+        };
+        match kind {
+            Some((f, c)) => {
+                slots.push(Slot::Field(field_names.len()));
+                field_names.push((f.as_str(), empty_like(&c.values)));
+            }
+            None => {
+                slots.push(Slot::Fixed(fixed.len()));
+                fixed.push(c);
+            }
+        }
+    }
+    let mut groups = Vec::new();
+    // Per series, its source's index in the group being packed.
+    let mut local: Vec<u32> = vec![u32::MAX; series.len()];
+    let mut at = 0;
+    while at < points.len() {
+        let end = at + points[at..].partition_point(|p| p.0 == points[at].0);
+        let page: Vec<&Point> = points[at..end].iter().skip(offset).take(limit).collect();
+        let mut p = Packed {
+            slots: slots.clone(),
+            sources: Vec::new(),
+            times: Vec::with_capacity(page.len()),
+            source_of: Vec::with_capacity(page.len()),
+            fields: Vec::with_capacity(field_names.len()),
+        };
+        let mut seen = Vec::new();
+        for &&(_, time, rank, _) in &page {
+            if local[rank] == u32::MAX {
+                local[rank] = p.sources.len() as u32;
+                seen.push(rank);
+                p.sources.push(Source {
+                    fixed: fixed.iter().map(|c| fixed_cell(series[rank], c)).collect(),
+                });
+            }
+            p.times.push(time);
+            p.source_of.push(local[rank]);
+        }
+        for r in seen {
+            local[r] = u32::MAX;
+        }
+        for (name, kind) in &field_names {
+            p.fields.push(field_column(name, kind, columns, &page)?);
+        }
+        groups.push((points[at].0.clone(), p));
+        at = end;
+    }
+    Some(groups)
+}
+
+/// A column that is the same in every row of series `s`.
+fn fixed_cell(s: &Series, c: &Col) -> Value {
+    match c {
+        Col::Tag(t) => match s.tag(t) {
+            "" => Value::Null,
+            v => Value::String(v.into()),
+        },
+        Col::Null | Col::Field(_) => Value::Null,
+    }
+}
+
+/// No values, of `v`'s type.
+fn empty_like(v: &Values) -> Values {
+    match v {
+        Values::Float(_) => Values::Float(Vec::new()),
+        Values::Integer(_) => Values::Integer(Vec::new()),
+        Values::Unsigned(_) => Values::Unsigned(Vec::new()),
+        Values::Boolean(_) => Values::Boolean(Vec::new()),
+        Values::String(_) => Values::String(Vec::new()),
+    }
+}
+
+/// Field `name`'s cells of the rows `page`, typed as `kind`; `None` where a
+/// series holds it as another type.
+fn field_column<'p>(
+    name: &str,
+    kind: &Values,
+    columns: &dyn Fn(usize, &str) -> Option<&'p Column>,
+    page: &[&Point],
+) -> Option<FieldColumn> {
+    let n = page.len();
+    let mut valid = Vec::with_capacity(n);
+    // Each row's series' column, looked up once per run of rows of one series.
+    let mut last: Option<(usize, Option<&Column>)> = None;
+    let mut column_of = |rank: usize| match last {
+        Some((r, c)) if r == rank => c,
+        _ => {
+            let c = columns(rank, name);
+            last = Some((rank, c));
+            c
+        }
+    };
+    macro_rules! typed {
+        ($variant:ident, $default:expr) => {{
+            let mut out = Vec::with_capacity(n);
+            for &&(_, _, rank, i) in page {
+                match column_of(rank) {
+                    Some(Column {
+                        values: Values::$variant(v),
+                        valid: ok,
+                    }) => {
+                        out.push(v[i].clone());
+                        valid.push(ok[i]);
+                    }
+                    Some(_) => return None,
+                    None => {
+                        out.push($default);
+                        valid.push(false);
+                    }
+                }
+            }
+            FieldCells::$variant(out)
+        }};
+    }
+    let cells = match kind {
+        Values::Float(_) => typed!(Float, 0.0),
+        Values::Integer(_) => typed!(Integer, 0),
+        Values::Unsigned(_) => typed!(Unsigned, 0),
+        Values::Boolean(_) => typed!(Boolean, false),
+        Values::String(_) => typed!(String, Arc::from("")),
+    };
+    Some(FieldColumn { cells, valid })
 }
 
 /// One shown column of one series' rows.

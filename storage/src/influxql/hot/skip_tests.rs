@@ -158,6 +158,38 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// A condition's test of a range of points at once (`Decided::mark`, a
+    /// loop per column) says what it says of each point alone
+    /// (`Decided::on_point`): NaN, -0.0, nulls, ties with the literal, a
+    /// field the series lacks, `AND`/`OR` with a tag.
+    #[test]
+    fn a_condition_marks_a_range_as_it_tests_each_point(
+        points in prop::collection::vec(point(), 1..80),
+        (text, _) in condition(),
+        (from, len) in (0usize..80, 0usize..80),
+    ) {
+        let t = table(&points, 1024);
+        let s = &t.series[&1];
+        let cond = Cond::of(&influxql::parse_expr(&text).unwrap(), &schema());
+        prop_assume!(cond.is_some(), "not a condition the store reads: {}", text);
+        let mut cond = cond.unwrap();
+        cond.bind(&t.fields);
+        let fields: Vec<usize> = (0..t.fields.len()).collect();
+        let mut scratch = Plain::default();
+        let p = s.points(i64::MIN, i64::MAX, &fields, &mut scratch);
+        let n = p.times.len();
+        let range = from.min(n)..(from + len).min(n);
+        let decided = cond.decide(s);
+        let mut marks = Vec::new();
+        decided.mark(p, range.clone(), &mut marks);
+        let each: Vec<bool> = range.map(|i| decided.on_point(p, i)).collect();
+        prop_assert_eq!(marks, each, "{}", text);
+    }
+}
+
 /// The points of `p` in `[min, max]` that pass: time, then each field's
 /// value's bits (`None`: null).
 fn passing(
