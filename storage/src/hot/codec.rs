@@ -130,17 +130,49 @@ fn put_signed(w: &mut BitWriter, v: i64) {
     }
 }
 
-/// A [`BitReader`] with its next bits held: a run of codes reads a word
+/// A stream's next bits held in a register: a run of codes reads a word
 /// pair once per 26 or more bits, not once per code (a 6-bit code of TSBS's
 /// integer fields read its window anew each time: `get_signed` was a sixth
-/// of a profile of `single-groupby-5-1-12`, most of its decoding).
+/// of a profile of `single-groupby-5-1-12`, most of its decoding). Its
+/// methods are inlined into the decoding loops and the widest code read
+/// apart, by value, so that the cursor's words stay in registers: called,
+/// `signed` loaded and stored them through memory for every value (a fifth
+/// of `single-groupby-5-1-12`'s server time, stop 57).
 struct Cursor<'a> {
-    /// At the first bit of `win`.
-    r: BitReader<'a>,
+    words: &'a [u64],
+    /// The position of `win`'s first bit when it was loaded.
+    base: usize,
     /// The next bits, least significant first.
     win: u64,
-    /// How many of `win`'s bits are the stream's (zeros past its end).
+    /// How many of `win`'s bits are left to read (zeros past the stream's end).
     held: u32,
+}
+
+/// The 64 bits of `words` from bit `pos`, zeros past the end.
+#[inline(always)]
+fn window_at(words: &[u64], pos: usize) -> u64 {
+    let (w, off) = (pos / 64, (pos % 64) as u32);
+    match words.get(w..w.saturating_add(2)) {
+        // `hi << 64` is no shift: in two steps, the second at most 63.
+        Some(&[lo, hi]) => (lo >> off) | ((hi << 1) << (63 - off)),
+        _ => BitReader { words, pos }.window(),
+    }
+}
+
+/// The widest signed code at `pos` (its prefix `11111` and 64 bits): its
+/// number and the position after it. Rare (a jump of times), so kept out
+/// of the loops, and by value: a call taking the cursor by reference would
+/// keep it in memory.
+#[cold]
+#[inline(never)]
+fn widest_at(words: &[u64], pos: usize) -> (i64, usize) {
+    let last = WIDTHS.len() - 1;
+    let mut r = BitReader {
+        words,
+        pos: pos + last,
+    };
+    let v = r.get(WIDTHS[last]);
+    (unzigzag(v), r.pos)
 }
 
 /// A signed code's layout by its first five bits (its prefix, `0` to
@@ -184,52 +216,64 @@ const CODE_BITS: u32 = 37;
 
 impl<'a> Cursor<'a> {
     fn new(r: BitReader<'a>) -> Cursor<'a> {
-        let win = r.window();
-        Cursor { r, win, held: 64 }
+        Cursor {
+            words: r.words,
+            base: r.pos,
+            win: window_at(r.words, r.pos),
+            held: 64,
+        }
+    }
+
+    /// The position of the next bit.
+    #[inline(always)]
+    fn pos(&self) -> usize {
+        self.base + (64 - self.held) as usize
+    }
+
+    /// Loads the 64 bits from `pos`.
+    #[inline(always)]
+    fn load(&mut self, pos: usize) {
+        self.base = pos;
+        self.win = window_at(self.words, pos);
+        self.held = 64;
     }
 
     /// At least `n` (≤ 64) bits held.
-    #[inline]
+    #[inline(always)]
     fn hold(&mut self, n: u32) {
         if self.held < n {
-            self.win = self.r.window();
-            self.held = 64;
+            self.load(self.pos());
         }
     }
 
     /// Consumes `n` (≤ `held`) bits.
-    #[inline]
+    #[inline(always)]
     fn skip(&mut self, n: u32) {
         self.win = self.win.checked_shr(n).unwrap_or(0);
         self.held -= n;
-        self.r.pos += n as usize;
     }
 
     /// The next signed number ([`put_signed`]): prefix and value from the
     /// held bits, which hold every bucket but the widest, prefix included.
-    #[inline]
+    #[inline(always)]
     fn signed(&mut self) -> i64 {
         self.hold(CODE_BITS);
         let code = CODES[(self.win & 31) as usize];
         if code.bits == 0 {
-            let last = WIDTHS.len() - 1;
-            self.r.pos += last;
-            let v = self.r.get(WIDTHS[last]);
-            self.win = self.r.window();
-            self.held = 64;
-            return unzigzag(v);
+            let (v, next) = widest_at(self.words, self.pos());
+            self.load(next);
+            return v;
         }
         let v = (self.win >> code.prefix) & code.mask;
         // At most `CODE_BITS` (< 64): a plain shift.
         self.win >>= code.bits;
         self.held -= code.bits;
-        self.r.pos += code.bits as usize;
         unzigzag(v)
     }
 
     /// How many of the next codes (at most `most`, ≤ 63) are a zero, a
     /// bit each (a regular interval's delta-of-delta), consumed.
-    #[inline]
+    #[inline(always)]
     fn zeros(&mut self, most: usize) -> usize {
         self.hold(CODE_BITS);
         let run = (self.win.trailing_zeros().min(self.held) as usize).min(most);
