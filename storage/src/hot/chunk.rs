@@ -15,8 +15,10 @@ use super::column::{Column, Plain, Values};
 #[derive(Debug)]
 enum Packed {
     Float(Box<[u64]>),
-    Integer(Box<[u64]>),
-    Unsigned(Box<[u64]>),
+    /// With its marks (`codec::Mark`): a read starting inside the chunk
+    /// decodes from the one before its first point.
+    Integer(Box<[u64]>, Box<[codec::Mark]>),
+    Unsigned(Box<[u64]>, Box<[codec::Mark]>),
     Boolean(Box<[u64]>),
     String(Box<[u64]>, Box<[Arc<str>]>),
 }
@@ -26,9 +28,14 @@ impl Packed {
         let valid = &c.valid[..n];
         match &c.values {
             Values::Float(v) => Packed::Float(codec::pack_floats(&v[..n], valid)),
-            Values::Integer(v) => Packed::Integer(codec::pack_ints(v[..n].iter().copied(), valid)),
+            Values::Integer(v) => {
+                let (words, marks) = codec::pack_ints_marked(v[..n].iter().copied(), valid);
+                Packed::Integer(words, marks)
+            }
             Values::Unsigned(v) => {
-                Packed::Unsigned(codec::pack_ints(v[..n].iter().map(|&x| x as i64), valid))
+                let (words, marks) =
+                    codec::pack_ints_marked(v[..n].iter().map(|&x| x as i64), valid);
+                Packed::Unsigned(words, marks)
             }
             Values::Boolean(v) => Packed::Boolean(codec::pack_bools(&v[..n], valid)),
             Values::String(v) => {
@@ -38,31 +45,36 @@ impl Packed {
         }
     }
 
-    /// Appends the first `take` of its `n` points to `c` (nulls where `c` is
-    /// of another type, which a field never is: its type is fixed at the door).
-    fn unpack_into(&self, c: &mut Column, n: usize, take: usize) {
+    /// Appends points `skip..take` of its `n` points to `c` (nulls where `c`
+    /// is of another type, which a field never is: its type is fixed at the
+    /// door).
+    fn unpack_into(&self, c: &mut Column, n: usize, (skip, take): (usize, usize)) {
+        let at = c.valid.len();
         let valid = &mut c.valid;
         match (self, &mut c.values) {
+            (Packed::Integer(w, marks), Values::Integer(v)) => {
+                return codec::unpack_ints_from(w, marks, n, (skip, take), valid, v, |x| x);
+            }
+            (Packed::Unsigned(w, marks), Values::Unsigned(v)) => {
+                return codec::unpack_ints_from(w, marks, n, (skip, take), valid, v, |x| x as u64);
+            }
             (Packed::Float(w), Values::Float(v)) => codec::unpack_floats(w, n, take, v, valid),
-            (Packed::Integer(w), Values::Integer(v)) => {
-                codec::unpack_ints(w, n, take, valid, v, |x| x)
-            }
-            (Packed::Unsigned(w), Values::Unsigned(v)) => {
-                codec::unpack_ints(w, n, take, valid, v, |x| x as u64)
-            }
             (Packed::Boolean(w), Values::Boolean(v)) => codec::unpack_bools(w, n, take, v, valid),
             (Packed::String(w, dict), Values::String(v)) => {
                 codec::unpack_strings(w, dict, (n, take), v, valid)
             }
-            _ => c.extend_nulls(take),
+            _ => return c.extend_nulls(take - skip),
         }
+        // Decoded from the first point (no marks): those before `skip` dropped.
+        c.drain_at(at, skip);
     }
 
     fn bytes(&self) -> usize {
         let words = |w: &[u64]| w.len() * 8;
         match self {
-            Packed::Float(w) | Packed::Integer(w) | Packed::Unsigned(w) | Packed::Boolean(w) => {
-                words(w)
+            Packed::Float(w) | Packed::Boolean(w) => words(w),
+            Packed::Integer(w, marks) | Packed::Unsigned(w, marks) => {
+                words(w) + std::mem::size_of_val::<[codec::Mark]>(marks)
             }
             Packed::String(w, dict) => {
                 words(w)
@@ -189,14 +201,26 @@ impl Chunk {
         out: &mut [Option<Column>],
         want: impl Fn(usize) -> bool,
     ) {
+        self.unpack_columns_from((0, take), out, want);
+    }
+
+    /// [`Chunk::unpack_columns`] of points `skip..take`: those before a
+    /// read's range (`skip`) not kept, and decoded from the mark before it
+    /// where the column has marks (`codec::Mark`).
+    pub(crate) fn unpack_columns_from(
+        &self,
+        (skip, take): (usize, usize),
+        out: &mut [Option<Column>],
+        want: impl Fn(usize) -> bool,
+    ) {
         for (i, c) in out.iter_mut().enumerate() {
             let Some(c) = c else { continue };
             if !want(i) {
                 continue;
             }
             match self.columns.get(i).and_then(Option::as_ref) {
-                Some(p) => p.unpack_into(c, self.len, take),
-                None => c.extend_nulls(take),
+                Some(p) => p.unpack_into(c, self.len, (skip, take)),
+                None => c.extend_nulls(take - skip),
             }
         }
     }

@@ -130,17 +130,49 @@ fn put_signed(w: &mut BitWriter, v: i64) {
     }
 }
 
-/// A [`BitReader`] with its next bits held: a run of codes reads a word
+/// A stream's next bits held in a register: a run of codes reads a word
 /// pair once per 26 or more bits, not once per code (a 6-bit code of TSBS's
 /// integer fields read its window anew each time: `get_signed` was a sixth
-/// of a profile of `single-groupby-5-1-12`, most of its decoding).
+/// of a profile of `single-groupby-5-1-12`, most of its decoding). Its
+/// methods are inlined into the decoding loops and the widest code read
+/// apart, by value, so that the cursor's words stay in registers: called,
+/// `signed` loaded and stored them through memory for every value (a fifth
+/// of `single-groupby-5-1-12`'s server time, stop 57).
 struct Cursor<'a> {
-    /// At the first bit of `win`.
-    r: BitReader<'a>,
+    words: &'a [u64],
+    /// The position of `win`'s first bit when it was loaded.
+    base: usize,
     /// The next bits, least significant first.
     win: u64,
-    /// How many of `win`'s bits are the stream's (zeros past its end).
+    /// How many of `win`'s bits are left to read (zeros past the stream's end).
     held: u32,
+}
+
+/// The 64 bits of `words` from bit `pos`, zeros past the end.
+#[inline(always)]
+fn window_at(words: &[u64], pos: usize) -> u64 {
+    let (w, off) = (pos / 64, (pos % 64) as u32);
+    match words.get(w..w.saturating_add(2)) {
+        // `hi << 64` is no shift: in two steps, the second at most 63.
+        Some(&[lo, hi]) => (lo >> off) | ((hi << 1) << (63 - off)),
+        _ => BitReader { words, pos }.window(),
+    }
+}
+
+/// The widest signed code at `pos` (its prefix `11111` and 64 bits): its
+/// number and the position after it. Rare (a jump of times), so kept out
+/// of the loops, and by value: a call taking the cursor by reference would
+/// keep it in memory.
+#[cold]
+#[inline(never)]
+fn widest_at(words: &[u64], pos: usize) -> (i64, usize) {
+    let last = WIDTHS.len() - 1;
+    let mut r = BitReader {
+        words,
+        pos: pos + last,
+    };
+    let v = r.get(WIDTHS[last]);
+    (unzigzag(v), r.pos)
 }
 
 /// A signed code's layout by its first five bits (its prefix, `0` to
@@ -184,52 +216,64 @@ const CODE_BITS: u32 = 37;
 
 impl<'a> Cursor<'a> {
     fn new(r: BitReader<'a>) -> Cursor<'a> {
-        let win = r.window();
-        Cursor { r, win, held: 64 }
+        Cursor {
+            words: r.words,
+            base: r.pos,
+            win: window_at(r.words, r.pos),
+            held: 64,
+        }
+    }
+
+    /// The position of the next bit.
+    #[inline(always)]
+    fn pos(&self) -> usize {
+        self.base + (64 - self.held) as usize
+    }
+
+    /// Loads the 64 bits from `pos`.
+    #[inline(always)]
+    fn load(&mut self, pos: usize) {
+        self.base = pos;
+        self.win = window_at(self.words, pos);
+        self.held = 64;
     }
 
     /// At least `n` (≤ 64) bits held.
-    #[inline]
+    #[inline(always)]
     fn hold(&mut self, n: u32) {
         if self.held < n {
-            self.win = self.r.window();
-            self.held = 64;
+            self.load(self.pos());
         }
     }
 
     /// Consumes `n` (≤ `held`) bits.
-    #[inline]
+    #[inline(always)]
     fn skip(&mut self, n: u32) {
         self.win = self.win.checked_shr(n).unwrap_or(0);
         self.held -= n;
-        self.r.pos += n as usize;
     }
 
     /// The next signed number ([`put_signed`]): prefix and value from the
     /// held bits, which hold every bucket but the widest, prefix included.
-    #[inline]
+    #[inline(always)]
     fn signed(&mut self) -> i64 {
         self.hold(CODE_BITS);
         let code = CODES[(self.win & 31) as usize];
         if code.bits == 0 {
-            let last = WIDTHS.len() - 1;
-            self.r.pos += last;
-            let v = self.r.get(WIDTHS[last]);
-            self.win = self.r.window();
-            self.held = 64;
-            return unzigzag(v);
+            let (v, next) = widest_at(self.words, self.pos());
+            self.load(next);
+            return v;
         }
         let v = (self.win >> code.prefix) & code.mask;
         // At most `CODE_BITS` (< 64): a plain shift.
         self.win >>= code.bits;
         self.held -= code.bits;
-        self.r.pos += code.bits as usize;
         unzigzag(v)
     }
 
     /// How many of the next codes (at most `most`, ≤ 63) are a zero, a
     /// bit each (a regular interval's delta-of-delta), consumed.
-    #[inline]
+    #[inline(always)]
     fn zeros(&mut self, most: usize) -> usize {
         self.hold(CODE_BITS);
         let run = (self.win.trailing_zeros().min(self.held) as usize).min(most);
@@ -499,20 +543,59 @@ impl Xor {
     }
 }
 
+/// Values between two [`Mark`]s of a column.
+pub(crate) const MARK_EVERY: usize = 256;
+
+/// Where value `k * MARK_EVERY` (k ≥ 1) of a column of integers with every
+/// point valid starts, and the value before it: a read whose range starts
+/// inside a chunk decodes from the mark before its first point, not from
+/// the chunk's first point (a value is the delta from the one before).
+/// TSBS `single-groupby-5-8-1` reads 360 points of 8 hosts' 1,024-point
+/// chunks, and decoded 512 more of each on average before them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mark {
+    /// The bit at which the value's code starts.
+    pos: u32,
+    /// The value before it.
+    prev: i64,
+}
+
 /// Integers (unsigned as their bits) by the delta from the previous valid value.
+#[cfg(test)]
 pub(crate) fn pack_ints(values: impl Iterator<Item = i64>, valid: &[bool]) -> Box<[u64]> {
+    pack_ints_marked(values, valid).0
+}
+
+/// [`pack_ints`], with a [`Mark`] every [`MARK_EVERY`] values where every
+/// point is valid (none else: a value's index is then not its point's).
+pub(crate) fn pack_ints_marked(
+    values: impl Iterator<Item = i64>,
+    valid: &[bool],
+) -> (Box<[u64]>, Box<[Mark]>) {
     let mut w = BitWriter::default();
     put_valid(&mut w, valid);
+    let all = valid.iter().all(|&ok| ok);
+    let mut marks = Vec::new();
     let mut prev = 0i64;
-    for (v, _) in values.zip(valid).filter(|(_, ok)| **ok) {
+    for (k, (v, _)) in values.zip(valid).filter(|(_, ok)| **ok).enumerate() {
+        if all && k > 0 && k % MARK_EVERY == 0 {
+            // Marks stop where a position no longer fits (never at a
+            // chunk's size): mark `j` stays value `(j + 1) * MARK_EVERY`'s.
+            if let Ok(pos) = u32::try_from(w.bits) {
+                if marks.len() + 1 == k / MARK_EVERY {
+                    marks.push(Mark { pos, prev });
+                }
+            }
+        }
         put_signed(&mut w, v.wrapping_sub(prev));
         prev = v;
     }
-    w.finish()
+    (w.finish(), marks.into_boxed_slice())
 }
 
 /// The first `take` of the `n` points [`pack_ints`] packed, appended to
 /// `out` as `to` makes them (0 where not valid).
+#[cfg(test)]
 pub(crate) fn unpack_ints<T>(
     words: &[u64],
     n: usize,
@@ -521,20 +604,53 @@ pub(crate) fn unpack_ints<T>(
     out: &mut Vec<T>,
     to: impl Fn(i64) -> T,
 ) {
+    unpack_ints_from(words, &[], n, (0, take), valid, out, to);
+}
+
+/// Points `skip..take` of the `n` points [`pack_ints_marked`] packed
+/// (with `marks`, or none), appended to `out` as `to` makes them (0 where
+/// not valid): those before `skip` decoded from the last mark before it,
+/// and not kept.
+pub(crate) fn unpack_ints_from<T>(
+    words: &[u64],
+    marks: &[Mark],
+    n: usize,
+    (skip, take): (usize, usize),
+    valid: &mut Vec<bool>,
+    out: &mut Vec<T>,
+    to: impl Fn(i64) -> T,
+) {
     let mut r = BitReader::new(words);
     let from = valid.len();
-    let all = get_valid(&mut r, n, take, valid);
-    out.reserve(take);
-    let mut prev = 0i64;
-    let mut c = Cursor::new(r);
-    if all {
+    if r.bit() {
+        // Every point valid: value `k` is point `k`.
+        valid.extend(std::iter::repeat_n(true, take - skip));
+        out.reserve(take - skip);
+        let (start, mut prev) = match (skip / MARK_EVERY).min(marks.len()) {
+            0 => (0, 0i64),
+            j => {
+                let m = marks[j - 1];
+                r.pos = m.pos as usize;
+                (j * MARK_EVERY, m.prev)
+            }
+        };
+        let mut c = Cursor::new(r);
+        for _ in start..skip {
+            prev = prev.wrapping_add(c.signed());
+        }
         // No validity to test per point: the loop is the bits' alone.
-        out.extend((0..take).map(|_| {
+        out.extend((skip..take).map(|_| {
             prev = prev.wrapping_add(c.signed());
             to(prev)
         }));
         return;
     }
+    r.pos = 0;
+    let all = get_valid(&mut r, n, take, valid);
+    debug_assert!(!all);
+    out.reserve(take);
+    let mut prev = 0i64;
+    let mut c = Cursor::new(r);
     for &ok in &valid[from..] {
         if ok {
             prev = prev.wrapping_add(c.signed());
@@ -543,6 +659,10 @@ pub(crate) fn unpack_ints<T>(
             out.push(to(0));
         }
     }
+    // The points before `skip` decoded, then dropped (a column with nulls
+    // has no marks).
+    valid.drain(from..from + skip);
+    out.drain(out.len() - take..out.len() - take + skip);
 }
 
 /// Booleans, a bit each.

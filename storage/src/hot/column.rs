@@ -242,6 +242,23 @@ impl Column {
         }
     }
 
+    /// Drops its `n` points from `at` (a decoded chunk's points before a
+    /// read's range).
+    pub(crate) fn drain_at(&mut self, at: usize, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let r = at..at + n;
+        self.valid.drain(r.clone());
+        match &mut self.values {
+            Values::Float(v) => drop(v.drain(r)),
+            Values::Integer(v) => drop(v.drain(r)),
+            Values::Unsigned(v) => drop(v.drain(r)),
+            Values::Boolean(v) => drop(v.drain(r)),
+            Values::String(v) => drop(v.drain(r)),
+        }
+    }
+
     pub(crate) fn drain_front(&mut self, n: usize) -> usize {
         self.valid.drain(..n);
         match &mut self.values {

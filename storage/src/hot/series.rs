@@ -93,7 +93,8 @@ impl Series {
     }
 
     /// Its points with a time in `[min, max]`, plain, and maybe more before
-    /// them (or after them, from the open tail): the open tail itself where no sealed chunk reaches into the range,
+    /// them (from the open tail, or where no chunk is decoded) or after them
+    /// (from the open tail): the open tail itself where no sealed chunk reaches into the range,
     /// else those chunks decoded (and the tail after them) into `scratch`, with
     /// only the fields in `fields` (the table's indexes; others `None`). Less
     /// the sealed chunks `keep` refuses: a read whose condition no point of a
@@ -138,20 +139,25 @@ impl Series {
             let at = scratch.times.len();
             // Points past `max` are not read: the last chunk stops there.
             let take = c.unpack_times_until(max, &mut scratch.times);
+            // Nor those before `min` (the first chunk's): their values are
+            // decoded from the mark before `min` only (`codec::Mark`), and
+            // not kept.
+            let skip = scratch.times[at..].partition_point(|&t| t < min);
+            scratch.times.drain(at..at + skip);
             let Some(passes) = sift.passes else {
-                c.unpack_columns(take, &mut scratch.columns, |_| true);
+                c.unpack_columns_from((skip, take), &mut scratch.columns, |_| true);
                 continue;
             };
-            c.unpack_columns(take, &mut scratch.columns, first);
-            let from = at + scratch.times[at..].partition_point(|&t| t < min);
+            c.unpack_columns_from((skip, take), &mut scratch.columns, first);
             // The other fields only as far as the last point that passes
             // (a value is the delta from the one before: none after it is
             // needed), null after it: every caller tests each point.
-            let Some(last) = (from..at + take).rev().find(|&i| passes(scratch, i)) else {
+            let Some(last) = (at..at + take - skip).rev().find(|&i| passes(scratch, i)) else {
                 scratch.truncate(at);
                 continue;
             };
-            c.unpack_columns(last + 1 - at, &mut scratch.columns, |i| !first(i));
+            let upto = skip + last + 1 - at;
+            c.unpack_columns_from((skip, upto), &mut scratch.columns, |i| !first(i));
             pad_columns(scratch, |i| !first(i));
         }
         // The open tail as far as `max` (a window ending inside it copies
@@ -457,6 +463,50 @@ mod tests {
         let chunk_1 = |c: &super::super::table::Chunk| c.min <= at(1024) && at(1024) <= c.max;
         assert_eq!(s.points_read(at(1500), at(2999), |c| !chunk_1(c)), 952);
         assert_eq!(s.points_read(at(8540), i64::MAX, |_| false), 100);
+    }
+
+    /// A read whose range starts inside a sealed chunk keeps no point
+    /// before it (the values decoded from the mark before its first point,
+    /// `codec::Mark`) and gives the points a whole decode gives.
+    #[test]
+    fn a_read_from_inside_a_chunk_keeps_its_range_only() {
+        let t = super::super::decode_timing::tsbs_host();
+        let s = &t.series[&1];
+        let whole = s.all();
+        let sealed = s.sealed_points(i64::MIN, i64::MAX) as i64;
+        let fields: Vec<usize> = (0..t.fields.len()).collect();
+        let at = |k: i64| k * 10_000_000_000;
+        let ranges = [
+            (0, 100),
+            (255, 256),
+            (256, 300),
+            (511, 1030),
+            (1023, 1024),
+            (1500, 2999),
+            (2047, 5000),
+            (700, 8639),
+            (sealed - 1, sealed + 5),
+            (8600, 8639),
+        ];
+        for (a, b) in ranges {
+            let mut scratch = super::Plain::default();
+            let p = s.points(at(a), at(b), &fields, &mut scratch);
+            if a < sealed {
+                assert_eq!(p.times.first(), Some(&at(a)), "a point before {a} kept");
+            }
+            let (got, want) = (p.span(at(a), at(b)), whole.span(at(a), at(b)));
+            assert_eq!(p.times[got.clone()], whole.times[want.clone()]);
+            for (mine, theirs) in p.columns.iter().zip(&whole.columns) {
+                let (Some(m), Some(w)) = (mine, theirs) else {
+                    panic!("a column missing");
+                };
+                let (Values::Integer(mv), Values::Integer(wv)) = (&m.values, &w.values) else {
+                    panic!("not integers");
+                };
+                assert_eq!(mv[got.clone()], wv[want.clone()], "{a}..{b}");
+                assert_eq!(m.valid[got.clone()], w.valid[want.clone()]);
+            }
+        }
     }
 
     /// A row: time, s, b, u.
