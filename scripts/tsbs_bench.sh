@@ -16,9 +16,21 @@
 # for both; then `chingest-load tsbs-query`: WARMUP untimed and QUERIES timed
 # queries per type, their windows and hosts drawn from QUERY_SEED.
 #
+# ORDER (blocks): per type each server takes its queries back to back, as TSBS's
+# runner sends one database's queries, in two runs per server, servers in turn,
+# each run after that server's WARMUP; the same for every server. ORDER=alternate
+# is the order until 2026-11-30: per query each server once, which goes first
+# alternating. There every query of one server waited idle for the other's
+# (InfluxDB's 5-120 ms at 200 hosts), and on the shared 2-core box a query after
+# 10 ms or more idle took chingest's sub-millisecond types 1.3-1.6x as long as
+# back to back (InfluxDB's 0.8 ms `single-groupby-1-1-1` too: 1.0-1.6 -> 1.9-2.0
+# ms): stop 57's 1.48 / 1.32 / 1.35 / 1.02 ms for -5-1-12, high-cpu-1,
+# lastpoint, -5-8-1 were that wait, not the data's layout
+# (test_results/latest/tsbs_order_ab.md).
+#
 # Everything is a variable with a default:
 #   HOST_COUNTS (200,1000)  HOURS (24)  BATCH (points per write: 10 timestamps of every host)
-#   CONCURRENCY (4)  QUERIES (20)  WARMUP (2)  QUERY_SEED (321)  DATA_SEED (123)
+#   CONCURRENCY (4)  QUERIES (20)  WARMUP (2)  QUERY_SEED (321)  DATA_SEED (123)  ORDER (blocks)
 #   TYPES (all 15)  SETTLE_SECS (30; 120 with PREV_SERVER_CMD)  PORT (18096)  INFLUX_PORT (18196)  INFLUX_RPC_PORT (18197)
 #   SQL_CONFIG, REQUEST_TIMEOUT_SECS, SERVER_CONFIG_EXTRA, SERVER_CMD, LOAD, INFLUXD:
 #     as in scripts/query_bench.sh
@@ -49,6 +61,7 @@ HOURS=${HOURS:-24}
 CONCURRENCY=${CONCURRENCY:-4}
 QUERIES=${QUERIES:-20}
 WARMUP=${WARMUP:-2}
+ORDER=${ORDER:-blocks}
 QUERY_SEED=${QUERY_SEED:-321}
 DATA_SEED=${DATA_SEED:-123}
 TYPES=${TYPES:-}
@@ -128,7 +141,7 @@ phase() { # hosts
   "$LOAD" tsbs-query --phase "$phase_name" "${data[@]}" "${types[@]}" "${ramp_note[@]}" \
     --server "influxdb=http://127.0.0.1:$INFLUX_PORT" --server "chingest=http://127.0.0.1:$PORT" \
     --fill "$TMP/fill-influxdb.json" --fill "$TMP/fill-chingest.json" "${prev[@]}" \
-    --queries "$QUERIES" --warmup "$WARMUP" --query-seed "$QUERY_SEED" --results "$RESULTS" \
+    --queries "$QUERIES" --warmup "$WARMUP" --query-seed "$QUERY_SEED" --order "$ORDER" --results "$RESULTS" \
     --note "InfluxDB $("$INFLUXD" version 2>/dev/null | sed 's/^InfluxDB //'), default settings (temp dir, loopback; reporting, monitor store, query log and continuous queries off); written first, then chingest; both ran throughout." \
     --note "Queryable: chingest's /health showed every acknowledged point in the engine ${lag} s after its last write; then both settled ${SETTLE_SECS} s (background compaction and merges may still run during the queries); then one read of \`cpu\` each, and ${hot_secs} s (chingest${prev_hot_secs:+; ${prev_hot_secs} s chingest-prev}) until the hot store held what it asked for (about 1 s with the store off)." \
     --note "chingest's settings: [server] request_timeout_secs = $REQUEST_TIMEOUT_SECS; [sql] $(echo "$SQL_CONFIG" | tr '\n' ';' | sed 's/;$//; s/;/, /g'); everything else default${SERVER_CONFIG_EXTRA:+; added: $(echo "$SERVER_CONFIG_EXTRA" | tr '\n' ' ')}." \

@@ -10,7 +10,7 @@ use load::query::http::Http;
 use load::tsbs::data::TsbsData;
 use load::tsbs::queries::{QueryType, ALL};
 use load::tsbs::report::{load_tsbs_bench, tsbs_markdown, write_tsbs_bench, TSBS_BENCH_NAME};
-use load::tsbs::run::{fill, run_type, Servers, TsbsFill, TsbsPhase};
+use load::tsbs::run::{fill, run_type, Order, Servers, TsbsFill, TsbsPhase};
 
 /// The data set, the same for `tsbs-fill` and `tsbs-query`.
 #[derive(Args, Clone)]
@@ -89,6 +89,11 @@ pub(crate) struct TsbsQueryArgs {
     /// Seed of the queries' windows and hosts.
     #[arg(long, default_value_t = 321)]
     query_seed: u64,
+    /// In what order a type's queries reach the servers: `blocks` (each
+    /// server's back to back, TSBS's runner's shape) or `alternate` (per
+    /// query each server once, the order until 2026-11-30).
+    #[arg(long, value_enum, default_value_t = Order::Blocks)]
+    order: Order,
     /// A line for the report; repeatable.
     #[arg(long = "note")]
     notes: Vec<String>,
@@ -154,7 +159,7 @@ pub(crate) fn tsbs_query(a: TsbsQueryArgs) -> anyhow::Result<()> {
                 db: &a.data.db,
                 data: &data,
             };
-            let r = run_type(&on, t, a.queries, a.warmup, a.query_seed).await?;
+            let r = run_type(&on, t, a.queries, a.warmup, a.query_seed, a.order).await?;
             let p50 = |i: usize| {
                 r.timings
                     .get(i)
@@ -186,6 +191,7 @@ pub(crate) fn tsbs_query(a: TsbsQueryArgs) -> anyhow::Result<()> {
         data,
         query_seed: a.query_seed,
         warmup: a.warmup,
+        order: a.order,
         fills,
         notes: a.notes,
         types: results,

@@ -5,7 +5,7 @@
 //! * [`data`] generates the data set (our code, TSBS's shape);
 //! * [`queries`] draws each type's queries from a seed;
 //! * [`run`] creates the database as TSBS's loader does, writes the data,
-//!   then times every type one query at a time, servers alternating;
+//!   then times every type one query at a time, each server's back to back;
 //! * [`report`] is the markdown of `tsbs_bench.json`.
 
 pub mod data;

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::run::{TsbsBench, TsbsPhase, TypeResult};
+use super::run::{Order, TsbsBench, TsbsPhase, TypeResult};
 use crate::error::Result;
 use crate::host::rfc3339;
 use crate::report::cells::ms;
@@ -15,7 +15,7 @@ pub const TSBS_BENCH_NAME: &str = "tsbs_bench";
 
 const NOTES: &str = "What each latency includes and excludes:\n\n\
     - One `GET /query?db=…&epoch=ns&q=…` from the request's first byte to the answer's last, read whole: the HTTP round trip on loopback (keep-alive), parsing and planning the InfluxQL, the storage read (for chingest the engine's SQL with InfluxDB's point identity: a point written twice reads as one, last write wins field by field) and the JSON encoding. Not the client's JSON decoding (done after the clock stops), not TLS or authentication (both run without).\n\
-    - One query at a time (one client): per query each server once, which goes first alternating, so noise from the rest of the machine falls on both alike. The load generator and every server share the machine's cores.\n\
+    - One query at a time (one client). Each phase says in what order: each server's queries of a type back to back, in two runs per server, servers in turn, each run after that server's warm-up (TSBS's runner sends one database's queries back to back; since 2026-11-30), or per query each server once, which goes first alternating (before): there each server's query waited idle for the other's, and on this 2-core box a query after 10 ms or more idle took chingest's sub-millisecond types 1.3–1.6× as long (`test_results/latest/tsbs_order_ab.md`). The load generator and every server share the machine's cores.\n\
     - Every answer of every timed query is compared value by value with the first server's (times exactly, numbers to a relative 1e-9): `answers` says how many differed.\n\
     - Windows and hosts are drawn from the seed inside the data set, at whole seconds (so a window's first and last intervals are partial, as in TSBS). Warm-up queries (other draws of the same type) run untimed first.\n\
     - Both servers hold their data in the page cache: warm-cache numbers.\n";
@@ -62,14 +62,18 @@ fn phase(p: &TsbsPhase, h: &str) -> String {
     let _ = writeln!(o, "\n{h} {}: {}\n", p.name, servers.join(", "));
     let _ = writeln!(
         o,
-        "Data: {} points of `cpu` ({} hosts, one point each every 10 s, 10 tags, 10 integer fields) from {} to {}, data seed {}; queries from seed {}, {} warm-up per type and server.\n",
+        "Data: {} points of `cpu` ({} hosts, one point each every 10 s, 10 tags, 10 integer fields) from {} to {}, data seed {}; queries from seed {}, {} warm-up per type and server{}.\n",
         p.data.points(),
         p.data.hosts,
         rfc3339(p.data.start_ns / 1_000_000_000),
         rfc3339(p.data.end_ns / 1_000_000_000),
         p.data.seed,
         p.query_seed,
-        p.warmup
+        p.warmup,
+        match p.order {
+            Order::Blocks => " before each of its runs; each server's queries of a type back to back (two runs per server, servers in turn)",
+            Order::Alternate => "; per query each server once, which goes first alternating",
+        }
     );
     o.push_str("| server | CREATE DATABASE (GET, as TSBS's loader) | written in | points/s | requests × points | retries |\n|---|---|---:|---:|---:|---:|\n");
     for f in &p.fills {

@@ -83,6 +83,10 @@ pub struct TsbsPhase {
     pub query_seed: u64,
     /// Untimed queries per type and server before timing.
     pub warmup: usize,
+    /// In what order the queries reached the servers (phases measured
+    /// before the field existed alternated per query).
+    #[serde(default = "alternated")]
+    pub order: Order,
     /// How each server took the data.
     pub fills: Vec<TsbsFill>,
     /// How the servers were made queryable, and anything else to say.
@@ -95,6 +99,10 @@ pub struct TsbsPhase {
     pub loadavg_after: Option<String>,
     /// The machine and build.
     pub host: Host,
+}
+
+fn alternated() -> Order {
+    Order::Alternate
 }
 
 /// `tsbs_bench.json`: the phases, in the order first run.
@@ -194,16 +202,75 @@ pub struct Servers<'a> {
     pub data: &'a TsbsData,
 }
 
-/// Runs `n` queries of type `t` on every server, one at a time: per query
-/// each server once (which goes first alternates), every answer compared
-/// with the first server's, every request timed. `warmup` untimed queries
-/// of the type run on each server first.
+/// In what order one type's queries reach the servers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// TSBS's runner's shape (`tsbs_run_queries_*` sends one database's
+    /// queries back to back): each server takes its queries in [`BLOCKS`]
+    /// runs, servers in turn, each run after that server's warm-up. Both
+    /// servers alike: neither waits idle for the other's query before its own.
+    #[default]
+    Blocks,
+    /// Per query each server once, which goes first alternating (until
+    /// 2026-11-30): each server's query comes after the other's (5–120 ms of
+    /// InfluxDB's at 200 hosts), and on the shared 2-core box a query after
+    /// ≥ 10 ms idle took chingest's sub-millisecond types 1.3–1.6× as long
+    /// (`test_results/latest/tsbs_order_ab.md`).
+    Alternate,
+}
+
+/// Runs per server and type under [`Order::Blocks`]: two, so that a burst of
+/// the machine's other work is less likely to fall on one server's every query.
+pub const BLOCKS: usize = 2;
+
+/// One request of a type's run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The type's warm-up queries on this server, untimed.
+    Warm(usize),
+    /// Query `.0` on server `.1`, timed.
+    Timed(usize, usize),
+}
+
+/// The steps of one type: `queries` timed queries on each of `servers`.
+pub fn schedule(order: Order, queries: usize, servers: usize) -> Vec<Step> {
+    let mut steps = Vec::new();
+    match order {
+        Order::Alternate => {
+            steps.extend((0..servers).map(Step::Warm));
+            for i in 0..queries {
+                let mut ks: Vec<usize> = (0..servers).collect();
+                if i % 2 == 1 {
+                    ks.reverse();
+                }
+                steps.extend(ks.into_iter().map(|k| Step::Timed(i, k)));
+            }
+        }
+        Order::Blocks => {
+            let per = queries.div_ceil(BLOCKS).max(1);
+            for first in (0..queries).step_by(per) {
+                for k in 0..servers {
+                    steps.push(Step::Warm(k));
+                    steps.extend((first..(first + per).min(queries)).map(|i| Step::Timed(i, k)));
+                }
+            }
+        }
+    }
+    steps
+}
+
+/// Runs `n` queries of type `t` on every server, one at a time, in `order`;
+/// every answer compared with the first server's, every request timed.
+/// `warmup` untimed queries of the type run on a server before its first
+/// timed query (under [`Order::Blocks`], before each of its runs).
 pub async fn run_type(
     on: &Servers<'_>,
     t: QueryType,
     n: usize,
     warmup: usize,
     seed: u64,
+    order: Order,
 ) -> Result<TypeResult> {
     let Servers {
         http,
@@ -223,63 +290,66 @@ pub async fn run_type(
         failure: None,
     };
     let mut hists: Vec<LatencyHist> = servers.iter().map(|_| LatencyHist::new()).collect();
-    let uris = |text: &str| -> Result<Vec<hyper::Uri>> {
-        servers
-            .iter()
-            .map(|s| {
-                uri(
-                    s,
-                    &format!(
-                        "/query?db={}&epoch=ns&q={}",
-                        encode_component(db),
-                        encode_component(text)
-                    ),
-                )
-            })
-            .collect()
+    let uri_of = |k: usize, text: &str| -> Result<hyper::Uri> {
+        uri(
+            &servers[k],
+            &format!(
+                "/query?db={}&epoch=ns&q={}",
+                encode_component(db),
+                encode_component(text)
+            ),
+        )
     };
     // Warm-up: other windows of the same type (the seed's next draws).
-    for text in queries(t, data, warmup, seed ^ 0x5eed)? {
-        for (s, u) in servers.iter().zip(uris(&text)?) {
-            ok_reply(s, &http.get(&u).await?)?;
-        }
-    }
-    for (i, text) in texts.iter().enumerate() {
-        let targets = uris(text)?;
-        let order: Vec<usize> = if i % 2 == 0 {
-            (0..servers.len()).collect()
-        } else {
-            (0..servers.len()).rev().collect()
-        };
-        let mut answers = vec![None; servers.len()];
-        for k in order {
-            let started = Instant::now();
-            let reply = match http.get(&targets[k]).await {
-                Ok(r) => r,
-                Err(e) => {
-                    result.failure = Some(format!("{}: {e} ({text})", servers[k].name));
-                    return Ok(finish(result, servers, hists));
+    let warm = queries(t, data, warmup, seed ^ 0x5eed)?;
+    // Each query's bodies until every server answered it, then compared and dropped.
+    let mut bodies: Vec<Vec<Option<Bytes>>> = vec![vec![None; servers.len()]; texts.len()];
+    for step in schedule(order, texts.len(), servers.len()) {
+        let (i, k) = match step {
+            Step::Warm(k) => {
+                for text in &warm {
+                    ok_reply(&servers[k], &http.get(&uri_of(k, text)?).await?)?;
                 }
-            };
-            let us = started.elapsed().as_micros() as u64;
-            if let Err(e) = ok_reply(&servers[k], &reply) {
-                result.failure = Some(format!("{e} ({text})"));
+                continue;
+            }
+            Step::Timed(i, k) => (i, k),
+        };
+        let text = &texts[i];
+        let target = uri_of(k, text)?;
+        let started = Instant::now();
+        let reply = match http.get(&target).await {
+            Ok(r) => r,
+            Err(e) => {
+                result.failure = Some(format!("{}: {e} ({text})", servers[k].name));
                 return Ok(finish(result, servers, hists));
             }
-            hists[k].record_us(us);
-            answers[k] = Some(
-                parse(&reply.body)
-                    .map_err(|e| Error::Check(format!("{}: {e} ({text})", servers[k].name)))?,
-            );
+        };
+        let us = started.elapsed().as_micros() as u64;
+        if let Err(e) = ok_reply(&servers[k], &reply) {
+            result.failure = Some(format!("{e} ({text})"));
+            return Ok(finish(result, servers, hists));
         }
-        let want = answers[0].as_ref().expect("every server answered");
+        hists[k].record_us(us);
+        bodies[i][k] = Some(reply.body);
+        if bodies[i].iter().any(Option::is_none) {
+            continue;
+        }
+        let answers = std::mem::take(&mut bodies[i])
+            .into_iter()
+            .enumerate()
+            .map(|(k, b)| {
+                parse(&b.expect("every server answered"))
+                    .map_err(|e| Error::Check(format!("{}: {e} ({text})", servers[k].name)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let want = &answers[0];
         let shape = compare(want, want)
             .map_err(|e| Error::Check(format!("{}: {e} ({text})", servers[0].name)))?;
         result.shape.series += shape.series;
         result.shape.rows += shape.rows;
         result.shape.values += shape.values;
         for (k, got) in answers.iter().enumerate().skip(1) {
-            if let Err(e) = compare(want, got.as_ref().expect("every server answered")) {
+            if let Err(e) = compare(want, got) {
                 result.mismatches += 1;
                 result.first_mismatch.get_or_insert_with(|| {
                     format!("{} vs {}: {e} ({text})", servers[0].name, servers[k].name)
@@ -301,4 +371,67 @@ fn finish(mut r: TypeResult, servers: &[Server], hists: Vec<LatencyHist>) -> Typ
         })
         .collect();
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every (query, server) pair timed once, and each server warmed before its first.
+    fn complete(steps: &[Step], queries: usize, servers: usize) {
+        let mut seen = vec![vec![0; servers]; queries];
+        let mut warmed = vec![false; servers];
+        for s in steps {
+            match *s {
+                Step::Warm(k) => warmed[k] = true,
+                Step::Timed(i, k) => {
+                    assert!(warmed[k], "server {k} timed before its warm-up");
+                    seen[i][k] += 1;
+                }
+            }
+        }
+        assert!(seen.iter().flatten().all(|&c| c == 1), "{seen:?}");
+    }
+
+    #[test]
+    fn the_default_order_sends_each_server_its_queries_back_to_back() {
+        for (queries, servers) in [(20, 2), (20, 3), (5, 2), (1, 2), (1, 1)] {
+            let steps = schedule(Order::default(), queries, servers);
+            complete(&steps, queries, servers);
+            // A timed query follows the same server's warm-up or previous
+            // query: no server waits idle for another's answer before its own.
+            for w in steps.windows(2) {
+                if let Step::Timed(i, k) = w[1] {
+                    assert!(
+                        w[0] == Step::Warm(k) || w[0] == Step::Timed(i.wrapping_sub(1), k),
+                        "{:?} then {:?} ({queries} queries, {servers} servers)",
+                        w[0],
+                        w[1]
+                    );
+                }
+            }
+            let runs = steps.iter().filter(|s| matches!(s, Step::Warm(_))).count();
+            assert_eq!(runs, servers * BLOCKS.min(queries), "{steps:?}");
+        }
+    }
+
+    #[test]
+    fn alternate_keeps_the_old_order() {
+        let steps = schedule(Order::Alternate, 3, 2);
+        complete(&steps, 3, 2);
+        use Step::*;
+        assert_eq!(
+            steps,
+            [
+                Warm(0),
+                Warm(1),
+                Timed(0, 0),
+                Timed(0, 1),
+                Timed(1, 1),
+                Timed(1, 0),
+                Timed(2, 0),
+                Timed(2, 1)
+            ]
+        );
+    }
 }
