@@ -69,6 +69,12 @@ impl Packed {
         c.drain_at(at, skip);
     }
 
+    /// Whether a read can decode a few of its points from a mark before
+    /// them (`codec::Mark`), not from the chunk's first point.
+    fn marked(&self) -> bool {
+        matches!(self, Packed::Integer(_, m) | Packed::Unsigned(_, m) if !m.is_empty())
+    }
+
     fn bytes(&self) -> usize {
         let words = |w: &[u64]| w.len() * 8;
         match self {
@@ -219,6 +225,39 @@ impl Chunk {
                 continue;
             }
             match self.columns.get(i).and_then(Option::as_ref) {
+                Some(p) => p.unpack_into(c, self.len, (skip, take)),
+                None => c.extend_nulls(take - skip),
+            }
+        }
+    }
+
+    /// [`Chunk::unpack_columns_from`] of points `skip..take`, but a column
+    /// with marks (`codec::Mark`) decoded over `spans` only (sorted, disjoint,
+    /// inside `skip..take`), each from the mark before it, and null between
+    /// them: a sifted read's other fields, where points pass
+    /// (`Series::points_sifted`). A column without marks is decoded whole.
+    pub(crate) fn unpack_columns_spans(
+        &self,
+        (skip, take): (usize, usize),
+        spans: &[(usize, usize)],
+        out: &mut [Option<Column>],
+        want: impl Fn(usize) -> bool,
+    ) {
+        for (i, c) in out.iter_mut().enumerate() {
+            let Some(c) = c else { continue };
+            if !want(i) {
+                continue;
+            }
+            match self.columns.get(i).and_then(Option::as_ref) {
+                Some(p) if p.marked() => {
+                    let mut at = skip;
+                    for &(a, b) in spans {
+                        c.extend_nulls(a - at);
+                        p.unpack_into(c, self.len, (a, b));
+                        at = b;
+                    }
+                    c.extend_nulls(take - at);
+                }
                 Some(p) => p.unpack_into(c, self.len, (skip, take)),
                 None => c.extend_nulls(take - skip),
             }

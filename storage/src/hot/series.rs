@@ -5,6 +5,7 @@
 //! merges by the same rule, and seals it again.
 
 use super::chunk::Chunk;
+use super::codec;
 use super::column::{BatchField, Plain};
 
 /// Bytes per time and per field value (plus its validity byte) in the open tail.
@@ -135,6 +136,7 @@ impl Series {
         }
         scratch.reset_like(&self.open, |i| fields.contains(&i));
         let first = |i: usize| sift.fields.contains(&i);
+        let mut spans = Vec::new();
         for c in kept {
             let at = scratch.times.len();
             // Points past `max` are not read: the last chunk stops there.
@@ -151,13 +153,25 @@ impl Series {
             c.unpack_columns_from((skip, take), &mut scratch.columns, first);
             // The other fields only as far as the last point that passes
             // (a value is the delta from the one before: none after it is
-            // needed), null after it: every caller tests each point.
-            let Some(last) = (at..at + take - skip).rev().find(|&i| passes(scratch, i)) else {
+            // needed), null after it: every caller tests each point. Where a
+            // column has marks, only over the blocks between two marks that
+            // hold a passing point, from the first such point to the last.
+            spans.clear();
+            for i in at..at + take - skip {
+                if !passes(scratch, i) {
+                    continue;
+                }
+                let p = skip + i - at;
+                match spans.last_mut() {
+                    Some((a, b)) if *a / codec::MARK_EVERY == p / codec::MARK_EVERY => *b = p + 1,
+                    _ => spans.push((p, p + 1)),
+                }
+            }
+            let Some(&(_, upto)) = spans.last() else {
                 scratch.truncate(at);
                 continue;
             };
-            let upto = skip + last + 1 - at;
-            c.unpack_columns_from((skip, upto), &mut scratch.columns, |i| !first(i));
+            c.unpack_columns_spans((skip, upto), &spans, &mut scratch.columns, |i| !first(i));
             pad_columns(scratch, |i| !first(i));
         }
         // The open tail as far as `max` (a window ending inside it copies

@@ -274,3 +274,151 @@ fn a_sifted_read_stops_the_other_fields_at_the_last_point_passing() {
         assert_eq!(c.valid.len(), p.times.len());
     }
 }
+
+/// One point of [`wide`]: the condition's integer `i`, another integer
+/// `j` (`None`: null) and a float `f`.
+type Wide = (i64, Option<i64>, f64);
+
+fn wide_schema() -> MeasurementSchema {
+    MeasurementSchema {
+        name: "m".into(),
+        tag_keys: vec!["host".into()],
+        fields: vec![
+            ("i".into(), FieldType::Integer),
+            ("j".into(), FieldType::Integer),
+            ("f".into(), FieldType::Float),
+        ],
+    }
+}
+
+/// The points at `times` as one batch.
+fn wide_batch(times: impl Iterator<Item = i64>, points: &[Wide]) -> RecordBatch {
+    let schema = Schema::new(vec![
+        Field::new("time", DataType::Int64, false),
+        Field::new("series_id", DataType::UInt64, false),
+        Field::new("i", DataType::Int64, true),
+        Field::new("j", DataType::Int64, true),
+        Field::new("f", DataType::Float64, true),
+    ]);
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(times)),
+        Arc::new(UInt64Array::from_iter_values(points.iter().map(|_| 1))),
+        Arc::new(Int64Array::from_iter_values(points.iter().map(|p| p.0))),
+        Arc::new(Int64Array::from_iter(points.iter().map(|p| p.1))),
+        Arc::new(Float64Array::from_iter_values(points.iter().map(|p| p.2))),
+    ];
+    RecordBatch::try_new(Arc::new(schema), cols).unwrap()
+}
+
+/// The points (point `k` at time `k`) as one series' table sealed into
+/// chunks of `chunk` points, then `rewrites` written over (each its time).
+fn wide(points: &[Wide], rewrites: &[(i64, Wide)], chunk: usize) -> Table {
+    let mut t = Table::new();
+    t.chunk = chunk;
+    assert!(t.insert(&wide_batch(0..points.len() as i64, points), i64::MAX));
+    for (time, p) in rewrites {
+        assert!(t.insert(&wide_batch(std::iter::once(*time), &[*p]), i64::MAX));
+    }
+    t
+}
+
+/// A sifted read of `[min, max]` with condition `text`, and a whole one:
+/// their passing points, and the sifted read's points.
+fn sift_both(
+    t: &Table,
+    text: &str,
+    (min, max): (i64, i64),
+) -> (PassingPoints, PassingPoints, Plain) {
+    let s = &t.series[&1];
+    let mut cond = Cond::of(&influxql::parse_expr(text).unwrap(), &wide_schema()).unwrap();
+    cond.bind(&t.fields);
+    let fields: Vec<usize> = (0..t.fields.len()).collect();
+    let mut first = Vec::new();
+    cond.fields(&mut first);
+    let decided = cond.decide(s);
+    let passes = |p: &Plain, i: usize| decided.on_point(p, i);
+    let sift = Sift {
+        fields: &first,
+        passes: Some(&passes),
+    };
+    let (mut whole, mut sifted) = (Plain::default(), Plain::default());
+    let w = s.points_where(min, max, &fields, &mut whole, |_| true);
+    let w = passing(w, min, max, &passes);
+    let p = s.points_sifted(min, max, &fields, &mut sifted, |_| true, &sift);
+    for c in p.columns.iter().flatten() {
+        assert_eq!(
+            c.valid.len(),
+            p.times.len(),
+            "{text}: a column of another length"
+        );
+    }
+    let got = passing(p, min, max, &passes);
+    (w, got, sifted)
+}
+
+type PassingPoints = Vec<(i64, Vec<Option<u64>>)>;
+
+fn wide_point() -> impl Strategy<Value = Wide> {
+    (
+        prop_oneof![12 => 0i64..10, 1 => 90i64..100],
+        prop_oneof![1 => Just(None), 400 => (-1000i64..1000).prop_map(Some)],
+        -5i32..5,
+    )
+        .prop_map(|(i, j, f)| (i, j, f64::from(f)))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Chunks long enough for marks (`codec::Mark`, one every 256 values):
+    /// the other integer fields decoded only over the blocks with a passing
+    /// point give each passing point what a whole read gives, with nulls,
+    /// rewritten points and ranges starting and ending inside blocks.
+    #[test]
+    fn a_sifted_read_decoding_blocks_with_marks_gives_what_a_whole_read_gives(
+        points in prop::collection::vec(wide_point(), 200..1400),
+        rewrites in prop::collection::vec((0i64..1400, wide_point()), 0..4),
+        chunk in prop_oneof![Just(256usize), Just(257), Just(511), Just(512), 200usize..700],
+        (from, len) in (0i64..1400, 0i64..1400),
+        threshold in prop_oneof![Just(90i64), Just(95), Just(5), Just(8)],
+    ) {
+        let t = wide(&points, &rewrites, chunk);
+        let (w, p, _) = sift_both(&t, &format!("i > {threshold}"), (from, from + len));
+        prop_assert_eq!(w, p);
+    }
+}
+
+/// Passing points at a block's edges (255, 256, 257 of a chunk) and a block
+/// with none between two with some: the sifted read gives each passing point
+/// its other integer field, and decodes none of the block without one.
+#[test]
+fn a_sifted_read_decodes_the_other_integers_only_near_passing_points() {
+    let hot = [255, 256, 257, 770, 900];
+    let points: Vec<Wide> = (0..1200)
+        .map(|k| (if hot.contains(&k) { 99 } else { 1 }, Some(k * 3), 0.0))
+        .collect();
+    let t = wide(&points, &[], 1024);
+    assert!(!t.series[&1].sealed_chunks().is_empty());
+    let j = t.fields.iter().position(|n| n == "j").unwrap();
+    for (min, max) in [(0, 1099), (100, 1000), (256, 800), (257, 257)] {
+        let (w, p, sifted) = sift_both(&t, "i > 90", (min, max));
+        assert_eq!(w, p, "[{min}, {max}]");
+        let want: Vec<i64> = hot
+            .iter()
+            .copied()
+            .filter(|k| (min..=max).contains(k))
+            .collect();
+        assert_eq!(p.iter().map(|x| x.0).collect::<Vec<_>>(), want);
+        let shown = |time: i64| {
+            let at = sifted.times.iter().position(|&x| x == time).unwrap();
+            sifted.columns[j].as_ref().unwrap().valid[at]
+        };
+        // Block 512..768 holds no passing point: none of it decoded; nor
+        // the points of a block before its first passing one.
+        for k in (512..768).chain(258..260).chain(768..770) {
+            if (min..=max).contains(&k) {
+                assert!(!shown(k), "[{min}, {max}]: decoded point {k}");
+            }
+        }
+    }
+}
