@@ -219,16 +219,8 @@ impl Chunk {
         out: &mut [Option<Column>],
         want: impl Fn(usize) -> bool,
     ) {
-        for (i, c) in out.iter_mut().enumerate() {
-            let Some(c) = c else { continue };
-            if !want(i) {
-                continue;
-            }
-            match self.columns.get(i).and_then(Option::as_ref) {
-                Some(p) => p.unpack_into(c, self.len, (skip, take)),
-                None => c.extend_nulls(take - skip),
-            }
-        }
+        // One span, the whole range: every column decoded over it.
+        self.unpack_columns_spans((skip, take), &[(skip, take)], out, want);
     }
 
     /// [`Chunk::unpack_columns_from`] of points `skip..take`, but a column

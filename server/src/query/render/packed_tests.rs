@@ -12,6 +12,7 @@ use storage::influxql::series::{
     FieldCells, FieldColumn, Packed, Series, Slot, Source, StatementResult, Value,
 };
 
+use super::shared_tests::rendered;
 use super::*;
 
 /// Strings a tag or a field may hold that JSON escapes or Go treats apart.
@@ -144,15 +145,6 @@ fn plain(a: &StatementResult) -> StatementResult {
         assert!(s.packed.is_none() && !s.values.is_empty());
     }
     a
-}
-
-fn rendered(a: &StatementResult, format: Format) -> Vec<u8> {
-    let answered = [Answered {
-        result: Ok(a.clone()),
-        chunking: Chunking::Rows,
-        zone: None,
-    }];
-    write_statements(Vec::new(), format, &answered).unwrap()
 }
 
 #[test]

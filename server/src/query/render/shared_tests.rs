@@ -87,7 +87,8 @@ fn unshared(a: &StatementResult) -> StatementResult {
     a
 }
 
-fn rendered(a: &StatementResult, format: Format) -> Vec<u8> {
+/// `a` as `/query` writes it in `format` (shared with `packed_tests.rs`).
+pub(super) fn rendered(a: &StatementResult, format: Format) -> Vec<u8> {
     let answered = [Answered {
         result: Ok(a.clone()),
         chunking: Chunking::Rows,
