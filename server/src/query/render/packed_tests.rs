@@ -12,21 +12,8 @@ use storage::influxql::series::{
     FieldCells, FieldColumn, Packed, Series, Slot, Source, StatementResult, Value,
 };
 
-use super::shared_tests::rendered;
+use super::shared_tests::{rendered, TRICKY};
 use super::*;
-
-/// Strings a tag or a field may hold that JSON escapes or Go treats apart.
-const TRICKY: [&str; 9] = [
-    "",
-    "quote \" and back\\slash",
-    "<html> & co",
-    "line\nbreak\ttab\rcr",
-    "\u{1}\u{1f} controls",
-    "\u{2028}\u{2029} separators",
-    "日本語 ünïcödé 🙂",
-    "host_7",
-    "us-west-1",
-];
 
 /// `rows` rows from `sources` sources taking turns irregularly: a fixed run
 /// of two, a float field, a fixed cell, integer, unsigned, boolean and

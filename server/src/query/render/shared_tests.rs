@@ -11,8 +11,9 @@ use storage::influxql::series::{Series, StatementResult, Value};
 use super::shared::SharedCells;
 use super::*;
 
-/// Strings a tag or a field may hold that JSON escapes or Go treats apart.
-const TRICKY: [&str; 10] = [
+/// Strings a tag or a field may hold that JSON escapes or Go treats apart
+/// (shared with `packed_tests.rs`).
+pub(super) const TRICKY: [&str; 10] = [
     "",
     "plain",
     "quote \" and back\\slash",
