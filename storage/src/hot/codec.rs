@@ -14,6 +14,7 @@
 mod bits;
 mod floats;
 mod ints;
+mod pairs;
 
 use std::collections::HashMap;
 use std::sync::Arc;

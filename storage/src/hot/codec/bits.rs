@@ -131,9 +131,9 @@ pub(super) struct Cursor<'a> {
     /// The position of `win`'s first bit when it was loaded.
     base: usize,
     /// The next bits, least significant first.
-    win: u64,
+    pub(super) win: u64,
     /// How many of `win`'s bits are left to read (zeros past the stream's end).
-    held: u32,
+    pub(super) held: u32,
 }
 
 /// The 64 bits of `words` from bit `pos`, zeros past the end.
@@ -214,13 +214,13 @@ impl<'a> Cursor<'a> {
 
     /// The position of the next bit.
     #[inline(always)]
-    fn pos(&self) -> usize {
+    pub(super) fn pos(&self) -> usize {
         self.base + (64 - self.held) as usize
     }
 
     /// Loads the 64 bits from `pos`.
     #[inline(always)]
-    fn load(&mut self, pos: usize) {
+    pub(super) fn load(&mut self, pos: usize) {
         self.base = pos;
         self.win = window_at(self.words, pos);
         self.held = 64;

@@ -91,15 +91,15 @@ pub(crate) fn unpack_floats(
     out.reserve(take);
     if r.bit() {
         let p = SCALES[r.get(3) as usize];
-        let mut prev = 0i64;
         let mut c = Cursor::new(r);
         if all {
-            out.extend((0..take).map(|_| {
-                prev = prev.wrapping_add(c.signed());
-                prev as f64 / p
-            }));
+            let at = out.len();
+            out.resize(at + take, 0.0);
+            let slots = &mut out[at..];
+            c.sums(0, take, |k, v| slots[k] = v as f64 / p);
             return;
         }
+        let mut prev = 0i64;
         for &ok in &valid[from..] {
             if ok {
                 prev = prev.wrapping_add(c.signed());

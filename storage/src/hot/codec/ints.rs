@@ -96,14 +96,13 @@ pub(crate) fn unpack_ints_from<T>(
             }
         };
         let mut c = Cursor::new(r);
-        for _ in start..skip {
-            prev = prev.wrapping_add(c.signed());
-        }
-        // No validity to test per point: the loop is the bits' alone.
-        out.extend((skip..take).map(|_| {
-            prev = prev.wrapping_add(c.signed());
-            to(prev)
-        }));
+        prev = c.sums(prev, skip - start, |_, _| {});
+        // No validity to test per point: the loop is the bits' alone, two
+        // codes at a time, into the values' slots.
+        let at = out.len();
+        out.resize_with(at + (take - skip), || to(0));
+        let slots = &mut out[at..];
+        c.sums(prev, take - skip, |k, v| slots[k] = to(v));
         return;
     }
     r.pos = 0;
