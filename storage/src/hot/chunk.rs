@@ -14,7 +14,8 @@ use super::column::{Column, Plain, Values};
 /// One field's values in a chunk, as `codec.rs` packs them (validity first).
 #[derive(Debug)]
 enum Packed {
-    Float(Box<[u64]>),
+    /// With its marks (`codec::Mark`), as the numbers below.
+    Float(Box<[u64]>, Box<[codec::Mark]>),
     /// With its marks (`codec::Mark`): a read starting inside the chunk
     /// decodes from the one before its first point.
     Integer(Box<[u64]>, Box<[codec::Mark]>),
@@ -27,7 +28,10 @@ impl Packed {
     fn of(c: &Column, n: usize) -> Packed {
         let valid = &c.valid[..n];
         match &c.values {
-            Values::Float(v) => Packed::Float(codec::pack_floats(&v[..n], valid)),
+            Values::Float(v) => {
+                let (words, marks) = codec::pack_floats_marked(&v[..n], valid);
+                Packed::Float(words, marks)
+            }
             Values::Integer(v) => {
                 let (words, marks) = codec::pack_ints_marked(v[..n].iter().copied(), valid);
                 Packed::Integer(words, marks)
@@ -58,7 +62,9 @@ impl Packed {
             (Packed::Unsigned(w, marks), Values::Unsigned(v)) => {
                 return codec::unpack_ints_from(w, marks, n, (skip, take), valid, v, |x| x as u64);
             }
-            (Packed::Float(w), Values::Float(v)) => codec::unpack_floats(w, n, take, v, valid),
+            (Packed::Float(w, marks), Values::Float(v)) => {
+                return codec::unpack_floats_from(w, marks, n, (skip, take), v, valid);
+            }
             (Packed::Boolean(w), Values::Boolean(v)) => codec::unpack_bools(w, n, take, v, valid),
             (Packed::String(w, dict), Values::String(v)) => {
                 codec::unpack_strings(w, dict, (n, take), v, valid)
@@ -72,14 +78,14 @@ impl Packed {
     /// Whether a read can decode a few of its points from a mark before
     /// them (`codec::Mark`), not from the chunk's first point.
     fn marked(&self) -> bool {
-        matches!(self, Packed::Integer(_, m) | Packed::Unsigned(_, m) if !m.is_empty())
+        matches!(self, Packed::Integer(_, m) | Packed::Unsigned(_, m) | Packed::Float(_, m) if !m.is_empty())
     }
 
     fn bytes(&self) -> usize {
         let words = |w: &[u64]| w.len() * 8;
         match self {
-            Packed::Float(w) | Packed::Boolean(w) => words(w),
-            Packed::Integer(w, marks) | Packed::Unsigned(w, marks) => {
+            Packed::Boolean(w) => words(w),
+            Packed::Integer(w, marks) | Packed::Unsigned(w, marks) | Packed::Float(w, marks) => {
                 words(w) + std::mem::size_of_val::<[codec::Mark]>(marks)
             }
             Packed::String(w, dict) => {

@@ -20,7 +20,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bits::{put_signed, BitReader, BitWriter, Cursor};
+#[cfg(test)]
 pub(crate) use floats::{pack_floats, unpack_floats};
+pub(crate) use floats::{pack_floats_marked, unpack_floats_from};
 #[cfg(test)]
 pub(crate) use ints::{pack_ints, unpack_ints};
 pub(crate) use ints::{pack_ints_marked, unpack_ints_from, Mark, MARK_EVERY};

@@ -17,7 +17,7 @@ pub(super) fn edge_ints() -> impl Strategy<Value = i64> {
     ]
 }
 
-fn edge_floats() -> impl Strategy<Value = f64> {
+pub(super) fn edge_floats() -> impl Strategy<Value = f64> {
     prop_oneof![
         Just(f64::NAN),
         Just(f64::from_bits(0x7ff8_dead_beef_0001)),

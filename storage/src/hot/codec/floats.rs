@@ -2,6 +2,7 @@
 //! else by XOR with the value before (Gorilla).
 
 use super::bits::{put_signed, BitReader, BitWriter, Cursor};
+use super::ints::{mark_at, Mark, MARK_EVERY};
 use super::{get_valid, put_valid};
 
 /// Powers of ten a chunk's floats may be scaled by to be integers.
@@ -29,30 +30,49 @@ fn decimal_scale(values: &[f64], valid: &[bool]) -> Option<usize> {
 /// 6 bytes a value, against under 2). Else by XOR with the previous valid
 /// value: `0` the same; `10` and the meaningful bits inside the previous
 /// window; `11`, 5 bits of leading zeros, 6 of length − 1, then the bits.
+#[cfg(test)]
 pub(crate) fn pack_floats(values: &[f64], valid: &[bool]) -> Box<[u64]> {
+    pack_floats_marked(values, valid).0
+}
+
+/// [`pack_floats`], with a [`Mark`] every [`MARK_EVERY`] values where
+/// every point is valid: a dashboard's panel over a few hours reads from
+/// inside a chunk, and decoded it from its first point.
+pub(crate) fn pack_floats_marked(values: &[f64], valid: &[bool]) -> (Box<[u64]>, Box<[Mark]>) {
     let mut w = BitWriter::default();
     put_valid(&mut w, valid);
+    let all = valid.iter().all(|&ok| ok);
+    let mut marks = Vec::new();
     let scale = decimal_scale(values, valid);
     w.bit(scale.is_some());
+    let ok = |(_, ok): &(&f64, &bool)| **ok;
     if let Some(d) = scale {
         w.put(d as u64, 3);
         let mut prev = 0i64;
-        for (&x, _) in values.iter().zip(valid).filter(|(_, ok)| **ok) {
+        for (k, (&x, _)) in values.iter().zip(valid).filter(ok).enumerate() {
             let n = (x * SCALES[d]).round() as i64;
+            mark_at(&mut marks, all, k, w.bits, prev, (0, 0));
             put_signed(&mut w, n.wrapping_sub(prev));
             prev = n;
         }
-        return w.finish();
+        return (w.finish(), marks.into_boxed_slice());
     }
     let mut prev: Option<u64> = None;
     let (mut lead, mut trail) = (u32::MAX, 0u32);
-    for (v, _) in values.iter().zip(valid).filter(|(_, ok)| **ok) {
+    for (k, (v, _)) in values.iter().zip(valid).filter(ok).enumerate() {
         let bits = v.to_bits();
         let Some(p) = prev else {
             w.put(bits, 64);
             prev = Some(bits);
             continue;
         };
+        // No window sent yet (`u32::MAX`): the next XOR sends its own.
+        let window = if lead == u32::MAX {
+            (0, 0)
+        } else {
+            (lead as u8, trail as u8)
+        };
+        mark_at(&mut marks, all, k, w.bits, p as i64, window);
         let x = bits ^ p;
         if x == 0 {
             w.bit(false);
@@ -73,7 +93,54 @@ pub(crate) fn pack_floats(values: &[f64], valid: &[bool]) -> Box<[u64]> {
         }
         prev = Some(bits);
     }
-    w.finish()
+    (w.finish(), marks.into_boxed_slice())
+}
+
+/// Points `skip..take` of the `n` points [`pack_floats_marked`] packed
+/// (with `marks`, or none), appended (0.0 where not valid): those before
+/// `skip` decoded from the last mark before it, and not kept.
+pub(crate) fn unpack_floats_from(
+    words: &[u64],
+    marks: &[Mark],
+    n: usize,
+    (skip, take): (usize, usize),
+    out: &mut Vec<f64>,
+    valid: &mut Vec<bool>,
+) {
+    let j = (skip / MARK_EVERY).min(marks.len());
+    if j == 0 {
+        let (at, from) = (out.len(), valid.len());
+        unpack_floats(words, n, take, out, valid);
+        out.drain(at..at + skip);
+        valid.drain(from..from + skip);
+        return;
+    }
+    // Marks only where every point is valid: value `k` is point `k`.
+    let (m, start) = (marks[j - 1], j * MARK_EVERY);
+    let mut r = BitReader::new(words);
+    let all = r.bit();
+    debug_assert!(all);
+    valid.extend(std::iter::repeat_n(true, take - skip));
+    let scale = r.bit().then(|| SCALES[r.get(3) as usize]);
+    r.pos = m.pos as usize;
+    if let Some(p) = scale {
+        let mut c = Cursor::new(r);
+        let prev = c.sums(m.prev, skip - start, |_, _| {});
+        let at = out.len();
+        out.resize(at + (take - skip), 0.0);
+        let slots = &mut out[at..];
+        c.sums(prev, take - skip, |k, v| slots[k] = v as f64 / p);
+        return;
+    }
+    let mut xor = Xor {
+        prev: m.prev as u64,
+        lead: u32::from(m.window.0),
+        trail: u32::from(m.window.1),
+    };
+    for _ in start..skip {
+        xor.next(&mut r);
+    }
+    out.extend((skip..take).map(|_| f64::from_bits(xor.next(&mut r))));
 }
 
 /// The first `take` of the `n` points [`pack_floats`] packed, appended (0.0
@@ -176,3 +243,7 @@ impl Xor {
         self.prev
     }
 }
+
+#[cfg(test)]
+#[path = "floats_tests.rs"]
+mod tests;

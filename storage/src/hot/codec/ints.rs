@@ -16,9 +16,36 @@ pub(crate) const MARK_EVERY: usize = 256;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Mark {
     /// The bit at which the value's code starts.
-    pos: u32,
-    /// The value before it.
+    pub(super) pos: u32,
+    /// A float column's XOR window there (`floats.rs`): the leading and
+    /// trailing zeros of the meaningful bits last sent; 0 elsewhere. In
+    /// what was the padding after `pos`: a mark stays 16 bytes.
+    pub(super) window: (u8, u8),
+    /// The value before it (a float's bits, or its integer at its scale).
+    pub(super) prev: i64,
+}
+
+/// Pushes to `marks` the mark of value `k` of a column's valid values
+/// where one is due: every [`MARK_EVERY`] values of a column with every
+/// point valid (`all`; none else: a value's index is then not its
+/// point's), its code at bit `pos`, after `prev`.
+pub(super) fn mark_at(
+    marks: &mut Vec<Mark>,
+    all: bool,
+    k: usize,
+    pos: usize,
     prev: i64,
+    window: (u8, u8),
+) {
+    if all && k > 0 && k.is_multiple_of(MARK_EVERY) {
+        // Marks stop where a position no longer fits (never at a
+        // chunk's size): mark `j` stays value `(j + 1) * MARK_EVERY`'s.
+        if let Ok(pos) = u32::try_from(pos) {
+            if marks.len() + 1 == k / MARK_EVERY {
+                marks.push(Mark { pos, window, prev });
+            }
+        }
+    }
 }
 
 /// Integers (unsigned as their bits) by the delta from the previous valid value.
@@ -39,15 +66,7 @@ pub(crate) fn pack_ints_marked(
     let mut marks = Vec::new();
     let mut prev = 0i64;
     for (k, (v, _)) in values.zip(valid).filter(|(_, ok)| **ok).enumerate() {
-        if all && k > 0 && k % MARK_EVERY == 0 {
-            // Marks stop where a position no longer fits (never at a
-            // chunk's size): mark `j` stays value `(j + 1) * MARK_EVERY`'s.
-            if let Ok(pos) = u32::try_from(w.bits) {
-                if marks.len() + 1 == k / MARK_EVERY {
-                    marks.push(Mark { pos, prev });
-                }
-            }
-        }
+        mark_at(&mut marks, all, k, w.bits, prev, (0, 0));
         put_signed(&mut w, v.wrapping_sub(prev));
         prev = v;
     }
