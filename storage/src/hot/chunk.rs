@@ -276,3 +276,7 @@ impl Chunk {
                 .sum::<usize>()
     }
 }
+
+#[cfg(test)]
+#[path = "chunk_tests.rs"]
+mod tests;
