@@ -237,3 +237,128 @@ fn a_last_point_read_during_the_tables_insert_misses_nothing() {
     }
     assert!(missed.is_empty(), "last point missed: {missed:?}");
 }
+
+/// Series whose group tags share long prefixes (the last points' sort
+/// compares each key's first eight bytes before the strings), differ only
+/// past them or in length, or hold multibyte text, several at one time, some
+/// without a tag: answered from memory in the engine's order, by one tag and
+/// by two. A subquery and a `SELECT INTO` over the same last-point statement
+/// get its rows plain: the same answer.
+#[test]
+fn last_points_order_long_shared_prefixes_as_the_engine_and_feed_subqueries() {
+    let data = data_dir();
+    let s = Spawn::new(data.path()).start();
+    s.query("CREATE DATABASE lp");
+    let hosts = [
+        "host_aaaaaaaa1",
+        "host_aaaaaaaa10",
+        "host_aaaaaaaa2",
+        "host_aaaa",
+        "host_aaa",
+        "host_aaaaaaab",
+        "host_",
+        "hos",
+        "h",
+        "host_aaaaaaaa1\u{e9}",
+        "\u{65e5}\u{672c}\u{8a9e}_host",
+        "\u{65e5}\u{672c}",
+        "\u{1f642}",
+        "~tilde",
+        "Host_aaaaaaaa1",
+    ];
+    let mut body = String::new();
+    for (i, h) in hosts.iter().enumerate() {
+        // Pairs of series per host (two racks, one without): the group's
+        // latest point, then tag order, pick its series.
+        let rack = match i % 3 {
+            0 => String::new(),
+            _ => format!(",rack=r{}", i % 2),
+        };
+        let t = T0 + (i as i64 % 4) * SEC;
+        body.push_str(&format!("m,host={h}{rack} a={i}.5,b={i}i {t}\n"));
+        body.push_str(&format!("m,host={h},rack=z{} a=-{i}.25 {t}\n", i % 2));
+    }
+    write(&s, body);
+    let shapes = [
+        (
+            "SELECT * FROM m GROUP BY host",
+            " WHERE host =~ /.*/ GROUP BY host",
+        ),
+        (
+            "SELECT * FROM m GROUP BY rack, host",
+            " WHERE host =~ /.*/ GROUP BY rack, host",
+        ),
+        (
+            "SELECT a, rack FROM m GROUP BY host",
+            " WHERE host =~ /.*/ GROUP BY host",
+        ),
+    ];
+    for (memory, tail) in shapes {
+        let before = metric(&s, READS).unwrap();
+        let got = answer(&s, &format!("{memory} ORDER BY time DESC LIMIT 1"));
+        assert!(
+            metric(&s, READS).unwrap() > before,
+            "{memory}: not from memory"
+        );
+        let select = memory.split(" FROM m").next().unwrap();
+        let engine = answer(
+            &s,
+            &format!("{select} FROM m{tail} ORDER BY time DESC LIMIT 1"),
+        );
+        assert_eq!(got, engine, "{memory}");
+        assert!(
+            got["series"].as_array().unwrap().len() >= hosts.len(),
+            "{got}"
+        );
+    }
+
+    // A subquery over the last points: its rows as the engine's.
+    let inner = "SELECT * FROM m GROUP BY host ORDER BY time DESC LIMIT 1";
+    let engine_inner =
+        "SELECT * FROM m WHERE host =~ /.*/ GROUP BY host ORDER BY time DESC LIMIT 1";
+    let outer = "SELECT max(a), count(b) FROM ({}) GROUP BY host";
+    let got = answer(&s, &outer.replace("{}", inner));
+    let engine = answer(&s, &outer.replace("{}", engine_inner));
+    assert_eq!(got, engine);
+    assert_eq!(
+        got["series"].as_array().unwrap().len(),
+        hosts.len(),
+        "{got}"
+    );
+
+    // `SELECT INTO` from the last points: the copy holds each group's point.
+    let (status, text) = post(
+        &s,
+        "/query",
+        &[
+            ("db", "lp"),
+            ("q", &inner.replace(" FROM m", " INTO m2 FROM m")),
+        ],
+        String::new(),
+    );
+    assert_eq!(status, 200, "{text}");
+    let written: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        written["results"][0]["series"][0]["values"][0][1],
+        hosts.len(),
+        "{text}"
+    );
+    let copied = answer(
+        &s,
+        "SELECT a, b, rack FROM m2 GROUP BY host ORDER BY time DESC",
+    );
+    let last = answer(
+        &s,
+        "SELECT a, b, rack FROM m GROUP BY host ORDER BY time DESC LIMIT 1",
+    );
+    // The same rows under the same tags (the copy's name is its own).
+    let rows = |v: &Value| -> Vec<(Value, Value)> {
+        let series = v["series"].as_array().unwrap();
+        series
+            .iter()
+            .map(|s| (s["tags"].clone(), s["values"].clone()))
+            .collect()
+    };
+    assert_eq!(rows(&copied), rows(&last), "{copied}");
+    assert_eq!(rows(&copied).len(), hosts.len(), "{copied}");
+}

@@ -39,6 +39,14 @@ const READ_ATTEMPTS: usize = 3;
 /// reads again.
 const FIRST_FLUSH_ATTEMPTS: usize = 3;
 
+/// A measurement's rows as its read path gives them.
+enum Measured {
+    Raw(RawRows),
+    /// The last points' answer, as series in the answer's order
+    /// (`last_point.rs`).
+    LastPoints(Vec<Series>),
+}
+
 /// What one engine statement came to.
 pub(crate) enum Ran {
     Rows(Vec<Row>),
@@ -255,8 +263,18 @@ impl Storage {
                     rows
                 }
                 None => match self.read_measurement(stmt, &filter.rest, &plan, req, m)? {
-                    RawRows::Rows(rows) => rows,
-                    RawRows::Packed(groups) => {
+                    Measured::Raw(RawRows::Rows(rows)) => rows,
+                    Measured::LastPoints(found) => {
+                        // Built by the read, in order (`last_point.rs`).
+                        let built = std::time::Instant::now();
+                        for s in &found {
+                            budget.spend(s.values.len() as u64)?;
+                        }
+                        series.extend(found);
+                        at = stages::lap(Stage::Build, built);
+                        continue;
+                    }
+                    Measured::Raw(RawRows::Packed(groups)) => {
                         let built = std::time::Instant::now();
                         let mut found = packed_series(&plan, groups, &mut budget)?;
                         if plan.order_desc {
@@ -331,17 +349,17 @@ impl Storage {
         plan: &Plan,
         req: &InfluxqlRequest<'_>,
         m: &ingest::MeasurementSchema,
-    ) -> Result<RawRows, InfluxqlError> {
+    ) -> Result<Measured, InfluxqlError> {
         let started = std::time::Instant::now();
-        let (rows, path) = if let Some(rows) = self.read_last_points(plan, req, m)? {
-            (RawRows::Rows(rows), read_path::Path::LastPoint)
+        let (rows, path) = if let Some(found) = self.read_last_points(plan, req, m)? {
+            (Measured::LastPoints(found), read_path::Path::LastPoint)
         } else if let Some(rows) = self.read_hot(stmt, rest, plan, req, m)? {
-            (rows, read_path::Path::Hot)
+            (Measured::Raw(rows), read_path::Path::Hot)
         } else {
             let ran = std::time::Instant::now();
             let rows = self.read_points(plan, req, m)?;
             stages::lap(Stage::Engine, ran);
-            (RawRows::Rows(rows), read_path::Path::Engine)
+            (Measured::Raw(RawRows::Rows(rows)), read_path::Path::Engine)
         };
         read_path::record(path, started.elapsed());
         Ok(rows)
@@ -582,7 +600,7 @@ fn as_arrow(plan: &Plan) -> bool {
 }
 
 /// The answer's column names: one list shared by every series.
-fn column_names(plan: &Plan) -> std::sync::Arc<Vec<String>> {
+pub(super) fn column_names(plan: &Plan) -> std::sync::Arc<Vec<String>> {
     let mut columns = Vec::with_capacity(plan.columns.len() + 1);
     columns.push("time".to_string());
     columns.extend(plan.columns.iter().map(|c| c.name.clone()));

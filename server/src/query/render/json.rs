@@ -58,12 +58,45 @@ pub(super) fn json_value(buf: &mut Vec<u8>, v: &Value, times: &Times<'_>) {
             }
         },
         Value::Float(f) => go_float(buf, *f),
-        Value::Integer(i) => buf.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
-        Value::Unsigned(u) => buf.extend_from_slice(itoa::Buffer::new().format(*u).as_bytes()),
+        Value::Integer(i) => match u8::try_from(*i) {
+            Ok(small) => small_int(buf, small),
+            Err(_) => buf.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+        },
+        Value::Unsigned(u) => match u8::try_from(*u) {
+            Ok(small) => small_int(buf, small),
+            Err(_) => buf.extend_from_slice(itoa::Buffer::new().format(*u).as_bytes()),
+        },
         Value::String(s) => json_string(buf, s),
         Value::Boolean(b) => buf.extend_from_slice(if *b { b"true" } else { b"false" }),
     }
 }
+
+/// `n` in decimal, its digits pushed: gauges (TSBS's percentages) are mostly
+/// small, and `itoa`'s text copied into the buffer is a `memcpy` call for
+/// one to three bytes (with the formatting, 8 % of TSBS `high-cpu-1`'s server
+/// samples; `lastpoint` writes ten such a row in plain rows).
+pub(super) fn small_int(buf: &mut Vec<u8>, n: u8) {
+    if n >= 100 {
+        buf.push(b'0' + n / 100);
+    }
+    if n >= 10 {
+        buf.push(b'0' + n / 10 % 10);
+    }
+    buf.push(b'0' + n % 10);
+}
+
+/// Per byte: whether a JSON string holds it as it is (see [`json_string`]);
+/// 0xE2 starts U+2028 and U+2029, so a string holding it is escaped char
+/// by char.
+const PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0x20;
+    while b < 256 {
+        t[b] = !matches!(b as u8, b'"' | b'\\' | b'<' | b'>' | b'&' | 0xE2);
+        b += 1;
+    }
+    t
+};
 
 /// A float as Go's `encoding/json` writes it: the shortest decimal that reads
 /// back the same, in exponent form below 1e-6 or from 1e21 on (`1e-7`,
@@ -113,19 +146,29 @@ pub(super) fn go_float(buf: &mut Vec<u8>, f: f64) {
 /// escaped, as are U+2028 and U+2029; other control characters as `\u00xx`
 /// but `\n`, `\r`, `\t`).
 pub(super) fn json_string(buf: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    buf.push(b'"');
     let bytes = s.as_bytes();
     // Most strings (tag values, column names) need no escape: one pass over
-    // the bytes finds that (0xE2 starts U+2028 and U+2029), and the string is
-    // copied whole. Decoding each char was the largest rendering cost in a
-    // profile of TSBS `high-cpu-1` and `lastpoint` (7.6 % of the server's samples).
-    let plain = |b: &u8| *b >= 0x20 && !matches!(*b, b'"' | b'\\' | b'<' | b'>' | b'&' | 0xE2);
-    if bytes.iter().all(plain) {
+    // the bytes finds that, a table lookup a byte ([`PLAIN`]: seven
+    // comparisons before), and the string is copied whole, its room
+    // reserved once. Decoding each char was the largest rendering cost in a
+    // profile of TSBS `high-cpu-1` and `lastpoint` (7.6 % of the server's
+    // samples); TSBS `lastpoint` at 1,000 hosts writes ~12,000 strings.
+    if bytes.iter().all(|&b| PLAIN[usize::from(b)]) {
+        buf.reserve(bytes.len() + 2);
+        buf.push(b'"');
         buf.extend_from_slice(bytes);
         buf.push(b'"');
         return;
     }
+    escaped(buf, s);
+}
+
+/// [`json_string`] of a string that holds a byte to escape (or 0xE2).
+#[cold]
+fn escaped(buf: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    buf.push(b'"');
     let mut start = 0;
     for (i, c) in s.char_indices() {
         let escape: Option<&[u8]> = match c {
@@ -361,6 +404,100 @@ mod tests {
         // Ties are rare (320 of these 300,000): large values of few
         // fraction bits.
         assert!(ties < 1_000, "{ties} ties");
+    }
+
+    /// `json_string` before the byte table: seven comparisons a byte.
+    fn json_string_before(buf: &mut Vec<u8>, s: &str) {
+        let plain = |b: &u8| *b >= 0x20 && !matches!(*b, b'"' | b'\\' | b'<' | b'>' | b'&' | 0xE2);
+        if s.as_bytes().iter().all(plain) {
+            buf.push(b'"');
+            buf.extend_from_slice(s.as_bytes());
+            buf.push(b'"');
+            return;
+        }
+        escaped(buf, s);
+    }
+
+    /// Strings as before and as Go writes them (`encoding/json`, HTML-safe):
+    /// every char of the first planes alone and inside text, the tricky
+    /// strings of `shared_tests.rs`, and random runs of the bytes that matter.
+    #[test]
+    fn strings_are_written_as_before_and_as_go_writes_them() {
+        let go = [
+            ("", r#""""#),
+            ("a\"b\\c", r#""a\"b\\c""#),
+            ("<a>&", r#""\u003ca\u003e\u0026""#),
+            (
+                "\n\r\t\u{1}\u{1f}\u{7f}",
+                "\"\\n\\r\\t\\u0001\\u001f\u{7f}\"",
+            ),
+            ("\u{2028}x\u{2029}\u{2027}", "\"\\u2028x\\u2029\u{2027}\""),
+            ("ünï 日本 🙂", "\"ünï 日本 🙂\""),
+        ];
+        for (text, json) in go {
+            let mut now = Vec::new();
+            json_string(&mut now, text);
+            assert_eq!(String::from_utf8(now).unwrap(), json, "{text:?}");
+        }
+        let mut texts: Vec<String> = super::super::shared_tests::TRICKY
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        for c in (0..0x3000u32).filter_map(char::from_u32) {
+            texts.push(c.to_string());
+            texts.push(format!("host_{c}1234567890{c}"));
+        }
+        let pieces = [
+            "a", "\"", "\\", "<", ">", "&", "\u{2028}", "\u{2029}", "\u{2027}", "\u{e2}", "\u{0}",
+            "\u{1f}", " ", "\u{7f}", "é", "🙂", "xxxxxxxx",
+        ];
+        let mut rng = Rng(0x4a50);
+        for _ in 0..20_000 {
+            let n = rng.next() % 24;
+            texts.push(
+                (0..n)
+                    .map(|_| pieces[(rng.next() % pieces.len() as u64) as usize])
+                    .collect(),
+            );
+        }
+        for t in &texts {
+            let (mut now, mut before) = (b"x".to_vec(), b"x".to_vec());
+            json_string(&mut now, t);
+            json_string_before(&mut before, t);
+            assert_eq!(now, before, "{t:?}");
+        }
+    }
+
+    /// Integers as `itoa` wrote each of them before the small-number path.
+    #[test]
+    fn integers_are_written_as_before() {
+        let times = Times::new(None, None);
+        let mut values: Vec<i64> = (-1_100..1_100).collect();
+        values.extend([
+            i64::MIN,
+            i64::MIN + 1,
+            i64::MAX,
+            255,
+            256,
+            -255,
+            -256,
+            99,
+            100,
+            999,
+        ]);
+        for i in values {
+            let mut now = Vec::new();
+            json_value(&mut now, &Value::Integer(i), &times);
+            assert_eq!(now, i.to_string().into_bytes(), "{i}");
+            if let Ok(u) = u64::try_from(i) {
+                let mut now = Vec::new();
+                json_value(&mut now, &Value::Unsigned(u), &times);
+                assert_eq!(now, u.to_string().into_bytes(), "{u}");
+            }
+        }
+        let mut now = Vec::new();
+        json_value(&mut now, &Value::Unsigned(u64::MAX), &times);
+        assert_eq!(now, u64::MAX.to_string().into_bytes());
     }
 
     #[test]
