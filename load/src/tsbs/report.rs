@@ -15,7 +15,7 @@ pub const TSBS_BENCH_NAME: &str = "tsbs_bench";
 
 const NOTES: &str = "What each latency includes and excludes:\n\n\
     - One `GET /query?db=…&epoch=ns&q=…` from the request's first byte to the answer's last, read whole: the HTTP round trip on loopback (keep-alive), parsing and planning the InfluxQL, the storage read (for chingest the engine's SQL with InfluxDB's point identity: a point written twice reads as one, last write wins field by field) and the JSON encoding. Not the client's JSON decoding (done after the clock stops), not TLS or authentication (both run without).\n\
-    - One query at a time (one client). Each phase says in what order: each server's queries of a type back to back, in two runs per server, servers in turn, each run after that server's warm-up (TSBS's runner sends one database's queries back to back; since 2026-11-30), or per query each server once, which goes first alternating (before): there each server's query waited idle for the other's, and on this 2-core box a query after 10 ms or more idle took chingest's sub-millisecond types 1.3–1.6× as long (`test_results/latest/tsbs_order_ab.md`). The load generator and every server share the machine's cores.\n\
+    - One query at a time (one client). Each phase says in what order: each server's queries of a type back to back, in two runs per server, servers in turn, each run after that server's warm-up (TSBS's runner sends one database's queries back to back; since 2026-11-30; answers compared between runs since stop 59: compared between one server's queries, they left the server listed last idle while the client parsed two answers, and it paid the wake-up, 1.4–1.9× on `lastpoint` at 1,000 hosts in a same-build A/B), or per query each server once, which goes first alternating (before): there each server's query waited idle for the other's, and on this 2-core box a query after 10 ms or more idle took chingest's sub-millisecond types 1.3–1.6× as long (`test_results/latest/tsbs_order_ab.md`). The load generator and every server share the machine's cores.\n\
     - Every answer of every timed query is compared value by value with the first server's (times exactly, numbers to a relative 1e-9): `answers` says how many differed.\n\
     - Windows and hosts are drawn from the seed inside the data set, at whole seconds (so a window's first and last intervals are partial, as in TSBS). Warm-up queries (other draws of the same type) run untimed first.\n\
     - Both servers hold their data in the page cache: warm-cache numbers.\n";
@@ -71,7 +71,7 @@ fn phase(p: &TsbsPhase, h: &str) -> String {
         p.query_seed,
         p.warmup,
         match p.order {
-            Order::Blocks => " before each of its runs; each server's queries of a type back to back (two runs per server, servers in turn)",
+            Order::Blocks => " before each of its runs; each server's queries of a type back to back (two runs per server, servers in turn; answers compared between runs)",
             Order::Alternate => "; per query each server once, which goes first alternating",
         }
     );
