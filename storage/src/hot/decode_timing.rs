@@ -81,25 +81,35 @@ fn decode_timing() {
 /// in chunks of 1,024 as the store seals them.
 fn float_chunks() -> Vec<(Box<[u64]>, usize)> {
     let (n, chunk) = (4320usize, 1024usize);
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut seed = GAUGE_SEED;
     let mut chunks = Vec::new();
     for _ in 0..10 {
-        let mut v = 50.0f64;
-        let walk: Vec<f64> = (0..n)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                v = (v + (seed % 2001) as f64 / 1000.0 - 1.0).clamp(0.0, 100.0);
-                v
-            })
-            .collect();
+        let walk = gauge_walk(&mut seed, n);
         for part in walk.chunks(chunk) {
             let valid = vec![true; part.len()];
             chunks.push((codec::pack_floats(part, &valid), part.len()));
         }
     }
     chunks
+}
+
+/// The seed of [`gauge_walk`]'s xorshift.
+const GAUGE_SEED: u64 = 0x2545_f491_4f6c_dd1d;
+
+/// `n` values of a gauge from 50: a random walk of steps of up to ±1 within
+/// 0–100, full precision (XOR coded, no decimal scale), drawn by xorshift
+/// from `seed`.
+fn gauge_walk(seed: &mut u64, n: usize) -> Vec<f64> {
+    let mut v = 50.0f64;
+    (0..n)
+        .map(|_| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            v = (v + (*seed % 2001) as f64 / 1000.0 - 1.0).clamp(0.0, 100.0);
+            v
+        })
+        .collect()
 }
 
 /// The XOR float decoder against the one it replaced (a read per part),
@@ -140,4 +150,58 @@ fn float_decode_timing() {
         new[3],
         old[3]
     );
+}
+
+/// A panel's read of the last `keep` points of 1,024-point chunks of
+/// full-precision gauges (XOR coded), from the mark before them against
+/// from the chunk's start (no marks), interleaved: medians of 7 rounds.
+/// `cargo test -p storage --release --lib float_mark_timing -- --ignored --nocapture`
+#[test]
+#[ignore = "timing harness: run by hand"]
+fn float_mark_timing() {
+    let mut seed = GAUGE_SEED;
+    let chunks: Vec<_> = (0..40)
+        .map(|_| codec::pack_floats_marked(&gauge_walk(&mut seed, 1024), &vec![true; 1024]))
+        .collect();
+    let words: usize = chunks.iter().map(|c| c.0.len() * 8).sum();
+    let marks: usize = chunks.iter().map(|c| std::mem::size_of_val(&*c.1)).sum();
+    let values = (chunks.len() * 1024) as f64;
+    println!(
+        "XOR gauges: {:.3} B a value, marks {:.4} B a value more",
+        words as f64 / values,
+        marks as f64 / values
+    );
+    let (mut out, mut valid) = (Vec::with_capacity(1024), Vec::with_capacity(1024));
+    for keep in [128usize, 360, 700] {
+        let (mut from_mark, mut from_start) = (Vec::new(), Vec::new());
+        let rounds = 300;
+        for _ in 0..7 {
+            for (took, no_marks) in [(&mut from_mark, false), (&mut from_start, true)] {
+                let at = Instant::now();
+                for _ in 0..rounds {
+                    for (w, m) in &chunks {
+                        out.clear();
+                        valid.clear();
+                        let m: &[codec::Mark] = if no_marks { &[] } else { m };
+                        codec::unpack_floats_from(
+                            w,
+                            m,
+                            1024,
+                            (1024 - keep, 1024),
+                            &mut out,
+                            &mut valid,
+                        );
+                        std::hint::black_box(&out);
+                    }
+                }
+                took.push(at.elapsed().as_secs_f64() * 1e6 / (rounds * chunks.len()) as f64);
+            }
+        }
+        from_mark.sort_by(f64::total_cmp);
+        from_start.sort_by(f64::total_cmp);
+        println!(
+            "last {keep} of 1,024: from the mark {:.2} us a chunk, from the start {:.2} us",
+            from_mark[3], from_start[3]
+        );
+    }
 }
