@@ -36,6 +36,7 @@ pub mod cq;
 pub mod durable;
 pub mod error;
 pub mod health;
+pub mod heap;
 pub mod limit;
 pub mod logging;
 pub mod metrics;

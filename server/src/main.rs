@@ -126,8 +126,16 @@ fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve { config } => {
+            // Before any thread allocates (`heap.rs`: freed answers kept for
+            // the next request rather than faulted in again).
+            let kept = chingest::heap::keep_freed_memory();
             let config = chingest::Config::load(config.as_deref(), std::env::vars())?;
             chingest::logging::init(&config.server.log, &config.log);
+            if !kept {
+                tracing::info!(
+                    "GLIBC_TUNABLES sets the allocator: its thresholds left as they are"
+                );
+            }
             // Named so a profile (`perf report --sort comm`, `top -H`) tells the
             // parallel line-protocol parse apart from the engine's threads.
             rayon::ThreadPoolBuilder::new()
