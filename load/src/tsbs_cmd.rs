@@ -150,7 +150,13 @@ pub(crate) fn tsbs_query(a: TsbsQueryArgs) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let http = Http::new(1, super::timeout(a.timeout_secs)?);
     let loadavg_before = loadavg();
-    let results = super::runtime()?.block_on(async {
+    // One thread: the one client's connection task and the request's share
+    // it, so a body is read where it is awaited, as TSBS's Go runner reads
+    // it on its worker's goroutine (`docs/benchmarks.md`, "TSBS").
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let results = runtime.block_on(async {
         let mut out = Vec::new();
         for t in types {
             let on = Servers {
