@@ -9,7 +9,7 @@
 //! answer is freed the heap's top is given back, and the next answer faults
 //! every page in again. TSBS `lastpoint` at 1,000 hosts (a 451 KB answer of
 //! 1,000 series) spent 16 % of the server's samples in page faults and
-//! `madvise`, and its server time fell from 2.0–2.4 to 1.3–1.5 ms with
+//! `madvise`, and its server time fell from 1.9–2.4 to 1.3–1.7 ms with
 //! freed memory kept (same-run A/B, `test_results/history/ab_heap.md`).
 //!
 //! [`keep_freed_memory`] starts both thresholds where glibc's own rule ends
