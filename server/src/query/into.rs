@@ -234,6 +234,7 @@ mod tests {
             columns: std::sync::Arc::new(vec!["time".into(), "a".into(), "b".into()]),
             values: rows,
             packed: None,
+            one_row: None,
         }
     }
 

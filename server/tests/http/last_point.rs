@@ -312,6 +312,50 @@ fn last_points_order_long_shared_prefixes_as_the_engine_and_feed_subqueries() {
         );
     }
 
+    // Series counted (`SLIMIT`/`SOFFSET`), and the answer chunked by rows and
+    // by series, pretty or RFC3339: the engine's bytes (from memory the
+    // series come side by side, `one_row.rs`, where nothing counts them).
+    let memory = "SELECT * FROM m GROUP BY host ORDER BY time DESC LIMIT 1";
+    let engine = "SELECT * FROM m WHERE host =~ /.*/ GROUP BY host ORDER BY time DESC LIMIT 1";
+    for (suffix, series) in [
+        (" SLIMIT 3 SOFFSET 2", 3),
+        (" SOFFSET 4", hosts.len() - 4),
+        (" SLIMIT 5", 5),
+    ] {
+        let got = answer(&s, &format!("{memory}{suffix}"));
+        assert_eq!(got, answer(&s, &format!("{engine}{suffix}")), "{suffix}");
+        assert_eq!(
+            got["series"].as_array().unwrap().len(),
+            series,
+            "{suffix}: {got}"
+        );
+    }
+    let text = |q: &str, params: &[(&str, &str)]| {
+        let r = s
+            .client
+            .get(s.url("/query"))
+            .query(&[("db", "lp"), ("q", q)])
+            .query(params)
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200, "{q}");
+        r.text().unwrap()
+    };
+    for params in [
+        &[][..],
+        &[("pretty", "true")],
+        &[("epoch", "ms"), ("chunked", "true"), ("chunk_size", "2")],
+        &[("chunked", "true")],
+    ] {
+        let before = metric(&s, READS).unwrap();
+        let got = text(memory, params);
+        assert!(
+            metric(&s, READS).unwrap() > before,
+            "{params:?}: not from memory"
+        );
+        assert_eq!(got, text(engine, params), "{params:?}");
+    }
+
     // A subquery over the last points: its rows as the engine's.
     let inner = "SELECT * FROM m GROUP BY host ORDER BY time DESC LIMIT 1";
     let engine_inner =

@@ -268,7 +268,7 @@ impl Storage {
                         // Built by the read, in order (`last_point.rs`).
                         let built = std::time::Instant::now();
                         for s in &found {
-                            budget.spend(s.values.len() as u64)?;
+                            budget.spend(s.len() as u64)?;
                         }
                         series.extend(found);
                         at = stages::lap(Stage::Build, built);
@@ -351,7 +351,10 @@ impl Storage {
         m: &ingest::MeasurementSchema,
     ) -> Result<Measured, InfluxqlError> {
         let started = std::time::Instant::now();
-        let (rows, path) = if let Some(found) = self.read_last_points(plan, req, m)? {
+        // One-row series side by side where only the JSON renderer reads
+        // them and nothing counts series (`one_row.rs`).
+        let one_row = req.packed && stmt.slimit.is_none() && stmt.soffset.is_none();
+        let (rows, path) = if let Some(found) = self.read_last_points(plan, req, m, one_row)? {
             (Measured::LastPoints(found), read_path::Path::LastPoint)
         } else if let Some(rows) = self.read_hot(stmt, rest, plan, req, m)? {
             (Measured::Raw(rows), read_path::Path::Hot)
@@ -627,6 +630,7 @@ fn packed_series(
             columns: columns.clone(),
             values: Vec::new(),
             packed: Some(Box::new(packed)),
+            one_row: None,
         });
     }
     Ok(out)
@@ -657,6 +661,7 @@ fn to_series(
                 columns: columns.clone(),
                 values: Vec::new(),
                 packed: None,
+                one_row: None,
             });
         }
         // In place: the engine's rows leave a slot for the time (`rows.rs`).

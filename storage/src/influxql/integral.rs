@@ -250,6 +250,7 @@ pub(crate) fn assemble(
         columns: columns.clone(),
         values,
         packed: None,
+        one_row: None,
     })
 }
 

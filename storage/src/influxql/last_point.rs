@@ -22,7 +22,7 @@ use ingest::catalog::MeasurementSchema;
 use super::error::InfluxqlError;
 use super::plan::Plan;
 use super::rows::Row;
-use super::series::{Columns, Series, Value};
+use super::series::{Columns, OneRowSeries, Series, Value};
 use super::stages::{self, Stage};
 use super::{inline, unflushed, InfluxqlRequest};
 use crate::Storage;
@@ -98,11 +98,14 @@ impl Storage {
     /// answer's order: descending groups) from the last points, built
     /// directly (no `Row` a group cut into series after); `None` when the
     /// engine must answer.
+    /// `one_row`: the groups may come as one [`OneRowSeries`] (the caller
+    /// renders JSON and counts no series).
     pub(crate) fn read_last_points(
         &self,
         plan: &Plan,
         req: &InfluxqlRequest<'_>,
         schema: &MeasurementSchema,
+        one_row: bool,
     ) -> Result<Option<Vec<Series>>, InfluxqlError> {
         let Some(shown) = shown(plan) else {
             return Ok(None);
@@ -164,7 +167,10 @@ impl Storage {
         // One list of names for every series.
         let columns = super::exec::column_names(plan);
         let answered = |table: &TableLasts| {
-            picked(plan, &shown, table, &overlay).map(|p| p.series(plan, &shown, &columns))
+            picked(plan, &shown, table, &overlay).map(|p| match one_row {
+                true => p.one_row_series(plan, &shown, &columns),
+                false => p.series(plan, &shown, &columns),
+            })
         };
         let rows = if inline {
             // Anything but an answer would go to the engine: refused here.
@@ -359,12 +365,18 @@ impl Picked<'_> {
     /// Point `p`'s shown cells, after its time where `time` (room for one
     /// either way).
     fn values(&self, shown: &[Shown], p: usize, time: bool) -> Vec<Value> {
-        let c = self.cells_of(p);
         let mut values = Vec::with_capacity(shown.len() + 1);
+        self.values_into(shown, p, time, &mut values);
+        values
+    }
+
+    /// [`Self::values`] into `out`.
+    fn values_into(&self, shown: &[Shown], p: usize, time: bool, out: &mut Vec<Value>) {
+        let c = self.cells_of(p);
         if time {
-            values.push(Value::Time(self.points[p].1));
+            out.push(Value::Time(self.points[p].1));
         }
-        values.extend(shown.iter().zip(&self.shown_at).map(|(s, &i)| match s {
+        out.extend(shown.iter().zip(&self.shown_at).map(|(s, &i)| match s {
             Shown::Tag(_) => match c[i] {
                 // A count more: the last points' own string.
                 Some(Cell::String(v)) if !v.is_empty() => Value::String(v.clone()),
@@ -372,7 +384,6 @@ impl Picked<'_> {
             },
             Shown::Field(_) => value(c[i]),
         }));
-        values
     }
 
     /// Point `p`'s group tags' values (`""`: none).
@@ -411,8 +422,44 @@ impl Picked<'_> {
                 columns: columns.clone(),
                 values: vec![self.values(shown, p, true)],
                 packed: None,
+                one_row: None,
             })
             .collect()
+    }
+
+    /// [`Self::series`] as one [`OneRowSeries`] (none when no group
+    /// answers): the same series, cell for cell, in two vectors.
+    fn one_row_series(&self, plan: &Plan, shown: &[Shown], columns: &Columns) -> Vec<Series> {
+        if self.order.is_empty() {
+            return Vec::new();
+        }
+        let n = self.order.len();
+        let width = shown.len() + 1;
+        let mut tag_values = Vec::with_capacity(n * self.group_at.len());
+        let mut cells = Vec::with_capacity(n * width);
+        // One shared empty value for every tag a series lacks.
+        let none: std::sync::Arc<str> = std::sync::Arc::from("");
+        for &p in self.order.iter().rev() {
+            let c = self.cells_of(p);
+            tag_values.extend(self.group_at.iter().map(|&i| match c[i] {
+                Some(Cell::String(v)) => v.clone(),
+                _ => none.clone(),
+            }));
+            self.values_into(shown, p, true, &mut cells);
+        }
+        vec![Series {
+            name: plan.measurement.clone(),
+            tags: Vec::new(),
+            columns: columns.clone(),
+            values: Vec::new(),
+            packed: None,
+            one_row: Some(Box::new(OneRowSeries {
+                tag_keys: plan.group_tags.clone(),
+                tag_values,
+                cells,
+                width,
+            })),
+        }]
     }
 }
 

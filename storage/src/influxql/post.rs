@@ -166,6 +166,7 @@ mod tests {
                 vec![Value::Time(20 * s0), Value::Float(20.0), Value::Float(3.0)],
             ],
             packed: None,
+            one_row: None,
         };
         let t = Transform {
             function: "non_negative_derivative".into(),

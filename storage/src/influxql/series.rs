@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+pub use super::one_row::{plain, OneRowSeries};
 pub use super::packed::{FieldCells, FieldColumn, Packed, Slot, Source};
 
 /// One value of a result cell.
@@ -64,6 +65,10 @@ pub struct Series {
     /// A hot raw answer's rows, for the JSON renderer only (`packed.rs`):
     /// then `values` is empty.
     pub packed: Option<Box<Packed>>,
+    /// Where set, this entry stands for that many one-row series of its
+    /// `name` and `columns` (its own `tags` and `values` empty): a
+    /// last-point answer, for the JSON renderer only (`one_row.rs`).
+    pub one_row: Option<Box<OneRowSeries>>,
 }
 
 impl Series {
@@ -75,11 +80,15 @@ impl Series {
             columns: Arc::new(columns.iter().map(|c| c.to_string()).collect()),
             values,
             packed: None,
+            one_row: None,
         }
     }
 
-    /// Rows held, plain or packed.
+    /// Rows held, plain or packed (one-row series: one each).
     pub fn len(&self) -> usize {
+        if let Some(o) = &self.one_row {
+            return o.len();
+        }
         self.packed.as_ref().map_or(self.values.len(), |p| p.len())
     }
 

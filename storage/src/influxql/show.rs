@@ -364,6 +364,7 @@ fn push(out: &mut Vec<Series>, name: &str, columns: &[&str], values: Vec<Vec<Val
         columns: std::sync::Arc::new(columns.iter().map(|c| c.to_string()).collect()),
         values,
         packed: None,
+        one_row: None,
     });
 }
 

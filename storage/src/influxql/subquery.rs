@@ -258,6 +258,7 @@ mod tests {
                     vec![Value::Time(6), Value::Null],
                 ],
                 packed: None,
+                one_row: None,
             }],
             messages: vec![],
         };

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::ops::Range;
 use std::sync::Arc;
 
-use storage::influxql::series::{Columns, Packed, Series, Value};
+use storage::influxql::series::{Columns, OneRowSeries, Packed, Series, Value};
 
 use super::indent::Indenter;
 use super::json::{json_string, json_value, Times};
@@ -29,19 +29,38 @@ pub(super) struct Part<'a> {
     pub(super) partial: bool,
 }
 
-/// A run of a series' rows: plain, or packed (`storage`'s `influxql/packed.rs`).
+/// A run of a series' rows: plain, or packed (`storage`'s `influxql/packed.rs`),
+/// or the one row of one of a [`OneRowSeries`]'s series, with its tags.
 #[derive(Debug, Clone)]
 pub(super) enum Rows<'a> {
     Cells(&'a [Vec<Value>]),
     Packed(&'a Packed, Range<usize>),
+    One(&'a OneRowSeries, usize),
 }
 
 impl<'a> Rows<'a> {
-    /// All of `s`'s rows.
-    pub(super) fn of(s: &'a Series) -> Rows<'a> {
-        match &s.packed {
-            Some(p) => Rows::Packed(p, 0..p.len()),
-            None => Rows::Cells(&s.values),
+    /// The parts `s` is written as: itself, or each series it stands for
+    /// (`Series::one_row`).
+    pub(super) fn parts(s: &'a Series) -> impl Iterator<Item = Rows<'a>> {
+        let (one, n) = match &s.one_row {
+            Some(o) => (Some(&**o), o.len()),
+            None => (None, 1),
+        };
+        (0..n).map(move |i| match one {
+            Some(o) => Rows::One(o, i),
+            None => match &s.packed {
+                Some(p) => Rows::Packed(p, 0..p.len()),
+                None => Rows::Cells(&s.values),
+            },
+        })
+    }
+
+    /// Rows held.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Rows::Cells(c) => c.len(),
+            Rows::Packed(_, r) => r.len(),
+            Rows::One(..) => 1,
         }
     }
 
@@ -50,6 +69,7 @@ impl<'a> Rows<'a> {
         match self {
             Rows::Cells(c) => Rows::Cells(&c[from..to]),
             Rows::Packed(p, r) => Rows::Packed(p, r.start + from..r.start + to),
+            Rows::One(..) => self.clone(),
         }
     }
 }
@@ -175,8 +195,19 @@ impl<W: Write> Sink<W> {
         Ok(())
     }
 
-    /// A `tags` object's members, in the order given.
-    fn tags<'t>(&mut self, tags: impl Iterator<Item = &'t (String, String)>) {
+    /// Series `i` of `o`'s `tags` object's members, sorted by key as Go
+    /// writes a map's.
+    fn one_row_tags(&mut self, o: &OneRowSeries, i: usize) {
+        if o.tag_keys.is_sorted() {
+            self.tag_pairs(o.tags(i));
+        } else {
+            let mut tags: Vec<(&str, &str)> = o.tags(i).collect();
+            tags.sort();
+            self.tag_pairs(tags.into_iter());
+        }
+    }
+
+    fn tag_pairs<'t>(&mut self, tags: impl Iterator<Item = (&'t str, &'t str)>) {
         for (i, (k, v)) in tags.enumerate() {
             if i > 0 {
                 self.put(b",");
@@ -185,6 +216,11 @@ impl<W: Write> Sink<W> {
             self.put(b":");
             json_string(&mut self.buf, v);
         }
+    }
+
+    /// A `tags` object's members, in the order given.
+    fn tags<'t>(&mut self, tags: impl Iterator<Item = &'t (String, String)>) {
+        self.tag_pairs(tags.map(|(k, v)| (k.as_str(), v.as_str())));
     }
 
     /// One `models.Row`: `name`, `tags`, `columns`, `values`, `partial`, each
@@ -204,7 +240,14 @@ impl<W: Write> Sink<W> {
             self.put(b"\"name\":");
             json_string(&mut self.buf, &s.name);
         }
-        if !s.tags.is_empty() {
+        if let Rows::One(o, i) = part.rows {
+            if !o.tag_keys.is_empty() {
+                sep(&mut self.buf);
+                self.put(b"\"tags\":{");
+                self.one_row_tags(o, i);
+                self.put(b"}");
+            }
+        } else if !s.tags.is_empty() {
             sep(&mut self.buf);
             self.put(b"\"tags\":{");
             // Go writes a map's keys sorted. They come sorted nearly always
@@ -245,9 +288,24 @@ impl<W: Write> Sink<W> {
                 self.put(b"]");
             }
         }
+        if let Rows::One(o, i) = part.rows {
+            sep(&mut self.buf);
+            self.put(b"\"values\":[[");
+            for (j, v) in o.row(i).iter().enumerate() {
+                if j > 0 {
+                    self.put(b",");
+                }
+                json_value(&mut self.buf, v, times);
+            }
+            self.put(b"]]");
+            if self.full() {
+                self.shared.forget();
+                self.drain()?;
+            }
+        }
         let rows = match &part.rows {
             Rows::Cells(rows) => rows,
-            Rows::Packed(..) => &[][..],
+            Rows::Packed(..) | Rows::One(..) => &[][..],
         };
         if !rows.is_empty() {
             sep(&mut self.buf);

@@ -36,6 +36,8 @@ mod body;
 mod document;
 mod indent;
 mod json;
+#[cfg(test)]
+mod one_row_tests;
 mod packed;
 #[cfg(test)]
 mod packed_tests;
@@ -249,11 +251,12 @@ impl<W: Write> Response<W> {
         let parts: Vec<Part<'_>> = result
             .series
             .iter()
-            .map(|s| Part {
+            .flat_map(|s| Rows::parts(s).map(move |rows| (s, rows)))
+            .map(|(s, rows)| Part {
                 series: s,
-                rows: Rows::of(s),
                 // InfluxDB's emitter splits (and flags) long series even here.
-                partial: chunking == Chunking::Rows && s.len() > DEFAULT_CHUNK_SIZE,
+                partial: chunking == Chunking::Rows && rows.len() > DEFAULT_CHUNK_SIZE,
+                rows,
             })
             .collect();
         self.out
@@ -465,27 +468,31 @@ fn write_results<W: Write>(
 
 /// The lines of a chunked statement, each a list of series parts.
 fn chunk_lines(series: &[Series], chunking: Chunking, size: usize) -> Vec<Vec<Part<'_>>> {
-    fn whole(s: &Series) -> Part<'_> {
-        Part {
-            series: s,
-            rows: Rows::of(s),
-            partial: false,
-        }
-    }
+    // Each series as written: a one-row carrier (`Series::one_row`) as the
+    // series it stands for.
+    let wholes = || {
+        series.iter().flat_map(|s| {
+            Rows::parts(s).map(move |rows| Part {
+                series: s,
+                rows,
+                partial: false,
+            })
+        })
+    };
     match chunking {
         Chunking::Whole if series.is_empty() => Vec::new(),
-        Chunking::Whole => vec![series.iter().map(whole).collect()],
-        Chunking::Series => series.iter().map(|s| vec![whole(s)]).collect(),
-        Chunking::Rows => series
-            .iter()
-            .flat_map(|s| {
-                let n = s.len().div_ceil(size).max(1);
+        Chunking::Whole => vec![wholes().collect()],
+        Chunking::Series => wholes().map(|p| vec![p]).collect(),
+        Chunking::Rows => wholes()
+            .flat_map(|whole| {
+                let len = whole.rows.len();
+                let n = len.div_ceil(size).max(1);
                 (0..n).map(move |i| {
-                    let from = (i * size).min(s.len());
-                    let to = ((i + 1) * size).min(s.len());
+                    let from = (i * size).min(len);
+                    let to = ((i + 1) * size).min(len);
                     vec![Part {
-                        series: s,
-                        rows: Rows::of(s).slice(from, to),
+                        series: whole.series,
+                        rows: whole.rows.slice(from, to),
                         partial: i + 1 < n,
                     }]
                 })

@@ -521,6 +521,7 @@ fn empty_parts_are_left_out_and_tags_sorted() {
         columns: std::sync::Arc::new(vec!["name".into()]),
         values: Vec::new(),
         packed: None,
+        one_row: None,
     };
     let a = StatementResult {
         series: vec![s],
@@ -559,6 +560,7 @@ fn tags_render_sorted_whether_or_not_they_come_sorted() {
                 columns: std::sync::Arc::new(vec!["time".into(), "v".into()]),
                 values: vec![vec![Value::Time(i), Value::Integer(i)]],
                 packed: None,
+                one_row: None,
             })
             .collect(),
         messages: Vec::new(),
