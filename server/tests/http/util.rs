@@ -81,6 +81,26 @@ impl<'a> Spawn<'a> {
         self
     }
     pub fn start(self) -> Server {
+        // A port free when probed can be taken before the child binds it: the tests' own
+        // outgoing connections take their local ports from the same ephemeral range. Then
+        // the child exits at once saying so, and another port is tried.
+        for _ in 0..4 {
+            let mut server = self.spawn();
+            match server.wait_ready() {
+                Ready::Yes => return server,
+                Ready::PortTaken => {
+                    eprintln!("{} was taken before the server bound it", server.addr)
+                }
+            }
+        }
+        let mut server = self.spawn();
+        if let Ready::PortTaken = server.wait_ready() {
+            panic!("five ports taken before the server bound them");
+        }
+        server
+    }
+
+    fn spawn(&self) -> Server {
         let port = free_port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let log = self.data.join(format!("server-{port}.log"));
@@ -102,7 +122,7 @@ impl<'a> Spawn<'a> {
             cmd.env(k, v);
         }
         let child = cmd.spawn().expect("spawn chingest");
-        let server = Server {
+        Server {
             child: Some(child),
             addr,
             base: format!("http://{addr}"),
@@ -113,19 +133,39 @@ impl<'a> Spawn<'a> {
                 .pool_max_idle_per_host(0)
                 .build()
                 .unwrap(),
-        };
-        server.wait_ready();
-        server
+        }
     }
 }
 
+/// How a start ended.
+enum Ready {
+    Yes,
+    /// The port was taken before the server bound it (it exited saying so).
+    PortTaken,
+}
+
 impl Server {
-    fn wait_ready(&self) {
+    fn wait_ready(&mut self) -> Ready {
         let deadline = Instant::now() + Duration::from_secs(90);
+        // Short: a ping that reached whatever else holds the port must not wait a minute.
+        let ping = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap();
         while Instant::now() < deadline {
-            if let Ok(r) = self.client.get(format!("{}/ping", self.base)).send() {
+            // Before a ping: whatever holds the port might answer it, or never.
+            let exited = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
+            if exited.is_some() && self.log_text().contains("Address already in use") {
+                self.child = None;
+                return Ready::PortTaken;
+            }
+            if let Ok(r) = ping.get(format!("{}/ping", self.base)).send() {
                 if r.status() == 204 {
-                    return;
+                    return Ready::Yes;
                 }
             }
             std::thread::sleep(Duration::from_millis(50));
