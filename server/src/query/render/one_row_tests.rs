@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use storage::influxql::series::{plain, OneRowSeries, Series, StatementResult, Value};
 
-use super::shared_tests::{rendered, TRICKY};
+use super::shared_tests::{every_format, rendered, TRICKY};
 use super::*;
 
 /// `n` one-row series of `name` grouped by `keys`, each row a time and a
@@ -90,15 +90,7 @@ fn one_row_series_render_as_their_plain_series() {
     let a = answer();
     let before = plain_answer(&a);
     assert_eq!(before.series.len(), 3 + 1 + 1_000 + 17 + 2);
-    let formats = [
-        Format::from_params(None, None, None, None),
-        Format::from_params(Some("ns"), None, None, None),
-        Format::from_params(Some("ms"), None, None, None),
-        Format::from_params(None, Some("true"), None, None),
-        Format::from_params(Some("ns"), None, Some("true"), Some("7")),
-        Format::from_params(None, None, Some("true"), None),
-    ];
-    for format in formats {
+    for format in every_format() {
         for chunking in [Chunking::Rows, Chunking::Series, Chunking::Whole] {
             let answered = |a: &StatementResult| {
                 [Answered {

@@ -12,7 +12,7 @@ use storage::influxql::series::{
     FieldCells, FieldColumn, Packed, Series, Slot, Source, StatementResult, Value,
 };
 
-use super::shared_tests::{rendered, TRICKY};
+use super::shared_tests::{every_format, rendered, TRICKY};
 use super::*;
 
 /// `rows` rows from `sources` sources taking turns irregularly: a fixed run
@@ -144,15 +144,7 @@ fn packed_rows_render_as_their_plain_rows() {
         series("mem", 7, 2, 33),
     ]);
     let before = plain(&a);
-    let formats = [
-        Format::from_params(None, None, None, None),
-        Format::from_params(Some("ns"), None, None, None),
-        Format::from_params(Some("ms"), None, None, None),
-        Format::from_params(None, Some("true"), None, None),
-        Format::from_params(Some("ns"), None, Some("true"), Some("7")),
-        Format::from_params(None, None, Some("true"), None),
-    ];
-    for format in formats {
+    for format in every_format() {
         let (now, then) = (rendered(&a, format), rendered(&before, format));
         assert!(now.len() > 64 * 1024, "{format:?}: {} bytes", now.len());
         assert_eq!(

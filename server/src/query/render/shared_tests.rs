@@ -89,6 +89,19 @@ fn unshared(a: &StatementResult) -> StatementResult {
 }
 
 /// `a` as `/query` writes it in `format` (shared with `packed_tests.rs`).
+/// Every output format a renderer test compares: RFC3339 and `epoch=`
+/// times, `pretty`, chunked with and without a size.
+pub(super) fn every_format() -> [Format; 6] {
+    [
+        Format::from_params(None, None, None, None),
+        Format::from_params(Some("ns"), None, None, None),
+        Format::from_params(Some("ms"), None, None, None),
+        Format::from_params(None, Some("true"), None, None),
+        Format::from_params(Some("ns"), None, Some("true"), Some("7")),
+        Format::from_params(None, None, Some("true"), None),
+    ]
+}
+
 pub(super) fn rendered(a: &StatementResult, format: Format) -> Vec<u8> {
     let answered = [Answered {
         result: Ok(a.clone()),
