@@ -42,7 +42,7 @@ impl OneRowSeries {
     }
 
     /// Series `i`'s tags, as its `Series::tags` would list them.
-    pub fn tags(&self, i: usize) -> impl Iterator<Item = (&str, &str)> {
+    pub fn tags(&self, i: usize) -> impl Iterator<Item = (&str, &str)> + Clone {
         let k = self.tag_keys.len();
         self.tag_keys
             .iter()

@@ -195,16 +195,19 @@ impl<W: Write> Sink<W> {
         Ok(())
     }
 
-    /// Series `i` of `o`'s `tags` object's members, sorted by key as Go
-    /// writes a map's.
-    fn one_row_tags(&mut self, o: &OneRowSeries, i: usize) {
-        if o.tag_keys.is_sorted() {
-            self.tag_pairs(o.tags(i));
+    /// A `tags` object, its members sorted as Go writes a map's. They come
+    /// sorted nearly always (one key: TSBS `lastpoint`'s 1,000 series): then
+    /// no list of them is built to sort.
+    fn tags<'t>(&mut self, tags: impl Iterator<Item = (&'t str, &'t str)> + Clone) {
+        self.put(b"\"tags\":{");
+        if tags.clone().is_sorted() {
+            self.tag_pairs(tags);
         } else {
-            let mut tags: Vec<(&str, &str)> = o.tags(i).collect();
-            tags.sort();
-            self.tag_pairs(tags.into_iter());
+            let mut sorted: Vec<(&str, &str)> = tags.collect();
+            sorted.sort();
+            self.tag_pairs(sorted.into_iter());
         }
+        self.put(b"}");
     }
 
     fn tag_pairs<'t>(&mut self, tags: impl Iterator<Item = (&'t str, &'t str)>) {
@@ -216,11 +219,6 @@ impl<W: Write> Sink<W> {
             self.put(b":");
             json_string(&mut self.buf, v);
         }
-    }
-
-    /// A `tags` object's members, in the order given.
-    fn tags<'t>(&mut self, tags: impl Iterator<Item = &'t (String, String)>) {
-        self.tag_pairs(tags.map(|(k, v)| (k.as_str(), v.as_str())));
     }
 
     /// One `models.Row`: `name`, `tags`, `columns`, `values`, `partial`, each
@@ -243,24 +241,11 @@ impl<W: Write> Sink<W> {
         if let Rows::One(o, i) = part.rows {
             if !o.tag_keys.is_empty() {
                 sep(&mut self.buf);
-                self.put(b"\"tags\":{");
-                self.one_row_tags(o, i);
-                self.put(b"}");
+                self.tags(o.tags(i));
             }
         } else if !s.tags.is_empty() {
             sep(&mut self.buf);
-            self.put(b"\"tags\":{");
-            // Go writes a map's keys sorted. They come sorted nearly always
-            // (one key: TSBS `lastpoint`'s 1,000 series): then no list of
-            // them is built to sort.
-            if s.tags.is_sorted() {
-                self.tags(s.tags.iter());
-            } else {
-                let mut tags: Vec<&(String, String)> = s.tags.iter().collect();
-                tags.sort();
-                self.tags(tags.into_iter());
-            }
-            self.put(b"}");
+            self.tags(s.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         }
         if !s.columns.is_empty() {
             sep(&mut self.buf);
