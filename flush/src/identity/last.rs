@@ -51,6 +51,7 @@ use engine::{EngineError, Result};
 use parking_lot::Mutex;
 
 use super::{typed, BySeries};
+use strings::Strings;
 
 /// A table that was too large to cache is tried again after this long.
 const TOO_LARGE_RETRY: Duration = Duration::from_secs(60);
@@ -184,6 +185,8 @@ pub struct TableLasts {
     columns: HashMap<String, usize>,
     /// By series id.
     pub series: HashMap<u64, LastPoint>,
+    /// One copy of each string value the points hold (`strings.rs`).
+    strings: Strings,
 }
 
 impl TableLasts {
@@ -244,13 +247,14 @@ impl TableLasts {
             for r in rows {
                 let version = (seq.value(r), row.value(r));
                 for &(i, array) in &user {
-                    let Some(cell) = cell_at(array, r) else {
+                    let slot = &mut point.cells[i];
+                    if slot.as_ref().is_some_and(|v| v.version >= version) {
+                        continue;
+                    }
+                    let Some(cell) = cell_at(array, r, &mut self.strings) else {
                         continue;
                     };
-                    let slot = &mut point.cells[i];
-                    if slot.as_ref().is_none_or(|v| v.version < version) {
-                        *slot = Some(Versioned { version, cell });
-                    }
+                    *slot = Some(Versioned { version, cell });
                 }
             }
         }
@@ -258,13 +262,14 @@ impl TableLasts {
     }
 }
 
-/// Row `i` of `array` as a cell; `None` for null. (A tag column holds `''`
-/// where a point lacks the tag: kept as it is, readers know their tags.)
-fn cell_at(array: &ArrayRef, i: usize) -> Option<Cell> {
+/// Row `i` of `array` as a cell, a string as its copy in `strings`; `None`
+/// for null. (A tag column holds `''` where a point lacks the tag: kept as
+/// it is, readers know their tags.)
+fn cell_at(array: &ArrayRef, i: usize, strings: &mut Strings) -> Option<Cell> {
     if array.is_null(i) {
         return None;
     }
-    let string = |s: &str| Some(Cell::String(s.into()));
+    let mut string = |s: &str| Some(Cell::String(strings.get(s)));
     match array.data_type() {
         DataType::Float64 => Some(Cell::Float(array.as_primitive::<Float64Type>().value(i))),
         DataType::Int64 => Some(Cell::Integer(array.as_primitive::<Int64Type>().value(i))),
@@ -281,7 +286,7 @@ fn cell_at(array: &ArrayRef, i: usize) -> Option<Cell> {
                 DataType::Int64 => dict_at::<Int64Type>(array, i),
                 _ => return None,
             };
-            cell_at(values, keys?)
+            cell_at(values, keys?, strings)
         }
         _ => None,
     }
@@ -555,5 +560,6 @@ fn load(
 }
 
 mod now;
+mod strings;
 #[cfg(test)]
 mod tests;
