@@ -11,6 +11,7 @@ use storage::influxql::series::{Columns, OneRowSeries, Packed, Series, Value};
 
 use super::indent::Indenter;
 use super::json::{json_string, json_value, Times};
+use super::one_row::OneRowText;
 use super::packed::PackedText;
 use super::shared::SharedCells;
 use super::Outcome;
@@ -90,6 +91,8 @@ pub(super) struct Sink<W: Write> {
     /// Where the string cells last written in each column are (one list
     /// for the whole answer: TSBS `lastpoint` writes 200 one-row series).
     shared: SharedCells,
+    /// The text the one-row series last written share (`one_row.rs`).
+    one_row: Option<OneRowText>,
 }
 
 impl<W: Write> Sink<W> {
@@ -104,6 +107,7 @@ impl<W: Write> Sink<W> {
             scratch: Vec::new(),
             columns: (Columns::default(), Vec::new()),
             shared: SharedCells::default(),
+            one_row: None,
         }
     }
 
@@ -225,6 +229,15 @@ impl<W: Write> Sink<W> {
     /// left out when empty.
     pub(super) fn series(&mut self, part: &Part<'_>, times: &Times<'_>) -> io::Result<()> {
         let s = part.series;
+        if let Rows::One(o, i) = part.rows {
+            if !self.one_row.as_ref().is_some_and(|t| t.is_of(o)) {
+                self.one_row = OneRowText::new(s, o);
+            }
+            if let Some(text) = &self.one_row {
+                text.write_head(&mut self.buf, o, i);
+                return self.one_row_cells(o, i, part.partial, times);
+            }
+        }
         let mut fields = 0;
         let mut sep = |buf: &mut Vec<u8>| {
             if fields > 0 {
@@ -276,17 +289,7 @@ impl<W: Write> Sink<W> {
         if let Rows::One(o, i) = part.rows {
             sep(&mut self.buf);
             self.put(b"\"values\":[[");
-            for (j, v) in o.row(i).iter().enumerate() {
-                if j > 0 {
-                    self.put(b",");
-                }
-                json_value(&mut self.buf, v, times);
-            }
-            self.put(b"]]");
-            if self.full() {
-                self.shared.forget();
-                self.drain()?;
-            }
+            return self.one_row_cells(o, i, part.partial, times);
         }
         let rows = match &part.rows {
             Rows::Cells(rows) => rows,
@@ -334,6 +337,32 @@ impl<W: Write> Sink<W> {
             self.put(b"\"partial\":true");
         }
         self.put(b"}");
+        Ok(())
+    }
+
+    /// The rest of one-row series `i` of `o` from its first cell on.
+    fn one_row_cells(
+        &mut self,
+        o: &OneRowSeries,
+        i: usize,
+        partial: bool,
+        times: &Times<'_>,
+    ) -> io::Result<()> {
+        for (j, v) in o.row(i).iter().enumerate() {
+            if j > 0 {
+                self.put(b",");
+            }
+            json_value(&mut self.buf, v, times);
+        }
+        self.put(b"]]");
+        if partial {
+            self.put(b",\"partial\":true");
+        }
+        self.put(b"}");
+        if self.full() {
+            self.shared.forget();
+            self.drain()?;
+        }
         Ok(())
     }
 

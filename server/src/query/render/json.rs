@@ -13,9 +13,11 @@ use storage::influxql::zone::TimeZone;
 pub(super) struct Times<'a> {
     pub(super) epoch: Option<i64>,
     pub(super) zone: Option<&'a TimeZone>,
-    /// The last RFC3339 time written and its text: the rows of an answer come in time
-    /// order, many sharing one time (every series' point of one instant).
-    /// One buffer for the whole answer, rewritten at each new time.
+    /// The last time written and its text (RFC3339 or `epoch=`): the rows of
+    /// an answer come in time order, many sharing one time (every series'
+    /// point of one instant: TSBS `lastpoint`'s 1,000, each 19 digits with
+    /// `epoch=ns`). One buffer for the whole answer, rewritten at each new
+    /// time.
     pub(super) last: RefCell<(Option<i64>, Vec<u8>)>,
     /// The day (local, days since the epoch) of the last date written, and
     /// its `YYYY-MM-DDT`: consecutive times of an answer share their day
@@ -38,25 +40,27 @@ impl<'a> Times<'a> {
 pub(super) fn json_value(buf: &mut Vec<u8>, v: &Value, times: &Times<'_>) {
     match v {
         Value::Null => buf.extend_from_slice(b"null"),
-        Value::Time(ns) => match times.epoch {
-            // Go's integer division truncates toward zero, as Rust's does.
-            Some(divisor) => {
-                buf.extend_from_slice(itoa::Buffer::new().format(ns / divisor).as_bytes())
-            }
-            None => {
-                let mut last = times.last.borrow_mut();
-                let (at, text) = &mut *last;
-                if *at != Some(*ns) {
-                    let offset = times.zone.map_or(0, |zone| zone.offset_at(*ns));
-                    text.clear();
-                    text.push(b'"');
-                    rfc3339_nano(text, *ns, offset, &mut times.day.borrow_mut());
-                    text.push(b'"');
-                    *at = Some(*ns);
+        Value::Time(ns) => {
+            let mut last = times.last.borrow_mut();
+            let (at, text) = &mut *last;
+            if *at != Some(*ns) {
+                text.clear();
+                match times.epoch {
+                    // Go's integer division truncates toward zero, as Rust's does.
+                    Some(divisor) => {
+                        text.extend_from_slice(itoa::Buffer::new().format(ns / divisor).as_bytes())
+                    }
+                    None => {
+                        let offset = times.zone.map_or(0, |zone| zone.offset_at(*ns));
+                        text.push(b'"');
+                        rfc3339_nano(text, *ns, offset, &mut times.day.borrow_mut());
+                        text.push(b'"');
+                    }
                 }
-                buf.extend_from_slice(text);
+                *at = Some(*ns);
             }
-        },
+            buf.extend_from_slice(text);
+        }
         Value::Float(f) => go_float(buf, *f),
         Value::Integer(i) => match u8::try_from(*i) {
             Ok(small) => small_int(buf, small),
@@ -498,6 +502,43 @@ mod tests {
         let mut now = Vec::new();
         json_value(&mut now, &Value::Unsigned(u64::MAX), &times);
         assert_eq!(now, u64::MAX.to_string().into_bytes());
+    }
+
+    /// `epoch=` times, each time's text kept for the next cell of that time:
+    /// the same integers as written afresh, over repeats, alternations,
+    /// negatives and every divisor.
+    #[test]
+    fn epoch_times_are_their_integers_repeated_or_not() {
+        let mut rng = Rng(0xe90c);
+        for divisor in [
+            1,
+            1_000,
+            1_000_000,
+            1_000_000_000,
+            60_000_000_000,
+            3_600_000_000_000,
+        ] {
+            let times = Times::new(Some(divisor), None);
+            let mut t: i64 = 1_451_606_400_000_000_000;
+            for k in 0..20_000u64 {
+                let bits = rng.next();
+                t = match bits % 5 {
+                    // Repeated: the kept text.
+                    0 | 1 => t,
+                    2 => t.wrapping_add((bits >> 40) as i64 - (1 << 23)),
+                    3 => -((bits >> 2) as i64),
+                    _ => bits as i64,
+                };
+                let ns = if k % 7 == 0 { i64::MIN + (k as i64) } else { t };
+                let mut now = Vec::new();
+                json_value(&mut now, &Value::Time(ns), &times);
+                assert_eq!(
+                    now,
+                    (ns / divisor).to_string().into_bytes(),
+                    "{ns} / {divisor}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -36,6 +36,7 @@ mod body;
 mod document;
 mod indent;
 mod json;
+mod one_row;
 #[cfg(test)]
 mod one_row_tests;
 mod packed;

@@ -82,6 +82,14 @@ fn answer() -> StatementResult {
         carrier("mem", &["region", "host"], 2, 17),
         // Grouped by nothing: no `tags` object.
         carrier("mem", &[], 3, 2),
+        // A name and keys to escape, each written once for every series
+        // (`render/one_row.rs`).
+        carrier(
+            "m\"<é>\u{2028}",
+            &["a&\"k", "b\\\u{1}", "c\u{2029}日"],
+            4,
+            5,
+        ),
     ])
 }
 
@@ -89,7 +97,7 @@ fn answer() -> StatementResult {
 fn one_row_series_render_as_their_plain_series() {
     let a = answer();
     let before = plain_answer(&a);
-    assert_eq!(before.series.len(), 3 + 1 + 1_000 + 17 + 2);
+    assert_eq!(before.series.len(), 3 + 1 + 1_000 + 17 + 2 + 5);
     for format in every_format() {
         for chunking in [Chunking::Rows, Chunking::Series, Chunking::Whole] {
             let answered = |a: &StatementResult| {
