@@ -198,3 +198,40 @@ fn a_reader_merges_the_overlay_as_merge_would() {
     assert_eq!(got[1].2[0], Some(Cell::Float(2.0)));
     assert_eq!(got[2].2[0], Some(Cell::Float(7.0)));
 }
+
+/// Equal string values of different series, and of one series over merges,
+/// are one shared copy (`strings.rs`); a dictionary column's too.
+#[test]
+fn equal_strings_share_one_copy_across_series_and_merges() {
+    let host = |t: &TableLasts, sid: u64| match t.series[&sid].cell(t.column("host").unwrap()) {
+        Some(Cell::String(s)) => s.clone(),
+        other => panic!("{other:?}"),
+    };
+    let mut t = TableLasts::default();
+    t.merge(&batch(&[
+        (1, 10, 1, 0, "x86", Some(1.0)),
+        (2, 10, 1, 1, "x86", Some(1.0)),
+        (3, 10, 1, 2, "arm", Some(1.0)),
+    ]))
+    .unwrap();
+    t.merge(&batch(&[(4, 20, 2, 0, "x86", Some(1.0))])).unwrap();
+    assert!(Arc::ptr_eq(&host(&t, 1), &host(&t, 2)));
+    assert!(Arc::ptr_eq(&host(&t, 1), &host(&t, 4)), "over merges");
+    assert!(!Arc::ptr_eq(&host(&t, 1), &host(&t, 3)));
+    assert_eq!(&*host(&t, 3), "arm");
+    // A dictionary-encoded column (the engine's LowCardinality).
+    let b = batch(&[(5, 30, 3, 0, "x86", Some(1.0))]);
+    let mut columns = b.columns().to_vec();
+    let dict: arrow::array::DictionaryArray<arrow::datatypes::Int32Type> =
+        vec!["x86"].into_iter().collect();
+    columns[4] = Arc::new(dict);
+    let mut fields: Vec<_> = b.schema().fields().iter().cloned().collect();
+    fields[4] = Arc::new(Field::new(
+        "host",
+        DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+        false,
+    ));
+    t.merge(&RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap())
+        .unwrap();
+    assert!(Arc::ptr_eq(&host(&t, 1), &host(&t, 5)), "dictionary");
+}
