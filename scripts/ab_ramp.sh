@@ -10,7 +10,9 @@
 # even ones). OLD_STORAGE / NEW_STORAGE: TOML lines added to that side's [storage] section (e.g.
 # `engine = "clickhouse"` and a `[storage.clickhouse]` table: the same build against two
 # backends); BEFORE_OLD / BEFORE_NEW: a command run before each of that side's runs (e.g. drop
-# the shards' `bench` database).
+# the shards' `bench` database); AFTER_WARM: a command run after each warm-up, the server up on
+# $PORT (e.g. a last-point read of each measurement, so that the ramp's flushes also keep the
+# last points: test_results/history/ab_last_point_strings.md).
 set -euo pipefail
 LOAD=${LOAD:-target/release/chingest-load}
 OUT=${OUT:-/tmp/ab}
@@ -34,6 +36,7 @@ run() { # name bin round
   curl -s -o /dev/null -XPOST "http://127.0.0.1:$PORT/query" --data-urlencode "q=CREATE DATABASE bench"
   local common=(--url "http://127.0.0.1:$PORT/write?db=bench" --payloads "$OUT/payloads" --budget-ms 250 --server-pid $pid)
   $LOAD ramp "${common[@]}" --rates 8 --step-secs 5 --max-in-flight 64 --results "$d/warm" >/dev/null
+  [ -z "${AFTER_WARM:-}" ] || PORT=$PORT bash -c "$AFTER_WARM"
   echo "$(date +%T) $1 round $3: load $(cut -d' ' -f1-3 /proc/loadavg)"
   $LOAD ramp "${common[@]}" --rates "$RATES" --step-secs "$STEP" --max-in-flight 64 \
     --metrics-url "http://127.0.0.1:$PORT/metrics" --results "$d" --name ramp > /dev/null
