@@ -10,7 +10,7 @@ use std::sync::Arc;
 use storage::influxql::series::{Columns, OneRowSeries, Packed, Series, Value};
 
 use super::indent::Indenter;
-use super::json::{json_string, json_value, Times};
+use super::json::{json_string, json_strings, json_value, Times};
 use super::one_row::OneRowText;
 use super::packed::PackedText;
 use super::shared::SharedCells;
@@ -267,14 +267,7 @@ impl<W: Write> Sink<W> {
             if !Arc::ptr_eq(names, &s.columns) && *names != s.columns {
                 *names = s.columns.clone();
                 text.clear();
-                text.push(b'[');
-                for (i, c) in s.columns.iter().enumerate() {
-                    if i > 0 {
-                        text.push(b',');
-                    }
-                    json_string(text, c);
-                }
-                text.push(b']');
+                json_strings(text, &s.columns);
             }
             self.buf.extend_from_slice(text);
         }

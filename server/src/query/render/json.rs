@@ -167,6 +167,18 @@ pub(super) fn json_string(buf: &mut Vec<u8>, s: &str) {
     escaped(buf, s);
 }
 
+/// `strings` as a JSON array of strings (a series' `columns`).
+pub(super) fn json_strings(buf: &mut Vec<u8>, strings: &[String]) {
+    buf.push(b'[');
+    for (i, s) in strings.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        json_string(buf, s);
+    }
+    buf.push(b']');
+}
+
 /// [`json_string`] of a string that holds a byte to escape (or 0xE2).
 #[cold]
 fn escaped(buf: &mut Vec<u8>, s: &str) {

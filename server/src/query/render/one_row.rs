@@ -8,7 +8,7 @@
 
 use storage::influxql::series::{OneRowSeries, Series};
 
-use super::json::json_string;
+use super::json::{json_string, json_strings};
 
 /// A carrier's shared text (see the module).
 pub(super) struct OneRowText {
@@ -34,30 +34,28 @@ impl OneRowText {
         }
         let mut head = b"{\"name\":".to_vec();
         json_string(&mut head, &s.name);
-        let mut mid = Vec::new();
+        // `"key":` of each key, the first at the end of the head, each later
+        // one after a comma.
         let mut later = Vec::new();
         for (i, k) in keys.iter().enumerate() {
-            let text = if i == 0 {
-                head.extend_from_slice(b",\"tags\":{");
-                &mut head
-            } else {
-                later.push(b",".to_vec());
-                later.last_mut()?
+            let mut text = match i {
+                0 => b",\"tags\":{".to_vec(),
+                _ => b",".to_vec(),
             };
-            json_string(text, k);
+            json_string(&mut text, k);
             text.push(b':');
+            match i {
+                0 => head.extend_from_slice(&text),
+                _ => later.push(text),
+            }
         }
+        let mut mid = Vec::new();
         if !keys.is_empty() {
             mid.push(b'}');
         }
-        mid.extend_from_slice(b",\"columns\":[");
-        for (i, c) in s.columns.iter().enumerate() {
-            if i > 0 {
-                mid.push(b',');
-            }
-            json_string(&mut mid, c);
-        }
-        mid.extend_from_slice(b"],\"values\":[[");
+        mid.extend_from_slice(b",\"columns\":");
+        json_strings(&mut mid, &s.columns);
+        mid.extend_from_slice(b",\"values\":[[");
         Some(OneRowText {
             of: std::ptr::from_ref(o) as usize,
             head,

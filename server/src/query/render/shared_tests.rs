@@ -88,7 +88,6 @@ fn unshared(a: &StatementResult) -> StatementResult {
     a
 }
 
-/// `a` as `/query` writes it in `format` (shared with `packed_tests.rs`).
 /// Every output format a renderer test compares: RFC3339 and `epoch=`
 /// times, `pretty`, chunked with and without a size.
 pub(super) fn every_format() -> [Format; 6] {
@@ -102,6 +101,7 @@ pub(super) fn every_format() -> [Format; 6] {
     ]
 }
 
+/// `a` as `/query` writes it in `format` (shared with `packed_tests.rs`).
 pub(super) fn rendered(a: &StatementResult, format: Format) -> Vec<u8> {
     let answered = [Answered {
         result: Ok(a.clone()),
