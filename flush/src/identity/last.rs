@@ -165,6 +165,15 @@ impl<'a> Reader<'a> {
         };
         let (b, o) = (b.filter(|_| use_b), o.filter(|_| use_o));
         cells.clear();
+        if let (Some(b), None) = (b, o) {
+            // The table's point alone (nothing unflushed: the usual read).
+            cells.extend(
+                self.columns
+                    .iter()
+                    .map(|&(bi, _)| Some(&at(Some(b), bi)?.cell)),
+            );
+            return time;
+        }
         cells.extend(
             self.columns
                 .iter()
@@ -180,7 +189,7 @@ impl<'a> Reader<'a> {
 }
 
 /// The last points of one table's series.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct TableLasts {
     columns: HashMap<String, usize>,
     /// By series id.
@@ -306,7 +315,11 @@ fn dict_at<K: arrow::datatypes::ArrowDictionaryKeyType>(
 enum State {
     /// Being loaded: inserts ending meanwhile are merged in already.
     Loading(TableLasts),
-    Ready(TableLasts),
+    /// Shared with the reads that took it: an insert ending while one holds
+    /// it merges into a copy ([`Arc::make_mut`]), so a read evaluates and
+    /// renders its answer from the points it borrowed, with nothing locked
+    /// and no cell copied (`storage`'s `last_rows.rs`).
+    Ready(Arc<TableLasts>),
     /// More series than the budget allowed, at this time.
     TooLarge(Instant),
     /// Removed from the index: a load or insert still holding it changes nothing.
@@ -316,7 +329,8 @@ enum State {
 impl State {
     fn series(&self) -> usize {
         match self {
-            State::Loading(t) | State::Ready(t) => t.series.len(),
+            State::Loading(t) => t.series.len(),
+            State::Ready(t) => t.series.len(),
             State::TooLarge(_) | State::Forgotten => 0,
         }
     }
@@ -361,7 +375,10 @@ impl LastPoints {
         let mut state = table.lock();
         let before = state.series();
         let merged = match &mut *state {
-            State::Loading(t) | State::Ready(t) => t.merge(batch),
+            State::Loading(t) => t.merge(batch),
+            // A copy first if a read still holds these points: at most one
+            // a read, however many inserts end while it holds them.
+            State::Ready(t) => Arc::make_mut(t).merge(batch),
             State::TooLarge(_) | State::Forgotten => return,
         };
         if let Err(e) = merged {
@@ -395,7 +412,8 @@ impl LastPoints {
     }
 
     /// Runs `f` over `db`.`measurement`'s last points (with the table's
-    /// inserts waiting: keep it short), loading them from the engine
+    /// inserts waiting: keep it short; a clone of the `Arc` holds them as
+    /// they are for as long as it lives), loading them from the engine
     /// (through `conn`) the first time; `None` when they cannot be had now
     /// (another read is loading them, the table has too many series, an
     /// admin statement may be writing, the cache is off).
@@ -404,7 +422,7 @@ impl LastPoints {
         conn: &dyn Fn() -> PooledConnection,
         db: &str,
         measurement: &str,
-        f: impl FnOnce(&TableLasts) -> R,
+        f: impl FnOnce(&Arc<TableLasts>) -> R,
     ) -> Result<Option<R>> {
         if self.max_series == 0 || self.admin_writes.load(SeqCst) > 0 {
             return Ok(None);
@@ -448,7 +466,7 @@ impl LastPoints {
                 let State::Loading(t) = std::mem::replace(&mut *state, State::Forgotten) else {
                     unreachable!("matched above")
                 };
-                *state = State::Ready(t);
+                *state = State::Ready(Arc::new(t));
                 self.account(&mut state, before);
                 Ok(match &*state {
                     State::Ready(t) => Some(f(t)),

@@ -28,6 +28,7 @@ mod hot;
 pub mod inline;
 mod integral;
 mod last_point;
+mod last_rows;
 mod one_row;
 mod packed;
 mod plan;

@@ -4,8 +4,9 @@
 //! tags and their two strings, its row and the vector around it) and a
 //! count update per tag cell twice: TSBS `lastpoint` at 1,000 hosts spent
 //! a quarter of the server's samples allocating and freeing, and another
-//! tenth dropping the rows' cells. Here the tag values and the rows lie in
-//! one vector each.
+//! tenth dropping the rows' cells. Here the series are read in place: from
+//! the last points the answer borrowed ([`LastRows`]), or from one vector
+//! of tag values and one of cells.
 //!
 //! Only the JSON renderer reads this form (`server/src/query/render/`), as
 //! it alone reads [`super::packed::Packed`]: a statement run for anyone
@@ -14,26 +15,65 @@
 
 use std::sync::Arc;
 
-use super::series::{Columns, Series, Value};
+use super::last_rows::{LastRow, LastRows};
+use super::series::{Columns, Series, Value, ValueRef};
 
 /// One-row series of one name and columns (see the module).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct OneRowSeries {
     /// The group tags' keys, in the order each series' `tags` lists them.
     pub tag_keys: Vec<String>,
+    rows: Rows,
+}
+
+/// Where the series' tag values and rows lie.
+#[derive(Debug, Clone)]
+enum Rows {
     /// Per series its group tags' values (`""`: none), `tag_keys.len()`
-    /// each, series after series.
-    pub tag_values: Vec<Arc<str>>,
-    /// Per series its row (its time first), `width` cells each.
-    pub cells: Vec<Value>,
-    /// Cells a row: the columns' count.
-    pub width: usize,
+    /// each, series after series; per series its row (its time first),
+    /// `width` cells each.
+    Values {
+        tag_values: Vec<Arc<str>>,
+        cells: Vec<Value>,
+        width: usize,
+    },
+    /// In the last points a read borrowed.
+    Lasts(Arc<LastRows>),
 }
 
 impl OneRowSeries {
+    /// Series from their tag values (`tag_keys.len()` a series, `""`:
+    /// none) and rows (`width` cells a series, its time first).
+    pub fn from_values(
+        tag_keys: Vec<String>,
+        tag_values: Vec<Arc<str>>,
+        cells: Vec<Value>,
+        width: usize,
+    ) -> OneRowSeries {
+        OneRowSeries {
+            tag_keys,
+            rows: Rows::Values {
+                tag_values,
+                cells,
+                width,
+            },
+        }
+    }
+
+    /// The series of a last-point answer, grouped by `tag_keys`.
+    pub(super) fn from_last_rows(tag_keys: Vec<String>, rows: LastRows) -> OneRowSeries {
+        OneRowSeries {
+            tag_keys,
+            rows: Rows::Lasts(Arc::new(rows)),
+        }
+    }
+
     /// Series held.
     pub fn len(&self) -> usize {
-        self.cells.len().checked_div(self.width).unwrap_or(0)
+        match &self.rows {
+            Rows::Values { cells, width, .. } => cells.len().checked_div(*width).unwrap_or(0),
+            Rows::Lasts(l) => l.len(),
+        }
     }
 
     /// Whether it holds no series.
@@ -41,18 +81,30 @@ impl OneRowSeries {
         self.len() == 0
     }
 
-    /// Series `i`'s tags, as its `Series::tags` would list them.
-    pub fn tags(&self, i: usize) -> impl Iterator<Item = (&str, &str)> + Clone {
-        let k = self.tag_keys.len();
-        self.tag_keys
-            .iter()
-            .map(String::as_str)
-            .zip(self.tag_values[i * k..(i + 1) * k].iter().map(|v| &**v))
+    /// Series `i`'s tag `k`'s value (`""`: none).
+    fn tag(&self, i: usize, k: usize) -> &str {
+        match &self.rows {
+            Rows::Values { tag_values, .. } => &tag_values[i * self.tag_keys.len() + k],
+            Rows::Lasts(l) => l.tag(i, k),
+        }
     }
 
-    /// Series `i`'s row.
-    pub fn row(&self, i: usize) -> &[Value] {
-        &self.cells[i * self.width..(i + 1) * self.width]
+    /// Series `i`'s tags, as its `Series::tags` would list them.
+    pub fn tags(&self, i: usize) -> impl Iterator<Item = (&str, &str)> + Clone {
+        self.tag_keys
+            .iter()
+            .enumerate()
+            .map(move |(k, key)| (key.as_str(), self.tag(i, k)))
+    }
+
+    /// Series `i`'s row, its time first.
+    pub fn row(&self, i: usize) -> Row<'_> {
+        match &self.rows {
+            Rows::Values { cells, width, .. } => {
+                Row::Values(cells[i * width..(i + 1) * width].iter())
+            }
+            Rows::Lasts(l) => Row::Lasts(l.row(i)),
+        }
     }
 
     /// The same series plain, each of `name` and `columns`.
@@ -65,11 +117,42 @@ impl OneRowSeries {
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect(),
                 columns: columns.clone(),
-                values: vec![self.row(i).to_vec()],
+                values: vec![self.row(i).map(ValueRef::to_value).collect()],
                 packed: None,
                 one_row: None,
             })
             .collect()
+    }
+}
+
+/// The same series, cell for cell, wherever they lie.
+impl PartialEq for OneRowSeries {
+    fn eq(&self, other: &OneRowSeries) -> bool {
+        self.tag_keys == other.tag_keys
+            && self.len() == other.len()
+            && (0..self.len())
+                .all(|i| self.tags(i).eq(other.tags(i)) && self.row(i).eq(other.row(i)))
+    }
+}
+
+/// One series' cells (see [`OneRowSeries::row`]).
+#[derive(Debug, Clone)]
+pub enum Row<'a> {
+    /// Cells given as values.
+    Values(std::slice::Iter<'a, Value>),
+    /// Cells read from the last points.
+    Lasts(LastRow<'a>),
+}
+
+impl<'a> Iterator for Row<'a> {
+    type Item = ValueRef<'a>;
+
+    #[inline]
+    fn next(&mut self) -> Option<ValueRef<'a>> {
+        match self {
+            Row::Values(cells) => cells.next().map(Value::borrowed),
+            Row::Lasts(row) => row.next(),
+        }
     }
 }
 

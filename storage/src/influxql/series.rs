@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-pub use super::one_row::{plain, OneRowSeries};
+pub use super::last_rows::LastRow;
+pub use super::one_row::{plain, OneRowSeries, Row};
 pub use super::packed::{FieldCells, FieldColumn, Packed, Slot, Source};
 
 /// One value of a result cell.
@@ -30,7 +31,57 @@ pub enum Value {
     Boolean(bool),
 }
 
+/// A [`Value`] borrowed: what a reader of cells held elsewhere gets (a
+/// last-point answer's cells lie in the last points, `last_rows.rs`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ValueRef<'a> {
+    /// [`Value::Null`].
+    Null,
+    /// [`Value::Time`].
+    Time(i64),
+    /// [`Value::Float`].
+    Float(f64),
+    /// [`Value::Integer`].
+    Integer(i64),
+    /// [`Value::Unsigned`].
+    Unsigned(u64),
+    /// [`Value::String`]: the shared string itself, so an owned copy is a
+    /// count more.
+    String(&'a Arc<str>),
+    /// [`Value::Boolean`].
+    Boolean(bool),
+}
+
+impl ValueRef<'_> {
+    /// The value owned.
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::Null => Value::Null,
+            ValueRef::Time(t) => Value::Time(t),
+            ValueRef::Float(f) => Value::Float(f),
+            ValueRef::Integer(i) => Value::Integer(i),
+            ValueRef::Unsigned(u) => Value::Unsigned(u),
+            ValueRef::String(s) => Value::String(s.clone()),
+            ValueRef::Boolean(b) => Value::Boolean(b),
+        }
+    }
+}
+
 impl Value {
+    /// The value borrowed.
+    #[inline]
+    pub fn borrowed(&self) -> ValueRef<'_> {
+        match self {
+            Value::Null => ValueRef::Null,
+            Value::Time(t) => ValueRef::Time(*t),
+            Value::Float(f) => ValueRef::Float(*f),
+            Value::Integer(i) => ValueRef::Integer(*i),
+            Value::Unsigned(u) => ValueRef::Unsigned(*u),
+            Value::String(s) => ValueRef::String(s),
+            Value::Boolean(b) => ValueRef::Boolean(*b),
+        }
+    }
+
     /// A number as a float (`None` for anything but a float or an integer).
     pub fn as_f64(&self) -> Option<f64> {
         match self {

@@ -15,7 +15,7 @@ impl LastPoints {
         &self,
         db: &str,
         measurement: &str,
-        f: impl FnOnce(&TableLasts) -> R,
+        f: impl FnOnce(&std::sync::Arc<TableLasts>) -> R,
     ) -> Option<R> {
         if self.max_series == 0 || self.admin_writes.load(std::sync::atomic::Ordering::SeqCst) > 0 {
             return None;
@@ -41,7 +41,7 @@ mod tests {
     #[test]
     fn a_read_now_reads_only_loaded_unlocked_points() {
         let lasts = LastPoints::new(100);
-        let series = |t: &TableLasts| t.series.len();
+        let series = |t: &std::sync::Arc<TableLasts>| t.series.len();
         assert_eq!(lasts.read_now("d", "m", series), None, "never loaded");
         let table = std::sync::Arc::new(parking_lot::Mutex::new(State::Loading(
             TableLasts::default(),
@@ -55,7 +55,7 @@ mod tests {
         ready
             .merge(&batch(&[(1, 10, 1, 0, "a", Some(1.0))]))
             .unwrap();
-        *table.lock() = State::Ready(ready);
+        *table.lock() = State::Ready(std::sync::Arc::new(ready));
         assert_eq!(lasts.read_now("d", "m", series), Some(1));
         let held = table.lock();
         assert_eq!(

@@ -19,7 +19,7 @@ use std::sync::Arc;
 const SWEEP_FROM: usize = 1_024;
 
 /// The shared copies (see the module).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Strings {
     set: HashSet<Arc<str>>,
     /// The set's size after its last sweep.

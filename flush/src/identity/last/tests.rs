@@ -119,7 +119,7 @@ fn the_budget_bounds_the_series_kept_and_forgetting_frees_them() {
     let key = ("db".to_string(), "m".to_string());
     lasts.tables.lock().insert(
         key.clone(),
-        Arc::new(Mutex::new(State::Ready(TableLasts::default()))),
+        Arc::new(Mutex::new(State::Ready(Arc::default()))),
     );
     assert!(lasts.tracks("db", "m"));
     lasts.apply(
@@ -149,12 +149,15 @@ fn a_reader_merges_the_overlay_as_merge_would() {
         (1, 20, 5, 0, "a", Some(1.0)),
         (2, 20, 5, 1, "b", Some(2.0)),
         (3, 20, 5, 2, "c", Some(3.0)),
+        (5, 20, 5, 3, "e", Some(5.0)), // no unflushed row: the table's alone
+        (6, 30, 5, 4, "f", Some(6.0)),
     ];
     let rows_over = [
         (1, 21, 9, 0, "a", None),      // later: replaces series 1's point
         (2, 20, 4, 0, "b", Some(9.0)), // same time, older write: loses
         (3, 20, 6, 0, "c", Some(7.0)), // same time, newer write: wins
         (4, 5, 9, 1, "d", Some(4.0)),  // only unflushed
+        (6, 10, 9, 2, "f", Some(8.0)), // earlier: the table's point stands
     ];
     let (mut base, mut overlay, mut both) = (
         TableLasts::default(),
@@ -163,11 +166,17 @@ fn a_reader_merges_the_overlay_as_merge_would() {
     );
     base.merge(&batch(&rows_base)).unwrap();
     overlay
-        .merge(&with_idle(&batch(&rows_over), &[Some(1), None, None, None]))
+        .merge(&with_idle(
+            &batch(&rows_over),
+            &[Some(1), None, None, None, Some(2)],
+        ))
         .unwrap();
     both.merge(&batch(&rows_base)).unwrap();
-    both.merge(&with_idle(&batch(&rows_over), &[Some(1), None, None, None]))
-        .unwrap();
+    both.merge(&with_idle(
+        &batch(&rows_over),
+        &[Some(1), None, None, None, Some(2)],
+    ))
+    .unwrap();
     let reader = Reader::new(&base, &overlay, &["usage", "idle", "host"]);
     let mut got = Vec::new();
     reader.for_each(|sid, time, cells| {
@@ -197,6 +206,15 @@ fn a_reader_merges_the_overlay_as_merge_would() {
     );
     assert_eq!(got[1].2[0], Some(Cell::Float(2.0)));
     assert_eq!(got[2].2[0], Some(Cell::Float(7.0)));
+    assert_eq!(
+        got[4].2,
+        vec![Some(Cell::Float(5.0)), None, Some(Cell::String("e".into()))]
+    );
+    assert_eq!(got[5].1, 30, "the table's later point");
+    assert_eq!(
+        got[5].2,
+        vec![Some(Cell::Float(6.0)), None, Some(Cell::String("f".into()))]
+    );
 }
 
 /// Equal string values of different series, and of one series over merges,
@@ -234,4 +252,54 @@ fn equal_strings_share_one_copy_across_series_and_merges() {
     t.merge(&RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap())
         .unwrap();
     assert!(Arc::ptr_eq(&host(&t, 1), &host(&t, 5)), "dictionary");
+}
+
+/// A read's points stay as it took them while inserts end (they merge into
+/// a copy, one a read), and the table has every insert.
+#[test]
+fn a_read_holds_its_points_while_inserts_merge_into_a_copy() {
+    let lasts = LastPoints::new(100);
+    let key = ("db".to_string(), "m".to_string());
+    lasts
+        .tables
+        .lock()
+        .insert(key, Arc::new(Mutex::new(State::Ready(Arc::default()))));
+    lasts.apply("db", "m", &batch(&[(1, 10, 1, 0, "a", Some(1.0))]));
+    let read = |lasts: &LastPoints| {
+        lasts
+            .read_now("db", "m", |t| t.clone())
+            .expect("loaded, nothing holds the lock")
+    };
+    let usage = |t: &TableLasts, sid: u64| {
+        let p = &t.series[&sid];
+        (p.time, p.cell(t.column("usage").unwrap()).cloned())
+    };
+    let held = read(&lasts);
+    let held_again = read(&lasts);
+    assert!(Arc::ptr_eq(&held, &held_again), "no copy without an insert");
+    drop(held_again);
+    lasts.apply(
+        "db",
+        "m",
+        &batch(&[(1, 20, 2, 0, "a", Some(2.0)), (2, 20, 2, 1, "b", Some(3.0))]),
+    );
+    lasts.apply("db", "m", &batch(&[(2, 30, 3, 0, "b", Some(4.0))]));
+    assert_eq!(
+        usage(&held, 1),
+        (10, Some(Cell::Float(1.0))),
+        "as it was read"
+    );
+    assert_eq!(held.series.len(), 1);
+    let now = read(&lasts);
+    assert!(!Arc::ptr_eq(&held, &now));
+    assert_eq!(usage(&now, 1), (20, Some(Cell::Float(2.0))));
+    assert_eq!(usage(&now, 2), (30, Some(Cell::Float(4.0))));
+    assert_eq!(lasts.cached_series(), 2);
+    // With no read holding it, an insert merges in place.
+    drop((held, now));
+    let before = Arc::as_ptr(&read(&lasts));
+    lasts.apply("db", "m", &batch(&[(2, 40, 4, 0, "b", Some(5.0))]));
+    let after = read(&lasts);
+    assert_eq!(Arc::as_ptr(&after), before, "merged in place");
+    assert_eq!(usage(&after, 2), (40, Some(Cell::Float(5.0))));
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use storage::influxql::series::{Columns, OneRowSeries, Packed, Series, Value};
 
 use super::indent::Indenter;
-use super::json::{json_string, json_strings, json_value, Times};
+use super::json::{json_cell, json_string, json_strings, json_value, Times};
 use super::one_row::OneRowText;
 use super::packed::PackedText;
 use super::shared::SharedCells;
@@ -341,11 +341,11 @@ impl<W: Write> Sink<W> {
         partial: bool,
         times: &Times<'_>,
     ) -> io::Result<()> {
-        for (j, v) in o.row(i).iter().enumerate() {
+        for (j, v) in o.row(i).enumerate() {
             if j > 0 {
                 self.put(b",");
             }
-            json_value(&mut self.buf, v, times);
+            json_cell(&mut self.buf, v, times);
         }
         self.put(b"]]");
         if partial {

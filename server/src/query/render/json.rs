@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::io::Write;
 
-use storage::influxql::series::Value;
+use storage::influxql::series::{Value, ValueRef};
 
 use storage::influxql::zone::TimeZone;
 
@@ -37,13 +37,20 @@ impl<'a> Times<'a> {
 }
 
 /// One cell, as Go's `encoding/json` writes its `interface{}` value.
+#[inline]
 pub(super) fn json_value(buf: &mut Vec<u8>, v: &Value, times: &Times<'_>) {
+    json_cell(buf, v.borrowed(), times);
+}
+
+/// [`json_value`] of a borrowed value (a last-point answer's cell, read
+/// where it lies).
+pub(super) fn json_cell(buf: &mut Vec<u8>, v: ValueRef<'_>, times: &Times<'_>) {
     match v {
-        Value::Null => buf.extend_from_slice(b"null"),
-        Value::Time(ns) => {
+        ValueRef::Null => buf.extend_from_slice(b"null"),
+        ValueRef::Time(ns) => {
             let mut last = times.last.borrow_mut();
             let (at, text) = &mut *last;
-            if *at != Some(*ns) {
+            if *at != Some(ns) {
                 text.clear();
                 match times.epoch {
                     // Go's integer division truncates toward zero, as Rust's does.
@@ -51,27 +58,27 @@ pub(super) fn json_value(buf: &mut Vec<u8>, v: &Value, times: &Times<'_>) {
                         text.extend_from_slice(itoa::Buffer::new().format(ns / divisor).as_bytes())
                     }
                     None => {
-                        let offset = times.zone.map_or(0, |zone| zone.offset_at(*ns));
+                        let offset = times.zone.map_or(0, |zone| zone.offset_at(ns));
                         text.push(b'"');
-                        rfc3339_nano(text, *ns, offset, &mut times.day.borrow_mut());
+                        rfc3339_nano(text, ns, offset, &mut times.day.borrow_mut());
                         text.push(b'"');
                     }
                 }
-                *at = Some(*ns);
+                *at = Some(ns);
             }
             buf.extend_from_slice(text);
         }
-        Value::Float(f) => go_float(buf, *f),
-        Value::Integer(i) => match u8::try_from(*i) {
+        ValueRef::Float(f) => go_float(buf, f),
+        ValueRef::Integer(i) => match u8::try_from(i) {
             Ok(small) => small_int(buf, small),
-            Err(_) => buf.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+            Err(_) => buf.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
         },
-        Value::Unsigned(u) => match u8::try_from(*u) {
+        ValueRef::Unsigned(u) => match u8::try_from(u) {
             Ok(small) => small_int(buf, small),
-            Err(_) => buf.extend_from_slice(itoa::Buffer::new().format(*u).as_bytes()),
+            Err(_) => buf.extend_from_slice(itoa::Buffer::new().format(u).as_bytes()),
         },
-        Value::String(s) => json_string(buf, s),
-        Value::Boolean(b) => buf.extend_from_slice(if *b { b"true" } else { b"false" }),
+        ValueRef::String(s) => json_string(buf, s),
+        ValueRef::Boolean(b) => buf.extend_from_slice(if b { b"true" } else { b"false" }),
     }
 }
 

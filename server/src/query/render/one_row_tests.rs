@@ -45,12 +45,12 @@ fn carrier(name: &str, keys: &[&str], seed: usize, n: usize) -> Series {
         cells.push(or_null(5, Value::String(Arc::from("host_1"))));
     }
     let mut s = Series::untagged(name, &columns, Vec::new());
-    s.one_row = Some(Box::new(OneRowSeries {
-        tag_keys: keys.iter().map(|k| k.to_string()).collect(),
+    s.one_row = Some(Box::new(OneRowSeries::from_values(
+        keys.iter().map(|k| k.to_string()).collect(),
         tag_values,
         cells,
-        width: columns.len(),
-    }));
+        columns.len(),
+    )));
     s
 }
 
