@@ -20,10 +20,10 @@ use flush::{Cell, Reader, TableLasts};
 use ingest::catalog::MeasurementSchema;
 
 use super::error::InfluxqlError;
-use super::last_rows::{shown_value, LastRow, LastRows, Tables};
+use super::last_rows::{LastRow, LastRows, Tables};
 use super::plan::Plan;
 use super::rows::Row;
-use super::series::{Columns, OneRowSeries, Series, Value};
+use super::series::{Columns, OneRowSeries, Series, Value, ValueRef};
 use super::stages::{self, Stage};
 use super::{inline, unflushed, InfluxqlRequest};
 use crate::Storage;
@@ -398,21 +398,22 @@ impl<'a> Picked<'a> {
 
     /// Series `i`'s row: its time, then its shown cells.
     pub(super) fn row(&self, i: usize) -> LastRow<'_> {
-        let p = self.nth(i);
+        self.row_of(self.nth(i))
+    }
+
+    /// Point `p`'s row: its time, then its shown cells.
+    fn row_of(&self, p: usize) -> LastRow<'_> {
         LastRow::new(self.points[p].1, self.cells_of(p), &self.shown_at)
     }
 
-    /// Point `p`'s shown cells as values, after its time where `time`.
+    /// Point `p`'s row as values, without its time unless `time` (room for
+    /// it either way).
     fn values(&self, p: usize, time: bool) -> Vec<Value> {
-        let c = self.cells_of(p);
         let mut out = Vec::with_capacity(self.shown_at.len() + 1);
-        if time {
-            out.push(Value::Time(self.points[p].1));
-        }
         out.extend(
-            self.shown_at
-                .iter()
-                .map(|&(i, tag)| shown_value(c[i], tag).to_value()),
+            self.row_of(p)
+                .skip(usize::from(!time))
+                .map(ValueRef::to_value),
         );
         out
     }

@@ -90,12 +90,17 @@ impl<'a> Iterator for LastRow<'a> {
         let &(i, tag) = self.shown.next()?;
         Some(shown_value(self.cells[i], tag))
     }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = usize::from(self.time.is_some()) + self.shown.len();
+        (n, Some(n))
+    }
 }
 
 /// A shown column's value from its cell: a tag without a value (`''`) and
 /// a float InfluxDB cannot write (NaN, infinite) show as null.
 #[inline]
-pub(super) fn shown_value(cell: Option<&Cell>, tag: bool) -> ValueRef<'_> {
+fn shown_value(cell: Option<&Cell>, tag: bool) -> ValueRef<'_> {
     if tag {
         return match cell {
             Some(Cell::String(v)) if !v.is_empty() => ValueRef::String(v),

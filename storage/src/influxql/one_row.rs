@@ -31,7 +31,8 @@ pub struct OneRowSeries {
 enum Rows {
     /// Per series its group tags' values (`""`: none), `tag_keys.len()`
     /// each, series after series; per series its row (its time first),
-    /// `width` cells each.
+    /// `width` cells each. Any cells a caller has as values: the render
+    /// tests' carriers of every cell type and tricky text.
     Values {
         tag_values: Vec<Arc<str>>,
         cells: Vec<Value>,
